@@ -1,0 +1,5 @@
+//! Generate: the code for checked models. Nothing here reports user errors.
+
+pub mod document;
+pub mod relations;
+pub mod view;

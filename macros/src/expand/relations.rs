@@ -1,0 +1,105 @@
+//! Generation of the typed relation handles (`Product::rels().parts`), which
+//! the loaders, link/unlink and the fan-outs work through.
+
+use crate::internals::ast::{is_id_type, option_inner, vec_element, Container, Role};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+pub fn expand(c: &Container) -> TokenStream {
+    let ident = c.ident;
+    let vis = c.vis;
+    let mut decls = Vec::new();
+    let mut inits = Vec::new();
+    // The index into `Schema::relations`, in the order `relation_info` emits them.
+    let mut index = 0usize;
+    for f in c.fields.iter().filter(|f| f.stored.is_some()) {
+        let (to, handle, visit) = match &f.role {
+            Role::Plain => continue,
+            Role::Embed { .. } => {
+                index += 1;
+                continue;
+            }
+            Role::Reference { attr, .. } => {
+                let to = &attr.to;
+                let name = f.ident;
+                let ty = f.ty;
+                let id = quote!(<#to as ::docrel::Document>::Id);
+                if attr.many.is_present() {
+                    let elem = vec_element(ty);
+                    let access = match (&attr.key, elem) {
+                        (Some(k), _) => quote!(&__e.#k),
+                        (None, Some(e)) if !is_id_type(e) => quote!(&__e.id),
+                        _ => quote!(__e),
+                    };
+                    let visit = quote_spanned! {ty.span()=>
+                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                            for __e in &__p.#name { __f(#access) }
+                        }
+                    };
+                    (to, quote!(::docrel::RefMany), visit)
+                } else {
+                    let visit = if option_inner(ty).is_some() {
+                        quote_spanned! {ty.span()=>
+                            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                                if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
+                            }
+                        }
+                    } else {
+                        quote_spanned! {ty.span()=>
+                            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
+                        }
+                    };
+                    (to, quote!(::docrel::RefOne), visit)
+                }
+            }
+            Role::ParentRef { attr, .. } => {
+                let to = &attr.to;
+                let name = f.ident;
+                let ty = f.ty;
+                let id = quote!(<#to as ::docrel::Document>::Id);
+                let visit = if option_inner(ty).is_some() {
+                    quote_spanned! {ty.span()=>
+                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                            if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
+                        }
+                    }
+                } else {
+                    quote_spanned! {ty.span()=>
+                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
+                    }
+                };
+                (to, quote!(::docrel::ParentRef), visit)
+            }
+        };
+        let name = f.ident;
+        let doc = format!("The relationship declared on `{name}`.");
+        decls.push(quote! { #[doc = #doc] pub #name: #handle<#ident, #to>, });
+        inits.push(quote! {
+            #name: #handle::new(&<#ident as ::docrel::Document>::schema().relations[#index], #visit),
+        });
+        index += 1;
+    }
+    if decls.is_empty() {
+        return TokenStream::new();
+    }
+    let rels_ty = format_ident!("{}Rels", ident);
+    let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
+    quote! {
+        #[doc = #doc]
+        #[allow(dead_code)]
+        #[derive(Clone, Copy)]
+        #vis struct #rels_ty {
+            #(#decls)*
+        }
+
+        #[allow(dead_code)]
+        impl #ident {
+            /// Typed handles of the relationships: loaders, link/unlink and
+            /// reverse lookups.
+            pub fn rels() -> #rels_ty {
+                #rels_ty { #(#inits)* }
+            }
+        }
+    }
+}

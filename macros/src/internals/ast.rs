@@ -1,0 +1,222 @@
+//! The model of a derived struct: each field with its stored name and its
+//! role, parsed from the attributes. Spans are kept for every diagnostic.
+
+use super::attr::{ContainerAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
+use super::serde_names;
+use super::symbol::{DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
+use darling::error::Accumulator;
+use darling::FromMeta;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Attribute, DeriveInput, GenericArgument, Ident, PathArguments, Type, Visibility};
+
+pub struct Container<'a> {
+    pub ident: &'a Ident,
+    pub vis: &'a Visibility,
+    pub attr: ContainerAttr,
+    pub fields: Vec<Field<'a>>,
+}
+
+pub struct Field<'a> {
+    pub ident: &'a Ident,
+    pub ty: &'a Type,
+    /// The stored name, or `None` when serde does not store it on its own.
+    pub stored: Option<String>,
+    pub doc: FieldDocAttr,
+    pub role: Role,
+}
+
+pub enum Role {
+    Plain,
+    Embed { attr: EmbedAttr, span: Span },
+    Reference { attr: ReferenceAttr, span: Span },
+    ParentRef { attr: ParentRefAttr, span: Span },
+}
+
+impl Role {
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            Role::Plain => None,
+            Role::Embed { span, .. } | Role::Reference { span, .. } | Role::ParentRef { span, .. } => Some(*span),
+        }
+    }
+}
+
+/// Parses `attr` with darling; a bare `#[name]` is the all-default value.
+fn parse_attr<T: FromMeta + Default>(attr: &Attribute) -> darling::Result<T> {
+    match &attr.meta {
+        syn::Meta::Path(_) => Ok(T::default()),
+        meta => T::from_meta(meta),
+    }
+}
+
+fn parse_required<T: FromMeta>(attr: &Attribute, example: &str) -> darling::Result<T> {
+    match &attr.meta {
+        syn::Meta::Path(_) => Err(darling::Error::custom(format!(
+            "`#[{}]` needs its target: the correct format looks like `{example}`",
+            attr.path().get_ident().map(ToString::to_string).unwrap_or_default()
+        ))
+        .with_span(attr)),
+        meta => T::from_meta(meta).map_err(|e| e.with_span(attr)),
+    }
+}
+
+impl<'a> Container<'a> {
+    /// Reads the struct; `None` when its shape cannot be a document (the
+    /// error is in `errors`).
+    pub fn from_ast(input: &'a DeriveInput, derive: &str, errors: &mut Accumulator) -> Option<Self> {
+        let named = match &input.data {
+            syn::Data::Struct(syn::DataStruct { fields: syn::Fields::Named(named), .. }) => named,
+            syn::Data::Struct(s) => {
+                errors.push(
+                    darling::Error::custom(format!(
+                        "#[derive({derive})] needs a struct with named fields: a document is stored as \
+                         `{{field: value}}`, so give each field a name (`struct Part {{ id: ObjectId, name: String }}`)"
+                    ))
+                    .with_span(&s.fields),
+                );
+                return None;
+            }
+            syn::Data::Enum(e) => {
+                errors.push(
+                    darling::Error::custom(format!(
+                        "#[derive({derive})] needs a struct with named fields, not an enum: wrap the enum in a \
+                         field of a struct (`struct Event {{ id: ObjectId, kind: Kind }}`)"
+                    ))
+                    .with_span(&e.enum_token),
+                );
+                return None;
+            }
+            syn::Data::Union(u) => {
+                errors.push(
+                    darling::Error::custom(format!("#[derive({derive})] needs a struct with named fields, not a union"))
+                        .with_span(&u.union_token),
+                );
+                return None;
+            }
+        };
+        if !input.generics.params.is_empty() {
+            errors.push(
+                darling::Error::custom(format!(
+                    "#[derive({derive})] does not support generic structs: a document type maps to one collection \
+                     and one stored shape; write a concrete struct"
+                ))
+                .with_span(&input.generics),
+            );
+            return None;
+        }
+        let serde_container = errors.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
+
+        let mut attr = ContainerAttr::default();
+        for a in input.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
+            if let Some(parsed) = errors.handle(parse_attr::<ContainerAttr>(a)) {
+                if parsed.collection.is_some() {
+                    if attr.collection.is_some() {
+                        errors.push(darling::Error::duplicate_field("collection").with_span(a));
+                    }
+                    attr.collection = parsed.collection;
+                }
+            }
+        }
+
+        let fields = named
+            .named
+            .iter()
+            .filter_map(|f| Field::from_ast(f, serde_container.rename_all.as_deref(), errors))
+            .collect();
+        Some(Container { ident: &input.ident, vis: &input.vis, attr, fields })
+    }
+}
+
+impl<'a> Field<'a> {
+    fn from_ast(f: &'a syn::Field, rename_all: Option<&str>, errors: &mut Accumulator) -> Option<Self> {
+        let ident = f.ident.as_ref()?;
+        let serde = errors.handle(serde_names::field(&f.attrs).map_err(Into::into)).unwrap_or_default();
+        let rust_name = ident.to_string();
+        let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name).to_owned();
+        let stored = if serde.not_stored {
+            None
+        } else {
+            Some(serde.rename.clone().unwrap_or_else(|| {
+                rename_all.and_then(|rule| serde_names::apply_rename_all(rule, &rust_name)).unwrap_or(rust_name)
+            }))
+        };
+
+        let mut doc = FieldDocAttr::default();
+        for a in f.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
+            if let Some(parsed) = errors.handle(parse_attr::<FieldDocAttr>(a)) {
+                doc.id = if parsed.id.is_present() { parsed.id } else { doc.id };
+                doc.index = if parsed.index.is_present() { parsed.index } else { doc.index };
+                doc.unique = if parsed.unique.is_present() { parsed.unique } else { doc.unique };
+            }
+        }
+
+        let mut role = Role::Plain;
+        for a in f.attrs.iter().filter(|a| RELATIONSHIP_ATTRS.iter().any(|n| a.path().is_ident(n))) {
+            if role.span().is_some() {                errors.push(
+                    darling::Error::custom(
+                        "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
+                         other; keep the one that matches how the data is stored",
+                    )
+                    .with_span(a),
+                );
+                continue;
+            }
+            let span = a.span();
+            let parsed = if a.path().is_ident(EMBED) {
+                errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
+            } else if a.path().is_ident(REFERENCE) {
+                errors
+                    .handle(parse_required::<ReferenceAttr>(a, "#[reference(to = Part)]` or `#[reference(many, to = Part)]"))
+                    .map(|attr| Role::Reference { attr, span })
+            } else if a.path().is_ident(PARENT_REF) {
+                errors
+                    .handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
+                    .map(|attr| Role::ParentRef { attr, span })
+            } else {
+                None
+            };
+            if let Some(parsed) = parsed {
+                role = parsed;
+            }
+        }
+        Some(Field { ident, ty: &f.ty, stored, doc, role })
+    }
+
+    pub fn stored_name(&self) -> &str {
+        self.stored.as_deref().unwrap_or("")
+    }
+}
+
+/// `T` of `Vec<T>` (by the last path segment, as users write it).
+pub fn vec_element(ty: &Type) -> Option<&Type> {
+    generic_arg(ty, "Vec")
+}
+
+/// `T` of `Option<T>`.
+pub fn option_inner(ty: &Type) -> Option<&Type> {
+    generic_arg(ty, "Option")
+}
+
+fn generic_arg<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != wrapper {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// Whether a type is written as one of the `_id` types docrel knows, so an
+/// array of it holds ids rather than `{id, ...}` structs.
+pub fn is_id_type(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    p.path
+        .segments
+        .last()
+        .is_some_and(|s| matches!(s.ident.to_string().as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
+}

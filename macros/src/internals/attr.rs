@@ -1,0 +1,98 @@
+//! The attributes as written, parsed with darling: unknown keys (with a
+//! "did you mean"), wrong value types and duplicates are errors at the key.
+
+use darling::util::{Flag, SpannedValue};
+use darling::FromMeta;
+use syn::{Expr, Ident, LitStr, Path};
+
+/// `#[document(...)]` on the struct.
+#[derive(Debug, Default, FromMeta)]
+pub struct ContainerAttr {
+    pub collection: Option<SpannedValue<String>>,
+}
+
+/// `#[document(...)]` on a field.
+#[derive(Debug, Default, FromMeta)]
+pub struct FieldDocAttr {
+    /// This field is the `_id`.
+    pub id: Flag,
+    /// Create an ascending index on this field.
+    pub index: Flag,
+    /// Create a unique index on this field.
+    pub unique: Flag,
+}
+
+/// `#[embed]` / `#[embed(max = N)]`.
+#[derive(Debug, Default, FromMeta)]
+pub struct EmbedAttr {
+    pub max: Option<SpannedValue<u32>>,
+}
+
+/// `#[reference(many, to = T, inverse = f, on_delete = pull, key = id, max = N)]`.
+#[derive(Debug, FromMeta)]
+pub struct ReferenceAttr {
+    pub many: Flag,
+    pub to: Path,
+    pub inverse: Option<Ident>,
+    pub on_delete: Option<SpannedValue<OnDeleteAttr>>,
+    pub key: Option<Ident>,
+    pub max: Option<SpannedValue<u32>>,
+}
+
+/// `#[parent_ref(to = P, on_delete = cascade, sort = "-time")]`.
+#[derive(Debug, FromMeta)]
+pub struct ParentRefAttr {
+    pub to: Path,
+    pub on_delete: Option<SpannedValue<OnDeleteAttr>>,
+    pub sort: Option<LitStr>,
+}
+
+/// `#[view(of = T)]`.
+#[derive(Debug, FromMeta)]
+pub struct ViewAttr {
+    pub of: Path,
+}
+
+/// `on_delete = pull | cascade | restrict` (a bare word or a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDeleteAttr {
+    Pull,
+    Cascade,
+    Restrict,
+}
+
+impl FromMeta for OnDeleteAttr {
+    fn from_string(value: &str) -> darling::Result<Self> {
+        match value {
+            "pull" => Ok(OnDeleteAttr::Pull),
+            "cascade" => Ok(OnDeleteAttr::Cascade),
+            "restrict" => Ok(OnDeleteAttr::Restrict),
+            other => Err(darling::Error::unknown_value(other).with_span(&proc_macro2::Span::call_site())),
+        }
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match expr {
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let word = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
+                Self::from_string(&word).map_err(|_| {
+                    darling::Error::custom(format!(
+                        "unknown on_delete rule `{word}`: write `on_delete = pull`, `on_delete = cascade` or `on_delete = restrict`"
+                    ))
+                    .with_span(expr)
+                })
+            }
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Self::from_string(&s.value()).map_err(|_| {
+                darling::Error::custom(format!(
+                    "unknown on_delete rule `{}`: write `on_delete = pull`, `on_delete = cascade` or `on_delete = restrict`",
+                    s.value()
+                ))
+                .with_span(expr)
+            }),
+            _ => Err(darling::Error::custom(
+                "expected `on_delete = pull`, `on_delete = cascade` or `on_delete = restrict`",
+            )
+            .with_span(expr)),
+        }
+    }
+}

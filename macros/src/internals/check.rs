@@ -1,0 +1,257 @@
+//! The rules across fields and attributes: what cannot work is an error at
+//! the offending span, saying how to fix it. All are reported in one build.
+
+use super::ast::{option_inner, vec_element, Container, Role};
+use super::attr::OnDeleteAttr;
+use darling::error::Accumulator;
+use proc_macro2::Span;
+
+/// What the checks establish for generation.
+pub struct Checked {
+    pub collection: String,
+    /// Index of the `_id` field in `Container::fields`.
+    pub id: usize,
+}
+
+fn err(span: Span, message: impl std::fmt::Display) -> darling::Error {
+    darling::Error::custom(message).with_span(&span)
+}
+
+/// Checks a document struct; `None` when generation cannot go on.
+pub fn document(c: &Container, errors: &mut Accumulator) -> Option<Checked> {
+    let collection = check_collection(c, errors);
+    check_stored_names(c, errors);
+    let id = find_id(c, errors);
+    check_relationships(c, errors);
+    Some(Checked { collection: collection?, id: id? })
+}
+
+fn check_collection(c: &Container, errors: &mut Accumulator) -> Option<String> {
+    let Some(name) = &c.attr.collection else {
+        errors.push(err(
+            c.ident.span(),
+            format!(
+                "missing collection name: add `#[document(collection = \"{}\")]` to `{}`",
+                default_collection(&c.ident.to_string()),
+                c.ident
+            ),
+        ));
+        return None;
+    };
+    let span = name.span();
+    let value = name.as_str();
+    let problem = if value.is_empty() {
+        Some("the collection name is empty: name the collection, e.g. `#[document(collection = \"parts\")]`".to_owned())
+    } else if value.contains('$') || value.contains('.') || value.contains('\0') {
+        Some(format!(
+            "collection name `{value}` contains `$`, `.` or a NUL, which MongoDB clients and tools mishandle: use \
+             letters, digits and `_`, e.g. `{}`",
+            value.replace(['$', '.', '\0'], "_").trim_matches('_')
+        ))
+    } else if value.starts_with("system") {
+        Some(format!("collection name `{value}` starts with `system`, which MongoDB reserves: choose another name"))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            errors.push(err(span, p));
+            None
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// `PartRef` -> `part_refs`, for the suggestion only.
+fn default_collection(ident: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in ident.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.extend(ch.to_lowercase());
+    }
+    out + "s"
+}
+
+fn check_stored_names(c: &Container, errors: &mut Accumulator) {
+    let mut seen: Vec<(&str, &syn::Ident)> = Vec::new();
+    for f in &c.fields {
+        let Some(name) = f.stored.as_deref() else { continue };
+        if name.contains('$') || name.contains('.') || name.is_empty() {
+            errors.push(err(
+                f.ident.span(),
+                format!(
+                    "field `{}` would be stored as `{name}`: a stored field name must not be empty or contain `$` or \
+                     `.` (MongoDB reads them as operators and paths); rename it with `#[serde(rename = \"{}\")]`",
+                    f.ident,
+                    name.replace(['$', '.'], "_").trim_matches('_')
+                ),
+            ));
+        }
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+            errors.push(err(
+                f.ident.span(),
+                format!("fields `{first}` and `{}` are both stored as `{name}`: rename one with `#[serde(rename = \"...\")]`", f.ident),
+            ));
+        }
+        seen.push((name, f.ident));
+    }
+}
+
+fn find_id(c: &Container, errors: &mut Accumulator) -> Option<usize> {
+    let marked: Vec<usize> = (0..c.fields.len()).filter(|&i| c.fields[i].doc.id.is_present()).collect();
+    let candidates = if !marked.is_empty() {
+        marked
+    } else {
+        let by_name: Vec<usize> = (0..c.fields.len())
+            .filter(|&i| {
+                let f = &c.fields[i];
+                f.stored.as_deref() == Some("_id") || f.ident == "id" || f.ident == "_id"
+            })
+            .collect();
+        by_name
+    };
+    match candidates.as_slice() {
+        [] => {
+            errors.push(err(
+                c.ident.span(),
+                format!(
+                    "`{}` has no `_id` field: add `#[serde(rename = \"_id\")] id: ObjectId` (or mark the id field \
+                     with `#[document(id)]`)",
+                    c.ident
+                ),
+            ));
+            None
+        }
+        [one] => {
+            let f = &c.fields[*one];
+            if f.stored.as_deref() != Some("_id") {
+                let fix = if f.stored.is_none() {
+                    "remove `#[serde(skip)]`/`flatten` and add `#[serde(rename = \"_id\")]`"
+                } else {
+                    "add `#[serde(rename = \"_id\")]` to it"
+                };
+                errors.push(err(
+                    f.ident.span(),
+                    format!(
+                        "the id field `{}` would be stored as `{}`, but MongoDB keys every document by `_id`: {fix}",
+                        f.ident,
+                        f.stored.as_deref().unwrap_or("nothing")
+                    ),
+                ));
+                return None;
+            }
+            Some(*one)
+        }
+        [first, rest @ ..] => {
+            for &i in rest {
+                errors.push(err(
+                    c.fields[i].ident.span(),
+                    format!(
+                        "two id fields: `{}` and `{}` both claim `_id`; keep one (mark it with `#[document(id)]`) and \
+                         rename the other",
+                        c.fields[*first].ident, c.fields[i].ident
+                    ),
+                ));
+            }
+            None
+        }
+    }
+}
+
+fn check_relationships(c: &Container, errors: &mut Accumulator) {
+    for f in &c.fields {
+        if f.stored.is_none() {
+            if let Some(span) = f.role.span() {
+                errors.push(err(span, format!(
+                    "field `{}` is not stored on its own (`#[serde(skip)]` or `flatten`), so it cannot carry a relationship",
+                    f.ident
+                )));
+            }
+            continue;
+        }
+        match &f.role {
+            Role::Plain => {}
+            Role::Embed { attr, span } => {
+                if let Some(max) = &attr.max {
+                    if **max == 0 {
+                        errors.push(err(max.span(), "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`"));
+                    }
+                    if vec_element(f.ty).is_none() {
+                        errors.push(err(*span, format!(
+                            "`#[embed(max = ..)]` bounds an array, but `{}` is not a `Vec<T>`: drop `max` to embed one struct, or make the field a `Vec`",
+                            f.ident
+                        )));
+                    }
+                }
+            }
+            Role::Reference { attr, span } => {
+                let many = attr.many.is_present();
+                let elem = vec_element(f.ty);
+                if many && elem.is_none() {
+                    errors.push(err(*span, format!(
+                        "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>`: \
+                         make it `Vec<ObjectId>`, or drop `many` for a single reference",
+                        f.ident
+                    )));
+                }
+                if !many && elem.is_some() {
+                    errors.push(err(*span, format!(
+                        "`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`",
+                        f.ident
+                    )));
+                }
+                if let Some(max) = &attr.max {
+                    if !many {
+                        errors.push(err(max.span(), "`max` bounds an array of references: it needs `many`"));
+                    } else if **max == 0 {
+                        errors.push(err(max.span(), "`max = 0` allows no reference at all: give the bound the array may reach, e.g. `max = 5000`"));
+                    }
+                }
+                if let Some(key) = &attr.key {
+                    if !many {
+                        errors.push(err(key.span(), "`key` names the id field of the structs of a reference array: it needs `many`"));
+                    } else if elem.is_some_and(super::ast::is_id_type) {
+                        errors.push(err(key.span(), "`key` is for arrays of `{id, ..}` structs; this array holds the ids themselves: remove `key`"));
+                    }
+                }
+                if let Some(rule) = &attr.on_delete {
+                    if **rule == OnDeleteAttr::Pull && !many && option_inner(f.ty).is_none() {
+                        errors.push(err(rule.span(), format!(
+                            "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
+                            f.ident
+                        )));
+                    }
+                }
+            }
+            Role::ParentRef { attr, span } => {
+                if vec_element(f.ty).is_some() {
+                    errors.push(err(*span, format!(
+                        "`#[parent_ref]` holds the one id of the parent, but `{}` is a `Vec`: use `#[reference(many, ..)]` for arrays",
+                        f.ident
+                    )));
+                }
+                if let Some(rule) = &attr.on_delete {
+                    if **rule == OnDeleteAttr::Pull && option_inner(f.ty).is_none() {
+                        errors.push(err(rule.span(), format!(
+                            "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
+                            f.ident
+                        )));
+                    }
+                }
+                if let Some(sort) = &attr.sort {
+                    for part in sort.value().split(',') {
+                        let name = part.trim().trim_start_matches(['-', '+']);
+                        if !c.fields.iter().any(|g| g.stored.as_deref() == Some(name)) {
+                            errors.push(err(sort.span(), format!(
+                                "`sort` names `{name}`, which is not a stored field of `{}`: write stored names, `-` for descending, e.g. `sort = \"-time\"`",
+                                c.ident
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Parse and validate: attributes into a model, then the rules across it.
+
+pub mod ast;
+pub mod attr;
+pub mod check;
+pub mod serde_names;
+pub mod symbol;

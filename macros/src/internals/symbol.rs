@@ -1,0 +1,11 @@
+//! Every attribute name, named once.
+
+pub const DOCUMENT: &str = "document";
+pub const EMBED: &str = "embed";
+pub const REFERENCE: &str = "reference";
+pub const PARENT_REF: &str = "parent_ref";
+pub const SERDE: &str = "serde";
+pub const VIEW: &str = "view";
+
+/// The attributes that declare a relationship on a field; at most one per field.
+pub const RELATIONSHIP_ATTRS: &[&str] = &[EMBED, REFERENCE, PARENT_REF];

@@ -1,0 +1,184 @@
+//! The one error type of docrel: every variant says what went wrong and how
+//! to fix it, and names the collection, document and field involved.
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The largest document MongoDB stores: 16 MiB.
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Everything that can go wrong in docrel.
+///
+/// ```
+/// let err = docrel::Error::EmbedFull {
+///     collection: "patrons",
+///     id: "\"joe\"".into(),
+///     field: "addresses",
+///     max: 2,
+///     len: 3,
+/// };
+/// assert!(err.to_string().contains("addresses"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No server answered at the URI.
+    #[error(
+        "cannot reach MongoDB at `{uri}`: {source}. Start the embedded test server with \
+         `scripts/test` (or `scripts/demo`), or set MONGODB_URI to a reachable deployment"
+    )]
+    Connect {
+        /// The URI that was tried (credentials removed).
+        uri: String,
+        /// What the driver said.
+        #[source]
+        source: Box<mongodb::error::Error>,
+    },
+
+    /// The URI given is not a MongoDB connection string.
+    #[error("`{uri}` is not a MongoDB connection string: {source}. It looks like `mongodb://127.0.0.1:27017`")]
+    InvalidUri {
+        /// The URI as given.
+        uri: String,
+        /// What the driver said.
+        #[source]
+        source: Box<mongodb::error::Error>,
+    },
+
+    /// The server or the driver refused an operation.
+    #[error("{operation} on collection `{collection}` failed: {source}")]
+    Driver {
+        /// Which operation (`insert`, `find`, ...).
+        operation: &'static str,
+        /// The collection it ran on.
+        collection: String,
+        /// What the driver said.
+        #[source]
+        source: Box<mongodb::error::Error>,
+    },
+
+    /// A stored document does not match the Rust type it was read into.
+    #[error(
+        "document {id} of collection `{collection}` cannot be read as `{rust_type}`: field `{path}`: \
+         {message}. Fix the stored document or make the field an `Option`/give it `#[serde(default)]`"
+    )]
+    Decode {
+        /// The collection read.
+        collection: String,
+        /// The `_id` of the document (as extended JSON), or `<no _id>`.
+        id: String,
+        /// The Rust type it was read into.
+        rust_type: &'static str,
+        /// The path of the field that failed (`parts[3].name`), or `.` for the document itself.
+        path: String,
+        /// What serde said.
+        message: String,
+    },
+
+    /// A value could not be turned into BSON.
+    #[error("cannot store {what} as BSON: {message}")]
+    Encode {
+        /// What was being encoded (a document, a filter value, ...).
+        what: String,
+        /// What serde said.
+        message: String,
+    },
+
+    /// A document would pass MongoDB's 16 MiB limit.
+    #[error(
+        "document {id} of collection `{collection}` would be {bytes} bytes, above MongoDB's limit of \
+         16 MiB ({max} bytes); nothing was written. Move its largest array into its own collection \
+         (`#[reference(many)]` or `#[parent_ref]`) or bound it with `#[embed(max = N)]`"
+    )]
+    DocumentTooLarge {
+        /// The collection.
+        collection: &'static str,
+        /// The `_id`, as extended JSON.
+        id: String,
+        /// Its encoded size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+
+    /// A bounded embedded array is full, or a write would make it pass its bound.
+    #[error(
+        "`{collection}.{field}` of document {id} holds at most {max} elements (`#[embed(max = {max})]`) \
+         and this write would make it {len}; nothing was written. Remove elements first, or raise the bound"
+    )]
+    EmbedFull {
+        /// The collection.
+        collection: &'static str,
+        /// The `_id`, as extended JSON.
+        id: String,
+        /// The array field.
+        field: &'static str,
+        /// Its bound.
+        max: u32,
+        /// The length the write would have produced (at least).
+        len: usize,
+    },
+
+    /// No document has this id.
+    #[error("no document with _id {id} in collection `{collection}`")]
+    NotFound {
+        /// The collection.
+        collection: &'static str,
+        /// The `_id`, as extended JSON.
+        id: String,
+    },
+
+    /// A delete was refused because other documents still refer to this one
+    /// (`on_delete = restrict`).
+    #[error(
+        "document {id} of `{collection}` is still referred to by {count} document(s) of `{referrer}` \
+         through `{field}` (`on_delete = restrict`); nothing was deleted. Remove those references first"
+    )]
+    StillReferenced {
+        /// The collection of the document to delete.
+        collection: &'static str,
+        /// Its `_id`, as extended JSON.
+        id: String,
+        /// The referring collection.
+        referrer: &'static str,
+        /// The referring field.
+        field: &'static str,
+        /// How many documents refer to it.
+        count: u64,
+    },
+
+    /// A filter, update or sort built from typed handles is malformed.
+    #[error("invalid {what}: {message}")]
+    Invalid {
+        /// What was invalid.
+        what: &'static str,
+        /// Why, and how to fix it.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Wraps a driver error with the operation and collection it came from.
+    pub fn driver(operation: &'static str, collection: impl Into<String>, source: mongodb::error::Error) -> Self {
+        Error::Driver { operation, collection: collection.into(), source: Box::new(source) }
+    }
+
+    /// Is this a server that could not be reached (or went away)?
+    pub fn is_connection(&self) -> bool {
+        match self {
+            Error::Connect { .. } => true,
+            Error::Driver { source, .. } => matches!(
+                *source.kind,
+                mongodb::error::ErrorKind::Io(_)
+                    | mongodb::error::ErrorKind::ServerSelection { .. }
+                    | mongodb::error::ErrorKind::ConnectionPoolCleared { .. }
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// Renders a BSON value as relaxed extended JSON, for error messages.
+pub(crate) fn show_id(id: &bson::Bson) -> String {
+    id.clone().into_relaxed_extjson().to_string()
+}

@@ -1,0 +1,62 @@
+//! The indexes a document type needs: the ones it declares and the ones its
+//! relationships need to stay fast (rule 4: "if you index correctly").
+
+use crate::document::{RelationKind, Schema};
+use bson::Document as BsonDoc;
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+
+/// The index models for a schema, declared ones first, without duplicates.
+///
+/// A reference array gets a multikey index on the path holding the ids
+/// (`books.categories`, `products.parts.id`): reverse lookups, `on_delete`
+/// and fan-outs use it. A parent reference gets `{parent: 1}` followed by its
+/// declared order (`{host: 1, time: -1}`), so "the latest 5000 messages of a
+/// host" reads the index in order. A single reference gets `{field: 1}`.
+pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
+    let mut keys: Vec<(BsonDoc, bool)> = Vec::new();
+    let mut add = |k: BsonDoc, unique: bool| {
+        if !keys.iter().any(|(existing, _)| existing == &k) {
+            keys.push((k, unique));
+        }
+    };
+    for index in schema.indexes {
+        add(index.keys.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect(), index.unique);
+    }
+    for rel in schema.relations {
+        match rel.kind {
+            RelationKind::Embed { .. } => {}
+            RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => {
+                add(bson::doc! { rel.id_path(): 1 }, false);
+            }
+            RelationKind::ParentRef => {
+                let mut k = bson::doc! { rel.field: 1 };
+                for (f, d) in rel.order {
+                    k.insert(*f, *d);
+                }
+                add(k, false);
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|(k, unique)| {
+            let options = unique.then(|| IndexOptions::builder().unique(true).build());
+            IndexModel::builder().keys(k).options(options).build()
+        })
+        .collect()
+}
+
+/// The `$jsonSchema` validator that makes the server itself refuse a write
+/// that passes a bound, whoever writes: `maxItems` for every bounded array.
+/// `None` when the type declares no bound.
+pub fn validator(schema: &Schema) -> Option<BsonDoc> {
+    let mut properties = BsonDoc::new();
+    for rel in schema.relations {
+        let max = match rel.kind {
+            RelationKind::Embed { many: true, max: Some(m) } | RelationKind::RefMany { max: Some(m), .. } => m,
+            _ => continue,
+        };
+        properties.insert(rel.field, bson::doc! {"bsonType": "array", "maxItems": i64::from(max)});
+    }
+    (!properties.is_empty()).then(|| bson::doc! {"$jsonSchema": {"bsonType": "object", "properties": properties}})
+}

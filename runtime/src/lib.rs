@@ -1,0 +1,34 @@
+//! Runtime of docrel. Use it through the `docrel` crate, which re-exports
+//! everything here together with the derive macros.
+
+mod codec;
+mod connect;
+mod document;
+mod error;
+mod id;
+mod join;
+mod loaded;
+pub mod indexes;
+mod monitor;
+mod on_delete;
+mod query;
+pub mod registry;
+mod relation;
+mod repository;
+pub mod testing;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use bson;
+pub use connect::{connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
+pub use document::{Document, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View};
+pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
+pub use id::DocId;
+pub use monitor::{Mark, RoundTrips};
+pub use mongodb;
+pub use query::{Field, Filter, Sort, Update};
+pub use repository::{Find, Repository, UpdateOutcome};
+pub use join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};
+pub use loaded::Loaded;
+pub use relation::{ParentRef, RefMany, RefOne};

@@ -1,0 +1,68 @@
+//! The result of a loader: the related documents of each parent, in the
+//! parent's own order, duplicates kept, with the ids that had no document.
+
+/// The related documents of each of N parents, by parent index (the order
+/// of the slice given to the loader).
+///
+/// Each document is stored once, however many parents (or array slots)
+/// refer to it; [`Loaded::of`] yields it once per reference, in the order of
+/// the parent's array.
+#[derive(Debug)]
+pub struct Loaded<V, I> {
+    pub(crate) items: Vec<V>,
+    /// `slots[offsets[p]..offsets[p + 1]]` are the item indexes of parent `p`.
+    pub(crate) offsets: Vec<usize>,
+    pub(crate) slots: Vec<u32>,
+    /// `missing[missing_offsets[p]..missing_offsets[p + 1]]`: ids of parent `p` with no document.
+    pub(crate) missing_offsets: Vec<usize>,
+    pub(crate) missing: Vec<I>,
+}
+
+impl<V, I> Loaded<V, I> {
+    /// How many parents.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there were no parents.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The related documents of parent `p`, in its order (empty when `p` is out of range).
+    pub fn of(&self, p: usize) -> impl ExactSizeIterator<Item = &V> + '_ {
+        let range = match (self.offsets.get(p), self.offsets.get(p + 1)) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        };
+        self.slots[range].iter().map(move |&i| &self.items[i as usize])
+    }
+
+    /// The first related document of parent `p` (for single references).
+    pub fn one(&self, p: usize) -> Option<&V> {
+        self.of(p).next()
+    }
+
+    /// The ids of parent `p` that matched no document (dangling references).
+    pub fn missing(&self, p: usize) -> &[I] {
+        match (self.missing_offsets.get(p), self.missing_offsets.get(p + 1)) {
+            (Some(&a), Some(&b)) => &self.missing[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Every dangling reference, as `(parent index, id)`.
+    pub fn all_missing(&self) -> impl Iterator<Item = (usize, &I)> + '_ {
+        (0..self.len()).flat_map(move |p| self.missing(p).iter().map(move |id| (p, id)))
+    }
+
+    /// The distinct documents loaded, each once.
+    pub fn distinct(&self) -> &[V] {
+        &self.items
+    }
+
+    /// Each parent's related documents, in parent order.
+    pub fn iter(&self) -> impl Iterator<Item = Vec<&V>> + '_ {
+        (0..self.len()).map(move |p| self.of(p).collect())
+    }
+}

@@ -1,0 +1,115 @@
+//! The `on_delete` rules of references, applied when a referred document is
+//! deleted through docrel: plan the whole cascade first (refusing on any
+//! `restrict`, before anything is written), then pull and delete.
+
+use crate::document::{Document, OnDelete, Relation, RelationKind};
+use crate::error::{show_id, Error, Result};
+use crate::id::DocId;
+use crate::registry::references_to;
+use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::Database;
+
+/// Cascades deeper than this are refused: the schema has a cycle of
+/// `on_delete = cascade`.
+const MAX_CASCADE_DEPTH: usize = 16;
+
+/// Applies the rules of every reference to `T` for the documents `ids`
+/// about to be deleted (the caller deletes them afterwards).
+pub(crate) async fn apply<T: Document>(db: &Database, ids: &[T::Id]) -> Result<()> {
+    if ids.is_empty() || references_to(T::COLLECTION).all(|(_, r)| r.on_delete == OnDelete::Nothing) {
+        return Ok(());
+    }
+    let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
+    let mut plan = Plan::default();
+    plan.visit(db, T::COLLECTION, ids, 0).await?;
+    plan.run(db).await
+}
+
+#[derive(Default)]
+struct Plan {
+    pulls: Vec<(&'static str, &'static Relation, Vec<Bson>)>,
+    deletes: Vec<(&'static str, Vec<Bson>)>,
+}
+
+impl Plan {
+    fn visit<'a>(
+        &'a mut self,
+        db: &'a Database,
+        collection: &'static str,
+        ids: Vec<Bson>,
+        depth: usize,
+    ) -> futures::future::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            if depth > MAX_CASCADE_DEPTH {
+                return Err(Error::Invalid {
+                    what: "on_delete",
+                    message: format!(
+                        "cascade from `{collection}` goes deeper than {MAX_CASCADE_DEPTH} levels; the schema has a \
+                         cycle of `on_delete = cascade`: break it with `pull` or `restrict`"
+                    ),
+                });
+            }
+            for (schema, rel) in references_to(collection) {
+                let referrers = db.collection::<RawDocumentBuf>(schema.collection);
+                let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
+                match rel.on_delete {
+                    OnDelete::Nothing => {}
+                    OnDelete::Restrict => {
+                        let count = referrers
+                            .count_documents(filter)
+                            .await
+                            .map_err(|e| Error::driver("count", schema.collection, e))?;
+                        if count > 0 {
+                            return Err(Error::StillReferenced {
+                                collection,
+                                id: ids.iter().map(show_id).collect::<Vec<_>>().join(", "),
+                                referrer: schema.collection,
+                                field: rel.field,
+                                count,
+                            });
+                        }
+                    }
+                    OnDelete::Pull => self.pulls.push((schema.collection, rel, ids.clone())),
+                    OnDelete::Cascade => {
+                        let mut cursor = referrers
+                            .find(filter)
+                            .projection(doc! {"_id": 1})
+                            .await
+                            .map_err(|e| Error::driver("find", schema.collection, e))?;
+                        let mut dependants = Vec::new();
+                        while cursor.advance().await.map_err(|e| Error::driver("find", schema.collection, e))? {
+                            if let Ok(Some(id)) = cursor.current().get("_id") {
+                                dependants.push(Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null));
+                            }
+                        }
+                        if !dependants.is_empty() {
+                            self.visit(db, schema.collection, dependants.clone(), depth + 1).await?;
+                            self.deletes.push((schema.collection, dependants));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    async fn run(self, db: &Database) -> Result<()> {
+        for (collection, rel, ids) in self.pulls {
+            let coll = db.collection::<BsonDoc>(collection);
+            let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
+            let update = match rel.kind {
+                RelationKind::RefMany { key: Some(key), .. } => doc! {"$pull": { rel.field: { key: {"$in": ids} } }},
+                RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
+                _ => doc! {"$unset": { rel.field: "" }},
+            };
+            coll.update_many(filter, update).await.map_err(|e| Error::driver("update_many", collection, e))?;
+        }
+        for (collection, ids) in self.deletes {
+            db.collection::<BsonDoc>(collection)
+                .delete_many(doc! {"_id": {"$in": ids}})
+                .await
+                .map_err(|e| Error::driver("delete_many", collection, e))?;
+        }
+        Ok(())
+    }
+}

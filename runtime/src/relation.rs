@@ -1,0 +1,177 @@
+//! The typed relation handles generated for each relationship
+//! (`Product::rels().parts`), and what can be done through them.
+
+use crate::document::{Document, Relation, View};
+use crate::error::Result;
+use crate::join::{join, Children, Latest, Referenced};
+use crate::loaded::Loaded;
+use crate::query::{Filter, Sort};
+use mongodb::Database;
+use std::marker::PhantomData;
+
+type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name<P, T: Document> {
+            rel: &'static Relation,
+            visit: Visit<P, T::Id>,
+            _types: PhantomData<fn() -> (P, T)>,
+        }
+
+        impl<P, T: Document> Clone for $name<P, T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<P, T: Document> Copy for $name<P, T> {}
+
+        impl<P, T: Document> std::fmt::Debug for $name<P, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name)).field("relation", self.rel).finish()
+            }
+        }
+
+        impl<P: Document, T: Document> $name<P, T> {
+            /// A handle (generated code calls this).
+            #[doc(hidden)]
+            pub fn new(rel: &'static Relation, visit: Visit<P, T::Id>) -> Self {
+                $name { rel, visit, _types: PhantomData }
+            }
+
+            /// The static description of the relationship.
+            pub fn relation(&self) -> &'static Relation {
+                self.rel
+            }
+
+            /// Calls `f` with each id this parent refers to, in order.
+            pub fn for_each_id(&self, parent: &P, mut f: impl FnMut(&T::Id)) {
+                (self.visit)(parent, &mut f)
+            }
+
+            /// The ids this parent refers to, in order.
+            pub fn ids(&self, parent: &P) -> Vec<T::Id> {
+                let mut out = Vec::new();
+                self.for_each_id(parent, |id| out.push(id.clone()));
+                out
+            }
+        }
+    };
+}
+
+handle! {
+    /// An array of references (`#[reference(many, to = T)]`): one-to-many.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, View, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "parts")]
+    /// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, price: f64 }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "products")]
+    /// struct Product {
+    ///     #[serde(rename = "_id")] id: ObjectId,
+    ///     name: String,
+    ///     #[reference(many, to = Part)]
+    ///     parts: Vec<ObjectId>,
+    /// }
+    ///
+    /// #[derive(View, Deserialize)]
+    /// #[view(of = Part)]
+    /// struct PartName { name: String }
+    ///
+    /// let bolt = Part { id: ObjectId::new(), name: "bolt".into(), price: 0.1 };
+    /// let nut = Part { id: ObjectId::new(), name: "nut".into(), price: 0.05 };
+    /// Part::repo(&db).insert_many(&[bolt, nut]).await?;
+    /// # let (bolt, nut) = { let all = Part::repo(&db).find(docrel::Filter::all()).to_vec().await?; (all[0].id, all[1].id) };
+    /// let gone = ObjectId::new();
+    /// let products = vec![Product { id: ObjectId::new(), name: "shifter".into(), parts: vec![nut, bolt, nut, gone] }];
+    ///
+    /// // One `find({_id: {$in: ..}})` for all parents, only `name` travels.
+    /// let parts = Product::rels().parts.load::<PartName>(&db, &products).await?;
+    /// let names: Vec<_> = parts.of(0).map(|p| p.name.as_str()).collect();
+    /// assert_eq!(names, ["nut", "bolt", "nut"]);
+    /// assert_eq!(parts.missing(0), [gone]);
+    /// # Ok(()) });
+    /// ```
+    RefMany
+}
+
+handle! {
+    /// One reference (`#[reference(to = T)]` on an id or an `Option` of one):
+    /// many-to-one, or one-to-one by link.
+    RefOne
+}
+
+handle! {
+    /// A reference from a child to its parent (`#[parent_ref(to = P)]`):
+    /// one-to-squillions. `P` here is the child type and `T` the parent.
+    ParentRef
+}
+
+macro_rules! loaders {
+    ($name:ident) => {
+        impl<P: Document, T: Document> $name<P, T> {
+            /// Prepares the load of the referred documents of `parents` as
+            /// the view `V`, to run alone ([`Self::load`]) or with other
+            /// relations in one [`crate::join`].
+            pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [P]) -> Referenced<'p, P, T, V> {
+                Referenced::new(self.rel, self.visit, parents)
+            }
+
+            /// Loads the referred documents of all `parents` with one
+            /// `find({_id: {$in: ids}})` (ids deduplicated, projected on the
+            /// view's fields), put back in each parent's order.
+            pub async fn load<V: View<Of = T>>(&self, db: &Database, parents: &[P]) -> Result<Loaded<V, T::Id>> {
+                join(db, self.of::<V>(parents)).await
+            }
+        }
+    };
+}
+
+loaders!(RefMany);
+loaders!(RefOne);
+
+impl<C: Document, P: Document> ParentRef<C, P> {
+    /// The children of one parent: set a filter, an order (by default the
+    /// one declared with `sort = ..`) and a limit, then run it. One round trip.
+    pub fn children_of<'a>(&self, db: &'a Database, parent: &P::Id) -> Children<'a, C, P> {
+        Children::new(db, self.rel, vec![parent.clone()])
+    }
+
+    /// The children of many parents with one `find({parent: {$in: ids}})`,
+    /// grouped by parent (in the order of `parents`).
+    pub fn children_of_many<'a>(&self, db: &'a Database, parents: &[P::Id]) -> Children<'a, C, P> {
+        Children::new(db, self.rel, parents.to_vec())
+    }
+
+    /// The latest `n` children of EACH parent (by `sort`, by default the
+    /// declared order), for all parents in ONE round trip: a `$documents`
+    /// stage of the parent ids with a `$lookup` whose pipeline sorts and
+    /// limits on the `{parent, order}` index.
+    pub fn latest_per_parent<'a>(&self, db: &'a Database, parents: &[P::Id], n: u32) -> Latest<'a, C, P> {
+        Latest::new(db, self.rel, parents.to_vec(), n)
+    }
+
+    /// The parent id a child refers to, if set.
+    pub fn parent_of(&self, child: &C) -> Option<P::Id> {
+        let mut out = None;
+        (self.visit)(child, &mut |id| out = Some(id.clone()));
+        out
+    }
+
+    /// A filter matching the children of `parent`.
+    pub fn filter(&self, parent: &P::Id) -> Filter {
+        Filter::new(bson::doc! { self.rel.field: crate::id::DocId::to_bson(parent) })
+    }
+
+    /// The declared order of the children (`sort = "-time"`), if any.
+    pub fn order(&self) -> Option<Sort> {
+        (!self.rel.order.is_empty()).then(|| Sort::new(self.rel.order.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect()))
+    }
+}

@@ -1,0 +1,375 @@
+//! The typed repository of a document type: insert, get, find, update,
+//! replace, delete, count and ensure_indexes.
+
+use crate::codec::{decode, encode};
+use crate::document::{Document, View};
+use crate::error::{Error, Result};
+use crate::id::{show, DocId};
+use crate::query::{Filter, Sort, Update};
+use bson::{doc, RawDocumentBuf};
+use futures::{Stream, StreamExt, TryStreamExt};
+use mongodb::{Collection, Database};
+use std::marker::PhantomData;
+
+/// The typed repository of document type `T` in one database.
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// use docrel::{Document, Repository, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize, Debug, PartialEq)]
+/// #[document(collection = "parts")]
+/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, qty: i32 }
+///
+/// let parts = Part::repo(&db);
+/// let grommet = Part { id: ObjectId::new(), name: "#4 grommet".into(), qty: 94 };
+/// parts.insert(&grommet).await?;
+/// assert_eq!(parts.get(&grommet.id).await?, Some(grommet));
+/// let low = parts.find(Part::fields().qty.lt(100)).to_vec().await?;
+/// assert_eq!(low.len(), 1);
+/// # Ok(()) });
+/// ```
+pub struct Repository<T> {
+    db: Database,
+    raw: Collection<RawDocumentBuf>,
+    _doc: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Repository<T> {
+    fn clone(&self) -> Self {
+        Repository { db: self.db.clone(), raw: self.raw.clone(), _doc: PhantomData }
+    }
+}
+
+impl<T> std::fmt::Debug for Repository<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repository").field("collection", &self.raw.namespace()).finish()
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UpdateOutcome {
+    /// Documents the filter matched (with room for any bounded push).
+    pub matched: u64,
+    /// Documents actually changed.
+    pub modified: u64,
+}
+
+impl<T: Document> Repository<T> {
+    /// The repository of `T` in `db`.
+    pub fn new(db: &Database) -> Self {
+        Repository { db: db.clone(), raw: db.collection(T::COLLECTION), _doc: PhantomData }
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// The driver's typed collection, for anything docrel does not cover.
+    pub fn collection(&self) -> Collection<T> {
+        self.raw.clone_with_type()
+    }
+
+    /// The driver's raw collection.
+    pub fn raw(&self) -> &Collection<RawDocumentBuf> {
+        &self.raw
+    }
+
+    fn err(&self, operation: &'static str) -> impl FnOnce(mongodb::error::Error) -> Error {
+        move |e| Error::driver(operation, T::COLLECTION, e)
+    }
+
+    /// Inserts one document, after checking its bounds and its size.
+    pub async fn insert(&self, doc: &T) -> Result<()> {
+        doc.check_bounds()?;
+        let raw = encode(T::COLLECTION, doc)?;
+        self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
+        Ok(())
+    }
+
+    /// Inserts many documents. Every one is checked first: if any breaks a
+    /// bound or the size limit, nothing is written.
+    pub async fn insert_many(&self, docs: &[T]) -> Result<()> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let raws = docs
+            .iter()
+            .map(|d| {
+                d.check_bounds()?;
+                encode(T::COLLECTION, d)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.raw.insert_many(raws).await.map_err(self.err("insert_many"))?;
+        Ok(())
+    }
+
+    /// The document with this id, if any.
+    pub async fn get(&self, id: &T::Id) -> Result<Option<T>> {
+        self.find(doc! {"_id": id.to_bson()}).one().await
+    }
+
+    /// The document with this id, or [`Error::NotFound`].
+    pub async fn require(&self, id: &T::Id) -> Result<T> {
+        self.get(id).await?.ok_or_else(|| Error::NotFound { collection: T::COLLECTION, id: show(id) })
+    }
+
+    /// The documents matching a filter; set options, then run it with
+    /// [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
+    pub fn find(&self, filter: impl Into<Filter>) -> Find<'_, T, T> {
+        Find { repo: self, filter: filter.into(), sort: None, limit: None, skip: None, batch_size: None, _view: PhantomData }
+    }
+
+    /// How many documents match.
+    pub async fn count(&self, filter: impl Into<Filter>) -> Result<u64> {
+        let filter = filter.into().into_document()?;
+        self.raw.count_documents(filter).await.map_err(self.err("count"))
+    }
+
+    /// Applies an update to the document with this id. A push into a bounded
+    /// array happens only while the array has room for every pushed element,
+    /// atomically (the filter requires index `max - n` to be absent), so
+    /// concurrent pushes never pass the bound; otherwise the result is
+    /// [`Error::EmbedFull`] and nothing is written. A missing document is
+    /// [`Error::NotFound`].
+    pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome> {
+        let outcome = self.update_where(doc! {"_id": id.to_bson()}, &update, false).await?;
+        if outcome.matched == 0 {
+            return Err(self.explain_unmatched(id, &update).await?);
+        }
+        Ok(outcome)
+    }
+
+    /// Applies an update to the first document matching a filter (bounded
+    /// pushes guarded as in [`Repository::update_by_id`]).
+    pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
+        self.update_where(filter.into().into_document()?, &update, false).await
+    }
+
+    /// Applies an update to every document matching a filter. Documents whose
+    /// bounded arrays have no room for a push are left out (not matched).
+    pub async fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
+        self.update_where(filter.into().into_document()?, &update, true).await
+    }
+
+    async fn update_where(&self, mut filter: bson::Document, update: &Update<T>, many: bool) -> Result<UpdateOutcome> {
+        let body = update.to_document()?;
+        let mut guards = Vec::new();
+        for push in update.pushes() {
+            if let Some(max) = push.max {
+                if push.count > max as usize {
+                    return Err(Error::EmbedFull {
+                        collection: T::COLLECTION,
+                        id: "(any)".into(),
+                        field: push.path,
+                        max,
+                        len: push.count,
+                    });
+                }
+                if push.count > 0 {
+                    guards.push(doc! { format!("{}.{}", push.path, max as usize - push.count): {"$exists": false} });
+                }
+            }
+        }
+        if !guards.is_empty() {
+            guards.insert(0, std::mem::take(&mut filter));
+            filter = doc! {"$and": guards};
+        }
+        let result = if many {
+            self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
+        } else {
+            self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+        };
+        Ok(UpdateOutcome { matched: result.matched_count, modified: result.modified_count })
+    }
+
+    #[cold]
+    async fn explain_unmatched(&self, id: &T::Id, update: &Update<T>) -> Result<Error> {
+        let bounded: Vec<_> = update.pushes().iter().filter(|p| p.max.is_some()).collect();
+        let mut projection = doc! {"_id": 1};
+        for p in &bounded {
+            projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});
+        }
+        let found = self
+            .raw
+            .find_one(doc! {"_id": id.to_bson()})
+            .projection(projection)
+            .await
+            .map_err(self.err("find"))?;
+        let Some(found) = found else {
+            return Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) });
+        };
+        for p in bounded {
+            let len = found.get_i32(p.path).map(|l| l as usize).unwrap_or(0);
+            let max = p.max.unwrap_or(u32::MAX);
+            if len + p.count > max as usize {
+                return Ok(Error::EmbedFull { collection: T::COLLECTION, id: show(id), field: p.path, max, len: len + p.count });
+            }
+        }
+        // It existed and had room when read back: a concurrent change removed
+        // it or made room between the two reads. Report what the write saw.
+        Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) })
+    }
+
+    /// Replaces the stored document with the same id, after checking bounds
+    /// and size; [`Error::NotFound`] when there is none.
+    pub async fn replace(&self, doc: &T) -> Result<()> {
+        doc.check_bounds()?;
+        let raw = encode(T::COLLECTION, doc)?;
+        let r = self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).await.map_err(self.err("replace"))?;
+        if r.matched_count == 0 {
+            return Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) });
+        }
+        Ok(())
+    }
+
+    /// Inserts the document, or replaces the stored one with the same id.
+    pub async fn save(&self, doc: &T) -> Result<()> {
+        doc.check_bounds()?;
+        let raw = encode(T::COLLECTION, doc)?;
+        self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).upsert(true).await.map_err(self.err("save"))?;
+        Ok(())
+    }
+
+    /// Deletes the document with this id, applying the `on_delete` rules of
+    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it existed.
+    pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool> {
+        crate::on_delete::apply::<T>(&self.db, std::slice::from_ref(id)).await?;
+        let r = self.raw.delete_one(doc! {"_id": id.to_bson()}).await.map_err(self.err("delete"))?;
+        Ok(r.deleted_count == 1)
+    }
+
+    /// Deletes every document matching a filter, applying the `on_delete`
+    /// rules to each. Returns how many were deleted.
+    pub async fn delete_many(&self, filter: impl Into<Filter>) -> Result<u64> {
+        let filter = filter.into().into_document()?;
+        if crate::registry::references_to(T::COLLECTION).next().is_some() {
+            let ids = self.ids_matching(filter.clone()).await?;
+            crate::on_delete::apply::<T>(&self.db, &ids).await?;
+        }
+        let r = self.raw.delete_many(filter).await.map_err(self.err("delete_many"))?;
+        Ok(r.deleted_count)
+    }
+
+    async fn ids_matching(&self, filter: bson::Document) -> Result<Vec<T::Id>> {
+        let mut cursor = self.raw.find(filter).projection(doc! {"_id": 1}).await.map_err(self.err("find"))?;
+        let mut ids = Vec::new();
+        while cursor.advance().await.map_err(self.err("find"))? {
+            if let Some(id) = cursor.current().get("_id").ok().flatten().and_then(T::Id::from_raw) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Creates the indexes the document type declares and the ones its
+    /// relationships need (one `createIndexes` command), returning their names.
+    pub async fn ensure_indexes(&self) -> Result<Vec<String>> {
+        let models = crate::indexes::needed_by(T::schema());
+        if models.is_empty() {
+            return Ok(Vec::new());
+        }
+        let created = self.raw.create_indexes(models).await.map_err(self.err("createIndexes"))?;
+        Ok(created.index_names)
+    }
+}
+
+/// A find being built: options, then [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
+#[must_use = "a Find does nothing until run with to_vec, one or stream"]
+pub struct Find<'r, T, V> {
+    repo: &'r Repository<T>,
+    filter: Filter,
+    sort: Option<Sort>,
+    limit: Option<i64>,
+    skip: Option<u64>,
+    batch_size: Option<u32>,
+    _view: PhantomData<fn() -> V>,
+}
+
+impl<'r, T: Document, V: View> Find<'r, T, V> {
+    /// Orders the results.
+    pub fn sort(mut self, sort: Sort) -> Self {
+        self.sort = Some(sort);
+        self
+    }
+    /// Returns at most `n` documents.
+    pub fn limit(mut self, n: i64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+    /// Skips the first `n` documents.
+    pub fn skip(mut self, n: u64) -> Self {
+        self.skip = Some(n);
+        self
+    }
+    /// Asks for `n` documents per batch (one round trip each).
+    pub fn batch_size(mut self, n: u32) -> Self {
+        self.batch_size = Some(n);
+        self
+    }
+    /// Reads the results as the view `W`: only its fields travel.
+    pub fn view<W: View<Of = T>>(self) -> Find<'r, T, W> {
+        Find {
+            repo: self.repo,
+            filter: self.filter,
+            sort: self.sort,
+            limit: self.limit,
+            skip: self.skip,
+            batch_size: self.batch_size,
+            _view: PhantomData,
+        }
+    }
+
+    async fn cursor(self) -> Result<mongodb::Cursor<RawDocumentBuf>> {
+        let filter = self.filter.into_document()?;
+        let mut find = self.repo.raw.find(filter);
+        if let Some(p) = V::projection() {
+            find = find.projection(p);
+        }
+        if let Some(s) = self.sort {
+            find = find.sort(s.into_document());
+        }
+        if let Some(l) = self.limit {
+            find = find.limit(l);
+            // Everything in one batch when it fits: one round trip, no getMore.
+            if self.batch_size.is_none() && l > 0 {
+                find = find.batch_size(u32::try_from(l).unwrap_or(u32::MAX));
+            }
+        }
+        if let Some(s) = self.skip {
+            find = find.skip(s);
+        }
+        if let Some(b) = self.batch_size {
+            find = find.batch_size(b);
+        }
+        find.await.map_err(self.repo.err("find"))
+    }
+
+    /// All results.
+    pub async fn to_vec(self) -> Result<Vec<V>> {
+        let repo = self.repo;
+        let mut cursor = self.cursor().await?;
+        let mut out = Vec::new();
+        while cursor.advance().await.map_err(repo.err("find"))? {
+            out.push(decode::<V>(T::COLLECTION, cursor.current())?);
+        }
+        Ok(out)
+    }
+
+    /// The first result, if any.
+    pub async fn one(mut self) -> Result<Option<V>> {
+        self.limit = Some(1);
+        Ok(self.to_vec().await?.pop())
+    }
+
+    /// The results as a stream, batch by batch.
+    pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send + 'r> {
+        let cursor = self.cursor().await?;
+        Ok(cursor
+            .map_err(|e| Error::driver("find", T::COLLECTION, e))
+            .map(|r| r.and_then(|raw| decode::<V>(T::COLLECTION, &raw))))
+    }
+}

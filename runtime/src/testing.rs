@@ -1,0 +1,120 @@
+//! Support for tests against a real server: a database of one's own per
+//! test (so tests run in parallel), dropped afterwards, on a client whose
+//! round trips are counted.
+
+use crate::connect::{connect_with, options, URI_VARIABLE};
+use crate::error::{Error, Result};
+use crate::monitor::RoundTrips;
+use mongodb::{Client, Database};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+fn counters() -> &'static Mutex<HashMap<String, RoundTrips>> {
+    static COUNTERS: OnceLock<Mutex<HashMap<String, RoundTrips>>> = OnceLock::new();
+    COUNTERS.get_or_init(Default::default)
+}
+
+/// A database of its own for one test, on a monitored client. It is dropped
+/// from the server when the value is dropped (also when the test fails).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> docrel::Result<()> {
+/// # if std::env::var("MONGODB_URI").is_err() { return Ok(()) }
+/// let t = docrel::testing::TestDb::new("example").await?;
+/// let mark = t.trips.mark();
+/// t.db.list_collection_names().await.unwrap();
+/// assert_eq!(t.trips.since(mark), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct TestDb {
+    /// The test's own database.
+    pub db: Database,
+    /// Its client.
+    pub client: Client,
+    /// The client's round-trip counter.
+    pub trips: RoundTrips,
+    uri: String,
+}
+
+impl TestDb {
+    /// Connects to `MONGODB_URI` and names a fresh database after `label`.
+    pub async fn new(label: &str) -> Result<TestDb> {
+        let uri = std::env::var(URI_VARIABLE).map_err(|_| Error::Invalid {
+            what: "environment",
+            message: format!(
+                "{URI_VARIABLE} is not set: run the tests with `scripts/test`, which starts the embedded \
+                 server, or export {URI_VARIABLE}=mongodb://HOST:PORT"
+            ),
+        })?;
+        let trips = RoundTrips::new();
+        let mut opts = options(&uri).await?;
+        trips.install(&mut opts);
+        let client = connect_with(&uri, opts).await?;
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let clean: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(30).collect();
+        let name = format!("t_{clean}_{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst));
+        let db = client.database(&name);
+        if let Ok(mut map) = counters().lock() {
+            map.insert(name, trips.clone());
+        }
+        Ok(TestDb { db, client, trips, uri })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.db.name().to_owned();
+        if let Ok(mut map) = counters().lock() {
+            map.remove(&name);
+        }
+        let uri = self.uri.clone();
+        // The test's runtime may be shutting down: drop from a runtime of our own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            rt.block_on(async move {
+                let client = Client::with_uri_str(&uri).await.ok()?;
+                client.database(&name).drop().await.ok()
+            })
+        })
+        .join();
+    }
+}
+
+/// The round-trip counter of a database handed out by [`TestDb`] or [`doc_test`].
+///
+/// # Panics
+/// When `db` did not come from them: a test-support misuse.
+pub fn round_trips(db: &Database) -> RoundTrips {
+    counters()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(db.name()).cloned())
+        .expect("round_trips: this database was not created by docrel::testing")
+}
+
+/// Runs a documentation example against the server of `MONGODB_URI` in a
+/// database of its own. Without `MONGODB_URI` the example is skipped with a
+/// note, so `cargo test` outside `scripts/test` still compiles every example.
+///
+/// # Panics
+/// When the example returns an error: it is a test.
+pub fn doc_test<F, Fut>(example: F)
+where
+    F: FnOnce(Database) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    if std::env::var(URI_VARIABLE).is_err() {
+        eprintln!("note: {URI_VARIABLE} is not set; database example skipped (run scripts/test)");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    rt.block_on(async {
+        let t = TestDb::new("doc").await.expect("connecting for the example");
+        if let Err(e) = example(t.db.clone()).await {
+            panic!("example failed: {e}");
+        }
+    });
+}

@@ -1,0 +1,64 @@
+//! # docrel
+//!
+//! MongoDB schema design patterns as Rust derive macros. Annotate plain
+//! serde structs with the relationship they take part in, and docrel
+//! generates the typed code a careful engineer writes by hand for each:
+//! repositories, bounded embeds, application-level join loaders with one
+//! `$in` per relation, parent-reference queries, and the indexes they need.
+//!
+//! ```
+//! # docrel::testing::doc_test(|db| async move {
+//! use docrel::{Document, View, bson::oid::ObjectId};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Document, Serialize, Deserialize, Debug)]
+//! #[document(collection = "parts")]
+//! struct Part {
+//!     #[serde(rename = "_id")]
+//!     id: ObjectId,
+//!     partno: String,
+//!     name: String,
+//!     price: f64,
+//! }
+//!
+//! #[derive(Document, Serialize, Deserialize, Debug)]
+//! #[document(collection = "products")]
+//! struct Product {
+//!     #[serde(rename = "_id")]
+//!     id: ObjectId,
+//!     name: String,
+//!     #[reference(many, to = Part, max = 2000)]
+//!     parts: Vec<ObjectId>,
+//! }
+//!
+//! #[derive(View, Deserialize)]
+//! #[view(of = Part)]
+//! struct PartName {
+//!     name: String,
+//! }
+//!
+//! let grommet = Part { id: ObjectId::new(), partno: "123-aff-456".into(), name: "#4 grommet".into(), price: 3.99 };
+//! Part::repo(&db).insert(&grommet).await?;
+//! let product = Product { id: ObjectId::new(), name: "left-handed smoke shifter".into(), parts: vec![grommet.id] };
+//! Product::repo(&db).insert(&product).await?;
+//!
+//! let products = Product::repo(&db).find(docrel::Filter::all()).to_vec().await?;
+//! let parts = Product::rels().parts.load::<PartName>(&db, &products).await?;
+//! assert_eq!(parts.of(0).next().map(|p| p.name.as_str()), Some("#4 grommet"));
+//! # Ok(()) });
+//! ```
+//!
+//! The attributes:
+//!
+//! | attribute | on | pattern |
+//! |---|---|---|
+//! | `#[document(collection = "..")]` | struct | a collection root: typed repository, field handles |
+//! | `#[document(id)]`, `#[document(index)]`, `#[document(unique)]` | field | the `_id`; declared indexes |
+//! | `#[embed]`, `#[embed(max = N)]` | `T` / `Vec<T>` | one-to-one / one-to-few, bounded |
+//! | `#[reference(many, to = T)]` | `Vec<Id>` or `Vec<{id, ..}>` | one-to-many, child references |
+//! | `#[reference(to = T)]` | `Id` / `Option<Id>` | many-to-one, one-to-one by link |
+//! | `#[parent_ref(to = P, sort = "-time")]` | `Id` | one-to-squillions |
+//! | `inverse = field`, `on_delete = pull \| cascade \| restrict` | references | two-way references, delete rules |
+
+pub use docrel_macros::{Document, View};
+pub use docrel_runtime::*;
