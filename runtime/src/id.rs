@@ -16,6 +16,11 @@ use std::hash::Hash;
 /// assert_eq!(id.to_bson(), Bson::ObjectId(id));
 /// assert_eq!(<i32 as DocId>::from_raw(docrel::bson::RawBsonRef::Int32(7)), Some(7));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a document `_id`",
+    label = "not an id type",
+    note = "an `_id` is an `ObjectId`, `String`, `i32`, `i64` or `bson::Uuid`; it is always present, so never an `Option`"
+)]
 pub trait DocId: Clone + Eq + Hash + Debug + Send + Sync + Unpin + 'static {
     /// The value as BSON, for filters.
     fn to_bson(&self) -> Bson;

@@ -16,6 +16,7 @@ pub mod registry;
 mod relation;
 mod repository;
 pub mod testing;
+mod two_way;
 
 #[doc(hidden)]
 pub mod __private;
@@ -32,3 +33,4 @@ pub use repository::{Find, Repository, UpdateOutcome};
 pub use join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};
 pub use loaded::Loaded;
 pub use relation::{ParentRef, RefMany, RefOne};
+pub use two_way::LinkOutcome;

@@ -3,6 +3,8 @@
 
 use crate::document::{Document, Relation, View};
 use crate::error::Result;
+use crate::id::DocId;
+use crate::two_way::LinkOutcome;
 use crate::join::{join, Children, Latest, Referenced};
 use crate::loaded::Loaded;
 use crate::query::{Filter, Sort};
@@ -173,5 +175,43 @@ impl<C: Document, P: Document> ParentRef<C, P> {
     /// The declared order of the children (`sort = "-time"`), if any.
     pub fn order(&self) -> Option<Sort> {
         (!self.rel.order.is_empty()).then(|| Sort::new(self.rel.order.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect()))
+    }
+}
+
+impl<P: Document, T: Document> RefMany<P, T> {
+    /// Adds `target` to the array of `parent` (`$addToSet`, under the bound),
+    /// and, for a two-way reference, `parent` to the other side: an inverse
+    /// array gets it with `$addToSet`, an inverse single reference is moved
+    /// (the previous holder's array loses it). Both sides in one transaction
+    /// when the deployment supports one ([`LinkOutcome::transactional`]).
+    pub async fn link(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
+        crate::two_way::link(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+    }
+
+    /// Removes `target` from the array of `parent`, and the back-reference
+    /// from `target` for a two-way reference.
+    pub async fn unlink(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
+        crate::two_way::unlink(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+    }
+
+    /// The parents whose array holds `target`: the reverse lookup of a
+    /// one-way reference, through the multikey index `ensure_indexes` makes.
+    pub fn referrers(&self, db: &Database, target: &T::Id) -> crate::Find<P, P> {
+        crate::Repository::<P>::new(db).find(Filter::new(bson::doc! { self.rel.id_path(): target.to_bson() }))
+    }
+}
+
+impl<P: Document, T: Document> RefOne<P, T> {
+    /// Points `child`'s reference at `target`, and for a two-way reference
+    /// moves `child` from the previous target's array to `target`'s: the
+    /// "reassign a task to another person" of the reference texts, both
+    /// sides in one call (in a transaction when the deployment supports one).
+    pub async fn reassign(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
+        crate::two_way::link(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
+    }
+
+    /// Clears an optional reference (and the back-reference of a two-way one).
+    pub async fn unlink(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
+        crate::two_way::unlink(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
     }
 }

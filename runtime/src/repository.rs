@@ -119,8 +119,8 @@ impl<T: Document> Repository<T> {
 
     /// The documents matching a filter; set options, then run it with
     /// [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
-    pub fn find(&self, filter: impl Into<Filter>) -> Find<'_, T, T> {
-        Find { repo: self, filter: filter.into(), sort: None, limit: None, skip: None, batch_size: None, _view: PhantomData }
+    pub fn find(&self, filter: impl Into<Filter>) -> Find<T, T> {
+        Find { repo: self.clone(), filter: filter.into(), sort: None, limit: None, skip: None, batch_size: None, _view: PhantomData }
     }
 
     /// How many documents match.
@@ -277,10 +277,34 @@ impl<T: Document> Repository<T> {
     }
 }
 
+impl<T: Document> Repository<T> {
+    /// Installs a `$jsonSchema` validator with `maxItems` for every bounded
+    /// array of `T`, so the server itself refuses a write that would pass a
+    /// bound, whoever writes (the collection is created if needed). Returns
+    /// the validator, or `None` when `T` declares no bound (nothing is sent).
+    pub async fn ensure_validator(&self) -> Result<Option<bson::Document>> {
+        let Some(validator) = crate::indexes::validator(T::schema()) else { return Ok(None) };
+        let command = doc! {"collMod": T::COLLECTION, "validator": validator.clone(), "validationLevel": "strict"};
+        match self.db.run_command(command).await {
+            Ok(_) => {}
+            // NamespaceNotFound: create the collection with the validator instead.
+            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Command(ref c) if c.code == 26) => {
+                self.db
+                    .create_collection(T::COLLECTION)
+                    .validator(validator.clone())
+                    .await
+                    .map_err(self.err("create"))?;
+            }
+            Err(e) => return Err(Error::driver("collMod", T::COLLECTION, e)),
+        }
+        Ok(Some(validator))
+    }
+}
+
 /// A find being built: options, then [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
 #[must_use = "a Find does nothing until run with to_vec, one or stream"]
-pub struct Find<'r, T, V> {
-    repo: &'r Repository<T>,
+pub struct Find<T, V> {
+    repo: Repository<T>,
     filter: Filter,
     sort: Option<Sort>,
     limit: Option<i64>,
@@ -289,7 +313,7 @@ pub struct Find<'r, T, V> {
     _view: PhantomData<fn() -> V>,
 }
 
-impl<'r, T: Document, V: View> Find<'r, T, V> {
+impl<T: Document, V: View> Find<T, V> {
     /// Orders the results.
     pub fn sort(mut self, sort: Sort) -> Self {
         self.sort = Some(sort);
@@ -311,7 +335,7 @@ impl<'r, T: Document, V: View> Find<'r, T, V> {
         self
     }
     /// Reads the results as the view `W`: only its fields travel.
-    pub fn view<W: View<Of = T>>(self) -> Find<'r, T, W> {
+    pub fn view<W: View<Of = T>>(self) -> Find<T, W> {
         Find {
             repo: self.repo,
             filter: self.filter,
@@ -324,6 +348,7 @@ impl<'r, T: Document, V: View> Find<'r, T, V> {
     }
 
     async fn cursor(self) -> Result<mongodb::Cursor<RawDocumentBuf>> {
+        let err = self.repo.err("find");
         let filter = self.filter.into_document()?;
         let mut find = self.repo.raw.find(filter);
         if let Some(p) = V::projection() {
@@ -345,15 +370,14 @@ impl<'r, T: Document, V: View> Find<'r, T, V> {
         if let Some(b) = self.batch_size {
             find = find.batch_size(b);
         }
-        find.await.map_err(self.repo.err("find"))
+        find.await.map_err(err)
     }
 
     /// All results.
     pub async fn to_vec(self) -> Result<Vec<V>> {
-        let repo = self.repo;
         let mut cursor = self.cursor().await?;
         let mut out = Vec::new();
-        while cursor.advance().await.map_err(repo.err("find"))? {
+        while cursor.advance().await.map_err(|e| Error::driver("find", T::COLLECTION, e))? {
             out.push(decode::<V>(T::COLLECTION, cursor.current())?);
         }
         Ok(out)
@@ -366,7 +390,7 @@ impl<'r, T: Document, V: View> Find<'r, T, V> {
     }
 
     /// The results as a stream, batch by batch.
-    pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send + 'r> {
+    pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send> {
         let cursor = self.cursor().await?;
         Ok(cursor
             .map_err(|e| Error::driver("find", T::COLLECTION, e))

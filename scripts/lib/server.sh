@@ -103,12 +103,13 @@ EOF
         sleep 0.2
     done
     export MONGODB_URI="$uri"
-    echo "docrel: started embedded SecantusDB (pid $DOCREL_SERVER_PID) at $MONGODB_URI, log: ${DOCREL_SERVER_LOG#"$DOCREL_ROOT/"}"
+    echo "docrel: started embedded SecantusDB (pid $DOCREL_SERVER_PID) at $MONGODB_URI" \
+        "(log: ${DOCREL_SERVER_LOG#"$DOCREL_ROOT/"}, kept as .docrel/secantusd.log)"
 }
 
 _docrel_fail() {
     {
-        echo "docrel: error: $1. Last lines of $DOCREL_SERVER_LOG:"
+        echo "docrel: error: $1. Last lines of its log (kept as .docrel/secantusd.log):"
         tail -n 30 "$DOCREL_SERVER_LOG" | sed 's/^/    /'
     } >&2
     exit 1

@@ -57,9 +57,6 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
         quote! { #name: ::docrel::Field::new(#path, #max), }
     });
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
-    let id_check = quote_spanned! {id_ty.span()=>
-        const _: fn() = || { fn __docrel_is_id<__I: ::docrel::__private::DocId>() {} __docrel_is_id::<#id_ty>(); };
-    };
     let rels = crate::expand::relations::expand(c);
 
     quote! {
@@ -87,8 +84,6 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
         #rels
 
         const _: () = {
-            #id_check
-
             static __DOCREL_SCHEMA: ::docrel::__private::Schema = ::docrel::__private::Schema {
                 rust_name: #rust_name,
                 module: ::core::module_path!(),
@@ -130,13 +125,12 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
     }
 }
 
-use syn::spanned::Spanned;
 
 /// The declared bound of an array field.
 fn bound(f: &Field) -> Option<u32> {
     match &f.role {
-        Role::Embed { attr, .. } if vec_element(f.ty).is_some() => attr.max.as_ref().map(|m| **m),
-        Role::Reference { attr, .. } if attr.many.is_present() => attr.max.as_ref().map(|m| **m),
+        Role::Embed { attr, .. } if vec_element(f.ty).is_some() => attr.max.as_ref().map(|m| m.0),
+        Role::Reference { attr, .. } if attr.many.is_present() => attr.max.as_ref().map(|m| m.0),
         _ => None,
     }
 }
@@ -165,13 +159,13 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
         Role::Plain => return None,
         Role::Embed { attr, .. } => {
             let many = vec_element(f.ty).is_some();
-            let max = opt_u32(attr.max.as_ref().map(|m| **m));
+            let max = opt_u32(attr.max.as_ref().map(|m| m.0));
             (quote!(::docrel::__private::RelationKind::Embed { many: #many, max: #max }), none.clone(), none.clone(), none.clone(), None, quote!(&[]))
         }
         Role::Reference { attr, .. } => {
-            let to = &attr.to;
+            let to = attr.to.as_ref()?;
             let kind = if attr.many.is_present() {
-                let max = opt_u32(attr.max.as_ref().map(|m| **m));
+                let max = opt_u32(attr.max.as_ref().map(|m| m.0));
                 let key = match (&attr.key, vec_element(f.ty)) {
                     (Some(k), _) => {
                         let k = k.to_string();
@@ -200,7 +194,7 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
             )
         }
         Role::ParentRef { attr, .. } => {
-            let to = &attr.to;
+            let to = attr.to.as_ref()?;
             let target_name = quote!(#to).to_string().replace(' ', "");
             let pairs = attr
                 .sort

@@ -21,7 +21,7 @@ pub fn expand(c: &Container) -> TokenStream {
                 continue;
             }
             Role::Reference { attr, .. } => {
-                let to = &attr.to;
+                let Some(to) = &attr.to else { continue };
                 let name = f.ident;
                 let ty = f.ty;
                 let id = quote!(<#to as ::docrel::Document>::Id);
@@ -54,7 +54,7 @@ pub fn expand(c: &Container) -> TokenStream {
                 }
             }
             Role::ParentRef { attr, .. } => {
-                let to = &attr.to;
+                let Some(to) = &attr.to else { continue };
                 let name = f.ident;
                 let ty = f.ty;
                 let id = quote!(<#to as ::docrel::Document>::Id);

@@ -56,8 +56,8 @@ fn parse_required<T: FromMeta>(attr: &Attribute, example: &str) -> darling::Resu
             "`#[{}]` needs its target: the correct format looks like `{example}`",
             attr.path().get_ident().map(ToString::to_string).unwrap_or_default()
         ))
-        .with_span(attr)),
-        meta => T::from_meta(meta).map_err(|e| e.with_span(attr)),
+        .with_span(attr.path())),
+        meta => T::from_meta(meta).map_err(|e| e.with_span(attr.path())),
     }
 }
 
@@ -158,11 +158,11 @@ impl<'a> Field<'a> {
                         "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
                          other; keep the one that matches how the data is stored",
                     )
-                    .with_span(a),
+                    .with_span(a.path()),
                 );
                 continue;
             }
-            let span = a.span();
+            let span = a.path().span();
             let parsed = if a.path().is_ident(EMBED) {
                 errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
             } else if a.path().is_ident(REFERENCE) {

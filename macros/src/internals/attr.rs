@@ -25,24 +25,24 @@ pub struct FieldDocAttr {
 /// `#[embed]` / `#[embed(max = N)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct EmbedAttr {
-    pub max: Option<SpannedValue<u32>>,
+    pub max: Option<SpannedValue<Bound>>,
 }
 
 /// `#[reference(many, to = T, inverse = f, on_delete = pull, key = id, max = N)]`.
 #[derive(Debug, FromMeta)]
 pub struct ReferenceAttr {
     pub many: Flag,
-    pub to: Path,
+    pub to: Option<Path>,
     pub inverse: Option<Ident>,
     pub on_delete: Option<SpannedValue<OnDeleteAttr>>,
     pub key: Option<Ident>,
-    pub max: Option<SpannedValue<u32>>,
+    pub max: Option<SpannedValue<Bound>>,
 }
 
 /// `#[parent_ref(to = P, on_delete = cascade, sort = "-time")]`.
 #[derive(Debug, FromMeta)]
 pub struct ParentRefAttr {
-    pub to: Path,
+    pub to: Option<Path>,
     pub on_delete: Option<SpannedValue<OnDeleteAttr>>,
     pub sort: Option<LitStr>,
 }
@@ -93,6 +93,29 @@ impl FromMeta for OnDeleteAttr {
                 "expected `on_delete = pull`, `on_delete = cascade` or `on_delete = restrict`",
             )
             .with_span(expr)),
+        }
+    }
+}
+
+/// A bound: `max = 20`, a whole number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound(pub u32);
+
+impl std::ops::Deref for Bound {
+    type Target = u32;
+    fn deref(&self) -> &u32 {
+        &self.0
+    }
+}
+
+impl FromMeta for Bound {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match expr {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>().map(Bound).map_err(|_| {
+                darling::Error::custom(format!("bound `{i}` is out of range: write a whole number from 1 to {}", u32::MAX))
+                    .with_span(expr)
+            }),
+            _ => Err(darling::Error::custom("a bound is a whole number: write it like `max = 20`").with_span(expr)),
         }
     }
 }

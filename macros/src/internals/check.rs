@@ -175,7 +175,7 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
             Role::Plain => {}
             Role::Embed { attr, span } => {
                 if let Some(max) = &attr.max {
-                    if **max == 0 {
+                    if max.0 == 0 {
                         errors.push(err(max.span(), "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`"));
                     }
                     if vec_element(f.ty).is_none() {
@@ -188,6 +188,12 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
             }
             Role::Reference { attr, span } => {
                 let many = attr.many.is_present();
+                if attr.to.is_none() {
+                    errors.push(err(*span, format!(
+                        "`#[reference]` on `{}` needs its target: add `to = Part`, the document type it refers to",
+                        f.ident
+                    )));
+                }
                 let elem = vec_element(f.ty);
                 if many && elem.is_none() {
                     errors.push(err(*span, format!(
@@ -205,7 +211,7 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                 if let Some(max) = &attr.max {
                     if !many {
                         errors.push(err(max.span(), "`max` bounds an array of references: it needs `many`"));
-                    } else if **max == 0 {
+                    } else if max.0 == 0 {
                         errors.push(err(max.span(), "`max = 0` allows no reference at all: give the bound the array may reach, e.g. `max = 5000`"));
                     }
                 }
@@ -226,6 +232,12 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                 }
             }
             Role::ParentRef { attr, span } => {
+                if attr.to.is_none() {
+                    errors.push(err(*span, format!(
+                        "`#[parent_ref]` on `{}` needs its parent: add `to = Host`, the document type it refers to",
+                        f.ident
+                    )));
+                }
                 if vec_element(f.ty).is_some() {
                     errors.push(err(*span, format!(
                         "`#[parent_ref]` holds the one id of the parent, but `{}` is a `Vec`: use `#[reference(many, ..)]` for arrays",

@@ -1,0 +1,17 @@
+#[allow(unused_imports)]
+use docrel::bson::oid::ObjectId;
+use docrel::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[serde(rename = "price.usd")]
+    price: f64,
+    #[serde(rename = "$qty")]
+    qty: i32,
+}
+
+fn main() {}

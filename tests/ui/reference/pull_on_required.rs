@@ -1,0 +1,25 @@
+#[allow(unused_imports)]
+use docrel::bson::oid::ObjectId;
+use docrel::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Part, on_delete = pull)]
+    main_part: ObjectId,
+    #[reference(to = Part, on_delete = erase)]
+    spare_part: Option<ObjectId>,
+}
+
+fn main() {}
