@@ -56,11 +56,7 @@ fn grommet() -> Part {
 }
 
 async fn raw(t: &TestDb, collection: &str, id: Bson) -> BsonDoc {
-    t.db.collection::<BsonDoc>(collection)
-        .find_one(doc! {"_id": id})
-        .await
-        .expect("raw read")
-        .expect("document stored")
+    t.db.collection::<BsonDoc>(collection).find_one(doc! {"_id": id}).await.expect("raw read").expect("document stored")
 }
 
 #[tokio::test]
@@ -90,7 +86,12 @@ async fn serde_renames_drive_handles_and_storage() -> docrel::Result<()> {
     let schema = Host::schema();
     assert_eq!(schema.fields.iter().map(|f| f.bson).collect::<Vec<_>>(), ["_id", "hostName", "ipaddr"]);
 
-    let host = Host { host_id: "goofy".into(), host_name: "goofy.example.com".into(), ip_address: "127.66.66.66".into(), cached: Some(3) };
+    let host = Host {
+        host_id: "goofy".into(),
+        host_name: "goofy.example.com".into(),
+        ip_address: "127.66.66.66".into(),
+        cached: Some(3),
+    };
     Host::repo(&t.db).insert(&host).await?;
     let stored = raw(&t, "hosts", Bson::String("goofy".into())).await;
     assert_eq!(stored, doc! {"_id": "goofy", "hostName": "goofy.example.com", "ipaddr": "127.66.66.66"});
@@ -104,9 +105,7 @@ async fn serde_renames_drive_handles_and_storage() -> docrel::Result<()> {
 async fn get_find_count_update_delete() -> docrel::Result<()> {
     let t = TestDb::new("crud").await?;
     let repo = Part::repo(&t.db);
-    let mut parts: Vec<Part> = (0..5)
-        .map(|i| Part { partno: format!("p-{i}"), qty: i * 10, ..grommet() })
-        .collect();
+    let mut parts: Vec<Part> = (0..5).map(|i| Part { partno: format!("p-{i}"), qty: i * 10, ..grommet() }).collect();
     let mark = t.trips.mark();
     repo.insert_many(&parts).await?;
     assert_eq!(t.trips.since(mark), 1, "insert_many is one round trip");
@@ -144,10 +143,7 @@ async fn get_find_count_update_delete() -> docrel::Result<()> {
     assert_eq!((outcome.matched, outcome.modified), (1, 1));
     let stored = raw(&t, "parts", Bson::ObjectId(parts[0].id)).await;
     assert_eq!((stored.get_str("name").ok(), stored.get_i32("qty").ok()), (Some("bolt"), Some(1)));
-    assert!(matches!(
-        repo.update_by_id(&ObjectId::new(), f.qty.set(1)).await,
-        Err(Error::NotFound { .. })
-    ));
+    assert!(matches!(repo.update_by_id(&ObjectId::new(), f.qty.set(1)).await, Err(Error::NotFound { .. })));
     let many = repo.update_many(f.qty.gte(20), f.price.set(1.0)).await?;
     assert_eq!(many.modified, 3);
 
@@ -170,8 +166,16 @@ async fn ensure_indexes_creates_the_declared_ones_in_one_command() -> docrel::Re
     assert_eq!(t.trips.commands_since(mark), ["createIndexes parts"]);
     assert_eq!(names, ["partno_1", "name_1"]);
     let indexes: Vec<BsonDoc> =
-        t.db.collection::<BsonDoc>("parts").list_indexes().await.unwrap().map_ok(|m| docrel::bson::to_document(&m).unwrap()).try_collect().await.unwrap();
-    let partno = indexes.iter().find(|i| i.get_document("key").ok() == Some(&doc! {"partno": 1})).expect("partno index");
+        t.db.collection::<BsonDoc>("parts")
+            .list_indexes()
+            .await
+            .unwrap()
+            .map_ok(|m| docrel::bson::to_document(&m).unwrap())
+            .try_collect()
+            .await
+            .unwrap();
+    let partno =
+        indexes.iter().find(|i| i.get_document("key").ok() == Some(&doc! {"partno": 1})).expect("partno index");
     assert_eq!(partno.get_bool("unique").ok(), Some(true), "{partno}");
     // Unique for real: a second part with the same partno is refused.
     let repo = Part::repo(&t.db);
@@ -203,7 +207,9 @@ async fn a_document_above_16_mib_is_refused_and_nothing_is_written() -> docrel::
     part.name = "x".repeat(docrel::MAX_DOCUMENT_BYTES);
     let mark = t.trips.mark();
     let err = Part::repo(&t.db).insert(&part).await.unwrap_err();
-    assert!(matches!(err, Error::DocumentTooLarge { collection: "parts", bytes, .. } if bytes > docrel::MAX_DOCUMENT_BYTES));
+    assert!(
+        matches!(err, Error::DocumentTooLarge { collection: "parts", bytes, .. } if bytes > docrel::MAX_DOCUMENT_BYTES)
+    );
     assert_eq!(t.trips.since(mark), 0, "refused before any round trip");
     // In a batch, one oversize document stops the whole batch: nothing lost, nothing half-written.
     let err = Part::repo(&t.db).insert_many(&[grommet(), part]).await.unwrap_err();

@@ -200,7 +200,14 @@ struct CompanyName {
 }
 
 fn part(i: usize) -> Part {
-    Part { id: ObjectId::new(), partno: format!("{i:03}-aff"), name: format!("part {i}"), qty: 94, cost: 0.94, price: 3.99 }
+    Part {
+        id: ObjectId::new(),
+        partno: format!("{i:03}-aff"),
+        name: format!("part {i}"),
+        qty: 94,
+        cost: 0.94,
+        price: 3.99,
+    }
 }
 
 async fn catalog_fixture(t: &TestDb, parents: usize, parts_each: usize) -> docrel::Result<(Vec<Part>, Company)> {
@@ -228,17 +235,21 @@ async fn eager_loading_two_relations_costs_three_round_trips_for_1_10_and_1000_p
     let (parts, _) = catalog_fixture(&t, 1000, 5).await?;
     for n in [1_i64, 10, 1000] {
         let mark = t.trips.mark();
-        let products = Product::repo(&t.db).find(Filter::all()).sort(Product::fields().catalog_number.asc()).limit(n).to_vec().await?;
+        let products = Product::repo(&t.db)
+            .find(Filter::all())
+            .sort(Product::fields().catalog_number.asc())
+            .limit(n)
+            .to_vec()
+            .await?;
         let (loaded_parts, makers) = docrel::join(
             &t.db,
-            (Product::rels().parts.of::<PartName>(&products), Product::rels().manufacturer.of::<CompanyName>(&products)),
+            (
+                Product::rels().parts.of::<PartName>(&products),
+                Product::rels().manufacturer.of::<CompanyName>(&products),
+            ),
         )
         .await?;
-        assert_eq!(
-            t.trips.commands_since(mark),
-            ["find products", "find parts", "find companies"],
-            "{n} parents"
-        );
+        assert_eq!(t.trips.commands_since(mark), ["find products", "find parts", "find companies"], "{n} parents");
         assert_eq!(products.len() as i64, n);
         for (i, p) in products.iter().enumerate() {
             let names: Vec<&str> = loaded_parts.of(i).map(|v| v.name.as_str()).collect();
@@ -258,9 +269,30 @@ async fn order_and_duplicates_are_kept_and_dangling_ids_reported() -> docrel::Re
     Part::repo(&t.db).insert_many(&parts).await?;
     let ghost = ObjectId::new();
     let products = vec![
-        Product { id: ObjectId::new(), name: "a".into(), manufacturer: ObjectId::new(), catalog_number: 1, parts: vec![parts[2].id, parts[0].id, parts[2].id, ghost], spares: vec![] },
-        Product { id: ObjectId::new(), name: "b".into(), manufacturer: ObjectId::new(), catalog_number: 2, parts: vec![], spares: vec![] },
-        Product { id: ObjectId::new(), name: "c".into(), manufacturer: ObjectId::new(), catalog_number: 3, parts: vec![parts[1].id], spares: vec![] },
+        Product {
+            id: ObjectId::new(),
+            name: "a".into(),
+            manufacturer: ObjectId::new(),
+            catalog_number: 1,
+            parts: vec![parts[2].id, parts[0].id, parts[2].id, ghost],
+            spares: vec![],
+        },
+        Product {
+            id: ObjectId::new(),
+            name: "b".into(),
+            manufacturer: ObjectId::new(),
+            catalog_number: 2,
+            parts: vec![],
+            spares: vec![],
+        },
+        Product {
+            id: ObjectId::new(),
+            name: "c".into(),
+            manufacturer: ObjectId::new(),
+            catalog_number: 3,
+            parts: vec![parts[1].id],
+            spares: vec![],
+        },
     ];
     let mark = t.trips.mark();
     let loaded = Product::rels().parts.load::<PartName>(&t.db, &products).await?;
@@ -310,8 +342,11 @@ async fn two_relations_into_parts_are_merged_into_one_query() -> docrel::Result<
         spares: vec![parts[1].id, parts[3].id],
     }];
     let mark = t.trips.mark();
-    let (main, spare) =
-        docrel::join(&t.db, (Product::rels().parts.of::<PartName>(&products), Product::rels().spares.of::<Part>(&products))).await?;
+    let (main, spare) = docrel::join(
+        &t.db,
+        (Product::rels().parts.of::<PartName>(&products), Product::rels().spares.of::<Part>(&products)),
+    )
+    .await?;
     assert_eq!(t.trips.commands_since(mark), ["find parts"]);
     assert_eq!(main.of(0).map(|p| p.id).collect::<Vec<_>>(), [parts[0].id, parts[1].id]);
     assert_eq!(spare.of(0).map(|p| p.partno.as_str()).collect::<Vec<_>>(), ["001-aff", "003-aff"]);
@@ -350,10 +385,7 @@ async fn parts_as_id_name_structs_load_and_index_by_id() -> docrel::Result<()> {
     };
     CatalogProduct::repo(&t.db).insert(&product).await?;
     let stored = raw_one(&t, "catalog", doc! {"_id": product.id}).await;
-    assert_eq!(
-        stored.get_array("parts").unwrap()[0],
-        Bson::Document(doc! {"id": parts[0].id, "name": "part 0"})
-    );
+    assert_eq!(stored.get_array("parts").unwrap()[0], Bson::Document(doc! {"id": parts[0].id, "name": "part 0"}));
     let loaded = CatalogProduct::rels().parts.load::<Part>(&t.db, std::slice::from_ref(&product)).await?;
     assert_eq!(loaded.of(0).map(|p| p.price).collect::<Vec<_>>(), [3.99, 3.99, 3.99]);
     let names = CatalogProduct::repo(&t.db).ensure_indexes().await?;
@@ -366,9 +398,20 @@ async fn deleting_a_part_pulls_it_from_every_product() -> docrel::Result<()> {
     let t = TestDb::new("pull").await?;
     let parts: Vec<Part> = (0..2).map(part).collect();
     Part::repo(&t.db).insert_many(&parts).await?;
-    let product = Product { id: ObjectId::new(), name: "a".into(), manufacturer: ObjectId::new(), catalog_number: 1, parts: vec![parts[0].id, parts[1].id, parts[0].id], spares: vec![] };
+    let product = Product {
+        id: ObjectId::new(),
+        name: "a".into(),
+        manufacturer: ObjectId::new(),
+        catalog_number: 1,
+        parts: vec![parts[0].id, parts[1].id, parts[0].id],
+        spares: vec![],
+    };
     Product::repo(&t.db).insert(&product).await?;
-    let catalog = CatalogProduct { id: ObjectId::new(), name: "c".into(), parts: parts.iter().map(|p| PartRef { id: p.id, name: p.name.clone() }).collect() };
+    let catalog = CatalogProduct {
+        id: ObjectId::new(),
+        name: "c".into(),
+        parts: parts.iter().map(|p| PartRef { id: p.id, name: p.name.clone() }).collect(),
+    };
     CatalogProduct::repo(&t.db).insert(&catalog).await?;
 
     assert!(Part::repo(&t.db).delete_by_id(&parts[0].id).await?);
@@ -420,7 +463,12 @@ async fn the_latest_5000_messages_of_a_host_are_one_round_trip() -> docrel::Resu
     Host::repo(&t.db).insert(&goofy).await?;
     let other = ObjectId::new();
     let msgs: Vec<LogMsg> = (0..6000)
-        .map(|i| LogMsg { id: ObjectId::new(), time: at(i), message: format!("cpu is on fire! #{i}"), host: if i % 7 == 0 { other } else { goofy.id } })
+        .map(|i| LogMsg {
+            id: ObjectId::new(),
+            time: at(i),
+            message: format!("cpu is on fire! #{i}"),
+            host: if i % 7 == 0 { other } else { goofy.id },
+        })
         .collect();
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
     LogMsg::repo(&t.db).ensure_indexes().await?;
@@ -448,7 +496,12 @@ async fn the_10_latest_of_each_of_100_hosts_are_one_round_trip() -> docrel::Resu
     let mut msgs = Vec::new();
     for (h, host) in hosts.iter().enumerate() {
         for k in 0..(5 + h % 20) {
-            msgs.push(LogMsg { id: ObjectId::new(), time: at((k * 1000 + h) as i64), message: format!("{h}:{k}"), host: host.id });
+            msgs.push(LogMsg {
+                id: ObjectId::new(),
+                time: at((k * 1000 + h) as i64),
+                message: format!("{h}:{k}"),
+                host: host.id,
+            });
         }
     }
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
@@ -489,7 +542,12 @@ async fn deleting_a_host_cascades_to_its_messages_and_restrict_refuses() -> docr
     let keep = Host { id: ObjectId::new(), name: "k".into(), ipaddr: "1.2.3.5".into() };
     Host::repo(&t.db).insert_many(&[host.clone(), keep.clone()]).await?;
     let msgs: Vec<LogMsg> = (0..10)
-        .map(|i| LogMsg { id: ObjectId::new(), time: at(i), message: "m".into(), host: if i < 7 { host.id } else { keep.id } })
+        .map(|i| LogMsg {
+            id: ObjectId::new(),
+            time: at(i),
+            message: "m".into(),
+            host: if i < 7 { host.id } else { keep.id },
+        })
         .collect();
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
     assert!(Host::repo(&t.db).delete_by_id(&host.id).await?);
@@ -541,7 +599,10 @@ async fn reassigning_a_task_keeps_both_sides_right() -> docrel::Result<()> {
     Task::repo(&t.db).insert(&task).await?;
     let linked = Person::rels().tasks.link(&t.db, &kate.id, &task.id).await?;
     assert!(linked.transactional, "the embedded server is a replica set: both sides in one transaction");
-    assert_eq!(raw_one(&t, "people", doc! {"_id": kate.id}).await.get_array("tasks").unwrap(), &vec![Bson::ObjectId(task.id)]);
+    assert_eq!(
+        raw_one(&t, "people", doc! {"_id": kate.id}).await.get_array("tasks").unwrap(),
+        &vec![Bson::ObjectId(task.id)]
+    );
 
     let mark = t.trips.mark();
     let moved = Task::rels().owner.reassign(&t.db, &task.id, &joe.id).await?;
@@ -552,7 +613,10 @@ async fn reassigning_a_task_keeps_both_sides_right() -> docrel::Result<()> {
     );
     assert_eq!(raw_one(&t, "tasks", doc! {"_id": task.id}).await.get_object_id("owner").unwrap(), joe.id);
     assert_eq!(raw_one(&t, "people", doc! {"_id": kate.id}).await.get_array("tasks").unwrap(), &Vec::<Bson>::new());
-    assert_eq!(raw_one(&t, "people", doc! {"_id": joe.id}).await.get_array("tasks").unwrap(), &vec![Bson::ObjectId(task.id)]);
+    assert_eq!(
+        raw_one(&t, "people", doc! {"_id": joe.id}).await.get_array("tasks").unwrap(),
+        &vec![Bson::ObjectId(task.id)]
+    );
 
     // Reassigning to a person that does not exist changes nothing.
     let err = Task::rels().owner.reassign(&t.db, &task.id, &ObjectId::new()).await.unwrap_err();
@@ -628,7 +692,10 @@ async fn books_and_authors_link_both_ways_and_categories_one_way() -> docrel::Re
     assert!(!again.changed, "linking twice changes nothing");
 
     // The stored shapes of the reference text.
-    assert_eq!(raw_one(&t, "authors", doc! {"_id": 1}).await, doc! {"_id": 1, "name": "Peter Stanford", "books": [1, 2]});
+    assert_eq!(
+        raw_one(&t, "authors", doc! {"_id": 1}).await,
+        doc! {"_id": 1, "name": "Peter Stanford", "books": [1, 2]}
+    );
     assert_eq!(raw_one(&t, "authors", doc! {"_id": 2}).await, doc! {"_id": 2, "name": "Georg Peterson", "books": [1]});
     assert_eq!(
         raw_one(&t, "books", doc! {"_id": 1}).await,

@@ -11,13 +11,7 @@ pub use serde;
 
 /// Checks a bound before a write (generated `check_bounds` calls it).
 #[inline]
-pub fn check_len<I: DocId>(
-    collection: &'static str,
-    id: &I,
-    field: &'static str,
-    max: u32,
-    len: usize,
-) -> Result<()> {
+pub fn check_len<I: DocId>(collection: &'static str, id: &I, field: &'static str, max: u32, len: usize) -> Result<()> {
     if len > max as usize {
         return Err(Error::EmbedFull { collection, id: crate::id::show(id), field, max, len });
     }

@@ -11,12 +11,7 @@ pub(crate) fn encode<T: Serialize>(collection: &'static str, value: &T) -> Resul
         .map_err(|e| Error::Encode { what: format!("a document of `{collection}`"), message: e.to_string() })?;
     let bytes = raw.as_bytes().len();
     if bytes > MAX_DOCUMENT_BYTES {
-        return Err(Error::DocumentTooLarge {
-            collection,
-            id: raw_id(&raw),
-            bytes,
-            max: MAX_DOCUMENT_BYTES,
-        });
+        return Err(Error::DocumentTooLarge { collection, id: raw_id(&raw), bytes, max: MAX_DOCUMENT_BYTES });
     }
     Ok(raw)
 }
@@ -24,7 +19,9 @@ pub(crate) fn encode<T: Serialize>(collection: &'static str, value: &T) -> Resul
 /// The `_id` of a raw document, as extended JSON, for messages.
 pub(crate) fn raw_id(raw: &RawDocument) -> String {
     match raw.get("_id") {
-        Ok(Some(id)) => id.to_raw_bson().try_into().map(|b: Bson| show_id(&b)).unwrap_or_else(|_| "<unreadable _id>".into()),
+        Ok(Some(id)) => {
+            id.to_raw_bson().try_into().map(|b: Bson| show_id(&b)).unwrap_or_else(|_| "<unreadable _id>".into())
+        }
         _ => "<no _id>".into(),
     }
 }
@@ -45,7 +42,13 @@ fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson:
     let doc = match bson::Document::try_from(raw) {
         Ok(doc) => doc,
         Err(e) => {
-            return Error::Decode { collection: collection.into(), id, rust_type, path: ".".into(), message: e.to_string() }
+            return Error::Decode {
+                collection: collection.into(),
+                id,
+                rust_type,
+                path: ".".into(),
+                message: e.to_string(),
+            }
         }
     };
     let de = bson::Deserializer::new(Bson::Document(doc));
@@ -58,6 +61,8 @@ fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson:
             message: e.into_inner().to_string(),
         },
         // The two deserializers disagree: report the fast path's words.
-        Ok(_) => Error::Decode { collection: collection.into(), id, rust_type, path: ".".into(), message: fast.to_string() },
+        Ok(_) => {
+            Error::Decode { collection: collection.into(), id, rust_type, path: ".".into(), message: fast.to_string() }
+        }
     }
 }

@@ -31,9 +31,8 @@ pub async fn connect(uri: &str) -> Result<Client> {
 /// timeout; adjust them (for example to add command monitoring) and pass them
 /// to [`connect_with`].
 pub async fn options(uri: &str) -> Result<ClientOptions> {
-    let mut options = ClientOptions::parse(uri)
-        .await
-        .map_err(|e| Error::InvalidUri { uri: redact(uri), source: Box::new(e) })?;
+    let mut options =
+        ClientOptions::parse(uri).await.map_err(|e| Error::InvalidUri { uri: redact(uri), source: Box::new(e) })?;
     if options.server_selection_timeout.is_none() {
         options.server_selection_timeout = Some(DEFAULT_SERVER_SELECTION_TIMEOUT);
     }

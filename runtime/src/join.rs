@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::id::DocId;
 use crate::loaded::Loaded;
 use crate::query::{Filter, Sort};
+use crate::relation::Visit;
 use bson::{doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::Database;
 use std::collections::HashMap;
@@ -179,10 +180,7 @@ fn union_ids(mut lists: Vec<Vec<Bson>>) -> Vec<Bson> {
     out
 }
 
-fn union_projection<'a>(
-    projections: impl Iterator<Item = Option<&'a [&'a str]>>,
-    key: &str,
-) -> Option<bson::Document> {
+fn union_projection<'a>(projections: impl Iterator<Item = Option<&'a [&'a str]>>, key: &str) -> Option<bson::Document> {
     let mut out = bson::Document::new();
     for p in projections {
         for f in p? {
@@ -196,7 +194,7 @@ fn union_projection<'a>(
 /// The load of the documents some parents refer to (from `rels().x.of(..)`).
 pub struct Referenced<'p, P, T: Document, V> {
     rel: &'static Relation,
-    visit: fn(&P, &mut dyn FnMut(&T::Id)),
+    visit: Visit<P, T::Id>,
     parents: &'p [P],
     slots: HashMap<T::Id, u32>,
     unique: Vec<T::Id>,
@@ -204,7 +202,7 @@ pub struct Referenced<'p, P, T: Document, V> {
 }
 
 impl<'p, P: Document, T: Document, V: View<Of = T>> Referenced<'p, P, T, V> {
-    pub(crate) fn new(rel: &'static Relation, visit: fn(&P, &mut dyn FnMut(&T::Id)), parents: &'p [P]) -> Self {
+    pub(crate) fn new(rel: &'static Relation, visit: Visit<P, T::Id>, parents: &'p [P]) -> Self {
         Referenced { rel, visit, parents, slots: HashMap::new(), unique: Vec::new(), found: Vec::new() }
     }
 }
@@ -267,11 +265,9 @@ impl<P: Document, T: Document, V: View<Of = T>> Request for Referenced<'_, P, T,
         out.offsets.push(0);
         out.missing_offsets.push(0);
         for parent in self.parents {
-            (self.visit)(parent, &mut |id: &T::Id| {
-                match self.slots.get(id).map(|&s| item_of[s as usize]) {
-                    Some(item) if item != u32::MAX => out.slots.push(item),
-                    _ => out.missing.push(id.clone()),
-                }
+            (self.visit)(parent, &mut |id: &T::Id| match self.slots.get(id).map(|&s| item_of[s as usize]) {
+                Some(item) if item != u32::MAX => out.slots.push(item),
+                _ => out.missing.push(id.clone()),
             });
             out.offsets.push(out.slots.len());
             out.missing_offsets.push(out.missing.len());

@@ -177,7 +177,12 @@ impl<D, E> Field<D, Vec<E>> {
     {
         let elements: Vec<E> = elements.into_iter().collect();
         let n = elements.len();
-        Update::op(self.path, "$push", to_bson(self.path, &elements).map(|v| Bson::Document(doc! {"$each": v})), Some((n, self.max)))
+        Update::op(
+            self.path,
+            "$push",
+            to_bson(self.path, &elements).map(|v| Bson::Document(doc! {"$each": v})),
+            Some((n, self.max)),
+        )
     }
 
     /// `{$addToSet: {path: {$each: elements}}}`.
@@ -187,7 +192,12 @@ impl<D, E> Field<D, Vec<E>> {
     {
         let elements: Vec<E> = elements.into_iter().collect();
         let n = elements.len();
-        Update::op(self.path, "$addToSet", to_bson(self.path, &elements).map(|v| Bson::Document(doc! {"$each": v})), Some((n, self.max)))
+        Update::op(
+            self.path,
+            "$addToSet",
+            to_bson(self.path, &elements).map(|v| Bson::Document(doc! {"$each": v})),
+            Some((n, self.max)),
+        )
     }
 
     /// `{$pull: {path: element}}`.
@@ -300,7 +310,13 @@ impl<D> std::fmt::Debug for Update<D> {
 
 impl<D> Update<D> {
     fn op(path: &'static str, op: &str, value: Result<Bson>, grows: Option<(usize, Option<u32>)>) -> Self {
-        let mut u = Update { doc: BsonDoc::new(), touched: vec![path.to_owned()], pushes: vec![], error: None, _doc: PhantomData };
+        let mut u = Update {
+            doc: BsonDoc::new(),
+            touched: vec![path.to_owned()],
+            pushes: vec![],
+            error: None,
+            _doc: PhantomData,
+        };
         match value {
             Ok(v) => {
                 u.doc.insert(op, doc! { path: v });
@@ -316,12 +332,7 @@ impl<D> Update<D> {
     /// An update from a raw BSON update document. It is passed as given;
     /// prefer the typed handles, which docrel can check.
     pub fn raw(doc: BsonDoc) -> Self {
-        let touched = doc
-            .values()
-            .filter_map(Bson::as_document)
-            .flat_map(|d| d.keys())
-            .cloned()
-            .collect();
+        let touched = doc.values().filter_map(Bson::as_document).flat_map(|d| d.keys()).cloned().collect();
         Update { doc, touched, pushes: vec![], error: None, _doc: PhantomData }
     }
 

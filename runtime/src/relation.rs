@@ -4,14 +4,15 @@
 use crate::document::{Document, Relation, View};
 use crate::error::Result;
 use crate::id::DocId;
-use crate::two_way::LinkOutcome;
 use crate::join::{join, Children, Latest, Referenced};
 use crate::loaded::Loaded;
 use crate::query::{Filter, Sort};
+use crate::two_way::LinkOutcome;
 use mongodb::Database;
 use std::marker::PhantomData;
 
-type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
+/// The generated function that yields the ids a parent refers to, in order.
+pub(crate) type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
@@ -174,7 +175,8 @@ impl<C: Document, P: Document> ParentRef<C, P> {
 
     /// The declared order of the children (`sort = "-time"`), if any.
     pub fn order(&self) -> Option<Sort> {
-        (!self.rel.order.is_empty()).then(|| Sort::new(self.rel.order.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect()))
+        (!self.rel.order.is_empty())
+            .then(|| Sort::new(self.rel.order.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect()))
     }
 }
 

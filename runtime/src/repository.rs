@@ -120,7 +120,15 @@ impl<T: Document> Repository<T> {
     /// The documents matching a filter; set options, then run it with
     /// [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
     pub fn find(&self, filter: impl Into<Filter>) -> Find<T, T> {
-        Find { repo: self.clone(), filter: filter.into(), sort: None, limit: None, skip: None, batch_size: None, _view: PhantomData }
+        Find {
+            repo: self.clone(),
+            filter: filter.into(),
+            sort: None,
+            limit: None,
+            skip: None,
+            batch_size: None,
+            _view: PhantomData,
+        }
     }
 
     /// How many documents match.
@@ -193,12 +201,8 @@ impl<T: Document> Repository<T> {
         for p in &bounded {
             projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});
         }
-        let found = self
-            .raw
-            .find_one(doc! {"_id": id.to_bson()})
-            .projection(projection)
-            .await
-            .map_err(self.err("find"))?;
+        let found =
+            self.raw.find_one(doc! {"_id": id.to_bson()}).projection(projection).await.map_err(self.err("find"))?;
         let Some(found) = found else {
             return Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) });
         };
@@ -206,7 +210,13 @@ impl<T: Document> Repository<T> {
             let len = found.get_i32(p.path).map(|l| l as usize).unwrap_or(0);
             let max = p.max.unwrap_or(u32::MAX);
             if len + p.count > max as usize {
-                return Ok(Error::EmbedFull { collection: T::COLLECTION, id: show(id), field: p.path, max, len: len + p.count });
+                return Ok(Error::EmbedFull {
+                    collection: T::COLLECTION,
+                    id: show(id),
+                    field: p.path,
+                    max,
+                    len: len + p.count,
+                });
             }
         }
         // It existed and had room when read back: a concurrent change removed

@@ -48,7 +48,10 @@ impl Side {
             RelationKind::RefOne { optional } => (false, optional, None),
             RelationKind::ParentRef => (false, false, None),
             RelationKind::Embed { .. } => {
-                return Err(Error::Invalid { what: "link", message: format!("`{}` is an embed, not a reference", rel.field) })
+                return Err(Error::Invalid {
+                    what: "link",
+                    message: format!("`{}` is an embed, not a reference", rel.field),
+                })
             }
         };
         Ok(Side { collection, field: rel.field, many, optional, max })
@@ -57,9 +60,8 @@ impl Side {
     /// The other side of `rel` (declared on `collection`), if it is two-way.
     fn inverse(rel: &Relation) -> Result<Option<Side>> {
         let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(None) };
-        let other = schemas()
-            .filter(|s| s.collection == target)
-            .find_map(|s| s.relation(inverse).map(|r| (s.collection, r)));
+        let other =
+            schemas().filter(|s| s.collection == target).find_map(|s| s.relation(inverse).map(|r| (s.collection, r)));
         match other {
             Some((collection, r)) => Side::of(collection, r).map(Some),
             None => Err(Error::Invalid {
@@ -85,7 +87,9 @@ impl<'a> Writes<'a> {
         let mut session = db.client().start_session().await.map_err(|e| Error::driver("startSession", db.name(), e))?;
         match session.start_transaction().await {
             Ok(()) => Ok(Writes { db, session: Some(session) }),
-            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) => Ok(Writes { db, session: None }),
+            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) => {
+                Ok(Writes { db, session: None })
+            }
             Err(e) => Err(Error::driver("startTransaction", db.name(), e)),
         }
     }
@@ -152,10 +156,14 @@ impl<'a> Writes<'a> {
                 // Room for one more, or it is already there (then nothing changes).
                 filter.insert(
                     "$or",
-                    vec![doc! { format!("{}.{}", side.field, max - 1): {"$exists": false} }, doc! { side.field: value.clone() }],
+                    vec![
+                        doc! { format!("{}.{}", side.field, max - 1): {"$exists": false} },
+                        doc! { side.field: value.clone() },
+                    ],
                 );
             }
-            let (matched, modified) = self.update(side, filter, doc! {"$addToSet": { side.field: value.clone() }}).await?;
+            let (matched, modified) =
+                self.update(side, filter, doc! {"$addToSet": { side.field: value.clone() }}).await?;
             if matched == 0 {
                 if side.max.is_some() && self.exists(side, id).await? {
                     return Err(Error::EmbedFull {
@@ -209,7 +217,13 @@ struct Attached {
 /// Links document `x` (holding `rel`) to `y`, and `y` back to `x` when the
 /// reference is two-way. A single reference that held another value is
 /// moved: the old target's inverse array loses `x`.
-pub(crate) async fn link(db: &Database, collection: &'static str, rel: &Relation, x: Bson, y: Bson) -> Result<LinkOutcome> {
+pub(crate) async fn link(
+    db: &Database,
+    collection: &'static str,
+    rel: &Relation,
+    x: Bson,
+    y: Bson,
+) -> Result<LinkOutcome> {
     let near = Side::of(collection, rel)?;
     let far = Side::inverse(rel)?;
     let mut w = Writes::begin(db).await?;
@@ -263,7 +277,13 @@ fn target_side(rel: &Relation, near: Side) -> Side {
 }
 
 /// Unlinks `x` from `y` on both sides of the reference.
-pub(crate) async fn unlink(db: &Database, collection: &'static str, rel: &Relation, x: Bson, y: Bson) -> Result<LinkOutcome> {
+pub(crate) async fn unlink(
+    db: &Database,
+    collection: &'static str,
+    rel: &Relation,
+    x: Bson,
+    y: Bson,
+) -> Result<LinkOutcome> {
     let near = Side::of(collection, rel)?;
     let far = Side::inverse(rel)?;
     for side in std::iter::once(near).chain(far) {

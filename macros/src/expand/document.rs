@@ -125,7 +125,6 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
     }
 }
 
-
 /// The declared bound of an array field.
 fn bound(f: &Field) -> Option<u32> {
     match &f.role {
@@ -160,7 +159,14 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
         Role::Embed { attr, .. } => {
             let many = vec_element(f.ty).is_some();
             let max = opt_u32(attr.max.as_ref().map(|m| m.0));
-            (quote!(::docrel::__private::RelationKind::Embed { many: #many, max: #max }), none.clone(), none.clone(), none.clone(), None, quote!(&[]))
+            (
+                quote!(::docrel::__private::RelationKind::Embed { many: #many, max: #max }),
+                none.clone(),
+                none.clone(),
+                none.clone(),
+                None,
+                quote!(&[]),
+            )
         }
         Role::Reference { attr, .. } => {
             let to = attr.to.as_ref()?;
@@ -171,7 +177,9 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
                         let k = k.to_string();
                         quote!(::core::option::Option::Some(#k))
                     }
-                    (None, Some(elem)) if !crate::internals::ast::is_id_type(elem) => quote!(::core::option::Option::Some("id")),
+                    (None, Some(elem)) if !crate::internals::ast::is_id_type(elem) => {
+                        quote!(::core::option::Option::Some("id"))
+                    }
                     _ => none.clone(),
                 };
                 quote!(::docrel::__private::RelationKind::RefMany { max: #max, key: #key })

@@ -89,8 +89,10 @@ impl<'a> Container<'a> {
             }
             syn::Data::Union(u) => {
                 errors.push(
-                    darling::Error::custom(format!("#[derive({derive})] needs a struct with named fields, not a union"))
-                        .with_span(&u.union_token),
+                    darling::Error::custom(format!(
+                        "#[derive({derive})] needs a struct with named fields, not a union"
+                    ))
+                    .with_span(&u.union_token),
                 );
                 return None;
             }
@@ -105,7 +107,8 @@ impl<'a> Container<'a> {
             );
             return None;
         }
-        let serde_container = errors.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
+        let serde_container =
+            errors.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
 
         let mut attr = ContainerAttr::default();
         for a in input.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
@@ -153,7 +156,8 @@ impl<'a> Field<'a> {
 
         let mut role = Role::Plain;
         for a in f.attrs.iter().filter(|a| RELATIONSHIP_ATTRS.iter().any(|n| a.path().is_ident(n))) {
-            if role.span().is_some() {                errors.push(
+            if role.span().is_some() {
+                errors.push(
                     darling::Error::custom(
                         "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
                          other; keep the one that matches how the data is stored",
@@ -167,7 +171,10 @@ impl<'a> Field<'a> {
                 errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
             } else if a.path().is_ident(REFERENCE) {
                 errors
-                    .handle(parse_required::<ReferenceAttr>(a, "#[reference(to = Part)]` or `#[reference(many, to = Part)]"))
+                    .handle(parse_required::<ReferenceAttr>(
+                        a,
+                        "#[reference(to = Part)]` or `#[reference(many, to = Part)]",
+                    ))
                     .map(|attr| Role::Reference { attr, span })
             } else if a.path().is_ident(PARENT_REF) {
                 errors

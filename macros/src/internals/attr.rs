@@ -112,8 +112,11 @@ impl FromMeta for Bound {
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>().map(Bound).map_err(|_| {
-                darling::Error::custom(format!("bound `{i}` is out of range: write a whole number from 1 to {}", u32::MAX))
-                    .with_span(expr)
+                darling::Error::custom(format!(
+                    "bound `{i}` is out of range: write a whole number from 1 to {}",
+                    u32::MAX
+                ))
+                .with_span(expr)
             }),
             _ => Err(darling::Error::custom("a bound is a whole number: write it like `max = 20`").with_span(expr)),
         }

@@ -176,7 +176,10 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
             Role::Embed { attr, span } => {
                 if let Some(max) = &attr.max {
                     if max.0 == 0 {
-                        errors.push(err(max.span(), "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`"));
+                        errors.push(err(
+                            max.span(),
+                            "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`",
+                        ));
                     }
                     if vec_element(f.ty).is_none() {
                         errors.push(err(*span, format!(
@@ -189,10 +192,13 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
             Role::Reference { attr, span } => {
                 let many = attr.many.is_present();
                 if attr.to.is_none() {
-                    errors.push(err(*span, format!(
-                        "`#[reference]` on `{}` needs its target: add `to = Part`, the document type it refers to",
-                        f.ident
-                    )));
+                    errors.push(err(
+                        *span,
+                        format!(
+                            "`#[reference]` on `{}` needs its target: add `to = Part`, the document type it refers to",
+                            f.ident
+                        ),
+                    ));
                 }
                 let elem = vec_element(f.ty);
                 if many && elem.is_none() {
@@ -203,10 +209,13 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                     )));
                 }
                 if !many && elem.is_some() {
-                    errors.push(err(*span, format!(
-                        "`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`",
-                        f.ident
-                    )));
+                    errors.push(err(
+                        *span,
+                        format!(
+                            "`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`",
+                            f.ident
+                        ),
+                    ));
                 }
                 if let Some(max) = &attr.max {
                     if !many {
@@ -217,7 +226,10 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                 }
                 if let Some(key) = &attr.key {
                     if !many {
-                        errors.push(err(key.span(), "`key` names the id field of the structs of a reference array: it needs `many`"));
+                        errors.push(err(
+                            key.span(),
+                            "`key` names the id field of the structs of a reference array: it needs `many`",
+                        ));
                     } else if elem.is_some_and(super::ast::is_id_type) {
                         errors.push(err(key.span(), "`key` is for arrays of `{id, ..}` structs; this array holds the ids themselves: remove `key`"));
                     }
@@ -233,10 +245,13 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
             }
             Role::ParentRef { attr, span } => {
                 if attr.to.is_none() {
-                    errors.push(err(*span, format!(
-                        "`#[parent_ref]` on `{}` needs its parent: add `to = Host`, the document type it refers to",
-                        f.ident
-                    )));
+                    errors.push(err(
+                        *span,
+                        format!(
+                            "`#[parent_ref]` on `{}` needs its parent: add `to = Host`, the document type it refers to",
+                            f.ident
+                        ),
+                    ));
                 }
                 if vec_element(f.ty).is_some() {
                     errors.push(err(*span, format!(

@@ -74,7 +74,10 @@ pub fn field(attrs: &[Attribute]) -> syn::Result<SerdeField> {
                     })?;
                 }
                 Ok(())
-            } else if meta.path.is_ident("skip") || meta.path.is_ident("skip_serializing") || meta.path.is_ident("flatten") {
+            } else if meta.path.is_ident("skip")
+                || meta.path.is_ident("skip_serializing")
+                || meta.path.is_ident("flatten")
+            {
                 out.not_stored = true;
                 Ok(())
             } else {
