@@ -133,11 +133,13 @@ async fn run() -> docrel::Result<()> {
         })
         .collect();
     step.run("insert 100 products", Product::repo(&db).insert_many(&products)).await?;
-    let loaded = step
-        .run("load all 100 products", Product::repo(&db).find(Filter::all()).batch_size(1000).to_vec())
-        .await?;
+    let loaded =
+        step.run("load all 100 products", Product::repo(&db).find(Filter::all()).batch_size(1000).to_vec()).await?;
     let lines = step
-        .run("load the parts of all 100 products (one $in, name+price)", Product::rels().parts.load::<PartLine>(&db, &loaded))
+        .run(
+            "load the parts of all 100 products (one $in, name+price)",
+            Product::rels().parts.load::<PartLine>(&db, &loaded),
+        )
         .await?;
     let first: Vec<String> = lines.of(0).map(|p| format!("{} (${:.2})", p.name, p.price)).collect();
     println!("    {} -> {}", loaded[0].name, first.join(", "));
@@ -163,12 +165,20 @@ async fn run() -> docrel::Result<()> {
         .collect();
     step.run("insert 2,000 log messages", LogMsg::repo(&db).insert_many(&msgs)).await?;
     let recent: Vec<LogLine> = step
-        .run("the most recent 100 messages of one host", LogMsg::rels().host.children_of(&db, &hosts[0].id).limit(100).to_vec())
+        .run(
+            "the most recent 100 messages of one host",
+            LogMsg::rels().host.children_of(&db, &hosts[0].id).limit(100).to_vec(),
+        )
         .await?;
-    println!("    newest: {} at {}", recent[0].message, recent[0].time);
+    if let Some(newest) = recent.first() {
+        println!("    newest: {} at {}", newest.message, newest.time);
+    }
     let ids: Vec<ObjectId> = hosts.iter().map(|h| h.id).collect();
     let latest = step
-        .run("the 3 latest messages of EACH of the 10 hosts", LogMsg::rels().host.latest_per_parent(&db, &ids, 3).load::<LogLine>())
+        .run(
+            "the 3 latest messages of EACH of the 10 hosts",
+            LogMsg::rels().host.latest_per_parent(&db, &ids, 3).load::<LogLine>(),
+        )
         .await?;
     for (h, host) in hosts.iter().enumerate().take(2) {
         let msgs: Vec<&str> = latest.of(h).map(|l| l.message.as_str()).collect();
