@@ -60,5 +60,5 @@
 //! | `#[parent_ref(to = P, sort = "-time")]` | `Id` | one-to-squillions |
 //! | `inverse = field`, `on_delete = pull \| cascade \| restrict` | references | two-way references, delete rules |
 
-pub use docrel_macros::{Document, View};
+pub use docrel_macros::{Document, Embedded, View};
 pub use docrel_runtime::*;

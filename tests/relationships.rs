@@ -168,7 +168,7 @@ struct Product {
     spares: Vec<ObjectId>,
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(docrel::Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
 struct PartRef {
     id: ObjectId,
     name: String,

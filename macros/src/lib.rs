@@ -13,7 +13,7 @@ use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
 /// Derives `docrel::Document`: see the `docrel` crate for the attributes.
-#[proc_macro_derive(Document, attributes(document, embed, reference, parent_ref))]
+#[proc_macro_derive(Document, attributes(document, embed, reference, parent_ref, denormalize))]
 pub fn derive_document(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     derive_document_inner(&input).into()
@@ -57,6 +57,26 @@ fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
         (Some(c), Some(of)) => Some(expand::view::expand(c, of)),
         _ => None,
     };
+    match errors.finish() {
+        Ok(()) => generated.unwrap_or_default(),
+        Err(e) => e.write_errors(),
+    }
+}
+
+/// Derives `docrel::Embedded` for the element struct of a reference array
+/// (`{id, name}`), whose fields may be copies: `#[denormalize(from = Part::name)]`.
+#[proc_macro_derive(Embedded, attributes(denormalize))]
+pub fn derive_embedded(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    derive_embedded_inner(&input).into()
+}
+
+fn derive_embedded_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
+    let mut errors = darling::Error::accumulator();
+    let generated = internals::ast::Container::from_ast(input, "Embedded", &mut errors).map(|c| {
+        internals::check::check_copies(&c, &mut errors, false);
+        expand::copies::embedded(&c)
+    });
     match errors.finish() {
         Ok(()) => generated.unwrap_or_default(),
         Err(e) => e.write_errors(),

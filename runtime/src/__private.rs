@@ -1,6 +1,6 @@
 //! What generated code may touch. Not public API: no stability promise.
 
-pub use crate::document::{FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema};
+pub use crate::document::{Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema};
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::registry::Registered;
@@ -16,4 +16,32 @@ pub fn check_len<I: DocId>(collection: &'static str, id: &I, field: &'static str
         return Err(Error::EmbedFull { collection, id: crate::id::show(id), field, max, len });
     }
     Ok(())
+}
+
+/// Whether every copy of an element struct comes from `collection` (checked
+/// at compile time by the derive).
+pub const fn copies_come_from(copies: &[ElemCopy], collection: &str) -> bool {
+    let mut i = 0;
+    while i < copies.len() {
+        if !str_eq(copies[i].source, collection) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }

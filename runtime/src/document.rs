@@ -89,6 +89,8 @@ pub struct Schema {
     pub relations: &'static [Relation],
     /// The indexes declared with `#[document(index)]` / `#[document(unique)]`.
     pub indexes: &'static [IndexSpec],
+    /// Its top-level denormalized copies (`#[denormalize(from = .., via = ..)]`).
+    pub copies: &'static [Copy],
 }
 
 impl Schema {
@@ -139,6 +141,70 @@ pub struct Relation {
     /// For parent references, the default order of the children
     /// (`sort = "-time"`), which also joins the relationship's index.
     pub order: &'static [(&'static str, i32)],
+    /// For arrays of `{id, ..}` structs, the fields of each element that are
+    /// copies of the referred document's fields.
+    pub copies: &'static [ElemCopy],
+}
+
+/// A top-level field that copies a field of the document a single
+/// reference leads to (`parts.product_name` from `Product::name` via `product`).
+#[derive(Debug)]
+pub struct Copy {
+    /// The stored name of the copy.
+    pub field: &'static str,
+    /// The source collection.
+    pub source: &'static str,
+    /// The source's Rust type name.
+    pub source_type: &'static str,
+    /// The stored path of the source field.
+    pub source_field: &'static str,
+    /// The stored name of the reference holding the source's id.
+    pub via: &'static str,
+}
+
+/// A field of the elements of a reference array that copies a field of the
+/// referred document (`products.parts[].name` from `Part::name`).
+#[derive(Debug)]
+pub struct ElemCopy {
+    /// The stored name of the copy inside the element.
+    pub field: &'static str,
+    /// The source collection.
+    pub source: &'static str,
+    /// The source's Rust type name.
+    pub source_type: &'static str,
+    /// The stored path of the source field.
+    pub source_field: &'static str,
+}
+
+/// The element struct of a reference array (`{id, name}`): derive it with
+/// `#[derive(docrel::Embedded)]`, marking copied fields with
+/// `#[denormalize(from = Part::name)]`.
+///
+/// ```
+/// use docrel::{Document, Embedded, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "parts")]
+/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
+///
+/// #[derive(Embedded, Serialize, Deserialize)]
+/// struct PartRef {
+///     id: ObjectId,
+///     #[denormalize(from = Part::name)]
+///     name: String,
+/// }
+///
+/// assert_eq!(<PartRef as Embedded>::COPIES[0].source_field, "name");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is the element of a reference array but does not derive `docrel::Embedded`",
+    label = "add `#[derive(docrel::Embedded)]` to this struct",
+    note = "docrel reads the copies an element holds (`#[denormalize(from = ..)]`) from that derive"
+)]
+pub trait Embedded {
+    /// The fields that copy a field of the referred document.
+    const COPIES: &'static [ElemCopy];
 }
 
 impl Relation {

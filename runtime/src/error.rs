@@ -147,6 +147,28 @@ pub enum Error {
         count: u64,
     },
 
+    /// A source document was written, but rewriting its denormalized copies
+    /// failed part of the way (for example the server went away).
+    #[error(
+        "document {id} of `{source_collection}` was written, but its copies in `{target}` (through `{path}`) could \
+         not be rewritten: {cause}. Those copies are stale until fixed: run `docrel::fanout::repair` for \
+         `{source_collection}` (targets already rewritten: [{done}])"
+    )]
+    FanOut {
+        /// The source collection.
+        source_collection: &'static str,
+        /// The source document's `_id`.
+        id: String,
+        /// The target collection that failed.
+        target: &'static str,
+        /// The path of the failed target.
+        path: String,
+        /// The targets rewritten before the failure.
+        done: String,
+        /// What went wrong.
+        cause: Box<Error>,
+    },
+
     /// A filter, update or sort built from typed handles is malformed.
     #[error("invalid {what}: {message}")]
     Invalid {
@@ -167,6 +189,7 @@ impl Error {
     pub fn is_connection(&self) -> bool {
         match self {
             Error::Connect { .. } => true,
+            Error::FanOut { cause, .. } => cause.is_connection(),
             Error::Driver { source, .. } => matches!(
                 *source.kind,
                 mongodb::error::ErrorKind::Io(_)

@@ -5,6 +5,7 @@ mod codec;
 mod connect;
 mod document;
 mod error;
+pub mod fanout;
 mod id;
 pub mod indexes;
 mod join;
@@ -14,6 +15,7 @@ mod on_delete;
 mod query;
 pub mod registry;
 mod relation;
+mod repair;
 mod repository;
 pub mod testing;
 mod two_way;
@@ -23,7 +25,9 @@ pub mod __private;
 
 pub use bson;
 pub use connect::{connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
-pub use document::{Document, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View};
+pub use document::{
+    Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
+};
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};

@@ -4,10 +4,12 @@
 use crate::codec::{decode, encode};
 use crate::document::{Document, View};
 use crate::error::{Error, Result};
+use crate::fanout;
 use crate::id::{show, DocId};
 use crate::query::{Filter, Sort, Update};
 use bson::{doc, RawDocumentBuf};
 use futures::{Stream, StreamExt, TryStreamExt};
+use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use std::marker::PhantomData;
 
@@ -82,12 +84,37 @@ impl<T: Document> Repository<T> {
         move |e| Error::driver(operation, T::COLLECTION, e)
     }
 
-    /// Inserts one document, after checking its bounds and its size.
+    /// Inserts one document, after checking its bounds and its size. Its
+    /// denormalized copies are filled from their sources first.
     pub async fn insert(&self, doc: &T) -> Result<()> {
-        doc.check_bounds()?;
-        let raw = encode(T::COLLECTION, doc)?;
-        self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
-        Ok(())
+        self.insert_many(std::slice::from_ref(doc)).await
+    }
+
+    async fn encode_one(&self, doc: &T) -> Result<RawDocumentBuf> {
+        let mut raws = self.encode_all(std::slice::from_ref(doc)).await?;
+        raws.pop().ok_or_else(|| Error::Invalid { what: "document", message: "nothing was encoded".into() })
+    }
+
+    /// Encodes documents for a write: bounds, copies filled from their
+    /// sources (one read per source collection for the batch), size.
+    async fn encode_all(&self, docs: &[T]) -> Result<Vec<RawDocumentBuf>> {
+        for d in docs {
+            d.check_bounds()?;
+        }
+        if !fanout::holds_copies(T::schema()) {
+            return docs.iter().map(|d| encode(T::COLLECTION, d)).collect();
+        }
+        let mut plain = docs
+            .iter()
+            .map(|d| {
+                bson::to_document(d).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        fanout::fill(&self.db, T::schema(), &mut plain).await?;
+        plain.iter().map(|d| encode(T::COLLECTION, d)).collect()
     }
 
     /// Inserts many documents. Every one is checked first: if any breaks a
@@ -96,14 +123,13 @@ impl<T: Document> Repository<T> {
         if docs.is_empty() {
             return Ok(());
         }
-        let raws = docs
-            .iter()
-            .map(|d| {
-                d.check_bounds()?;
-                encode(T::COLLECTION, d)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.raw.insert_many(raws).await.map_err(self.err("insert_many"))?;
+        let mut raws = self.encode_all(docs).await?;
+        if raws.len() == 1 {
+            let raw = raws.pop().expect("one document");
+            self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
+        } else {
+            self.raw.insert_many(raws).await.map_err(self.err("insert_many"))?;
+        }
         Ok(())
     }
 
@@ -186,12 +212,119 @@ impl<T: Document> Repository<T> {
             guards.insert(0, std::mem::take(&mut filter));
             filter = doc! {"$and": guards};
         }
+        if fanout::touches_copies(T::COLLECTION, update.touched()) {
+            let touched: Vec<String> = update.touched().map(str::to_owned).collect();
+            return self.update_and_fan_out(filter, body, &touched, many).await;
+        }
         let result = if many {
             self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
         } else {
             self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
         };
         Ok(UpdateOutcome { matched: result.matched_count, modified: result.modified_count })
+    }
+
+    /// An update of copied fields: the write increments the source's
+    /// version and reads back the new values in the same round trip
+    /// (`findAndModify`), then each target path gets one `updateMany`.
+    async fn update_and_fan_out(
+        &self,
+        filter: bson::Document,
+        mut body: bson::Document,
+        touched: &[String],
+        many: bool,
+    ) -> Result<UpdateOutcome> {
+        match body.get_mut("$inc") {
+            Some(bson::Bson::Document(inc)) => {
+                inc.insert(fanout::VERSION_PATH, 1_i64);
+            }
+            _ => {
+                body.insert("$inc", doc! { fanout::VERSION_PATH: 1_i64 });
+            }
+        }
+        let projection = fanout::source_projection(T::COLLECTION);
+        if !many {
+            let after = self
+                .raw
+                .find_one_and_update(filter, body)
+                .return_document(ReturnDocument::After)
+                .projection(projection)
+                .await
+                .map_err(self.err("findAndModify"))?;
+            let Some(after) = after else { return Ok(UpdateOutcome::default()) };
+            let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
+                what: format!("the updated document of `{}`", T::COLLECTION),
+                message: e.to_string(),
+            })?;
+            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched)).await?;
+            return Ok(UpdateOutcome { matched: 1, modified: 1 });
+        }
+        // Many sources: their ids, one update, their new values, then each
+        // source's fan-out.
+        let ids: Vec<bson::Bson> = self.ids_matching(filter.clone()).await?.iter().map(DocId::to_bson).collect();
+        if ids.is_empty() {
+            return Ok(UpdateOutcome::default());
+        }
+        let scoped = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
+        let r = self.raw.update_many(scoped, body).await.map_err(self.err("update_many"))?;
+        let mut cursor = self
+            .db
+            .collection::<bson::Document>(T::COLLECTION)
+            .find(doc! {"_id": {"$in": ids}})
+            .projection(projection)
+            .batch_size(i32::MAX as u32)
+            .await
+            .map_err(self.err("find"))?;
+        let mut changed = Vec::new();
+        while cursor.advance().await.map_err(self.err("find"))? {
+            changed.push(cursor.deserialize_current().map_err(self.err("find"))?);
+        }
+        for after in &changed {
+            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched)).await?;
+        }
+        Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count })
+    }
+
+    /// A replace (or upsert) of a source document: the stored `_docrel`
+    /// bookkeeping is kept and the version incremented in the same write,
+    /// and the copies of the fields whose values changed are rewritten.
+    async fn replace_source(&self, doc: &T, raw: RawDocumentBuf, upsert: bool) -> Result<bool> {
+        let new = bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
+            what: format!("a document of `{}`", T::COLLECTION),
+            message: e.to_string(),
+        })?;
+        let pipeline = vec![doc! {"$replaceWith": {"$mergeObjects": [
+            {"$literal": new.clone()},
+            {"_docrel": {"$mergeObjects": [
+                {"$ifNull": ["$_docrel", {}]},
+                {"v": {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), 0_i64]}, 1_i64]}},
+            ]}},
+        ]}}];
+        let before = self
+            .raw
+            .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
+            .upsert(upsert)
+            .return_document(ReturnDocument::Before)
+            .projection(fanout::source_projection(T::COLLECTION))
+            .await
+            .map_err(self.err("findAndModify"))?;
+        let before = match before {
+            Some(b) => bson::Document::try_from(b.as_ref()).unwrap_or_default(),
+            None if upsert => bson::Document::new(),
+            None => return Ok(false),
+        };
+        let old_version = fanout::version_of(&before);
+        let touched: Vec<String> = fanout::copied_fields(T::COLLECTION)
+            .into_iter()
+            .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
+            .map(str::to_owned)
+            .collect();
+        if !touched.is_empty() {
+            let mut after = new;
+            after.insert("_docrel", doc! {"v": old_version + 1});
+            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched)).await?;
+        }
+        Ok(true)
     }
 
     #[cold]
@@ -227,8 +360,13 @@ impl<T: Document> Repository<T> {
     /// Replaces the stored document with the same id, after checking bounds
     /// and size; [`Error::NotFound`] when there is none.
     pub async fn replace(&self, doc: &T) -> Result<()> {
-        doc.check_bounds()?;
-        let raw = encode(T::COLLECTION, doc)?;
+        let raw = self.encode_one(doc).await?;
+        if !fanout::targets_of(T::COLLECTION).is_empty() {
+            return match self.replace_source(doc, raw, false).await? {
+                true => Ok(()),
+                false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
+            };
+        }
         let r = self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).await.map_err(self.err("replace"))?;
         if r.matched_count == 0 {
             return Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) });
@@ -238,8 +376,10 @@ impl<T: Document> Repository<T> {
 
     /// Inserts the document, or replaces the stored one with the same id.
     pub async fn save(&self, doc: &T) -> Result<()> {
-        doc.check_bounds()?;
-        let raw = encode(T::COLLECTION, doc)?;
+        let raw = self.encode_one(doc).await?;
+        if !fanout::targets_of(T::COLLECTION).is_empty() {
+            return self.replace_source(doc, raw, true).await.map(|_| ());
+        }
         self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).upsert(true).await.map_err(self.err("save"))?;
         Ok(())
     }

@@ -49,13 +49,16 @@ impl TestDb {
                  server, or export {URI_VARIABLE}=mongodb://HOST:PORT"
             ),
         })?;
-        let trips = RoundTrips::new();
-        let mut opts = options(&uri).await?;
-        trips.install(&mut opts);
-        let client = connect_with(&uri, opts).await?;
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let clean: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(30).collect();
         let name = format!("t_{clean}_{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst));
+        let trips = RoundTrips::new();
+        let mut opts = options(&uri).await?;
+        // The database's name is also the client's appName, so a fail point
+        // (`failCommand` with `appName`) hits this test's client and no other.
+        opts.app_name = Some(name.clone());
+        trips.install(&mut opts);
+        let client = connect_with(&uri, opts).await?;
         let db = client.database(&name);
         if let Ok(mut map) = counters().lock() {
             map.insert(name, trips.clone());

@@ -58,6 +58,25 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
     });
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let rels = crate::expand::relations::expand(c);
+    let (copies, copy_checks) = crate::expand::copies::document_copies(c);
+    let element_checks = c.fields.iter().filter_map(|f| {
+        let Role::Reference { attr, .. } = &f.role else { return None };
+        let (Some(to), Some(elem)) = (attr.to.as_ref(), vec_element(f.ty)) else { return None };
+        if !attr.many.is_present() || crate::internals::ast::is_id_type(elem) {
+            return None;
+        }
+        let message = format!(
+            "`{}` of `{ident}`: its elements copy fields from another document than `{}`, which the array refers to",
+            f.ident,
+            quote!(#to).to_string().replace(' ', "")
+        );
+        Some(quote! {
+            const _: () = ::core::assert!(
+                ::docrel::__private::copies_come_from(<#elem as ::docrel::Embedded>::COPIES, <#to as ::docrel::Document>::COLLECTION),
+                #message
+            );
+        })
+    });
 
     quote! {
         #[doc = #fields_doc]
@@ -91,7 +110,11 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
                 fields: &[#(#field_infos),*],
                 relations: &[#(#relations),*],
                 indexes: &[#(#indexes),*],
+                copies: &[#(#copies),*],
             };
+
+            #copy_checks
+            #(#element_checks)*
 
             ::docrel::__private::inventory::submit! {
                 ::docrel::__private::Registered(&__DOCREL_SCHEMA)
@@ -232,6 +255,14 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
         }
     };
     let rule = on_delete(rule);
+    let copies = match (&f.role, vec_element(f.ty)) {
+        (Role::Reference { attr, .. }, Some(elem))
+            if attr.many.is_present() && !crate::internals::ast::is_id_type(elem) =>
+        {
+            quote!(<#elem as ::docrel::Embedded>::COPIES)
+        }
+        _ => quote!(&[]),
+    };
     Some(quote! {
         ::docrel::__private::Relation {
             field: #field,
@@ -242,6 +273,7 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
             inverse: #inverse,
             on_delete: #rule,
             order: #order,
+            copies: #copies,
         }
     })
 }

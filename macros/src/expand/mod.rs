@@ -1,5 +1,6 @@
 //! Generate: the code for checked models. Nothing here reports user errors.
 
+pub mod copies;
 pub mod document;
 pub mod relations;
 pub mod view;

@@ -1,9 +1,9 @@
 //! The model of a derived struct: each field with its stored name and its
 //! role, parsed from the attributes. Spans are kept for every diagnostic.
 
-use super::attr::{ContainerAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
+use super::attr::{ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
 use super::serde_names;
-use super::symbol::{DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
+use super::symbol::{DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
 use darling::error::Accumulator;
 use darling::FromMeta;
 use proc_macro2::Span;
@@ -24,6 +24,26 @@ pub struct Field<'a> {
     pub stored: Option<String>,
     pub doc: FieldDocAttr,
     pub role: Role,
+    /// `#[denormalize(..)]`: this field copies a field of another document.
+    pub copy: Option<Copy>,
+}
+
+/// A denormalized copy, as declared.
+pub struct Copy {
+    pub attr: DenormalizeAttr,
+    pub span: Span,
+}
+
+impl Copy {
+    /// `Part` and `name` of `from = Part::name`.
+    pub fn source(&self) -> Option<(syn::Path, &Ident)> {
+        let from = self.attr.from.as_ref()?;
+        let field = &from.segments.last()?.ident;
+        let mut ty = from.clone();
+        ty.segments.pop();
+        ty.segments.pop_punct();
+        (!ty.segments.is_empty()).then_some((ty, field))
+    }
 }
 
 pub enum Role {
@@ -187,7 +207,17 @@ impl<'a> Field<'a> {
                 role = parsed;
             }
         }
-        Some(Field { ident, ty: &f.ty, stored, doc, role })
+        let mut copy = None;
+        for a in f.attrs.iter().filter(|a| a.path().is_ident(DENORMALIZE)) {
+            if copy.is_some() {
+                errors.push(darling::Error::duplicate_field("denormalize").with_span(a.path()));
+                continue;
+            }
+            copy = errors
+                .handle(parse_required::<DenormalizeAttr>(a, "#[denormalize(from = Part::name)]"))
+                .map(|attr| Copy { attr, span: a.path().span() });
+        }
+        Some(Field { ident, ty: &f.ty, stored, doc, role, copy })
     }
 
     pub fn stored_name(&self) -> &str {

@@ -47,6 +47,14 @@ pub struct ParentRefAttr {
     pub sort: Option<LitStr>,
 }
 
+/// `#[denormalize(from = Part::name, via = part)]`: this field is a copy
+/// of a field of another document.
+#[derive(Debug, FromMeta)]
+pub struct DenormalizeAttr {
+    pub from: Option<Path>,
+    pub via: Option<Ident>,
+}
+
 /// `#[view(of = T)]`.
 #[derive(Debug, FromMeta)]
 pub struct ViewAttr {

@@ -23,6 +23,7 @@ pub fn document(c: &Container, errors: &mut Accumulator) -> Option<Checked> {
     check_stored_names(c, errors);
     let id = find_id(c, errors);
     check_relationships(c, errors);
+    check_copies(c, errors, true);
     Some(Checked { collection: collection?, id: id? })
 }
 
@@ -279,6 +280,68 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                     }
                 }
             }
+        }
+    }
+}
+
+/// `#[denormalize]` on the fields of a document (`in_document`, with `via`)
+/// or of an element struct of a reference array (without).
+pub fn check_copies(c: &Container, errors: &mut Accumulator, in_document: bool) {
+    for f in &c.fields {
+        let Some(copy) = &f.copy else { continue };
+        if copy.source().is_none() {
+            errors.push(err(
+                copy.span,
+                format!(
+                    "`#[denormalize]` on `{}` needs its source field: write `from = Part::name`, the source document \
+                     type, then its field",
+                    f.ident
+                ),
+            ));
+        }
+        if f.stored.is_none() {
+            errors
+                .push(err(copy.span, format!("`{}` is not stored (`#[serde(skip)]`): a copy must be stored", f.ident)));
+        }
+        if let Some(span) = f.role.span() {
+            let _ = span;
+            errors.push(err(
+                copy.span,
+                format!(
+                    "`{}` carries a relationship; a copy is a plain field: put `#[denormalize]` on another field",
+                    f.ident
+                ),
+            ));
+        }
+        match (&copy.attr.via, in_document) {
+            (Some(via), false) => errors.push(err(
+                via.span(),
+                "an element of a reference array copies from the document its id refers to: remove `via`",
+            )),
+            (None, true) => errors.push(err(
+                copy.span,
+                format!(
+                    "`{}` needs `via`: name the reference that leads to the source, e.g. \
+                     `#[denormalize(from = Product::name, via = product)]` where `product` carries \
+                     `#[reference(to = Product)]` or `#[parent_ref(to = Product)]`",
+                    f.ident
+                ),
+            )),
+            (Some(via), true) => match c.fields.iter().find(|g| g.ident == via) {
+                None => errors.push(err(via.span(), format!("`via = {via}`: `{}` has no field `{via}`", c.ident))),
+                Some(g) => match &g.role {
+                    Role::ParentRef { .. } => {}
+                    Role::Reference { attr, .. } if !attr.many.is_present() => {}
+                    _ => errors.push(err(
+                        via.span(),
+                        format!(
+                            "`via = {via}` must name a single reference: `{via}` needs `#[reference(to = ..)]` or \
+                             `#[parent_ref(to = ..)]` (copies into reference arrays go on the element struct)"
+                        ),
+                    )),
+                },
+            },
+            (None, false) => {}
         }
     }
 }

@@ -1,0 +1,240 @@
+//! Verify and repair of denormalized copies: scan every target of a source,
+//! report stale and dangling copies, and rewrite the stale ones from their
+//! sources, batch by batch, with progress, resumable, idempotent.
+
+use crate::error::{Error, Result};
+use crate::fanout::{apply_to, lookup, targets_of, version_of, Shape, Target, VERSION_PATH};
+use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::Database;
+use std::collections::HashMap;
+
+/// Where a scan stopped: the target path's index and the last `_id` done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// Index into [`crate::fanout::targets_of`] of the source.
+    pub target: usize,
+    /// The last target document scanned.
+    pub after: Bson,
+}
+
+/// Counts of a scan (so far, in a progress report; in all, at the end).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepairReport {
+    /// Target documents scanned.
+    pub scanned: u64,
+    /// Target documents holding at least one copy that differs from its source.
+    pub stale: u64,
+    /// Copies whose source document does not exist.
+    pub dangling: u64,
+    /// Target documents rewritten.
+    pub fixed: u64,
+    /// Where to resume when the scan stopped early ([`Repair::max_batches`]);
+    /// `None` when it went through.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// A progress report, after each batch.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    /// The target collection being scanned.
+    pub target: &'static str,
+    /// Its path holding the copies.
+    pub path: &'a str,
+    /// The counts so far.
+    pub report: &'a RepairReport,
+}
+
+type OnProgress<'a> = Box<dyn FnMut(&Progress<'_>) + Send + 'a>;
+
+/// A verify or repair of the copies of one source collection; from
+/// [`verify`] or [`repair`].
+#[must_use = "a Repair does nothing until run"]
+pub struct Repair<'a> {
+    db: &'a Database,
+    source: &'static str,
+    fix: bool,
+    batch: usize,
+    resume: Option<Checkpoint>,
+    max_batches: Option<usize>,
+    on_progress: Option<OnProgress<'a>>,
+}
+
+/// Reports the stale and dangling copies of `source` (a collection) without
+/// writing anything.
+pub fn verify<'a>(db: &'a Database, source: &'static str) -> Repair<'a> {
+    Repair { db, source, fix: false, batch: 500, resume: None, max_batches: None, on_progress: None }
+}
+
+/// Reports the stale and dangling copies of `source` and rewrites the stale
+/// ones from their sources (idempotent: a second run finds nothing stale).
+pub fn repair<'a>(db: &'a Database, source: &'static str) -> Repair<'a> {
+    Repair { fix: true, ..verify(db, source) }
+}
+
+impl<'a> Repair<'a> {
+    /// Target documents read per batch (one round trip, plus one for their sources).
+    pub fn batch(mut self, n: usize) -> Self {
+        self.batch = n.max(1);
+        self
+    }
+    /// Continues a scan that stopped at `checkpoint`.
+    pub fn resume(mut self, checkpoint: Option<Checkpoint>) -> Self {
+        self.resume = checkpoint;
+        self
+    }
+    /// Stops after `n` batches, returning a checkpoint (to spread the work).
+    pub fn max_batches(mut self, n: usize) -> Self {
+        self.max_batches = Some(n);
+        self
+    }
+    /// Calls `f` after each batch.
+    pub fn on_progress(mut self, f: impl FnMut(&Progress<'_>) + Send + 'a) -> Self {
+        self.on_progress = Some(Box::new(f));
+        self
+    }
+
+    /// Runs the scan.
+    pub async fn run(mut self) -> Result<RepairReport> {
+        let mut report = RepairReport::default();
+        let mut batches = 0usize;
+        let start = self.resume.take();
+        for (index, target) in targets_of(self.source).iter().enumerate() {
+            let mut after = match &start {
+                Some(cp) if index < cp.target => continue,
+                Some(cp) if index == cp.target => Some(cp.after.clone()),
+                _ => None,
+            };
+            loop {
+                if self.max_batches.is_some_and(|m| batches >= m) {
+                    report.checkpoint = Some(Checkpoint { target: index, after: after.unwrap_or(Bson::MinKey) });
+                    return Ok(report);
+                }
+                let Some(last) = self.one_batch(target, after.as_ref(), &mut report).await? else { break };
+                after = Some(last);
+                batches += 1;
+                if let Some(f) = self.on_progress.as_mut() {
+                    f(&Progress { target: target.collection, path: &target.id_path(), report: &report });
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// One batch of target documents; the last `_id` read, or `None` at the end.
+    async fn one_batch(
+        &self,
+        target: &Target,
+        after: Option<&Bson>,
+        report: &mut RepairReport,
+    ) -> Result<Option<Bson>> {
+        let mut filter = doc! { target.id_path(): {"$exists": true} };
+        if let Some(after) = after {
+            filter.insert("_id", doc! {"$gt": after.clone()});
+        }
+        let mut projection = doc! {"_id": 1};
+        match target.shape {
+            Shape::Top { via } => {
+                projection.insert(via, 1);
+                for (copy, _) in &target.fields {
+                    projection.insert(*copy, 1);
+                }
+            }
+            Shape::Array { array, .. } => {
+                projection.insert(array, 1);
+            }
+        }
+        let coll = self.db.collection::<BsonDoc>(target.collection);
+        let docs: Vec<BsonDoc> = {
+            let mut cursor = coll
+                .find(filter)
+                .sort(doc! {"_id": 1})
+                .limit(self.batch as i64)
+                .batch_size(self.batch as u32)
+                .projection(projection)
+                .await
+                .map_err(|e| Error::driver("find", target.collection, e))?;
+            let mut out = Vec::new();
+            while cursor.advance().await.map_err(|e| Error::driver("find", target.collection, e))? {
+                out.push(cursor.deserialize_current().map_err(|e| Error::driver("find", target.collection, e))?);
+            }
+            out
+        };
+        let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
+
+        // The sources this batch refers to, read once.
+        let mut ids: Vec<Bson> = Vec::new();
+        for d in &docs {
+            for id in held_ids(target, d) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let mut projection: BsonDoc = target.source_fields().map(|f| (f.to_owned(), Bson::Int32(1))).collect();
+        projection.insert(VERSION_PATH, 1);
+        let mut sources: Vec<BsonDoc> = Vec::new();
+        {
+            let coll = self.db.collection::<BsonDoc>(self.source);
+            let mut cursor = coll
+                .find(doc! {"_id": {"$in": ids}})
+                .projection(projection)
+                .batch_size(i32::MAX as u32)
+                .await
+                .map_err(|e| Error::driver("find", self.source, e))?;
+            while cursor.advance().await.map_err(|e| Error::driver("find", self.source, e))? {
+                sources.push(cursor.deserialize_current().map_err(|e| Error::driver("find", self.source, e))?);
+            }
+        }
+        let find_source = |id: &Bson| sources.iter().find(|s| s.get("_id") == Some(id));
+
+        let mut to_fix: HashMap<String, (Bson, BsonDoc)> = HashMap::new();
+        for d in &docs {
+            report.scanned += 1;
+            let mut stale = false;
+            for (id, copy) in held_copies(target, d) {
+                let Some(source) = find_source(&id) else {
+                    report.dangling += 1;
+                    continue;
+                };
+                let differs =
+                    target.fields.iter().any(|(field, source_field)| copy.get(*field) != lookup(source, source_field));
+                if differs {
+                    stale = true;
+                    to_fix.entry(format!("{id:?}")).or_insert_with(|| (id.clone(), source.clone()));
+                }
+            }
+            if stale {
+                report.stale += 1;
+            }
+        }
+        if self.fix {
+            let scanned: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+            for (id, source) in to_fix.values() {
+                report.fixed += apply_to(self.db, target, id, source, version_of(source), true, Some(&scanned)).await?;
+            }
+        }
+        Ok(Some(last))
+    }
+}
+
+/// The source ids a target document holds copies of.
+fn held_ids(target: &Target, d: &BsonDoc) -> Vec<Bson> {
+    held_copies(target, d).into_iter().map(|(id, _)| id).collect()
+}
+
+/// `(source id, the document holding the copy fields)` of a target document.
+fn held_copies(target: &Target, d: &BsonDoc) -> Vec<(Bson, BsonDoc)> {
+    match target.shape {
+        Shape::Top { via } => match d.get(via) {
+            Some(id) if *id != Bson::Null => vec![(id.clone(), d.clone())],
+            _ => vec![],
+        },
+        Shape::Array { array, key } => d
+            .get_array(array)
+            .into_iter()
+            .flatten()
+            .filter_map(Bson::as_document)
+            .filter_map(|e| e.get(key).map(|id| (id.clone(), e.clone())))
+            .collect(),
+    }
+}

@@ -1,0 +1,408 @@
+//! Denormalized copies kept true by fan-out updaters, in both directions of
+//! the reference texts, with round trips, concurrency, faults and repair.
+
+use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::testing::TestDb;
+use docrel::{fanout, Document, Embedded, Error, Filter};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    partno: String,
+    name: String,
+    qty: i32,
+    cost: f64,
+    price: f64,
+    #[reference(to = Product)]
+    product: ObjectId,
+    #[denormalize(from = Product::name, via = product)]
+    product_name: String,
+    #[denormalize(from = Product::catalog_number, via = product)]
+    product_catalog_number: i32,
+}
+
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct PartRef {
+    id: ObjectId,
+    #[denormalize(from = Part::name)]
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    manufacturer: String,
+    catalog_number: i32,
+    #[reference(many, to = Part, on_delete = pull)]
+    parts: Vec<PartRef>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "hosts")]
+struct Host {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    ipaddr: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "logmsg")]
+struct LogMsg {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    time: DateTime,
+    message: String,
+    #[denormalize(from = Host::ipaddr, via = host)]
+    ipaddr: String,
+    #[parent_ref(to = Host, sort = "-time")]
+    host: ObjectId,
+}
+
+struct Catalog {
+    product: Product,
+    other: Product,
+    parts: Vec<Part>,
+    holders: Vec<Product>,
+}
+
+/// One product ("left-handed smoke shifter") made of 3 parts; 5 more
+/// products hold the first part (one of them twice); one holds none.
+async fn catalog(t: &TestDb) -> docrel::Result<Catalog> {
+    let shifter = ObjectId::new();
+    let parts: Vec<Part> = ["#4 grommet", "fan blade assembly", "power switch"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Part {
+            id: ObjectId::new(),
+            partno: format!("123-aff-45{i}"),
+            name: (*name).into(),
+            qty: 94,
+            cost: 0.94,
+            price: 3.99,
+            product: shifter,
+            product_name: "stale, filled on insert".into(),
+            product_catalog_number: 0,
+        })
+        .collect();
+    let product = Product {
+        id: shifter,
+        name: "left-handed smoke shifter".into(),
+        manufacturer: "Acme Corp".into(),
+        catalog_number: 1234,
+        parts: parts.iter().map(|p| PartRef { id: p.id, name: p.name.clone() }).collect(),
+    };
+    Product::repo(&t.db).insert(&product).await?;
+    Part::repo(&t.db).insert_many(&parts).await?;
+    let holders: Vec<Product> = (0..5)
+        .map(|i| Product {
+            id: ObjectId::new(),
+            name: format!("holder {i}"),
+            manufacturer: "Acme Corp".into(),
+            catalog_number: 2000 + i,
+            parts: if i == 0 {
+                vec![PartRef { id: parts[0].id, name: "?".into() }, PartRef { id: parts[0].id, name: "?".into() }]
+            } else {
+                vec![PartRef { id: parts[0].id, name: "?".into() }]
+            },
+        })
+        .collect();
+    Product::repo(&t.db).insert_many(&holders).await?;
+    let other = Product {
+        id: ObjectId::new(),
+        name: "other".into(),
+        manufacturer: "Acme Corp".into(),
+        catalog_number: 3000,
+        parts: vec![PartRef { id: parts[1].id, name: "?".into() }],
+    };
+    Product::repo(&t.db).insert(&other).await?;
+    Ok(Catalog { product, other, parts, holders })
+}
+
+async fn raw(t: &TestDb, collection: &str, id: ObjectId) -> BsonDoc {
+    t.db.collection::<BsonDoc>(collection).find_one(doc! {"_id": id}).await.unwrap().expect("stored")
+}
+
+fn copied_names(product: &BsonDoc) -> Vec<String> {
+    product
+        .get_array("parts")
+        .unwrap()
+        .iter()
+        .map(|e| e.as_document().unwrap().get_str("name").unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn inserting_fills_copies_from_their_sources_with_one_read() -> docrel::Result<()> {
+    let t = TestDb::new("fill").await?;
+    let c = catalog(&t).await?;
+    // The shapes of the reference text, copies filled from the sources.
+    let part = raw(&t, "parts", c.parts[0].id).await;
+    assert_eq!(part.get_str("name").unwrap(), "#4 grommet");
+    assert_eq!(part.get_str("product_name").unwrap(), "left-handed smoke shifter");
+    assert_eq!(part.get_i32("product_catalog_number").unwrap(), 1234);
+    let holder = raw(&t, "products", c.holders[0].id).await;
+    assert_eq!(
+        holder.get_array("parts").unwrap(),
+        &vec![
+            Bson::Document(doc! {"id": c.parts[0].id, "name": "#4 grommet"}),
+            Bson::Document(doc! {"id": c.parts[0].id, "name": "#4 grommet"}),
+        ]
+    );
+    // Three new products holding parts: one read of `parts`, one insert.
+    let more: Vec<Product> = (0..3)
+        .map(|i| Product {
+            id: ObjectId::new(),
+            name: format!("new {i}"),
+            manufacturer: "Acme Corp".into(),
+            catalog_number: 5000 + i,
+            parts: c.parts.iter().map(|p| PartRef { id: p.id, name: String::new() }).collect(),
+        })
+        .collect();
+    let mark = t.trips.mark();
+    Product::repo(&t.db).insert_many(&more).await?;
+    assert_eq!(t.trips.commands_since(mark), ["find parts", "insert products"]);
+    assert_eq!(
+        copied_names(&raw(&t, "products", more[2].id).await),
+        ["#4 grommet", "fan blade assembly", "power switch"]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn renaming_a_part_rewrites_every_copy_with_one_update_many() -> docrel::Result<()> {
+    let t = TestDb::new("rename_part").await?;
+    let c = catalog(&t).await?;
+    let other_before = raw(&t, "products", c.other.id).await;
+    let mark = t.trips.mark();
+    Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().name.set("#5 grommet".into())).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify parts", "update products"]);
+    assert_eq!(
+        copied_names(&raw(&t, "products", c.product.id).await),
+        ["#5 grommet", "fan blade assembly", "power switch"]
+    );
+    // Every matching element, not only the first (arrayFilters, not `$`).
+    assert_eq!(copied_names(&raw(&t, "products", c.holders[0].id).await), ["#5 grommet", "#5 grommet"]);
+    for h in &c.holders[1..] {
+        assert_eq!(copied_names(&raw(&t, "products", h.id).await), ["#5 grommet"]);
+    }
+    // Nothing else changed.
+    assert_eq!(raw(&t, "products", c.other.id).await, other_before);
+    // An update of a field nobody copies costs no extra round trip.
+    let mark = t.trips.mark();
+    Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().qty.inc(1)).await?;
+    assert_eq!(t.trips.commands_since(mark), ["update parts"]);
+    // Idempotent: nothing is stale, a repair finds and writes nothing.
+    let report = fanout::repair(&t.db, "parts").run().await?;
+    assert_eq!((report.scanned, report.stale, report.fixed, report.dangling), (7, 0, 0, 0));
+    Ok(())
+}
+
+#[tokio::test]
+async fn renaming_a_product_rewrites_its_parts_in_one_update() -> docrel::Result<()> {
+    let t = TestDb::new("rename_product").await?;
+    let c = catalog(&t).await?;
+    let mark = t.trips.mark();
+    let both =
+        Product::fields().name.set("right-handed smoke shifter".into()).and(Product::fields().catalog_number.set(4321));
+    Product::repo(&t.db).update_by_id(&c.product.id, both).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify products", "update parts"], "both fields in one update");
+    for p in &c.parts {
+        let stored = raw(&t, "parts", p.id).await;
+        assert_eq!(stored.get_str("product_name").unwrap(), "right-handed smoke shifter");
+        assert_eq!(stored.get_i32("product_catalog_number").unwrap(), 4321);
+    }
+    // A replace that changes a copied field fans out; one that does not, does not.
+    let mut renamed = c.product.clone();
+    renamed.name = "smoke shifter".into();
+    renamed.catalog_number = 4321;
+    let mark = t.trips.mark();
+    Product::repo(&t.db).replace(&renamed).await?;
+    assert_eq!(t.trips.commands_since(mark), ["find parts", "findAndModify products", "update parts"]);
+    assert_eq!(raw(&t, "parts", c.parts[2].id).await.get_str("product_name").unwrap(), "smoke shifter");
+    renamed.manufacturer = "Acme Inc".into();
+    let mark = t.trips.mark();
+    Product::repo(&t.db).replace(&renamed).await?;
+    assert_eq!(t.trips.commands_since(mark), ["find parts", "findAndModify products"]);
+    // The source's bookkeeping survives a replace; the reference fields are as written.
+    let stored = raw(&t, "products", c.product.id).await;
+    assert_eq!(stored.get_str("manufacturer").unwrap(), "Acme Inc");
+    assert_eq!(stored.get_document("_docrel").unwrap().get_i64("v").unwrap(), 3);
+    Ok(())
+}
+
+#[tokio::test]
+async fn changing_a_hosts_ipaddr_rewrites_its_log_messages() -> docrel::Result<()> {
+    let t = TestDb::new("ipaddr").await?;
+    let goofy = Host { id: ObjectId::new(), name: "goofy.example.com".into(), ipaddr: "127.66.66.66".into() };
+    let other = Host { id: ObjectId::new(), name: "other".into(), ipaddr: "10.0.0.1".into() };
+    Host::repo(&t.db).insert_many(&[goofy.clone(), other.clone()]).await?;
+    let msgs: Vec<LogMsg> = (0..50)
+        .map(|i| LogMsg {
+            id: ObjectId::new(),
+            time: DateTime::from_millis(1_395_999_761_382 + i),
+            message: "cpu is on fire!".into(),
+            ipaddr: String::new(),
+            host: if i % 5 == 0 { other.id } else { goofy.id },
+        })
+        .collect();
+    LogMsg::repo(&t.db).insert_many(&msgs).await?;
+    let first = raw(&t, "logmsg", msgs[1].id).await;
+    assert_eq!(first.get_str("ipaddr").unwrap(), "127.66.66.66");
+    assert_eq!(first.get_object_id("host").unwrap(), goofy.id);
+
+    let mark = t.trips.mark();
+    Host::repo(&t.db).update_by_id(&goofy.id, Host::fields().ipaddr.set("127.77.77.77".into())).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify hosts", "update logmsg"]);
+    let logmsg = t.db.collection::<BsonDoc>("logmsg");
+    assert_eq!(logmsg.count_documents(doc! {"ipaddr": "127.77.77.77"}).await.unwrap(), 40);
+    assert_eq!(logmsg.count_documents(doc! {"ipaddr": "10.0.0.1"}).await.unwrap(), 10);
+    Ok(())
+}
+
+#[tokio::test]
+async fn update_many_of_sources_fans_out_each_one() -> docrel::Result<()> {
+    let t = TestDb::new("many_sources").await?;
+    let c = catalog(&t).await?;
+    let out =
+        Part::repo(&t.db).update_many(Part::fields().qty.eq(&94), Part::fields().name.set("spare".into())).await?;
+    assert_eq!(out.matched, 3);
+    assert_eq!(copied_names(&raw(&t, "products", c.product.id).await), ["spare", "spare", "spare"]);
+    assert_eq!(copied_names(&raw(&t, "products", c.other.id).await), ["spare"]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_renames_converge_on_the_final_name() -> docrel::Result<()> {
+    let t = TestDb::new("converge").await?;
+    let c = catalog(&t).await?;
+    let part = c.parts[0].id;
+    let mut tasks = Vec::new();
+    for task in 0..8u64 {
+        let db = t.db.clone();
+        tasks.push(tokio::spawn(async move {
+            // A cheap deterministic shuffle of pauses: random interleavings.
+            let mut x = task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            for round in 0..50 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 3 == 0 {
+                    tokio::task::yield_now().await;
+                }
+                let name = format!("grommet {task}-{round}");
+                Part::repo(&db).update_by_id(&part, Part::fields().name.set(name)).await?;
+            }
+            Ok::<_, Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task")?;
+    }
+    let final_name = Part::repo(&t.db).require(&part).await?.name;
+    let products: Vec<BsonDoc> =
+        t.db.collection::<BsonDoc>("products").find(doc! {}).await.unwrap().try_collect().await.unwrap();
+    let mut copies = 0;
+    for p in &products {
+        for e in p.get_array("parts").unwrap().iter().map(|e| e.as_document().unwrap()) {
+            if e.get_object_id("id").unwrap() == part {
+                assert_eq!(e.get_str("name").unwrap(), final_name, "product {}", p.get_str("name").unwrap());
+                copies += 1;
+            }
+        }
+    }
+    assert_eq!(copies, 7);
+    let report = fanout::verify(&t.db, "parts").run().await?;
+    assert_eq!(report.stale, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result<()> {
+    let t = TestDb::new("fault").await?;
+    let c = catalog(&t).await?;
+    let snapshot = |t: &TestDb| {
+        let coll = t.db.collection::<BsonDoc>("products");
+        async move { coll.find(doc! {}).sort(doc! {"_id": 1}).await.unwrap().try_collect::<Vec<BsonDoc>>().await.unwrap() }
+    };
+    let before = snapshot(&t).await;
+    // The next `update` from this test's client fails: the connection is cut
+    // after the part itself was renamed.
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["update"], "closeConnection": true, "appName": t.db.name()},
+        })
+        .await
+        .expect("the embedded server runs with --enable-test-commands");
+    let err =
+        Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().name.set("#6 grommet".into())).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(&err, Error::FanOut { source_collection: "parts", target: "products", .. }), "{text}");
+    assert!(err.is_connection(), "{text}");
+    assert!(text.contains("repair"), "says how to fix it: {text}");
+    assert_eq!(Part::repo(&t.db).require(&c.parts[0].id).await?.name, "#6 grommet", "the source write stands");
+    assert_eq!(snapshot(&t).await, before, "no copy was rewritten");
+
+    let report = fanout::verify(&t.db, "parts").run().await?;
+    assert_eq!((report.scanned, report.stale, report.fixed), (7, 6, 0));
+    let mut progress = Vec::new();
+    let report = fanout::repair(&t.db, "parts").batch(3).on_progress(|p| progress.push(p.report.scanned)).run().await?;
+    assert_eq!((report.stale, report.fixed), (6, 6));
+    assert_eq!(progress, [3, 6, 7]);
+    let after = snapshot(&t).await;
+    for (b, a) in before.iter().zip(&after) {
+        let held = b
+            .get_array("parts")
+            .unwrap()
+            .iter()
+            .any(|e| e.as_document().unwrap().get_object_id("id").unwrap() == c.parts[0].id);
+        if held {
+            assert!(copied_names(a).contains(&"#6 grommet".to_owned()));
+            assert!(!copied_names(a).contains(&"#4 grommet".to_owned()));
+        } else {
+            assert_eq!(a, b, "a product without the part is untouched");
+        }
+    }
+    assert_eq!(fanout::verify(&t.db, "parts").run().await?.stale, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn repair_is_resumable_and_reports_dangling_copies() -> docrel::Result<()> {
+    let t = TestDb::new("resume").await?;
+    let c = catalog(&t).await?;
+    // Written outside docrel: every copy of part 0 and 1 is now stale.
+    let parts = t.db.collection::<BsonDoc>("parts");
+    parts
+        .update_many(doc! {"_id": {"$in": [c.parts[0].id, c.parts[1].id]}}, doc! {"$set": {"name": "renamed by hand"}})
+        .await
+        .unwrap();
+    parts.delete_one(doc! {"_id": c.parts[2].id}).await.unwrap();
+
+    let first = fanout::repair(&t.db, "parts").batch(2).max_batches(2).run().await?;
+    assert_eq!(first.scanned, 4);
+    let checkpoint = first.checkpoint.clone().expect("stopped early");
+    let rest = fanout::repair(&t.db, "parts").batch(2).resume(Some(checkpoint)).run().await?;
+    assert_eq!(rest.checkpoint, None);
+    assert_eq!(first.scanned + rest.scanned, 7);
+    assert_eq!(first.stale + rest.stale, 7);
+    assert_eq!(first.dangling + rest.dangling, 1, "the shifter still lists the deleted part");
+    let again = fanout::verify(&t.db, "parts").run().await?;
+    assert_eq!((again.stale, again.dangling), (0, 1));
+    assert_eq!(
+        copied_names(&raw(&t, "products", c.product.id).await),
+        ["renamed by hand", "renamed by hand", "power switch"]
+    );
+    let _ = Filter::all();
+    Ok(())
+}

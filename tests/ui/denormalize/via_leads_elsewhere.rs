@@ -1,0 +1,34 @@
+#[allow(unused_imports)]
+use docrel::bson::oid::ObjectId;
+#[allow(unused_imports)]
+use docrel::{Document, Embedded};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    catalog_number: i32,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "companies")]
+struct Company {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Company)]
+    maker: ObjectId,
+    #[denormalize(from = Product::name, via = maker)]
+    product_name: String,
+}
+
+fn main() {}
