@@ -406,3 +406,101 @@ async fn repair_is_resumable_and_reports_dangling_copies() -> docrel::Result<()>
     let _ = Filter::all();
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> docrel::Result<()> {
+    use docrel::fanout::{Applied, SyncWorker};
+    use std::time::{Duration, Instant};
+    let t = TestDb::new("sync").await?;
+    let c = catalog(&t).await?;
+    let deferred = Part::repo(&t.db).deferred_fan_out();
+    let parts = [c.parts[0].id, c.parts[1].id];
+
+    // The worker has a client of its own, as in a separate process: the
+    // round trips counted below are the application's alone.
+    let uri = std::env::var(docrel::URI_VARIABLE).expect("MONGODB_URI");
+    let worker_db = docrel::connect(&uri).await?.database(t.db.name());
+    let start_worker = |tx: tokio::sync::mpsc::UnboundedSender<Applied>| {
+        let worker = SyncWorker::new(&worker_db, "catalog");
+        tokio::spawn(async move { worker.run(move |a| drop(tx.send(a.clone()))).await })
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let first = start_worker(tx);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while SyncWorker::new(&t.db, "catalog").stored_token().await?.is_none() {
+        assert!(Instant::now() < deadline, "the worker never opened its change stream");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Deferred writes: one round trip each, the copies follow.
+    let mark = t.trips.mark();
+    deferred.update_by_id(&parts[0], Part::fields().name.set("n0".into())).await?;
+    assert_eq!(t.trips.commands_since(mark), ["update parts"]);
+    for i in 1..30 {
+        deferred.update_by_id(&parts[i % 2], Part::fields().name.set(format!("n{i}"))).await?;
+    }
+    let mut applied = Vec::new();
+    while applied.len() < 10 {
+        let a = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("the worker applies changes");
+        applied.extend(a);
+    }
+    first.abort(); // killed mid-stream
+    let _ = first.await;
+
+    for i in 30..40 {
+        deferred.update_by_id(&parts[i % 2], Part::fields().name.set(format!("n{i}"))).await?;
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let second = start_worker(tx);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        while let Ok(a) = rx.try_recv() {
+            applied.push(a);
+        }
+        if fanout::verify(&t.db, "parts").run().await?.stale == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the restarted worker did not catch up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    second.abort();
+
+    assert_eq!(copied_names(&raw(&t, "products", c.product.id).await), ["n38", "n39", "power switch"]);
+    for h in &c.holders {
+        assert!(copied_names(&raw(&t, "products", h.id).await).iter().all(|n| n == "n38"));
+    }
+    // Never out of order: each source's applied versions only grow.
+    for p in parts {
+        let versions: Vec<i64> = applied.iter().filter(|a| a.id == Bson::ObjectId(p)).map(|a| a.version).collect();
+        assert!(!versions.is_empty());
+        assert!(versions.windows(2).all(|w| w[0] <= w[1]), "{versions:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_transactional_fan_out_commits_with_its_source_or_not_at_all() -> docrel::Result<()> {
+    let t = TestDb::new("txn_fanout").await?;
+    let c = catalog(&t).await?;
+    let repo = Part::repo(&t.db).transactional_fan_out();
+    let mark = t.trips.mark();
+    repo.update_by_id(&c.parts[0].id, Part::fields().name.set("#7 grommet".into())).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify parts", "update products", "commitTransaction"]);
+    assert_eq!(copied_names(&raw(&t, "products", c.holders[1].id).await), ["#7 grommet"]);
+
+    // The fan-out fails: the source write is rolled back with it.
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["update"], "errorCode": 2, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    let err = repo.update_by_id(&c.parts[0].id, Part::fields().name.set("#8 grommet".into())).await.unwrap_err();
+    assert!(matches!(err, Error::FanOut { .. }), "{err}");
+    assert_eq!(Part::repo(&t.db).require(&c.parts[0].id).await?.name, "#7 grommet");
+    assert_eq!(copied_names(&raw(&t, "products", c.holders[1].id).await), ["#7 grommet"]);
+    Ok(())
+}

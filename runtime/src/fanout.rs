@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub use crate::repair::{repair, verify, Checkpoint, Progress, Repair, RepairReport};
+pub use crate::sync::{Applied, SyncWorker, SYNC_COLLECTION};
 
 /// Where a source document keeps its version.
 pub const VERSION_PATH: &str = "_docrel.v";
@@ -252,6 +253,7 @@ pub(crate) async fn fan_out(
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
+    mut session: Option<&mut mongodb::ClientSession>,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
     let version = version_of(source_doc);
@@ -262,14 +264,17 @@ pub(crate) async fn fan_out(
                 continue;
             }
         }
-        let n = apply(db, target, &id, source_doc, version, false).await.map_err(|e| Error::FanOut {
-            source_collection: source,
-            id: show_id(&id),
-            target: target.collection,
-            path: target.id_path(),
-            done: report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", "),
-            cause: Box::new(e),
-        })?;
+        let n =
+            apply_to(db, target, &id, source_doc, version, false, None, session.as_deref_mut()).await.map_err(|e| {
+                Error::FanOut {
+                    source_collection: source,
+                    id: show_id(&id),
+                    target: target.collection,
+                    path: target.id_path(),
+                    done: report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", "),
+                    cause: Box::new(e),
+                }
+            })?;
         report.targets.push((target.collection, n));
     }
     Ok(report)
@@ -279,20 +284,10 @@ fn touches_copies_one(field: &str, touched: &[String]) -> bool {
     touched.iter().any(|t| t == field || field.starts_with(&format!("{t}.")) || t.starts_with(&format!("{field}.")))
 }
 
-/// One target path's update for one source document.
-pub(crate) async fn apply(
-    db: &Database,
-    target: &Target,
-    id: &Bson,
-    values: &BsonDoc,
-    version: i64,
-    by_value_only: bool,
-) -> Result<u64> {
-    apply_to(db, target, id, values, version, by_value_only, None).await
-}
-
-/// [`apply`], limited to the target documents `only` when given (a repair
-/// rewrites the batch it scanned, so its counts add up).
+/// One target path's update for one source document, limited to the
+/// target documents `only` when given (a repair rewrites the batch it
+/// scanned, so its counts add up), inside `session`'s transaction if given.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn apply_to(
     db: &Database,
     target: &Target,
@@ -301,6 +296,7 @@ pub(crate) async fn apply_to(
     version: i64,
     by_value_only: bool,
     only: Option<&[Bson]>,
+    session: Option<&mut mongodb::ClientSession>,
 ) -> Result<u64> {
     let (mut filter, update, array_filters) = target.update(id, values, version, by_value_only);
     if let Some(only) = only {
@@ -311,7 +307,11 @@ pub(crate) async fn apply_to(
     if let Some(af) = array_filters {
         action = action.array_filters(af);
     }
-    let r = action.await.map_err(|e| Error::driver("update_many", target.collection, e))?;
+    let r = match session {
+        Some(s) => action.session(s).await,
+        None => action.await,
+    }
+    .map_err(|e| Error::driver("update_many", target.collection, e))?;
     Ok(r.modified_count)
 }
 

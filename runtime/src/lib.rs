@@ -17,6 +17,7 @@ pub mod registry;
 mod relation;
 mod repair;
 mod repository;
+mod sync;
 pub mod testing;
 mod two_way;
 

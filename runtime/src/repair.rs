@@ -210,7 +210,8 @@ impl<'a> Repair<'a> {
         if self.fix {
             let scanned: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
             for (id, source) in to_fix.values() {
-                report.fixed += apply_to(self.db, target, id, source, version_of(source), true, Some(&scanned)).await?;
+                report.fixed +=
+                    apply_to(self.db, target, id, source, version_of(source), true, Some(&scanned), None).await?;
             }
         }
         Ok(Some(last))

@@ -35,12 +35,20 @@ use std::marker::PhantomData;
 pub struct Repository<T> {
     db: Database,
     raw: Collection<RawDocumentBuf>,
+    deferred: bool,
+    transactional: bool,
     _doc: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for Repository<T> {
     fn clone(&self) -> Self {
-        Repository { db: self.db.clone(), raw: self.raw.clone(), _doc: PhantomData }
+        Repository {
+            db: self.db.clone(),
+            raw: self.raw.clone(),
+            deferred: self.deferred,
+            transactional: self.transactional,
+            _doc: PhantomData,
+        }
     }
 }
 
@@ -62,7 +70,32 @@ pub struct UpdateOutcome {
 impl<T: Document> Repository<T> {
     /// The repository of `T` in `db`.
     pub fn new(db: &Database) -> Self {
-        Repository { db: db.clone(), raw: db.collection(T::COLLECTION), _doc: PhantomData }
+        Repository {
+            db: db.clone(),
+            raw: db.collection(T::COLLECTION),
+            deferred: false,
+            transactional: false,
+            _doc: PhantomData,
+        }
+    }
+
+    /// This repository in deferred mode: writes of copied fields still
+    /// version the source, but leave the fan-out to a
+    /// [`crate::fanout::SyncWorker`] following the change stream (the write
+    /// costs no extra round trip; the copies follow shortly after).
+    pub fn deferred_fan_out(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    /// This repository with transactional fan-out: an update by id of a
+    /// copied field and the rewrite of all its copies commit together, or
+    /// not at all (on replica sets and sharded clusters; elsewhere the
+    /// update is refused with [`Error::Invalid`]). It costs one more round
+    /// trip (`commitTransaction`), and a large fan-out makes a large transaction.
+    pub fn transactional_fan_out(mut self) -> Self {
+        self.transactional = true;
+        self
     }
 
     /// The database.
@@ -242,7 +275,18 @@ impl<T: Document> Repository<T> {
                 body.insert("$inc", doc! { fanout::VERSION_PATH: 1_i64 });
             }
         }
+        if self.deferred {
+            let r = if many {
+                self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
+            } else {
+                self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+            };
+            return Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count });
+        }
         let projection = fanout::source_projection(T::COLLECTION);
+        if !many && self.transactional {
+            return self.update_and_fan_out_in_transaction(filter, body, projection, touched).await;
+        }
         if !many {
             let after = self
                 .raw
@@ -256,7 +300,7 @@ impl<T: Document> Repository<T> {
                 what: format!("the updated document of `{}`", T::COLLECTION),
                 message: e.to_string(),
             })?;
-            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched)).await?;
+            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), None).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
         // Many sources: their ids, one update, their new values, then each
@@ -280,9 +324,72 @@ impl<T: Document> Repository<T> {
             changed.push(cursor.deserialize_current().map_err(self.err("find"))?);
         }
         for after in &changed {
-            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched)).await?;
+            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched), None).await?;
         }
         Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count })
+    }
+
+    /// The source write and its fan-out in one transaction, retried on a
+    /// transient transaction error (a concurrent write of the same source).
+    async fn update_and_fan_out_in_transaction(
+        &self,
+        filter: bson::Document,
+        body: bson::Document,
+        projection: bson::Document,
+        touched: &[String],
+    ) -> Result<UpdateOutcome> {
+        let mut session =
+            self.db.client().start_session().await.map_err(|e| Error::driver("startSession", T::COLLECTION, e))?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match session.start_transaction().await {
+                Ok(()) => {}
+                Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) => {
+                    return Err(Error::Invalid {
+                        what: "transactional fan-out",
+                        message: format!(
+                            "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
+                             `transactional_fan_out()`"
+                        ),
+                    })
+                }
+                Err(e) => return Err(Error::driver("startTransaction", T::COLLECTION, e)),
+            }
+            let result: Result<UpdateOutcome> = async {
+                let after = self
+                    .raw
+                    .find_one_and_update(filter.clone(), body.clone())
+                    .return_document(ReturnDocument::After)
+                    .projection(projection.clone())
+                    .session(&mut session)
+                    .await
+                    .map_err(self.err("findAndModify"))?;
+                let Some(after) = after else { return Ok(UpdateOutcome::default()) };
+                let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
+                    what: format!("the updated document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })?;
+                fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), Some(&mut session)).await?;
+                Ok(UpdateOutcome { matched: 1, modified: 1 })
+            }
+            .await;
+            let result = match result {
+                Ok(outcome) => session
+                    .commit_transaction()
+                    .await
+                    .map(|()| outcome)
+                    .map_err(|e| Error::driver("commitTransaction", T::COLLECTION, e)),
+                Err(e) => {
+                    let _ = session.abort_transaction().await;
+                    Err(e)
+                }
+            };
+            match result {
+                Err(e) if attempt < 5 && transient(&e) => continue,
+                other => return other,
+            }
+        }
     }
 
     /// A replace (or upsert) of a source document: the stored `_docrel`
@@ -319,10 +426,10 @@ impl<T: Document> Repository<T> {
             .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
             .map(str::to_owned)
             .collect();
-        if !touched.is_empty() {
+        if !touched.is_empty() && !self.deferred {
             let mut after = new;
             after.insert("_docrel", doc! {"v": old_version + 1});
-            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched)).await?;
+            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched), None).await?;
         }
         Ok(true)
     }
@@ -448,6 +555,19 @@ impl<T: Document> Repository<T> {
             Err(e) => return Err(Error::driver("collMod", T::COLLECTION, e)),
         }
         Ok(Some(validator))
+    }
+}
+
+/// Whether an error is worth retrying the whole transaction for.
+fn transient(e: &Error) -> bool {
+    let labelled = |d: &mongodb::error::Error| {
+        d.contains_label(mongodb::error::TRANSIENT_TRANSACTION_ERROR)
+            || d.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
+    };
+    match e {
+        Error::Driver { source, .. } => labelled(source),
+        Error::FanOut { cause, .. } => transient(cause),
+        _ => false,
     }
 }
 
