@@ -40,7 +40,7 @@ struct Product {
     name: String,
     manufacturer: String,
     catalog_number: i32,
-    #[reference(many, to = Part, on_delete = pull)]
+    #[reference(many, to = Part, max = 2000, on_delete = pull)]
     parts: Vec<PartRef>,
 }
 

@@ -164,7 +164,7 @@ struct Product {
     catalog_number: i32,
     #[reference(many, to = Part, max = 2000, on_delete = pull)]
     parts: Vec<ObjectId>,
-    #[reference(many, to = Part)]
+    #[reference(many, to = Part, max = 100)]
     spares: Vec<ObjectId>,
 }
 
@@ -181,7 +181,7 @@ struct CatalogProduct {
     #[serde(rename = "_id")]
     id: ObjectId,
     name: String,
-    #[reference(many, to = Part, on_delete = pull)]
+    #[reference(many, to = Part, max = 2000, on_delete = pull)]
     parts: Vec<PartRef>,
 }
 
@@ -574,7 +574,7 @@ struct Person {
     #[serde(rename = "_id")]
     id: ObjectId,
     name: String,
-    #[reference(many, to = Task, inverse = owner, on_delete = pull)]
+    #[reference(many, to = Task, inverse = owner, max = 500, on_delete = pull)]
     tasks: Vec<ObjectId>,
 }
 
@@ -642,7 +642,7 @@ struct Author {
     #[serde(rename = "_id")]
     id: i32,
     name: String,
-    #[reference(many, to = Book, inverse = authors)]
+    #[reference(many, to = Book, inverse = authors, max = 500)]
     books: Vec<i32>,
 }
 
@@ -660,9 +660,9 @@ struct Book {
     #[serde(rename = "_id")]
     id: i32,
     title: String,
-    #[reference(many, to = Category, on_delete = restrict)]
+    #[reference(many, to = Category, max = 10, on_delete = restrict)]
     categories: Vec<i32>,
-    #[reference(many, to = Author, inverse = books)]
+    #[reference(many, to = Author, inverse = books, max = 20)]
     authors: Vec<i32>,
 }
 

@@ -5,4 +5,6 @@
 fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*/*.rs");
+    // Acknowledged advice builds clean under `#![deny(warnings)]`.
+    t.pass("tests/ui_pass/*.rs");
 }

@@ -1,6 +1,6 @@
 //! What generated code may touch. Not public API: no stability promise.
 
-pub use crate::document::{Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema};
+pub use crate::document::{Advice, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema};
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::registry::Registered;
@@ -44,4 +44,16 @@ const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
+}
+
+/// Whether `names` holds `name` (the write-heavy probe of the derive).
+pub const fn contains(names: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        if str_eq(names[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }

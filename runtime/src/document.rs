@@ -91,6 +91,25 @@ pub struct Schema {
     pub indexes: &'static [IndexSpec],
     /// Its top-level denormalized copies (`#[denormalize(from = .., via = ..)]`).
     pub copies: &'static [Copy],
+    /// The rules of thumb its attributes were checked against.
+    pub advice: &'static [Advice],
+}
+
+/// A rule of thumb checked at compile time on one field: the warning it
+/// gave, or would have given had it not been acknowledged.
+#[derive(Debug)]
+pub struct Advice {
+    /// The rule's name (`docrel_rule_3_unbounded_embed`), as the warning shows it.
+    pub rule: &'static str,
+    /// The Rust field.
+    pub field: &'static str,
+    /// What the warning says.
+    pub note: &'static str,
+    /// Whether the attribute acknowledges it (`allow_unbounded`, ...).
+    pub acknowledged: bool,
+    /// Whether the rule applies (some depend on other types: is the embedded
+    /// type a document? is the other side an array?).
+    pub applies: fn() -> bool,
 }
 
 impl Schema {

@@ -32,3 +32,84 @@ pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema,
         s.relations.iter().filter(move |r| r.target == Some(collection) && r.is_reference()).map(move |r| (s, r))
     })
 }
+
+/// Every document type, ordered by collection then type name.
+pub fn sorted() -> Vec<&'static Schema> {
+    let mut all: Vec<&'static Schema> = schemas().collect();
+    all.sort_by_key(|s| (s.collection, s.rust_name));
+    all
+}
+
+/// A line describing a relationship: pattern, bound, target, rules.
+pub fn describe(rel: &Relation) -> String {
+    use crate::document::{OnDelete, RelationKind};
+    let bound = |max: Option<u32>| max.map_or_else(|| "unbounded".to_owned(), |m| format!("max {m}"));
+    let mut out = match rel.kind {
+        RelationKind::Embed { many: true, max } => format!("embed, {}", bound(max)),
+        RelationKind::Embed { many: false, .. } => "embed one".to_owned(),
+        RelationKind::RefMany { max, key } => format!(
+            "references to {}, {}{}",
+            rel.target_type.unwrap_or("?"),
+            bound(max),
+            key.map(|k| format!(", by `{k}`")).unwrap_or_default()
+        ),
+        RelationKind::RefOne { optional } => {
+            format!("reference to {}{}", rel.target_type.unwrap_or("?"), if optional { ", optional" } else { "" })
+        }
+        RelationKind::ParentRef => format!("parent reference to {}", rel.target_type.unwrap_or("?")),
+    };
+    if let Some(inverse) = rel.inverse {
+        out.push_str(&format!(", two-way with `{inverse}`"));
+    }
+    match rel.on_delete {
+        OnDelete::Nothing => {}
+        OnDelete::Pull => out.push_str(", on_delete pull"),
+        OnDelete::Cascade => out.push_str(", on_delete cascade"),
+        OnDelete::Restrict => out.push_str(", on_delete restrict"),
+    }
+    if !rel.copies.is_empty() {
+        let copies: Vec<String> =
+            rel.copies.iter().map(|c| format!("{} <- {}::{}", c.field, c.source_type, c.source_field)).collect();
+        out.push_str(&format!(", copies {}", copies.join(", ")));
+    }
+    out
+}
+
+/// The schema advice of the whole program: per document type, its
+/// relationships and bounds, the rules of thumb its attributes break, and
+/// whether each one was acknowledged.
+///
+/// ```
+/// use docrel::{Document, bson::oid::ObjectId};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "patrons")]
+/// struct Patron {
+///     #[serde(rename = "_id")] id: String,
+///     #[embed(allow_unbounded)] addresses: Vec<String>,
+/// }
+/// let report = docrel::registry::advice_report();
+/// assert!(report.contains("Patron (`patrons`)"));
+/// assert!(report.contains("addresses: embed, unbounded"));
+/// assert!(report.contains("docrel_rule_3_unbounded_embed on `addresses`: acknowledged"));
+/// ```
+pub fn advice_report() -> String {
+    let mut out = String::new();
+    for s in sorted() {
+        out.push_str(&format!("{} (`{}`)\n", s.rust_name, s.collection));
+        for rel in s.relations {
+            out.push_str(&format!("  {}: {}\n", rel.field, describe(rel)));
+        }
+        for copy in s.copies {
+            out.push_str(&format!(
+                "  {}: copy of {}::{} via `{}`\n",
+                copy.field, copy.source_type, copy.source_field, copy.via
+            ));
+        }
+        for advice in s.advice.iter().filter(|a| (a.applies)()) {
+            let state = if advice.acknowledged { "acknowledged" } else { "WARNED" };
+            out.push_str(&format!("  ! {} on `{}`: {state}\n", advice.rule, advice.field));
+        }
+    }
+    out
+}

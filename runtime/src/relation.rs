@@ -80,7 +80,7 @@ handle! {
     /// struct Product {
     ///     #[serde(rename = "_id")] id: ObjectId,
     ///     name: String,
-    ///     #[reference(many, to = Part)]
+    ///     #[reference(many, to = Part, max = 500)]
     ///     parts: Vec<ObjectId>,
     /// }
     ///

@@ -58,6 +58,10 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
     });
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let rels = crate::expand::relations::expand(c);
+    let advice = crate::internals::advice::advise(c);
+    let warnings = crate::expand::warn::warnings(&advice);
+    let advice = crate::expand::warn::descriptors(&advice);
+    let write_heavy = c.fields.iter().filter(|f| f.doc.write_heavy.is_present()).map(|f| f.ident.to_string());
     let (copies, copy_checks) = crate::expand::copies::document_copies(c);
     let element_checks = c.fields.iter().filter_map(|f| {
         let Role::Reference { attr, .. } = &f.role else { return None };
@@ -94,6 +98,9 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
                 #fields_ty { #(#handle_inits)* }
             }
 
+            #[doc(hidden)]
+            pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
+
             /// The typed repository of this document type in `db`.
             pub fn repo(db: &::docrel::__private::mongodb::Database) -> ::docrel::Repository<#ident> {
                 ::docrel::Repository::new(db)
@@ -111,7 +118,10 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
                 relations: &[#(#relations),*],
                 indexes: &[#(#indexes),*],
                 copies: &[#(#copies),*],
+                advice: &[#(#advice),*],
             };
+
+            #warnings
 
             #copy_checks
             #(#element_checks)*

@@ -4,3 +4,4 @@ pub mod copies;
 pub mod document;
 pub mod relations;
 pub mod view;
+pub mod warn;

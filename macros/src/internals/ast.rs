@@ -171,6 +171,7 @@ impl<'a> Field<'a> {
                 doc.id = if parsed.id.is_present() { parsed.id } else { doc.id };
                 doc.index = if parsed.index.is_present() { parsed.index } else { doc.index };
                 doc.unique = if parsed.unique.is_present() { parsed.unique } else { doc.unique };
+                doc.write_heavy = if parsed.write_heavy.is_present() { parsed.write_heavy } else { doc.write_heavy };
             }
         }
 

@@ -20,12 +20,24 @@ pub struct FieldDocAttr {
     pub index: Flag,
     /// Create a unique index on this field.
     pub unique: Flag,
+    /// This field changes often: copying it elsewhere is advised against (rule 5).
+    pub write_heavy: Flag,
 }
 
 /// `#[embed]` / `#[embed(max = N)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct EmbedAttr {
     pub max: Option<SpannedValue<Bound>>,
+    /// Acknowledges an embed with no bound (rule 3).
+    pub allow_unbounded: Flag,
+    /// Acknowledges a bound above the warning threshold.
+    pub allow_large: Flag,
+    /// Acknowledges embedding a type that is a document of its own (rule 2).
+    pub allow_document: Flag,
+    /// The threshold above which a bound is warned about (default 200).
+    pub warn_above: Option<Bound>,
+    /// The size of one element at most, in bytes, for the 16 MiB check.
+    pub max_bytes: Option<SpannedValue<Bound>>,
 }
 
 /// `#[reference(many, to = T, inverse = f, on_delete = pull, key = id, max = N)]`.
@@ -37,6 +49,16 @@ pub struct ReferenceAttr {
     pub on_delete: Option<SpannedValue<OnDeleteAttr>>,
     pub key: Option<Ident>,
     pub max: Option<SpannedValue<Bound>>,
+    /// Acknowledges a reference array with no bound (rule 3).
+    pub allow_unbounded: Flag,
+    /// Acknowledges a bound above the warning threshold.
+    pub allow_large: Flag,
+    /// Acknowledges a two-way N:M reference with a large side.
+    pub allow_two_way: Flag,
+    /// The threshold above which a bound is warned about (default 5000).
+    pub warn_above: Option<Bound>,
+    /// The size of one element at most, in bytes, for the 16 MiB check.
+    pub max_bytes: Option<SpannedValue<Bound>>,
 }
 
 /// `#[parent_ref(to = P, on_delete = cascade, sort = "-time")]`.
@@ -53,6 +75,8 @@ pub struct ParentRefAttr {
 pub struct DenormalizeAttr {
     pub from: Option<Path>,
     pub via: Option<Ident>,
+    /// Acknowledges copying a field its source marks `write_heavy` (rule 5).
+    pub allow_write_heavy: Flag,
 }
 
 /// `#[view(of = T)]`.

@@ -24,6 +24,7 @@ pub fn document(c: &Container, errors: &mut Accumulator) -> Option<Checked> {
     let id = find_id(c, errors);
     check_relationships(c, errors);
     check_copies(c, errors, true);
+    check_sizes(c, errors);
     Some(Checked { collection: collection?, id: id? })
 }
 
@@ -343,5 +344,44 @@ pub fn check_copies(c: &Container, errors: &mut Accumulator, in_document: bool) 
             },
             (None, false) => {}
         }
+    }
+}
+
+/// A bound that can pass MongoDB's 16 MiB document limit is an error: per
+/// field, and for the document as a whole.
+fn check_sizes(c: &Container, errors: &mut Accumulator) {
+    const LIMIT: u64 = 16 * 1024 * 1024;
+    let mut total = 0u64;
+    let mut reported = false;
+    for f in &c.fields {
+        if let Some((span, bounded)) = super::advice::max_bytes_span(f) {
+            if !bounded {
+                errors.push(err(span, "`max_bytes` is the size of one element: it needs `max = N` to bound the array"));
+            }
+        }
+        let Some((bytes, span)) = super::advice::worst_case_bytes(f) else { continue };
+        total = total.saturating_add(bytes);
+        if bytes > LIMIT {
+            errors.push(err(
+                span,
+                format!(
+                    "`{}` can reach {bytes} bytes (its bound times its element size), above MongoDB's 16 MiB document \
+                     limit ({LIMIT} bytes): lower `max`, or keep the elements in their own collection with \
+                     `#[parent_ref(..)]`",
+                    f.ident
+                ),
+            ));
+            reported = true;
+        }
+    }
+    if total > LIMIT && !reported {
+        errors.push(err(
+            c.ident.span(),
+            format!(
+                "`{}` can reach {total} bytes with every bounded array full, above MongoDB's 16 MiB document limit \
+                 ({LIMIT} bytes): lower the bounds, or move an array into its own collection",
+                c.ident
+            ),
+        ));
     }
 }

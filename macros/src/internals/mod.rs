@@ -1,5 +1,6 @@
 //! Parse and validate: attributes into a model, then the rules across it.
 
+pub mod advice;
 pub mod ast;
 pub mod attr;
 pub mod check;

@@ -1,0 +1,26 @@
+#![deny(deprecated)]
+#[allow(unused_imports)]
+use docrel::bson::oid::ObjectId;
+use docrel::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[document(write_heavy)]
+    qty: i32,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(many, to = Part, max = 100000)]
+    parts: Vec<ObjectId>,
+}
+
+fn main() {}
