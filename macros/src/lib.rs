@@ -13,7 +13,7 @@ use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
 /// Derives `docrel::Document`: see the `docrel` crate for the attributes.
-#[proc_macro_derive(Document, attributes(document, embed, reference, parent_ref, denormalize))]
+#[proc_macro_derive(Document, attributes(document, embed, reference, parent_ref, denormalize, bucket))]
 pub fn derive_document(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     derive_document_inner(&input).into()
@@ -21,12 +21,17 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 
 fn derive_document_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
-    let generated = internals::ast::Container::from_ast(input, "Document", &mut errors).and_then(|c| {
-        internals::check::document(&c, &mut errors).map(|checked| expand::document::expand(&c, &checked))
-    });
+    let container = internals::ast::Container::from_ast(input, "Document", &mut errors);
+    let generated = container
+        .as_ref()
+        .and_then(|c| internals::check::document(c, &mut errors).map(|checked| expand::document::expand(c, &checked)));
     match errors.finish() {
         Ok(()) => generated.unwrap_or_default(),
-        Err(e) => e.write_errors(),
+        Err(e) => {
+            let fallback = container.as_ref().map(expand::fallback::document).unwrap_or_default();
+            let errors = e.write_errors();
+            quote::quote!(#errors #fallback)
+        }
     }
 }
 

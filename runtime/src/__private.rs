@@ -1,6 +1,8 @@
 //! What generated code may touch. Not public API: no stability promise.
 
-pub use crate::document::{Advice, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema};
+pub use crate::document::{
+    Advice, BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+};
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::registry::Registered;

@@ -60,6 +60,11 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// assert_eq!(<PartName as View>::PROJECTION, Some(&["_id", "name"][..]));
 /// assert_eq!(<Part as View>::PROJECTION, None);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a view of a document",
+    label = "derive `docrel::View` on it, with `#[view(of = ..)]`",
+    note = "a view names the document it reads (`#[view(of = Review)]`) and the fields that travel"
+)]
 pub trait View: DeserializeOwned + Send + Sync + Unpin + 'static {
     /// The document type this is a view of.
     type Of: Document;
@@ -163,6 +168,50 @@ pub struct Relation {
     /// For arrays of `{id, ..}` structs, the fields of each element that are
     /// copies of the referred document's fields.
     pub copies: &'static [ElemCopy],
+    /// For a subset (`#[embed(max, subset_of = ..)]`): what it summarizes.
+    pub subset: Option<SubsetSpec>,
+    /// For a bucket array (`#[bucket(..)]`): how buckets are keyed and filled.
+    pub bucket: Option<BucketSpec>,
+}
+
+/// The subset pattern on an embedded array: the parent keeps summaries of
+/// its N newest (or highest) children, whose full set has its own collection.
+#[derive(Debug)]
+pub struct SubsetSpec {
+    /// The child collection.
+    pub child: &'static str,
+    /// The child's Rust type name.
+    pub child_type: &'static str,
+    /// The order of the summaries (`[("published_date", -1)]`).
+    pub sort: &'static [(&'static str, i32)],
+    /// Keep the last N in that order rather than the first N.
+    pub keep_last: bool,
+    /// The field identifying a child in its summary (for edits and deletes).
+    pub key: Option<&'static str>,
+    /// The child fields a summary holds (the element view's projection).
+    pub fields: Option<&'static [&'static str]>,
+    /// The size of one summary at most, in bytes.
+    pub max_bytes: Option<u32>,
+}
+
+/// The bucket pattern: children stored in bucket documents of one parent,
+/// by count (pages of `size`) or by time window.
+#[derive(Debug)]
+pub struct BucketSpec {
+    /// The stored name of the bucket's parent reference.
+    pub parent: &'static str,
+    /// The stored name of the element count.
+    pub count: &'static str,
+    /// The stored name of the page number (count buckets).
+    pub page: &'static str,
+    /// The stored name of the window start (time buckets).
+    pub start: &'static str,
+    /// Elements per bucket (count buckets).
+    pub size: Option<u32>,
+    /// The window length in milliseconds (time buckets).
+    pub window_ms: Option<i64>,
+    /// The size of one element at most, in bytes.
+    pub max_bytes: Option<u32>,
 }
 
 /// A top-level field that copies a field of the document a single
@@ -238,7 +287,7 @@ impl Relation {
 
     /// Is this a reference (anything but an embed)?
     pub fn is_reference(&self) -> bool {
-        !matches!(self.kind, RelationKind::Embed { .. })
+        matches!(self.kind, RelationKind::RefMany { .. } | RelationKind::RefOne { .. } | RelationKind::ParentRef)
     }
 }
 
@@ -268,6 +317,8 @@ pub enum RelationKind {
     },
     /// A reference from child to parent (`#[parent_ref(to = P)]`): one-to-squillions.
     ParentRef,
+    /// The array of a bucket document (`#[bucket(..)]`).
+    Bucket,
 }
 
 /// What happens to the referring field when the referred document is deleted

@@ -219,23 +219,43 @@ pub(crate) fn copied_fields(source: &str) -> Vec<&'static str> {
     out
 }
 
-/// Whether an update writing `touched` paths changes a copied field.
+/// Whether anything is derived from documents of `source`: copies
+/// elsewhere, or summaries in a parent's subset.
+pub(crate) fn has_derived(source: &str) -> bool {
+    !targets_of(source).is_empty() || !crate::subset::subsets_of(source).is_empty()
+}
+
+/// The fields of `source` that something is derived from; `None` when a
+/// subset summarizes whole documents (every field matters).
+pub(crate) fn derived_fields(source: &str) -> Option<Vec<&'static str>> {
+    let mut out = copied_fields(source);
+    for subset in crate::subset::subsets_of(source) {
+        out.extend(subset.fields()?);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// Whether an update writing `touched` paths changes a field something is
+/// derived from (a copied field, or a field of a subset's summaries).
 pub(crate) fn touches_copies(source: &str, touched: impl IntoIterator<Item = impl AsRef<str>>) -> bool {
-    let copied = copied_fields(source);
-    if copied.is_empty() {
+    if !has_derived(source) {
         return false;
     }
+    let Some(derived) = derived_fields(source) else { return true };
     touched.into_iter().any(|t| {
         let t = t.as_ref();
-        copied.iter().any(|c| c == &t || c.starts_with(&format!("{t}.")) || t.starts_with(&format!("{c}.")))
+        derived.iter().any(|c| c == &t || c.starts_with(&format!("{t}.")) || t.starts_with(&format!("{c}.")))
     })
 }
 
-/// The projection that reads a source's copied fields and version.
-pub(crate) fn source_projection(source: &str) -> BsonDoc {
-    let mut p: BsonDoc = copied_fields(source).into_iter().map(|f| (f.to_owned(), Bson::Int32(1))).collect();
+/// The projection that reads what is derived from a source, and its
+/// version; `None` reads the whole document.
+pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
+    let mut p: BsonDoc = derived_fields(source)?.into_iter().map(|f| (f.to_owned(), Bson::Int32(1))).collect();
     p.insert(VERSION_PATH, 1);
-    p
+    Some(p)
 }
 
 /// What a fan-out wrote.
@@ -277,6 +297,7 @@ pub(crate) async fn fan_out(
             })?;
         report.targets.push((target.collection, n));
     }
+    crate::subset::after_change(db, source, source_doc, touched).await?;
     Ok(report)
 }
 

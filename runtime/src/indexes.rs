@@ -29,6 +29,14 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
             RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => {
                 add(bson::doc! { rel.id_path(): 1 }, false);
             }
+            RelationKind::Bucket => {
+                // One bucket per (parent, page) or (parent, window): concurrent
+                // appends that would open the same bucket twice collide here.
+                if let Some(b) = &rel.bucket {
+                    let second = if b.window_ms.is_some() { b.start } else { b.page };
+                    add(bson::doc! { b.parent: 1, second: 1 }, true);
+                }
+            }
             RelationKind::ParentRef => {
                 let mut k = bson::doc! { rel.field: 1 };
                 for (f, d) in rel.order {
@@ -52,6 +60,12 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
 pub fn validator(schema: &Schema) -> Option<BsonDoc> {
     let mut properties = BsonDoc::new();
     for rel in schema.relations {
+        if let Some(b) = &rel.bucket {
+            if let Some(size) = b.size {
+                properties.insert(rel.field, bson::doc! {"bsonType": "array", "maxItems": i64::from(size)});
+            }
+            continue;
+        }
         let max = match rel.kind {
             RelationKind::Embed { many: true, max: Some(m) } | RelationKind::RefMany { max: Some(m), .. } => m,
             _ => continue,

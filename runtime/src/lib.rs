@@ -1,6 +1,7 @@
 //! Runtime of docrel. Use it through the `docrel` crate, which re-exports
 //! everything here together with the derive macros.
 
+mod bucket;
 mod codec;
 mod connect;
 mod document;
@@ -17,6 +18,7 @@ pub mod registry;
 mod relation;
 mod repair;
 mod repository;
+mod subset;
 mod sync;
 pub mod testing;
 mod two_way;
@@ -25,6 +27,7 @@ mod two_way;
 pub mod __private;
 
 pub use bson;
+pub use bucket::{Appended, Bucket};
 pub use connect::{connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
 pub use document::{
     Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
@@ -38,4 +41,5 @@ pub use monitor::{Mark, RoundTrips};
 pub use query::{Field, Filter, Sort, Update};
 pub use relation::{ParentRef, RefMany, RefOne};
 pub use repository::{Find, Repository, UpdateOutcome};
+pub use subset::Subset;
 pub use two_way::LinkOutcome;

@@ -57,7 +57,18 @@ pub fn describe(rel: &Relation) -> String {
             format!("reference to {}{}", rel.target_type.unwrap_or("?"), if optional { ", optional" } else { "" })
         }
         RelationKind::ParentRef => format!("parent reference to {}", rel.target_type.unwrap_or("?")),
+        RelationKind::Bucket => match &rel.bucket {
+            Some(b) => match (b.size, b.window_ms) {
+                (Some(size), _) => format!("buckets of {size} per `{}`", b.parent),
+                (None, Some(ms)) => format!("buckets of {ms} ms windows per `{}`", b.parent),
+                _ => "buckets".to_owned(),
+            },
+            None => "buckets".to_owned(),
+        },
     };
+    if let Some(s) = &rel.subset {
+        out.push_str(&format!(", subset of {} ({})", s.child_type, s.child));
+    }
     if let Some(inverse) = rel.inverse {
         out.push_str(&format!(", two-way with `{inverse}`"));
     }

@@ -134,7 +134,7 @@ impl<T: Document> Repository<T> {
         for d in docs {
             d.check_bounds()?;
         }
-        if !fanout::holds_copies(T::schema()) {
+        if !fanout::holds_copies(T::schema()) && crate::subset::subsets_of(T::COLLECTION).is_empty() {
             return docs.iter().map(|d| encode(T::COLLECTION, d)).collect();
         }
         let mut plain = docs
@@ -146,7 +146,10 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        fanout::fill(&self.db, T::schema(), &mut plain).await?;
+        if fanout::holds_copies(T::schema()) {
+            fanout::fill(&self.db, T::schema(), &mut plain).await?;
+        }
+        crate::subset::check(T::COLLECTION, &plain)?;
         plain.iter().map(|d| encode(T::COLLECTION, d)).collect()
     }
 
@@ -157,11 +160,21 @@ impl<T: Document> Repository<T> {
             return Ok(());
         }
         let mut raws = self.encode_all(docs).await?;
+        let subsets = !crate::subset::subsets_of(T::COLLECTION).is_empty();
+        let inserted: Vec<bson::Document> = if subsets {
+            raws.iter().filter_map(|r| bson::Document::try_from(r.as_ref()).ok()).collect()
+        } else {
+            Vec::new()
+        };
         if raws.len() == 1 {
             let raw = raws.pop().expect("one document");
             self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
         } else {
             self.raw.insert_many(raws).await.map_err(self.err("insert_many"))?;
+        }
+        if subsets {
+            // The summaries in the parents' subsets: one push per parent.
+            crate::subset::after_insert(&self.db, T::COLLECTION, &inserted).await?;
         }
         Ok(())
     }
@@ -292,7 +305,7 @@ impl<T: Document> Repository<T> {
                 .raw
                 .find_one_and_update(filter, body)
                 .return_document(ReturnDocument::After)
-                .projection(projection)
+                .optional(projection, |a, p| a.projection(p))
                 .await
                 .map_err(self.err("findAndModify"))?;
             let Some(after) = after else { return Ok(UpdateOutcome::default()) };
@@ -315,7 +328,7 @@ impl<T: Document> Repository<T> {
             .db
             .collection::<bson::Document>(T::COLLECTION)
             .find(doc! {"_id": {"$in": ids}})
-            .projection(projection)
+            .optional(projection, |a, p| a.projection(p))
             .batch_size(i32::MAX as u32)
             .await
             .map_err(self.err("find"))?;
@@ -335,7 +348,7 @@ impl<T: Document> Repository<T> {
         &self,
         filter: bson::Document,
         body: bson::Document,
-        projection: bson::Document,
+        projection: Option<bson::Document>,
         touched: &[String],
     ) -> Result<UpdateOutcome> {
         let mut session =
@@ -361,7 +374,7 @@ impl<T: Document> Repository<T> {
                     .raw
                     .find_one_and_update(filter.clone(), body.clone())
                     .return_document(ReturnDocument::After)
-                    .projection(projection.clone())
+                    .optional(projection.clone(), |a, p| a.projection(p))
                     .session(&mut session)
                     .await
                     .map_err(self.err("findAndModify"))?;
@@ -412,7 +425,7 @@ impl<T: Document> Repository<T> {
             .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
             .upsert(upsert)
             .return_document(ReturnDocument::Before)
-            .projection(fanout::source_projection(T::COLLECTION))
+            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p))
             .await
             .map_err(self.err("findAndModify"))?;
         let before = match before {
@@ -421,11 +434,14 @@ impl<T: Document> Repository<T> {
             None => return Ok(false),
         };
         let old_version = fanout::version_of(&before);
-        let touched: Vec<String> = fanout::copied_fields(T::COLLECTION)
-            .into_iter()
-            .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
-            .map(str::to_owned)
-            .collect();
+        let touched: Vec<String> = match fanout::derived_fields(T::COLLECTION) {
+            Some(fields) => fields
+                .into_iter()
+                .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
+                .map(str::to_owned)
+                .collect(),
+            None => new.keys().filter(|k| before.get(*k) != new.get(*k)).cloned().collect(),
+        };
         if !touched.is_empty() && !self.deferred {
             let mut after = new;
             after.insert("_docrel", doc! {"v": old_version + 1});
@@ -468,7 +484,7 @@ impl<T: Document> Repository<T> {
     /// and size; [`Error::NotFound`] when there is none.
     pub async fn replace(&self, doc: &T) -> Result<()> {
         let raw = self.encode_one(doc).await?;
-        if !fanout::targets_of(T::COLLECTION).is_empty() {
+        if fanout::has_derived(T::COLLECTION) {
             return match self.replace_source(doc, raw, false).await? {
                 true => Ok(()),
                 false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
@@ -484,7 +500,7 @@ impl<T: Document> Repository<T> {
     /// Inserts the document, or replaces the stored one with the same id.
     pub async fn save(&self, doc: &T) -> Result<()> {
         let raw = self.encode_one(doc).await?;
-        if !fanout::targets_of(T::COLLECTION).is_empty() {
+        if fanout::has_derived(T::COLLECTION) {
             return self.replace_source(doc, raw, true).await.map(|_| ());
         }
         self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).upsert(true).await.map_err(self.err("save"))?;
@@ -495,7 +511,12 @@ impl<T: Document> Repository<T> {
     /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it existed.
     pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool> {
         crate::on_delete::apply::<T>(&self.db, std::slice::from_ref(id)).await?;
-        let r = self.raw.delete_one(doc! {"_id": id.to_bson()}).await.map_err(self.err("delete"))?;
+        let filter = doc! {"_id": id.to_bson()};
+        let parents = self.subset_parents(&filter).await?;
+        let r = self.raw.delete_one(filter).await.map_err(self.err("delete"))?;
+        if r.deleted_count == 1 && !parents.is_empty() {
+            crate::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+        }
         Ok(r.deleted_count == 1)
     }
 
@@ -507,8 +528,20 @@ impl<T: Document> Repository<T> {
             let ids = self.ids_matching(filter.clone()).await?;
             crate::on_delete::apply::<T>(&self.db, &ids).await?;
         }
+        let parents = self.subset_parents(&filter).await?;
         let r = self.raw.delete_many(filter).await.map_err(self.err("delete_many"))?;
+        if r.deleted_count > 0 && !parents.is_empty() {
+            crate::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+        }
         Ok(r.deleted_count)
+    }
+
+    /// The parents whose subsets may summarize the documents `filter` matches.
+    async fn subset_parents(&self, filter: &bson::Document) -> Result<Vec<(usize, bson::Bson)>> {
+        if crate::subset::subsets_of(T::COLLECTION).is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::subset::parents_of(&self.db, T::COLLECTION, filter).await
     }
 
     async fn ids_matching(&self, filter: bson::Document) -> Result<Vec<T::Id>> {
@@ -557,6 +590,17 @@ impl<T: Document> Repository<T> {
         Ok(Some(validator))
     }
 }
+
+/// Sets an option only when there is a value for it.
+trait Optional: Sized {
+    fn optional<V>(self, value: Option<V>, set: impl FnOnce(Self, V) -> Self) -> Self {
+        match value {
+            Some(v) => set(self, v),
+            None => self,
+        }
+    }
+}
+impl<T> Optional for T {}
 
 /// Whether an error is worth retrying the whole transaction for.
 fn transient(e: &Error) -> bool {

@@ -47,7 +47,7 @@ impl Side {
             RelationKind::RefMany { max, .. } => (true, true, max),
             RelationKind::RefOne { optional } => (false, optional, None),
             RelationKind::ParentRef => (false, false, None),
-            RelationKind::Embed { .. } => {
+            RelationKind::Embed { .. } | RelationKind::Bucket => {
                 return Err(Error::Invalid {
                     what: "link",
                     message: format!("`{}` is an embed, not a reference", rel.field),

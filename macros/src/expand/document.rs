@@ -24,7 +24,7 @@ pub fn expand(c: &Container, checked: &Checked) -> TokenStream {
         let ty = quote!(#ty).to_string();
         quote! { ::docrel::__private::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
     });
-    let relations = c.fields.iter().filter_map(relation_info);
+    let relations = c.fields.iter().filter_map(|f| relation_info(c, f));
     let indexes = c.fields.iter().filter_map(|f| {
         let name = f.stored.as_deref()?;
         let unique = f.doc.unique.is_present();
@@ -183,7 +183,7 @@ fn opt_u32(v: Option<u32>) -> TokenStream {
     }
 }
 
-fn relation_info(f: &Field) -> Option<TokenStream> {
+fn relation_info(c: &Container, f: &Field) -> Option<TokenStream> {
     let field = f.stored.as_deref()?;
     let rust_field = f.ident.to_string();
     let none = quote!(::core::option::Option::None);
@@ -237,23 +237,7 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
         Role::ParentRef { attr, .. } => {
             let to = attr.to.as_ref()?;
             let target_name = quote!(#to).to_string().replace(' ', "");
-            let pairs = attr
-                .sort
-                .as_ref()
-                .map(|s| {
-                    s.value()
-                        .split(',')
-                        .map(|p| {
-                            let p = p.trim();
-                            let (name, dir) = match p.strip_prefix('-') {
-                                Some(n) => (n.to_owned(), -1i32),
-                                None => (p.trim_start_matches('+').to_owned(), 1i32),
-                            };
-                            quote!((#name, #dir))
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default();
+            let pairs = attr.sort.as_ref().map(sort_pairs).unwrap_or_default();
             (
                 quote!(::docrel::__private::RelationKind::ParentRef),
                 quote!(::core::option::Option::Some(<#to as ::docrel::Document>::COLLECTION)),
@@ -263,8 +247,81 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
                 quote!(&[#(#pairs),*]),
             )
         }
+        Role::Bucket { .. } => (
+            quote!(::docrel::__private::RelationKind::Bucket),
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            None,
+            quote!(&[]),
+        ),
     };
     let rule = on_delete(rule);
+    let subset = match &f.role {
+        Role::Embed { attr, .. } => match (&attr.subset_of, vec_element(f.ty)) {
+            (Some(child), Some(elem)) => {
+                let child_name = quote!(#child).to_string().replace(' ', "");
+                let pairs = attr.sort.as_ref().map(sort_pairs).unwrap_or_default();
+                let keep_last = attr.keep.as_ref().is_some_and(|k| k == "last");
+                let key = match &attr.key {
+                    Some(k) => {
+                        let k = k.to_string();
+                        quote!(::core::option::Option::Some(#k))
+                    }
+                    None => none.clone(),
+                };
+                let max_bytes = opt_u32(attr.max_bytes.as_ref().map(|b| b.0));
+                quote! {
+                    ::core::option::Option::Some(::docrel::__private::SubsetSpec {
+                        child: <#child as ::docrel::Document>::COLLECTION,
+                        child_type: #child_name,
+                        sort: &[#(#pairs),*],
+                        keep_last: #keep_last,
+                        key: #key,
+                        fields: <#elem as ::docrel::View>::PROJECTION,
+                        max_bytes: #max_bytes,
+                    })
+                }
+            }
+            _ => none.clone(),
+        },
+        _ => none.clone(),
+    };
+    let bucket = match &f.role {
+        Role::Bucket { attr, .. } => {
+            let stored = |named: Option<&syn::Ident>, default: &str| {
+                let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
+                c.fields.iter().find(|g| g.ident == name.as_str()).map(|g| g.stored_name().to_owned()).unwrap_or(name)
+            };
+            let parent = c
+                .fields
+                .iter()
+                .find(|g| matches!(g.role, Role::ParentRef { .. }))
+                .map(|g| g.stored_name().to_owned())
+                .unwrap_or_default();
+            let count = stored(attr.count.as_ref(), "count");
+            let page = stored(attr.page.as_ref(), "page");
+            let start = stored(attr.start.as_ref(), "start");
+            let size = opt_u32(attr.size.as_ref().map(|b| b.0));
+            let window = match attr.window.as_ref().and_then(|w| crate::internals::check::window_ms(&w.value())) {
+                Some(ms) => quote!(::core::option::Option::Some(#ms)),
+                None => none.clone(),
+            };
+            let max_bytes = opt_u32(attr.max_bytes.as_ref().map(|b| b.0));
+            quote! {
+                ::core::option::Option::Some(::docrel::__private::BucketSpec {
+                    parent: #parent,
+                    count: #count,
+                    page: #page,
+                    start: #start,
+                    size: #size,
+                    window_ms: #window,
+                    max_bytes: #max_bytes,
+                })
+            }
+        }
+        _ => none.clone(),
+    };
     let copies = match (&f.role, vec_element(f.ty)) {
         (Role::Reference { attr, .. }, Some(elem))
             if attr.many.is_present() && !crate::internals::ast::is_id_type(elem) =>
@@ -284,6 +341,23 @@ fn relation_info(f: &Field) -> Option<TokenStream> {
             on_delete: #rule,
             order: #order,
             copies: #copies,
+            subset: #subset,
+            bucket: #bucket,
         }
     })
+}
+
+/// `"-time, name"` as `[("time", -1), ("name", 1)]`.
+fn sort_pairs(sort: &syn::LitStr) -> Vec<TokenStream> {
+    sort.value()
+        .split(',')
+        .map(|p| {
+            let p = p.trim();
+            let (name, dir) = match p.strip_prefix('-') {
+                Some(n) => (n.to_owned(), -1i32),
+                None => (p.trim_start_matches('+').to_owned(), 1i32),
+            };
+            quote!((#name, #dir))
+        })
+        .collect()
 }

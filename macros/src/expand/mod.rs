@@ -2,6 +2,7 @@
 
 pub mod copies;
 pub mod document;
+pub mod fallback;
 pub mod relations;
 pub mod view;
 pub mod warn;

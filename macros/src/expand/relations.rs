@@ -16,7 +16,65 @@ pub fn expand(c: &Container) -> TokenStream {
     for f in c.fields.iter().filter(|f| f.stored.is_some()) {
         let (to, handle, visit) = match &f.role {
             Role::Plain => continue,
-            Role::Embed { .. } => {
+            Role::Embed { attr, .. } => match (&attr.subset_of, vec_element(f.ty)) {
+                (Some(child), Some(elem)) => {
+                    // The summaries are a view of the child, and `sort` names its fields.
+                    let checks = attr.sort.iter().flat_map(|s| {
+                        s.value()
+                            .split(',')
+                            .map(|p| p.trim().trim_start_matches(['-', '+']).to_owned())
+                            .collect::<Vec<_>>()
+                    });
+                    let sort_span = attr.sort.as_ref().map(|s| s.span()).unwrap_or_else(|| f.ident.span());
+                    let sort_checks = checks.map(|name| {
+                        let name = syn::Ident::new(&name, sort_span);
+                        quote_spanned!(sort_span=> let _ = #child::fields().#name;)
+                    });
+                    // The summaries are a view of the child (the schema's
+                    // `<#elem as View>::PROJECTION` checks that they are a view).
+                    let view_check = quote_spanned! {elem.span()=>
+                        let _: ::core::marker::PhantomData<<#elem as ::docrel::View>::Of> =
+                            ::core::marker::PhantomData::<#child>;
+                    };
+                    let name = f.ident;
+                    let doc = format!("The subset kept in `{name}`.");
+                    decls.push(quote! { #[doc = #doc] pub #name: ::docrel::Subset<#ident, #child>, });
+                    inits.push(quote! {
+                        #name: {
+                            #[allow(dead_code)]
+                            fn __docrel_subset_checks() { #view_check #(#sort_checks)* }
+                            ::docrel::Subset::new(&<#ident as ::docrel::Document>::schema().relations[#index])
+                        },
+                    });
+                    index += 1;
+                    continue;
+                }
+                _ => {
+                    index += 1;
+                    continue;
+                }
+            },
+            Role::Bucket { attr, .. } => {
+                let parent = c.fields.iter().find_map(|g| match &g.role {
+                    Role::ParentRef { attr, .. } => attr.to.clone(),
+                    _ => None,
+                });
+                let (Some(parent), Some(elem)) = (parent, vec_element(f.ty)) else {
+                    index += 1;
+                    continue;
+                };
+                let time = match &attr.by {
+                    Some(by) => quote_spanned! {by.span()=>
+                        ::core::option::Option::Some(|__e: &#elem| -> ::docrel::bson::DateTime { __e.#by })
+                    },
+                    None => quote!(::core::option::Option::None),
+                };
+                let name = f.ident;
+                let doc = format!("The buckets of `{name}`.");
+                decls.push(quote! { #[doc = #doc] pub #name: ::docrel::Bucket<#ident, #parent, #elem>, });
+                inits.push(quote! {
+                    #name: ::docrel::Bucket::new(&<#ident as ::docrel::Document>::schema().relations[#index], #time),
+                });
                 index += 1;
                 continue;
             }

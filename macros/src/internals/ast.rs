@@ -1,9 +1,9 @@
 //! The model of a derived struct: each field with its stored name and its
 //! role, parsed from the attributes. Spans are kept for every diagnostic.
 
-use super::attr::{ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
+use super::attr::{BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
 use super::serde_names;
-use super::symbol::{DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
+use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
 use darling::error::Accumulator;
 use darling::FromMeta;
 use proc_macro2::Span;
@@ -51,13 +51,17 @@ pub enum Role {
     Embed { attr: EmbedAttr, span: Span },
     Reference { attr: ReferenceAttr, span: Span },
     ParentRef { attr: ParentRefAttr, span: Span },
+    Bucket { attr: BucketAttr, span: Span },
 }
 
 impl Role {
     pub fn span(&self) -> Option<Span> {
         match self {
             Role::Plain => None,
-            Role::Embed { span, .. } | Role::Reference { span, .. } | Role::ParentRef { span, .. } => Some(*span),
+            Role::Embed { span, .. }
+            | Role::Reference { span, .. }
+            | Role::ParentRef { span, .. }
+            | Role::Bucket { span, .. } => Some(*span),
         }
     }
 }
@@ -201,6 +205,13 @@ impl<'a> Field<'a> {
                 errors
                     .handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
                     .map(|attr| Role::ParentRef { attr, span })
+            } else if a.path().is_ident(BUCKET) {
+                errors
+                    .handle(parse_required::<BucketAttr>(
+                        a,
+                        "#[bucket(size = 50)]` or `#[bucket(by = time, window = \"day\")]",
+                    ))
+                    .map(|attr| Role::Bucket { attr, span })
             } else {
                 None
             };

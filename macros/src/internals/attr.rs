@@ -38,6 +38,28 @@ pub struct EmbedAttr {
     pub warn_above: Option<Bound>,
     /// The size of one element at most, in bytes, for the 16 MiB check.
     pub max_bytes: Option<SpannedValue<Bound>>,
+    /// Subset pattern: the elements summarize the newest (or highest)
+    /// documents of this child collection.
+    pub subset_of: Option<Path>,
+    /// The order of the subset (`"-published_date"`).
+    pub sort: Option<LitStr>,
+    /// The field identifying a child in its summary, for edits and deletes.
+    pub key: Option<Ident>,
+    /// Keep the `first` N elements in `sort` order (default) or the `last` N.
+    pub keep: Option<Ident>,
+}
+
+/// `#[bucket(size = 50)]` / `#[bucket(by = time, window = "day")]` on the
+/// array of a bucket document.
+#[derive(Debug, Default, FromMeta)]
+pub struct BucketAttr {
+    pub size: Option<SpannedValue<Bound>>,
+    pub by: Option<Ident>,
+    pub window: Option<LitStr>,
+    pub page: Option<Ident>,
+    pub count: Option<Ident>,
+    pub start: Option<Ident>,
+    pub max_bytes: Option<SpannedValue<Bound>>,
 }
 
 /// `#[reference(many, to = T, inverse = f, on_delete = pull, key = id, max = N)]`.

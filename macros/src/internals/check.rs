@@ -176,6 +176,36 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
         match &f.role {
             Role::Plain => {}
             Role::Embed { attr, span } => {
+                if attr.subset_of.is_some() {
+                    if attr.max.is_none() || vec_element(f.ty).is_none() {
+                        errors.push(err(*span, format!(
+                            "a subset keeps the N newest (or highest) children: `{}` needs to be a `Vec` with `max = N`, e.g. \
+                             `#[embed(max = 10, subset_of = Review, sort = \"-published_date\")]`",
+                            f.ident
+                        )));
+                    }
+                    if attr.sort.is_none() {
+                        errors.push(err(*span, format!(
+                            "the subset `{}` needs an order to know which children to keep: add `sort = \"-published_date\"` \
+                             (a stored field of the child, `-` for descending)",
+                            f.ident
+                        )));
+                    }
+                    if let Some(keep) = &attr.keep {
+                        if keep != "first" && keep != "last" {
+                            errors.push(err(keep.span(), "`keep` is `first` (the default) or `last`"));
+                        }
+                    }
+                } else if let Some(extra) = attr
+                    .sort
+                    .as_ref()
+                    .map(|s| s.span())
+                    .or(attr.key.as_ref().map(|k| k.span()))
+                    .or(attr.keep.as_ref().map(|k| k.span()))
+                {
+                    errors
+                        .push(err(extra, "`sort`, `key` and `keep` describe a subset: they need `subset_of = Child`"));
+                }
                 if let Some(max) = &attr.max {
                     if max.0 == 0 {
                         errors.push(err(
@@ -245,6 +275,7 @@ fn check_relationships(c: &Container, errors: &mut Accumulator) {
                     }
                 }
             }
+            Role::Bucket { attr, span } => check_bucket(c, f, attr, *span, errors),
             Role::ParentRef { attr, span } => {
                 if attr.to.is_none() {
                     errors.push(err(
@@ -383,5 +414,85 @@ fn check_sizes(c: &Container, errors: &mut Accumulator) {
                 c.ident
             ),
         ));
+    }
+}
+
+/// The window lengths a time bucket may have, in milliseconds.
+pub fn window_ms(name: &str) -> Option<i64> {
+    match name {
+        "minute" => Some(60_000),
+        "hour" => Some(3_600_000),
+        "day" => Some(86_400_000),
+        _ => None,
+    }
+}
+
+fn check_bucket(
+    c: &Container,
+    f: &super::ast::Field,
+    attr: &super::attr::BucketAttr,
+    span: Span,
+    errors: &mut Accumulator,
+) {
+    if vec_element(f.ty).is_none() {
+        errors.push(err(
+            span,
+            format!("`#[bucket]` goes on the array of a bucket document, but `{}` is not a `Vec<T>`", f.ident),
+        ));
+    }
+    match (&attr.size, &attr.by, &attr.window) {
+        (Some(size), None, None) => {
+            if size.0 == 0 {
+                errors.push(err(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`"));
+            }
+        }
+        (None, Some(_), Some(window)) => {
+            if window_ms(&window.value()).is_none() {
+                errors.push(err(
+                    window.span(),
+                    format!(
+                        "unknown window `{}`: write `window = \"minute\"`, `\"hour\"` or `\"day\"`",
+                        window.value()
+                    ),
+                ));
+            }
+        }
+        _ => errors.push(err(
+            span,
+            format!(
+                "`#[bucket]` on `{}` needs either a size or a time window: `#[bucket(size = 50)]` for pages of 50, or \
+             `#[bucket(by = time, window = \"day\")]` for one bucket per day of the elements' `time`",
+                f.ident
+            ),
+        )),
+    }
+    if !c.fields.iter().any(|g| matches!(g.role, Role::ParentRef { .. })) {
+        errors.push(err(
+            span,
+            format!(
+                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
+                c.ident
+            ),
+        ));
+    }
+    let needed = [
+        (attr.count.as_ref(), "count", true),
+        (attr.page.as_ref(), "page", attr.size.is_some()),
+        (attr.start.as_ref(), "start", attr.window.is_some()),
+    ];
+    for (named, default, used) in needed {
+        if !used {
+            continue;
+        }
+        let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
+        if !c.fields.iter().any(|g| g.ident == name.as_str()) {
+            errors.push(err(
+                named.map(|n| n.span()).unwrap_or(span),
+                format!(
+                    "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
+                    c.ident
+                ),
+            ));
+        }
     }
 }

@@ -7,6 +7,7 @@ pub const PARENT_REF: &str = "parent_ref";
 pub const SERDE: &str = "serde";
 pub const VIEW: &str = "view";
 pub const DENORMALIZE: &str = "denormalize";
+pub const BUCKET: &str = "bucket";
 
 /// The attributes that declare a relationship on a field; at most one per field.
-pub const RELATIONSHIP_ATTRS: &[&str] = &[EMBED, REFERENCE, PARENT_REF];
+pub const RELATIONSHIP_ATTRS: &[&str] = &[EMBED, REFERENCE, PARENT_REF, BUCKET];

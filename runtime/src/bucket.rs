@@ -1,0 +1,275 @@
+//! The bucket pattern: children stored in bucket documents of one parent,
+//! in pages of a fixed size (`{blog_entry_id, page, count, comments}`) or
+//! by time window (`{sensor, start, count, readings}`). An append is one
+//! upsert; a unique index on (parent, page) makes concurrent appends safe.
+
+use crate::document::{BucketSpec, Document, Relation};
+use crate::error::{show_id, Error, Result};
+use crate::id::DocId;
+use bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
+use mongodb::Database;
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock};
+
+/// The bucket array of bucket documents `B` of parent `P`, holding `E`s;
+/// from `B::rels().<array>`.
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// use docrel::{Document, bson::{oid::ObjectId, DateTime}};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "posts")]
+/// struct Post { #[serde(rename = "_id")] id: i32, title: String }
+///
+/// #[derive(Serialize, Deserialize, Clone)]
+/// struct Comment { name: String, created_on: DateTime, comment: String }
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "comment_pages")]
+/// struct CommentPage {
+///     #[serde(rename = "_id")] id: ObjectId,
+///     #[parent_ref(to = Post)] blog_entry_id: i32,
+///     page: i32,
+///     count: i32,
+///     #[bucket(size = 2)] comments: Vec<Comment>,
+/// }
+///
+/// CommentPage::repo(&db).ensure_indexes().await?; // unique {blog_entry_id, page}
+/// let comments = CommentPage::rels().comments;
+/// for text in ["Awesome blog post", "Not so awesome blog", "Meh"] {
+///     let c = Comment { name: "Peter Critic".into(), created_on: DateTime::now(), comment: text.into() };
+///     comments.append(&db, &1, &c).await?;
+/// }
+/// assert_eq!(comments.page(&db, &1, 1).await?.map(|p| p.count), Some(2));
+/// assert_eq!(comments.latest(&db, &1).await?.map(|p| p.page), Some(2));
+/// assert_eq!(comments.all(&db, &1).await?.len(), 3);
+/// # Ok(()) });
+/// ```
+pub struct Bucket<B, P, E> {
+    rel: &'static Relation,
+    time: Option<fn(&E) -> DateTime>,
+    _types: PhantomData<Types<B, P, E>>,
+}
+
+/// The bucket document, parent and element types, carried for typing only.
+type Types<B, P, E> = fn() -> (B, P, E);
+
+/// Open pages by (database, collection, parent).
+type OpenPages = Mutex<HashMap<(String, &'static str, String), i64>>;
+
+impl<B, P, E> Clone for Bucket<B, P, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<B, P, E> Copy for Bucket<B, P, E> {}
+
+impl<B, P, E> std::fmt::Debug for Bucket<B, P, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bucket").field("relation", self.rel).finish()
+    }
+}
+
+/// Where an append went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The page (count buckets).
+    pub page: Option<i64>,
+    /// The window start (time buckets).
+    pub start: Option<DateTime>,
+}
+
+/// The last page each parent appended to, by (database, collection, parent),
+/// so an append usually goes straight to the open page: one round trip.
+fn open_pages() -> &'static OpenPages {
+    static PAGES: OnceLock<OpenPages> = OnceLock::new();
+    PAGES.get_or_init(Default::default)
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    match &*e.kind {
+        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => w.code == 11000,
+        mongodb::error::ErrorKind::Command(c) => c.code == 11000,
+        _ => false,
+    }
+}
+
+impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
+    /// A handle (generated code calls this).
+    #[doc(hidden)]
+    pub fn new(rel: &'static Relation, time: Option<fn(&E) -> DateTime>) -> Self {
+        Bucket { rel, time, _types: PhantomData }
+    }
+
+    fn spec(&self) -> Result<&'static BucketSpec> {
+        self.rel.bucket.as_ref().ok_or_else(|| Error::Invalid {
+            what: "bucket",
+            message: format!("`{}` is not declared with `#[bucket(..)]`", self.rel.field),
+        })
+    }
+
+    fn element(&self, element: &E) -> Result<Bson> {
+        let spec = self.spec()?;
+        let value = bson::to_bson(element).map_err(|e| Error::Encode {
+            what: format!("an element of `{}`", self.rel.field),
+            message: e.to_string(),
+        })?;
+        if let Some(max) = spec.max_bytes {
+            let bytes = bson::to_vec(&doc! {"e": &value}).map(|v| v.len().saturating_sub(8)).unwrap_or(usize::MAX);
+            if bytes > max as usize {
+                return Err(Error::Invalid {
+                    what: "bucket element",
+                    message: format!(
+                        "an element of `{}.{}` is {bytes} bytes, above its `max_bytes = {max}`; nothing was written",
+                        B::COLLECTION,
+                        self.rel.field
+                    ),
+                });
+            }
+        }
+        Ok(value)
+    }
+
+    /// Appends one element to the parent's open bucket, or opens the next:
+    /// one upsert (more only when the page is full and the next must be
+    /// found). Never more than `size` per bucket, never one page twice, no
+    /// element lost, under any concurrency (given `ensure_indexes`).
+    pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
+        let spec = self.spec()?;
+        let value = self.element(element)?;
+        let coll = db.collection::<BsonDoc>(B::COLLECTION);
+        // A pipeline update rather than `$inc`/`$push`: it creates `count`
+        // before the array in a new bucket, the order of the reference text
+        // (operators add new fields in lexicographic order).
+        let push = vec![doc! {"$set": {
+            spec.count: {"$add": [{"$ifNull": [format!("${}", spec.count), 0]}, 1]},
+            self.rel.field: {"$concatArrays": [{"$ifNull": [format!("${}", self.rel.field), []]}, {"$literal": [value]}]},
+        }}];
+        if let (Some(window), Some(time)) = (spec.window_ms, self.time) {
+            let t = time(element).timestamp_millis();
+            let start = DateTime::from_millis(t.div_euclid(window) * window);
+            coll.update_one(doc! { spec.parent: parent.to_bson(), spec.start: start }, push)
+                .upsert(true)
+                .await
+                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
+            return Ok(Appended { page: None, start: Some(start) });
+        }
+        let size = spec.size.unwrap_or(u32::MAX);
+        let key = (db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson()));
+        let cached = open_pages().lock().ok().and_then(|m| m.get(&key).copied());
+        let mut page = match cached {
+            Some(p) => p,
+            None => self.last_page(db, parent).await?.unwrap_or(1),
+        };
+        for _ in 0..100_000 {
+            // Pages are stored as 32-bit integers, like the reference text's.
+            let stored_page = Bson::Int32(i32::try_from(page).unwrap_or(i32::MAX));
+            let filter =
+                doc! { spec.parent: parent.to_bson(), spec.page: stored_page, spec.count: {"$lt": size as i64} };
+            match coll.update_one(filter, push.clone()).upsert(true).await {
+                Ok(_) => {
+                    if let Ok(mut m) = open_pages().lock() {
+                        m.insert(key, page);
+                    }
+                    return Ok(Appended { page: Some(page), start: None });
+                }
+                // The page is full (the upsert collided with it): the next one.
+                Err(e) if is_duplicate_key(&e) => page += 1,
+                Err(e) => return Err(Error::driver("update", B::COLLECTION, e)),
+            }
+        }
+        Err(Error::Invalid { what: "bucket", message: "no open page found after 100000 attempts".into() })
+    }
+
+    async fn last_page(&self, db: &Database, parent: &P::Id) -> Result<Option<i64>> {
+        let spec = self.spec()?;
+        let last = db
+            .collection::<BsonDoc>(B::COLLECTION)
+            .find_one(doc! { spec.parent: parent.to_bson() })
+            .sort(doc! { spec.page: -1 })
+            .projection(doc! { spec.page: 1 })
+            .await
+            .map_err(|e| Error::driver("find", B::COLLECTION, e))?;
+        Ok(last.and_then(|d| d.get(spec.page).and_then(|p| p.as_i64().or_else(|| p.as_i32().map(i64::from)))))
+    }
+
+    /// Page `k` (from 1) of the parent's buckets.
+    pub async fn page(&self, db: &Database, parent: &P::Id, k: i64) -> Result<Option<B>> {
+        let spec = self.spec()?;
+        let k = Bson::Int32(i32::try_from(k).unwrap_or(i32::MAX));
+        crate::Repository::<B>::new(db).find(doc! { spec.parent: parent.to_bson(), spec.page: k }).one().await
+    }
+
+    /// The parent's latest bucket (highest page, or latest window).
+    pub async fn latest(&self, db: &Database, parent: &P::Id) -> Result<Option<B>> {
+        let spec = self.spec()?;
+        let order = if spec.window_ms.is_some() { spec.start } else { spec.page };
+        crate::Repository::<B>::new(db)
+            .find(doc! { spec.parent: parent.to_bson() })
+            .sort(crate::Sort::new(doc! { order: -1 }))
+            .one()
+            .await
+    }
+
+    /// Every element of the parent, bucket by bucket, in order.
+    pub async fn all(&self, db: &Database, parent: &P::Id) -> Result<Vec<E>> {
+        let spec = self.spec()?;
+        self.elements(db, doc! { spec.parent: parent.to_bson() }, |_| true).await
+    }
+
+    /// The elements of a time-bucketed parent whose time is in `[from, to)`,
+    /// reading only the buckets whose window overlaps it.
+    pub async fn range(&self, db: &Database, parent: &P::Id, from: DateTime, to: DateTime) -> Result<Vec<E>> {
+        let spec = self.spec()?;
+        let (Some(window), Some(time)) = (spec.window_ms, self.time) else {
+            return Err(Error::Invalid {
+                what: "bucket range",
+                message: format!(
+                    "`{}` is bucketed by count: a range read needs `#[bucket(by = .., window = ..)]`",
+                    self.rel.field
+                ),
+            });
+        };
+        let first = DateTime::from_millis(from.timestamp_millis().div_euclid(window) * window);
+        let filter = doc! { spec.parent: parent.to_bson(), spec.start: {"$gte": first, "$lt": to} };
+        self.elements(db, filter, |e| {
+            let t = time(e);
+            t >= from && t < to
+        })
+        .await
+    }
+
+    async fn elements(&self, db: &Database, filter: BsonDoc, keep: impl Fn(&E) -> bool) -> Result<Vec<E>> {
+        let spec = self.spec()?;
+        let order = if spec.window_ms.is_some() { spec.start } else { spec.page };
+        let mut cursor = db
+            .collection::<RawDocumentBuf>(B::COLLECTION)
+            .find(filter)
+            .sort(doc! { order: 1 })
+            .projection(doc! { self.rel.field: 1 })
+            .batch_size(i32::MAX as u32)
+            .await
+            .map_err(|e| Error::driver("find", B::COLLECTION, e))?;
+        let mut out = Vec::new();
+        while cursor.advance().await.map_err(|e| Error::driver("find", B::COLLECTION, e))? {
+            let raw = cursor.current();
+            let Ok(array) = raw.get_array(self.rel.field) else { continue };
+            for item in array.into_iter().filter_map(|i| i.ok()) {
+                let element: E = match item.as_document() {
+                    Some(d) => crate::codec::decode(B::COLLECTION, d)?,
+                    None => bson::from_bson(Bson::try_from(item.to_raw_bson()).unwrap_or(Bson::Null)).map_err(|e| {
+                        Error::Encode { what: format!("an element of `{}`", self.rel.field), message: e.to_string() }
+                    })?,
+                };
+                if keep(&element) {
+                    out.push(element);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
