@@ -15,6 +15,7 @@ mod monitor;
 mod on_delete;
 mod query;
 pub mod registry;
+pub mod report;
 mod relation;
 mod repair;
 mod repository;
