@@ -226,15 +226,29 @@ pub(crate) fn has_derived(source: &str) -> bool {
 }
 
 /// The fields of `source` that something is derived from; `None` when a
-/// subset summarizes whole documents (every field matters).
-pub(crate) fn derived_fields(source: &str) -> Option<Vec<&'static str>> {
-    let mut out = copied_fields(source);
-    for subset in crate::subset::subsets_of(source) {
-        out.extend(subset.fields()?);
+/// subset summarizes whole documents (every field matters). Computed once
+/// per source: every write of a source type asks.
+pub(crate) fn derived_fields(source: &str) -> Option<&'static [&'static str]> {
+    type Known = std::sync::Mutex<HashMap<String, Option<&'static [&'static str]>>>;
+    static ALL: OnceLock<Known> = OnceLock::new();
+    let all = ALL.get_or_init(Default::default);
+    if let Some(known) = all.lock().ok().and_then(|m| m.get(source).copied()) {
+        return known;
     }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
+    let computed = (|| {
+        let mut out = copied_fields(source);
+        for subset in crate::subset::subsets_of(source) {
+            out.extend(subset.fields()?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(&*Box::leak(out.into_boxed_slice()))
+    })();
+    if let Ok(mut m) = all.lock() {
+        // One leaked slice per source type for the life of the program.
+        m.entry(source.to_owned()).or_insert(computed);
+    }
+    computed
 }
 
 /// Whether an update writing `touched` paths changes a field something is
@@ -244,16 +258,18 @@ pub(crate) fn touches_copies(source: &str, touched: impl IntoIterator<Item = imp
         return false;
     }
     let Some(derived) = derived_fields(source) else { return true };
+    let derived = derived.iter().copied();
+    let derived: Vec<&str> = derived.collect();
     touched.into_iter().any(|t| {
         let t = t.as_ref();
-        derived.iter().any(|c| c == &t || c.starts_with(&format!("{t}.")) || t.starts_with(&format!("{c}.")))
+        derived.iter().any(|c| *c == t || is_within(c, t) || is_within(t, c))
     })
 }
 
 /// The projection that reads what is derived from a source, and its
 /// version; `None` reads the whole document.
 pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
-    let mut p: BsonDoc = derived_fields(source)?.into_iter().map(|f| (f.to_owned(), Bson::Int32(1))).collect();
+    let mut p: BsonDoc = derived_fields(source)?.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
     p.insert(VERSION_PATH, 1);
     Some(p)
 }
@@ -302,7 +318,12 @@ pub(crate) async fn fan_out(
 }
 
 fn touches_copies_one(field: &str, touched: &[String]) -> bool {
-    touched.iter().any(|t| t == field || field.starts_with(&format!("{t}.")) || t.starts_with(&format!("{field}.")))
+    touched.iter().any(|t| t == field || is_within(field, t) || is_within(t, field))
+}
+
+/// Whether `path` lies inside `parent` (`parts.name` inside `parts`), without allocating.
+fn is_within(path: &str, parent: &str) -> bool {
+    path.len() > parent.len() && path.starts_with(parent) && path.as_bytes()[parent.len()] == b'.'
 }
 
 /// One target path's update for one source document, limited to the

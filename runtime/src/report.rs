@@ -44,14 +44,11 @@ fn pattern(kind: RelationKind, subset: bool) -> &'static str {
 /// ```
 pub fn report_of(schemas: &[&Schema]) -> String {
     let mut out = String::from("# Schema\n\n## Relationships\n\n");
-    out.push_str("| collection | field | pattern | details | fan-out targets |\n|---|---|---|---|---|\n");
+    out.push_str("| collection | field | pattern | details | copies kept by fan-out |\n|---|---|---|---|---|\n");
     for s in schemas {
         for rel in s.relations {
-            let targets: Vec<String> = crate::fanout::targets_of(s.collection)
-                .iter()
-                .filter(|t| t.fields.iter().any(|(_, src)| src == &rel.field))
-                .map(|t| format!("{}.{}", t.collection, t.id_path()))
-                .collect();
+            let targets: Vec<String> =
+                rel.copies.iter().map(|c| format!("{} <- {}.{}", c.field, c.source, c.source_field)).collect();
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} |\n",
                 s.collection,
@@ -63,8 +60,9 @@ pub fn report_of(schemas: &[&Schema]) -> String {
         }
         for copy in s.copies {
             out.push_str(&format!(
-                "| {} | {} | denormalized copy | of {}::{} via `{}` | |\n",
-                s.collection, copy.field, copy.source_type, copy.source_field, copy.via
+                "| {} | {} | denormalized copy | of {}::{} via `{}` | {} <- {}.{} |\n",
+                s.collection, copy.field, copy.source_type, copy.source_field, copy.via, copy.field, copy.source,
+                copy.source_field
             ));
         }
     }

@@ -124,18 +124,21 @@ impl<T: Document> Repository<T> {
     }
 
     async fn encode_one(&self, doc: &T) -> Result<RawDocumentBuf> {
-        let mut raws = self.encode_all(std::slice::from_ref(doc)).await?;
+        let (mut raws, _) = self.encode_all(std::slice::from_ref(doc)).await?;
         raws.pop().ok_or_else(|| Error::Invalid { what: "document", message: "nothing was encoded".into() })
     }
 
     /// Encodes documents for a write: bounds, copies filled from their
-    /// sources (one read per source collection for the batch), size.
-    async fn encode_all(&self, docs: &[T]) -> Result<Vec<RawDocumentBuf>> {
+    /// sources (one read per source collection for the batch), size. When
+    /// something is derived from them (copies to fill, subsets to push) the
+    /// BSON documents come back too, so they are built once.
+    async fn encode_all(&self, docs: &[T]) -> Result<(Vec<RawDocumentBuf>, Option<Vec<bson::Document>>)> {
         for d in docs {
             d.check_bounds()?;
         }
-        if !fanout::holds_copies(T::schema()) && crate::subset::subsets_of(T::COLLECTION).is_empty() {
-            return docs.iter().map(|d| encode(T::COLLECTION, d)).collect();
+        let fills = fanout::holds_copies(T::schema());
+        if !fills && crate::subset::subsets_of(T::COLLECTION).is_empty() {
+            return Ok((docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?, None));
         }
         let mut plain = docs
             .iter()
@@ -146,11 +149,12 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        if fanout::holds_copies(T::schema()) {
+        if fills {
             fanout::fill(&self.db, T::schema(), &mut plain).await?;
         }
         crate::subset::check(T::COLLECTION, &plain)?;
-        plain.iter().map(|d| encode(T::COLLECTION, d)).collect()
+        let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+        Ok((raws, Some(plain)))
     }
 
     /// Inserts many documents. Every one is checked first: if any breaks a
@@ -159,13 +163,8 @@ impl<T: Document> Repository<T> {
         if docs.is_empty() {
             return Ok(());
         }
-        let mut raws = self.encode_all(docs).await?;
+        let (mut raws, plain) = self.encode_all(docs).await?;
         let subsets = !crate::subset::subsets_of(T::COLLECTION).is_empty();
-        let inserted: Vec<bson::Document> = if subsets {
-            raws.iter().filter_map(|r| bson::Document::try_from(r.as_ref()).ok()).collect()
-        } else {
-            Vec::new()
-        };
         if raws.len() == 1 {
             let raw = raws.pop().expect("one document");
             self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
@@ -174,7 +173,7 @@ impl<T: Document> Repository<T> {
         }
         if subsets {
             // The summaries in the parents' subsets: one push per parent.
-            crate::subset::after_insert(&self.db, T::COLLECTION, &inserted).await?;
+            crate::subset::after_insert(&self.db, T::COLLECTION, plain.as_deref().unwrap_or_default()).await?;
         }
         Ok(())
     }
@@ -436,9 +435,9 @@ impl<T: Document> Repository<T> {
         let old_version = fanout::version_of(&before);
         let touched: Vec<String> = match fanout::derived_fields(T::COLLECTION) {
             Some(fields) => fields
-                .into_iter()
+                .iter()
                 .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
-                .map(str::to_owned)
+                .map(|f| (*f).to_owned())
                 .collect(),
             None => new.keys().filter(|k| before.get(*k) != new.get(*k)).cloned().collect(),
         };

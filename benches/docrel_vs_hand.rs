@@ -1,0 +1,1019 @@
+//! docrel against the same job written by hand with the raw driver, and
+//! against the naive per-document way, on the same data in one process.
+//!
+//! Prints one JSON line per case and way:
+//! `{case, way, median_ms, min_ms, max_ms, client_cpu_ms, round_trips, bytes_received, docs}`
+//! and one per case with the ratios docrel / hand. Timed runs use a client
+//! without command monitoring; round trips and bytes come from one more run
+//! on a monitored client, so counting costs the timings nothing.
+//!
+//! `scripts/bench` runs it on the embedded server (or `MONGODB_URI`);
+//! sizes are flags: `--products=100 --refs=10 --parts=100 --fanout-products=2000
+//! --fanout-logmsgs=2000 --subset-msgs=200 --tasks=100 --runs=5
+//! --chart=10,100,1000 --compile` (`--full` sets the sizes of the issue,
+//! for a real mongod).
+
+use docrel::bson::{doc, oid::ObjectId, DateTime, Document as BsonDoc};
+use docrel::mongodb::{Collection, Database};
+use docrel::{Document, Embedded, Filter, RoundTrips, View};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::time::Instant;
+
+// ---- the schema ---------------------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    partno: String,
+    name: String,
+    qty: i32,
+    cost: f64,
+    price: f64,
+}
+
+#[allow(dead_code)] // read by serde only: the bench measures loading it
+#[derive(View, Deserialize, Debug, Clone)]
+#[view(of = Part)]
+struct PartLine {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    price: f64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    catalog_number: i32,
+    #[reference(many, to = Part, max = 2000)]
+    parts: Vec<ObjectId>,
+}
+
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone)]
+struct PartRef {
+    id: ObjectId,
+    #[denormalize(from = Part::name)]
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "catalog")]
+struct CatalogProduct {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(many, to = Part, max = 2000)]
+    parts: Vec<PartRef>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "hosts")]
+struct Host {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    ipaddr: String,
+    #[embed(max = 1000, subset_of = LogMsg, sort = "time", keep = last, allow_large)]
+    logmsgs: Vec<LogLine>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "logmsg")]
+struct LogMsg {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    time: DateTime,
+    message: String,
+    #[denormalize(from = Host::ipaddr, via = host)]
+    ipaddr: String,
+    #[parent_ref(to = Host, sort = "-time")]
+    host: ObjectId,
+}
+
+#[derive(View, Serialize, Deserialize, Debug, Clone)]
+#[view(of = LogMsg)]
+struct LogLine {
+    time: DateTime,
+    message: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(many, to = Task, inverse = owner, max = 5000)]
+    tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "tasks")]
+struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    description: String,
+    #[reference(to = Person, inverse = tasks)]
+    owner: ObjectId,
+}
+
+// ---- options --------------------------------------------------------------------------
+
+struct Opts {
+    products: usize,
+    refs: usize,
+    parts: usize,
+    host_msgs: usize,
+    hosts: usize,
+    fanout_products: usize,
+    fanout_logmsgs: usize,
+    subset_msgs: usize,
+    tasks: usize,
+    runs: usize,
+    chart: Vec<usize>,
+    compile: bool,
+    only: Option<String>,
+    naive_chart_max: usize,
+    naive_writes: usize,
+}
+
+impl Opts {
+    fn parse() -> Opts {
+        let mut o = Opts {
+            products: 100,
+            refs: 10,
+            parts: 100,
+            host_msgs: 5000,
+            hosts: 100,
+            fanout_products: 2000,
+            fanout_logmsgs: 2000,
+            subset_msgs: 200,
+            tasks: 100,
+            runs: 5,
+            chart: vec![10, 100, 1000],
+            compile: false,
+            only: None,
+            naive_chart_max: 100,
+            naive_writes: 200,
+        };
+        for arg in std::env::args().skip(1) {
+            let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
+            let n = || v.parse::<usize>().unwrap_or_else(|_| panic!("{k} takes a whole number, got `{v}`"));
+            match k {
+                "--products" => o.products = n(),
+                "--refs" => o.refs = n(),
+                "--parts" => o.parts = n(),
+                "--host-msgs" => o.host_msgs = n(),
+                "--hosts" => o.hosts = n(),
+                "--fanout-products" => o.fanout_products = n(),
+                "--fanout-logmsgs" => o.fanout_logmsgs = n(),
+                "--subset-msgs" => o.subset_msgs = n(),
+                "--tasks" => o.tasks = n(),
+                "--runs" => o.runs = n().max(1),
+                "--chart" => o.chart = v.split(',').filter_map(|x| x.parse().ok()).collect(),
+                "--compile" => o.compile = true,
+                "--only" => o.only = Some(v.to_owned()),
+                "--full" => {
+                    o.products = 1000;
+                    o.refs = 50;
+                    o.parts = 5000;
+                    o.fanout_products = 10_000;
+                    o.fanout_logmsgs = 100_000;
+                    o.tasks = 1000;
+                    o.subset_msgs = 1000;
+                    o.chart = vec![10, 100, 1000, 10_000];
+                    o.naive_chart_max = 1000;
+                    o.naive_writes = 100_000;
+                }
+                "--bench" => {} // passed by `cargo bench`
+                other => panic!("unknown option {other}: see the header of benches/docrel_vs_hand.rs"),
+            }
+        }
+        o
+    }
+    fn wants(&self, case: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| case.starts_with(o))
+    }
+}
+
+// ---- measuring ------------------------------------------------------------------------
+
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Stat {
+    median_ms: f64,
+    cpu_ms: f64,
+    round_trips: u64,
+    bytes: u64,
+}
+
+struct Bench {
+    timed: Database,
+    counted: Database,
+    trips: RoundTrips,
+    runs: usize,
+}
+
+impl Bench {
+    /// Times `job` (one warm-up, then `runs`) on the plain client, then runs
+    /// it once more on the monitored one to count round trips and bytes.
+    async fn way<F, Fut>(&self, case: &str, way: &str, docs: usize, mut job: F) -> Stat
+    where
+        F: FnMut(Database, usize) -> Fut,
+        Fut: Future<Output = docrel::Result<()>>,
+    {
+        let mut round = 0;
+        job(self.timed.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
+        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+        for _ in 0..self.runs {
+            round += 1;
+            let (c0, t0) = (cpu_ms(), Instant::now());
+            job(self.timed.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
+            walls.push(t0.elapsed().as_secs_f64() * 1000.0);
+            cpus.push(cpu_ms() - c0);
+        }
+        round += 1;
+        let mark = self.trips.mark();
+        job(self.counted.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
+        let (min, max) = (walls.iter().copied().fold(f64::MAX, f64::min), walls.iter().copied().fold(0.0, f64::max));
+        let stat = Stat {
+            median_ms: median(&mut walls),
+            cpu_ms: median(&mut cpus),
+            round_trips: self.trips.since(mark),
+            bytes: self.trips.bytes_since(mark),
+        };
+        println!(
+            "{{\"case\":\"{case}\",\"way\":\"{way}\",\"median_ms\":{:.2},\"min_ms\":{min:.2},\"max_ms\":{max:.2},\"client_cpu_ms\":{:.2},\"round_trips\":{},\"bytes_received\":{},\"docs\":{docs}}}",
+            stat.median_ms, stat.cpu_ms, stat.round_trips, stat.bytes
+        );
+        stat
+    }
+}
+
+fn ratio(case: &str, docrel: Stat, hand: Stat, naive: Option<Stat>) {
+    let r = |a: f64, b: f64| if b > 0.0 { a / b } else { 1.0 };
+    println!(
+        "{{\"case\":\"{case}\",\"ratio\":\"docrel/hand\",\"wall\":{:.3},\"client_cpu\":{:.3},\"round_trips\":{},\"bytes\":{:.3}{}}}",
+        r(docrel.median_ms, hand.median_ms),
+        r(docrel.cpu_ms, hand.cpu_ms),
+        if docrel.round_trips == hand.round_trips { "\"same\"".to_owned() } else { format!("\"{} vs {}\"", docrel.round_trips, hand.round_trips) },
+        r(docrel.bytes as f64, hand.bytes as f64),
+        naive.map(|n| format!(",\"naive/docrel_wall\":{:.2}", r(n.median_ms, docrel.median_ms))).unwrap_or_default()
+    );
+}
+
+fn err(e: docrel::mongodb::error::Error) -> docrel::Error {
+    docrel::Error::driver("bench", "bench", e)
+}
+
+async fn drain<T: serde::de::DeserializeOwned + Send + Sync>(
+    coll: &Collection<T>,
+    filter: BsonDoc,
+) -> docrel::Result<Vec<T>> {
+    coll.find(filter).batch_size(i32::MAX as u32).await.map_err(err)?.try_collect().await.map_err(err)
+}
+
+// ---- case 1: eager load ------------------------------------------------------------------
+
+async fn seed_catalog(db: &Database, products: usize, refs: usize, parts: usize) -> docrel::Result<()> {
+    let parts: Vec<Part> = (0..parts.max(refs))
+        .map(|i| Part {
+            id: ObjectId::new(),
+            partno: format!("p-{i}"),
+            name: format!("part {i}"),
+            qty: 94,
+            cost: 0.94,
+            price: 3.99,
+        })
+        .collect();
+    for chunk in parts.chunks(10_000) {
+        Part::repo(db).insert_many(chunk).await?;
+    }
+    let all: Vec<Product> = (0..products)
+        .map(|i| Product {
+            id: ObjectId::new(),
+            name: format!("smoke shifter {i}"),
+            catalog_number: i as i32,
+            parts: (0..refs).map(|k| parts[(i * 7 + k * 13) % parts.len()].id).collect(),
+        })
+        .collect();
+    for chunk in all.chunks(10_000) {
+        Product::repo(db).insert_many(chunk).await?;
+    }
+    Ok(())
+}
+
+async fn eager_docrel(db: Database, n: usize) -> docrel::Result<usize> {
+    let products = Product::repo(&db).find(Filter::all()).limit(n as i64).to_vec().await?;
+    let parts = Product::rels().parts.load::<PartLine>(&db, &products).await?;
+    Ok((0..products.len()).map(|i| parts.of(i).len()).sum())
+}
+
+async fn eager_hand(db: Database, n: usize) -> docrel::Result<usize> {
+    let products: Collection<Product> = db.collection("products");
+    let products: Vec<Product> = products
+        .find(doc! {})
+        .limit(n as i64)
+        .batch_size(n as u32)
+        .await
+        .map_err(err)?
+        .try_collect()
+        .await
+        .map_err(err)?;
+    let ids: Vec<ObjectId> =
+        products.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
+    let lines: Collection<PartLine> = db.collection("parts");
+    let found: Vec<PartLine> = lines
+        .find(doc! {"_id": {"$in": ids}})
+        .projection(doc! {"name": 1, "price": 1})
+        .batch_size(i32::MAX as u32)
+        .await
+        .map_err(err)?
+        .try_collect()
+        .await
+        .map_err(err)?;
+    let by_id: HashMap<ObjectId, &PartLine> = found.iter().map(|p| (p.id, p)).collect();
+    let per_product: Vec<Vec<&PartLine>> =
+        products.iter().map(|p| p.parts.iter().filter_map(|id| by_id.get(id).copied()).collect()).collect();
+    Ok(per_product.iter().map(Vec::len).sum())
+}
+
+async fn eager_naive(db: Database, n: usize) -> docrel::Result<usize> {
+    // A query per parent, as an ORM's lazy relation does.
+    let products: Vec<Product> = drain(&db.collection("products"), doc! {}).await?.into_iter().take(n).collect();
+    let lines: Collection<PartLine> = db.collection("parts");
+    let mut total = 0;
+    for p in &products {
+        let found: Vec<PartLine> = lines
+            .find(doc! {"_id": {"$in": &p.parts}})
+            .projection(doc! {"name": 1, "price": 1})
+            .await
+            .map_err(err)?
+            .try_collect()
+            .await
+            .map_err(err)?;
+        let by_id: HashMap<ObjectId, &PartLine> = found.iter().map(|l| (l.id, l)).collect();
+        total += p.parts.iter().filter(|id| by_id.contains_key(id)).count();
+    }
+    Ok(total)
+}
+
+// ---- case 2: latest messages -------------------------------------------------------------
+
+async fn seed_logs(db: &Database, hosts: usize, host_msgs: usize) -> docrel::Result<Vec<ObjectId>> {
+    let all: Vec<Host> = (0..hosts)
+        .map(|i| Host {
+            id: ObjectId::new(),
+            name: format!("h{i}"),
+            ipaddr: format!("10.0.{}.{}", i / 256, i % 256),
+            logmsgs: vec![],
+        })
+        .collect();
+    Host::repo(db).insert_many(&all).await?;
+    let raw = db.collection::<BsonDoc>("logmsg");
+    let mut docs = Vec::new();
+    for (h, host) in all.iter().enumerate() {
+        let n = if h == 0 { host_msgs + 100 } else { 20 };
+        for k in 0..n {
+            docs.push(doc! {"_id": ObjectId::new(), "time": DateTime::from_millis(1_395_999_761_382 + k as i64 * 1000 + h as i64), "message": format!("{h}:{k}"), "ipaddr": &host.ipaddr, "host": host.id});
+        }
+    }
+    for chunk in docs.chunks(10_000) {
+        raw.insert_many(chunk.to_vec()).await.map_err(err)?;
+    }
+    LogMsg::repo(db).ensure_indexes().await?;
+    Ok(all.iter().map(|h| h.id).collect())
+}
+
+// ---- the run -------------------------------------------------------------------------------
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> docrel::Result<()> {
+    let o = Opts::parse();
+    let uri = std::env::var(docrel::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
+    let plain = docrel::connect(&uri).await?;
+    let trips = RoundTrips::new();
+    let mut opts = docrel::options(&uri).await?;
+    trips.install(&mut opts);
+    let monitored = docrel::connect_with(&uri, opts).await?;
+    let name = format!("docrel_bench_{}", std::process::id());
+    let b = Bench { timed: plain.database(&name), counted: monitored.database(&name), trips, runs: o.runs };
+    let db = b.timed.clone();
+    db.drop().await.map_err(err)?;
+    eprintln!("docrel bench on {uri}, database {name}, {} runs per way after one warm-up", o.runs);
+
+    if o.wants("eager") {
+        let max_n = o.chart.iter().copied().chain([o.products]).max().unwrap_or(o.products);
+        seed_catalog(&db, max_n, o.refs, o.parts).await?;
+        let n = o.products;
+        let case = format!("eager_load_{n}_products_x{}_refs", o.refs);
+        let docs = n * o.refs;
+        let d = b.way(&case, "docrel", docs, |db, _| async move { eager_docrel(db, n).await.map(drop) }).await;
+        let h = b.way(&case, "hand", docs, |db, _| async move { eager_hand(db, n).await.map(drop) }).await;
+        let nv = b.way(&case, "naive", docs, |db, _| async move { eager_naive(db, n).await.map(drop) }).await;
+        ratio(&case, d, h, Some(nv));
+        let mut chart = Vec::new();
+        for &n in &o.chart {
+            let case = format!("chart_eager_load_{n}");
+            let d =
+                b.way(&case, "docrel", n * o.refs, |db, _| async move { eager_docrel(db, n).await.map(drop) }).await;
+            let h = b.way(&case, "hand", n * o.refs, |db, _| async move { eager_hand(db, n).await.map(drop) }).await;
+            // The naive way costs a query per parent: measured up to 100 on the
+            // embedded server (slow per document), up to 1,000 with --full.
+            let nv = if n <= o.naive_chart_max {
+                Some(b.way(&case, "naive", n * o.refs, |db, _| async move { eager_naive(db, n).await.map(drop) }).await)
+            } else {
+                None
+            };
+            chart.push((n, d, h, nv));
+        }
+        draw_chart(&chart, o.refs);
+    }
+
+    if o.wants("latest") {
+        let hosts = seed_logs(&db, o.hosts, o.host_msgs).await?;
+        let first = hosts[0];
+        let n = o.host_msgs;
+        let case = format!("latest_{n}_of_one_host");
+        let d = b
+            .way(&case, "docrel", n, |db, _| async move {
+                let v: Vec<LogLine> = LogMsg::rels().host.children_of(&db, &first).limit(n as i64).to_vec().await?;
+                assert_eq!(v.len(), n);
+                Ok(())
+            })
+            .await;
+        let h = b
+            .way(&case, "hand", n, |db, _| async move {
+                let coll: Collection<LogLine> = db.collection("logmsg");
+                let v: Vec<LogLine> = coll
+                    .find(doc! {"host": first})
+                    .sort(doc! {"time": -1})
+                    .limit(n as i64)
+                    .batch_size(n as u32)
+                    .projection(doc! {"time": 1, "message": 1, "host": 1})
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)?;
+                assert_eq!(v.len(), n);
+                Ok(())
+            })
+            .await;
+        let nv = b
+            .way(&case, "naive", n, |db, _| async move {
+                // Default batches: a getMore every 101 documents.
+                let coll: Collection<LogLine> = db.collection("logmsg");
+                let v: Vec<LogLine> = coll
+                    .find(doc! {"host": first})
+                    .sort(doc! {"time": -1})
+                    .limit(n as i64)
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)?;
+                assert_eq!(v.len(), n);
+                Ok(())
+            })
+            .await;
+        ratio(&case, d, h, Some(nv));
+
+        let many = hosts.clone();
+        let case = format!("latest_10_of_each_of_{}_hosts", hosts.len());
+        let docs = hosts.len() * 10;
+        let ids = many.clone();
+        let d = b
+            .way(&case, "docrel", docs, move |db, _| {
+                let ids = ids.clone();
+                async move {
+                    let l = LogMsg::rels().host.latest_per_parent(&db, &ids, 10).load::<LogLine>().await?;
+                    assert_eq!(l.of(1).len(), 10);
+                    Ok(())
+                }
+            })
+            .await;
+        let ids = many.clone();
+        let h = b
+            .way(&case, "hand", docs, move |db, _| {
+                let ids = ids.clone();
+                async move {
+                    #[derive(Deserialize)]
+                    struct Group {
+                        #[serde(rename = "_id")]
+                        id: ObjectId,
+                        children: Vec<LogLine>,
+                    }
+                    let pipeline = vec![
+                        doc! {"$documents": ids.iter().map(|id| doc! {"_id": id}).collect::<Vec<_>>()},
+                        doc! {"$lookup": {"from": "logmsg", "localField": "_id", "foreignField": "host", "pipeline": [
+                            {"$sort": {"time": -1}}, {"$limit": 10_i64}, {"$project": {"time": 1, "message": 1, "host": 1}}
+                        ], "as": "children"}},
+                    ];
+                    let groups: Vec<Group> = db
+                        .aggregate(pipeline)
+                        .batch_size(i32::MAX as u32)
+                        .with_type::<Group>()
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let by: HashMap<ObjectId, &Vec<LogLine>> = groups.iter().map(|g| (g.id, &g.children)).collect();
+                    assert_eq!(by.get(&ids[1]).map(|c| c.len()), Some(10));
+                    Ok(())
+                }
+            })
+            .await;
+        let ids = many.clone();
+        let nv = b
+            .way(&case, "naive", docs, move |db, _| {
+                let ids = ids.clone();
+                async move {
+                    let coll: Collection<LogLine> = db.collection("logmsg");
+                    for id in &ids {
+                        let v: Vec<LogLine> = coll
+                            .find(doc! {"host": id})
+                            .sort(doc! {"time": -1})
+                            .limit(10)
+                            .await
+                            .map_err(err)?
+                            .try_collect()
+                            .await
+                            .map_err(err)?;
+                        assert_eq!(v.len(), 10);
+                    }
+                    Ok(())
+                }
+            })
+            .await;
+        ratio(&case, d, h, Some(nv));
+    }
+
+    if o.wants("fanout") {
+        fanout_cases(&b, &o).await?;
+    }
+    if o.wants("subset") {
+        subset_case(&b, &o).await?;
+    }
+    if o.wants("reassign") {
+        reassign_case(&b, &o).await?;
+    }
+    if o.compile {
+        compile_case();
+    }
+    db.drop().await.map_err(err)?;
+    Ok(())
+}
+
+// ---- case 3: fan-out -------------------------------------------------------------------------
+
+async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
+    let db = &b.timed;
+    let parts: Vec<Part> = (0..100)
+        .map(|i| Part {
+            id: ObjectId::new(),
+            partno: format!("f-{i}"),
+            name: format!("fan part {i}"),
+            qty: 1,
+            cost: 1.0,
+            price: 2.0,
+        })
+        .collect();
+    Part::repo(db).insert_many(&parts).await?;
+    let held = parts[0].id;
+    let holders = (o.fanout_products / 100).max(1);
+    let products: Vec<CatalogProduct> = (0..o.fanout_products)
+        .map(|i| CatalogProduct {
+            id: ObjectId::new(),
+            name: format!("c{i}"),
+            parts: if i < holders {
+                vec![
+                    PartRef { id: held, name: String::new() },
+                    PartRef { id: parts[1 + i % 99].id, name: String::new() },
+                ]
+            } else {
+                vec![PartRef { id: parts[1 + i % 99].id, name: String::new() }]
+            },
+        })
+        .collect();
+    for chunk in products.chunks(5_000) {
+        CatalogProduct::repo(db).insert_many(chunk).await?;
+    }
+    CatalogProduct::repo(db).ensure_indexes().await?;
+    let case = format!("fanout_rename_part_held_by_{holders}_of_{}_products", o.fanout_products);
+    let d = b
+        .way(&case, "docrel", holders, |db, r| async move {
+            Part::repo(&db).update_by_id(&held, Part::fields().name.set(format!("docrel {r}"))).await.map(drop)
+        })
+        .await;
+    let h = b
+        .way(&case, "hand", holders, |db, r| async move {
+            let name = format!("hand {r}");
+            db.collection::<Part>("parts")
+                .update_one(doc! {"_id": held}, doc! {"$set": {"name": &name}})
+                .await
+                .map_err(err)?;
+            db.collection::<CatalogProduct>("catalog")
+                .update_many(doc! {"parts.id": held}, doc! {"$set": {"parts.$[e].name": &name}})
+                .array_filters(vec![doc! {"e.id": held}])
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+        .await;
+    let nv = b
+        .way(&case, "naive", holders, |db, r| async move {
+            let name = format!("naive {r}");
+            db.collection::<Part>("parts")
+                .update_one(doc! {"_id": held}, doc! {"$set": {"name": &name}})
+                .await
+                .map_err(err)?;
+            let coll = db.collection::<CatalogProduct>("catalog");
+            for p in drain(&coll, doc! {"parts.id": held}).await? {
+                coll.update_one(doc! {"_id": p.id, "parts.id": held}, doc! {"$set": {"parts.$.name": &name}})
+                    .await
+                    .map_err(err)?;
+            }
+            Ok(())
+        })
+        .await;
+    ratio(&case, d, h, Some(nv));
+
+    let host = Host { id: ObjectId::new(), name: "fan".into(), ipaddr: "127.66.66.66".into(), logmsgs: vec![] };
+    Host::repo(db).insert(&host).await?;
+    let raw = db.collection::<BsonDoc>("logmsg");
+    let docs: Vec<BsonDoc> = (0..o.fanout_logmsgs)
+        .map(|k| doc! {"_id": ObjectId::new(), "time": DateTime::from_millis(k as i64), "message": "m", "ipaddr": "127.66.66.66", "host": host.id})
+        .collect();
+    for chunk in docs.chunks(10_000) {
+        raw.insert_many(chunk.to_vec()).await.map_err(err)?;
+    }
+    LogMsg::repo(db).ensure_indexes().await?;
+    let id = host.id;
+    let n = o.fanout_logmsgs;
+    let case = format!("fanout_host_ipaddr_into_{n}_logmsgs");
+    let d = b
+        .way(&case, "docrel", n, |db, r| async move {
+            Host::repo(&db)
+                .update_by_id(&id, Host::fields().ipaddr.set(format!("10.1.{}.{}", r / 256, r % 256)))
+                .await
+                .map(drop)
+        })
+        .await;
+    let h = b
+        .way(&case, "hand", n, |db, r| async move {
+            let ip = format!("10.2.{}.{}", r / 256, r % 256);
+            db.collection::<BsonDoc>("hosts")
+                .update_one(doc! {"_id": id}, doc! {"$set": {"ipaddr": &ip}})
+                .await
+                .map_err(err)?;
+            db.collection::<BsonDoc>("logmsg")
+                .update_many(doc! {"host": id}, doc! {"$set": {"ipaddr": &ip}})
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+        .await;
+    let naive_n = n.min(o.naive_writes);
+    let nv = b
+        .way(&case, "naive", naive_n, |db, r| async move {
+            let ip = format!("10.3.{}.{}", r / 256, r % 256);
+            db.collection::<BsonDoc>("hosts")
+                .update_one(doc! {"_id": id}, doc! {"$set": {"ipaddr": &ip}})
+                .await
+                .map_err(err)?;
+            let coll = db.collection::<BsonDoc>("logmsg");
+            let ids: Vec<BsonDoc> = coll
+                .find(doc! {"host": id})
+                .limit(naive_n as i64)
+                .projection(doc! {"_id": 1})
+                .await
+                .map_err(err)?
+                .try_collect()
+                .await
+                .map_err(err)?;
+            for d in ids {
+                coll.update_one(doc! {"_id": d.get("_id").cloned()}, doc! {"$set": {"ipaddr": &ip}})
+                    .await
+                    .map_err(err)?;
+            }
+            Ok(())
+        })
+        .await;
+    eprintln!("note: the naive ipaddr fan-out writes the first {naive_n} messages one by one");
+    ratio(&case, d, h, Some(nv));
+    Ok(())
+}
+
+// ---- case 4: subset push -----------------------------------------------------------------------
+
+async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
+    let hosts: Vec<Host> = (0..10)
+        .map(|i| Host { id: ObjectId::new(), name: format!("s{i}"), ipaddr: format!("10.9.0.{i}"), logmsgs: vec![] })
+        .collect();
+    Host::repo(&b.timed).insert_many(&hosts).await?;
+    let ids: Vec<ObjectId> = hosts.iter().map(|h| h.id).collect();
+    let n = o.subset_msgs;
+    let batch = move |r: usize| -> Vec<LogMsg> {
+        (0..n)
+            .map(|k| LogMsg {
+                id: ObjectId::new(),
+                time: DateTime::from_millis((r * n + k) as i64),
+                message: format!("{r}:{k}"),
+                ipaddr: format!("10.9.0.{}", k % 10),
+                host: ids[k % 10],
+            })
+            .collect()
+    };
+    let case = format!("subset_push_{n}_logmsgs_into_10_hosts_max_1000");
+    let d = b
+        .way(&case, "docrel", n, |db, r| {
+            let msgs = batch(r);
+            async move { LogMsg::repo(&db).insert_many(&msgs).await }
+        })
+        .await;
+    let h = b
+        .way(&case, "hand", n, |db, r| {
+            let mut msgs = batch(r);
+            async move {
+                // The same job: each message carries its host's current ipaddr.
+                let hosts: Vec<ObjectId> = msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
+                let ips: Vec<BsonDoc> = db
+                    .collection::<BsonDoc>("hosts")
+                    .find(doc! {"_id": {"$in": hosts}})
+                    .projection(doc! {"ipaddr": 1})
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)?;
+                let ip: HashMap<ObjectId, String> = ips
+                    .iter()
+                    .filter_map(|h| Some((h.get_object_id("_id").ok()?, h.get_str("ipaddr").ok()?.to_owned())))
+                    .collect();
+                for m in &mut msgs {
+                    if let Some(i) = ip.get(&m.host) {
+                        m.ipaddr.clone_from(i);
+                    }
+                }
+                db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
+                let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
+                for m in &msgs {
+                    by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
+                }
+                for (host, lines) in by_host {
+                    db.collection::<BsonDoc>("hosts")
+                        .update_one(
+                            doc! {"_id": host},
+                            doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}},
+                        )
+                        .await
+                        .map_err(err)?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+    let nv = b
+        .way(&case, "naive", n, |db, r| {
+            let msgs = batch(r);
+            async move {
+            for m in msgs {
+                db.collection::<LogMsg>("logmsg").insert_one(&m).await.map_err(err)?;
+                db.collection::<BsonDoc>("hosts")
+                    .update_one(
+                        doc! {"_id": m.host},
+                        doc! {"$push": {"logmsgs": {"$each": [{"time": m.time, "message": &m.message}], "$sort": {"time": 1}, "$slice": -1000}}},
+                    )
+                    .await
+                    .map_err(err)?;
+            }
+            Ok(())
+            }
+        })
+        .await;
+    ratio(&case, d, h, Some(nv));
+    Ok(())
+}
+
+// ---- case 5: two-way reassign ------------------------------------------------------------------
+
+async fn reassign_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
+    let db = &b.timed;
+    let people: Vec<Person> =
+        (0..2).map(|i| Person { id: ObjectId::new(), name: format!("p{i}"), tasks: vec![] }).collect();
+    Person::repo(db).insert_many(&people).await?;
+    let tasks: Vec<Task> =
+        (0..o.tasks).map(|i| Task { id: ObjectId::new(), description: format!("t{i}"), owner: people[0].id }).collect();
+    Task::repo(db).insert_many(&tasks).await?;
+    db.collection::<BsonDoc>("people")
+        .update_one(
+            doc! {"_id": people[0].id},
+            doc! {"$set": {"tasks": tasks.iter().map(|t| t.id).collect::<Vec<_>>()}},
+        )
+        .await
+        .map_err(err)?;
+    let (a, z) = (people[0].id, people[1].id);
+    let ids: Vec<ObjectId> = tasks.iter().map(|t| t.id).collect();
+    let case = format!("reassign_{}_tasks_two_way", o.tasks);
+    let target = move |r: usize| if r.is_multiple_of(2) { z } else { a };
+    let list = ids.clone();
+    let d = b
+        .way(&case, "docrel", o.tasks, move |db, r| {
+            let list = list.clone();
+            async move {
+                for t in &list {
+                    Task::rels().owner.reassign(&db, t, &target(r)).await?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+    let list = ids.clone();
+    let h = b
+        .way(&case, "hand", o.tasks, move |db, r| {
+            let list = list.clone();
+            async move {
+                let people = db.collection::<BsonDoc>("people");
+                let tasks = db.collection::<BsonDoc>("tasks");
+                let mut s = db.client().start_session().await.map_err(err)?;
+                let to = target(r);
+                for t in &list {
+                    s.start_transaction().await.map_err(err)?;
+                    people
+                        .update_one(doc! {"_id": to}, doc! {"$addToSet": {"tasks": t}})
+                        .session(&mut s)
+                        .await
+                        .map_err(err)?;
+                    let before = tasks
+                        .find_one_and_update(doc! {"_id": t}, doc! {"$set": {"owner": to}})
+                        .projection(doc! {"owner": 1})
+                        .session(&mut s)
+                        .await
+                        .map_err(err)?;
+                    if let Some(old) = before.and_then(|b| b.get_object_id("owner").ok()).filter(|o| *o != to) {
+                        people
+                            .update_one(doc! {"_id": old}, doc! {"$pull": {"tasks": t}})
+                            .session(&mut s)
+                            .await
+                            .map_err(err)?;
+                    }
+                    s.commit_transaction().await.map_err(err)?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+    let list = ids.clone();
+    let nv = b
+        .way(&case, "naive", o.tasks, move |db, r| {
+            let list = list.clone();
+            async move {
+                // Read, then three separate writes, no transaction.
+                let people = db.collection::<BsonDoc>("people");
+                let tasks = db.collection::<BsonDoc>("tasks");
+                let to = target(r);
+                for t in &list {
+                    let task = tasks.find_one(doc! {"_id": t}).await.map_err(err)?;
+                    let old = task.and_then(|d| d.get_object_id("owner").ok());
+                    tasks.update_one(doc! {"_id": t}, doc! {"$set": {"owner": to}}).await.map_err(err)?;
+                    if let Some(old) = old.filter(|o| *o != to) {
+                        people.update_one(doc! {"_id": old}, doc! {"$pull": {"tasks": t}}).await.map_err(err)?;
+                    }
+                    people.update_one(doc! {"_id": to}, doc! {"$addToSet": {"tasks": t}}).await.map_err(err)?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+    ratio(&case, d, h, Some(nv));
+    Ok(())
+}
+
+// ---- case 6: compile time ---------------------------------------------------------------------
+
+fn compile_case() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut results = Vec::new();
+    for way in ["docrel", "serde"] {
+        let dir = root.join(format!("target/bench-compile/{way}"));
+        std::fs::create_dir_all(dir.join("src")).expect("bench dir");
+        let mut src = String::from("#![allow(dead_code)]\nuse serde::{Deserialize, Serialize};\n");
+        for i in 0..100 {
+            let derive = if way == "docrel" { "docrel::Document, " } else { "" };
+            let attr = if way == "docrel" { format!("#[document(collection = \"c{i}\")]\n") } else { String::new() };
+            src.push_str(&format!(
+                "#[derive({derive}Serialize, Deserialize)]\n{attr}pub struct Doc{i} {{\n    #[serde(rename = \"_id\")]\n    pub id: docrel::bson::oid::ObjectId,\n    pub name: String,\n    pub qty: i32,\n    pub price: f64,\n    pub tags: Vec<String>,\n}}\n"
+            ));
+        }
+        std::fs::write(dir.join("src/lib.rs"), src).expect("bench source");
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            format!(
+                "[package]\nname = \"compile-{way}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\ndocrel = {{ path = {:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n[workspace]\n",
+                root.display().to_string()
+            ),
+        )
+        .expect("bench manifest");
+        std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock");
+        let build = || {
+            let t0 = Instant::now();
+            let ok = std::process::Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--offline"])
+                .current_dir(&dir)
+                .env("CARGO_TARGET_DIR", root.join("target/bench-compile/target"))
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "the {way} compile-time crate must build");
+            t0.elapsed().as_secs_f64() * 1000.0
+        };
+        build(); // dependencies
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let lib = dir.join("src/lib.rs");
+                let text = std::fs::read_to_string(&lib).expect("source");
+                std::fs::write(&lib, text).expect("touch");
+                build()
+            })
+            .collect();
+        let med = median(&mut times);
+        println!(
+            "{{\"case\":\"compile_100_documents\",\"way\":\"{way}\",\"median_ms\":{med:.0},\"min_ms\":{:.0},\"max_ms\":{:.0}}}",
+            times[0],
+            times[times.len() - 1]
+        );
+        results.push(med);
+    }
+    println!(
+        "{{\"case\":\"compile_100_documents\",\"ratio\":\"docrel/serde\",\"wall\":{:.2}}}",
+        results[0] / results[1]
+    );
+}
+
+// ---- the chart ----------------------------------------------------------------------------------
+
+fn draw_chart(points: &[(usize, Stat, Stat, Option<Stat>)], refs: usize) {
+    use plotters::prelude::*;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/eager_load.svg");
+    let root = SVGBackend::new(&path, (900, 420)).into_drawing_area();
+    let _ = root.fill(&WHITE);
+    let (left, right) = root.split_horizontally(450);
+    let xs: Vec<f64> = points.iter().map(|p| p.0 as f64).collect();
+    let (xmin, xmax) = (xs.iter().copied().fold(f64::MAX, f64::min), xs.iter().copied().fold(0.0, f64::max));
+    let series = |f: &dyn Fn(&Stat) -> f64| -> [Vec<(f64, f64)>; 3] {
+        [
+            points.iter().map(|p| (p.0 as f64, f(&p.1))).collect(),
+            points.iter().map(|p| (p.0 as f64, f(&p.2))).collect(),
+            points.iter().filter_map(|p| p.3.as_ref().map(|n| (p.0 as f64, f(n)))).collect(),
+        ]
+    };
+    type Panel<'a, 'b> = (&'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>, &'static str, [Vec<(f64, f64)>; 3]);
+    let panels: [Panel; 2] = [
+        (&left, "wall time (ms)", series(&|s| s.median_ms.max(0.1))),
+        (&right, "round trips", series(&|s| s.round_trips.max(1) as f64)),
+    ];
+    for (area, label, data) in panels {
+        let ymax = data.iter().flatten().map(|p| p.1).fold(1.0, f64::max) * 2.0;
+        let Ok(mut chart) = ChartBuilder::on(area)
+            .caption(format!("eager load, {refs} refs per parent: {label}"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d((xmin..xmax).log_scale(), (0.1..ymax).log_scale())
+        else {
+            continue;
+        };
+        let _ = chart.configure_mesh().x_desc("parents").y_desc(label).draw();
+        for (i, (name, color)) in [("docrel", BLUE), ("hand-written", GREEN), ("naive", RED)].into_iter().enumerate() {
+            let _ = chart
+                .draw_series(LineSeries::new(data[i].clone(), color.stroke_width(2)))
+                .map(|s| s.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color)));
+            let _ = chart.draw_series(data[i].iter().map(|p| Circle::new(*p, 3, color.filled())));
+        }
+        let _ = chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw();
+    }
+    let _ = root.present();
+    eprintln!("chart written to {}", path.display());
+}
