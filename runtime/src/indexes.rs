@@ -74,3 +74,23 @@ pub fn validator(schema: &Schema) -> Option<BsonDoc> {
     }
     (!properties.is_empty()).then(|| bson::doc! {"$jsonSchema": {"bsonType": "object", "properties": properties}})
 }
+
+/// Creates the indexes of every document type linked into the program (one
+/// `createIndexes` per collection that needs any), returning the names per
+/// collection: the admin tool's "ensure indexes".
+pub async fn ensure_all(db: &mongodb::Database) -> crate::Result<Vec<(&'static str, Vec<String>)>> {
+    let mut out = Vec::new();
+    for schema in crate::registry::sorted() {
+        let models = needed_by(schema);
+        if models.is_empty() {
+            continue;
+        }
+        let coll = db.collection::<bson::Document>(schema.collection);
+        let created = coll
+            .create_indexes(models)
+            .await
+            .map_err(|e| crate::Error::driver("createIndexes", schema.collection, e))?;
+        out.push((schema.collection, created.index_names));
+    }
+    Ok(out)
+}

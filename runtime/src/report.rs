@@ -61,7 +61,13 @@ pub fn report_of(schemas: &[&Schema]) -> String {
         for copy in s.copies {
             out.push_str(&format!(
                 "| {} | {} | denormalized copy | of {}::{} via `{}` | {} <- {}.{} |\n",
-                s.collection, copy.field, copy.source_type, copy.source_field, copy.via, copy.field, copy.source,
+                s.collection,
+                copy.field,
+                copy.source_type,
+                copy.source_field,
+                copy.via,
+                copy.field,
+                copy.source,
                 copy.source_field
             ));
         }

@@ -279,12 +279,16 @@ impl<T: Document> Repository<T> {
         touched: &[String],
         many: bool,
     ) -> Result<UpdateOutcome> {
-        match body.get_mut("$inc") {
-            Some(bson::Bson::Document(inc)) => {
-                inc.insert(fanout::VERSION_PATH, 1_i64);
-            }
-            _ => {
-                body.insert("$inc", doc! { fanout::VERSION_PATH: 1_i64 });
+        // Only a source with copies elsewhere carries a version: a subset
+        // child's summaries are rewritten from the write's own result.
+        if !fanout::targets_of(T::COLLECTION).is_empty() {
+            match body.get_mut("$inc") {
+                Some(bson::Bson::Document(inc)) => {
+                    inc.insert(fanout::VERSION_PATH, 1_i64);
+                }
+                _ => {
+                    body.insert("$inc", doc! { fanout::VERSION_PATH: 1_i64 });
+                }
             }
         }
         if self.deferred {
@@ -412,13 +416,18 @@ impl<T: Document> Repository<T> {
             what: format!("a document of `{}`", T::COLLECTION),
             message: e.to_string(),
         })?;
-        let pipeline = vec![doc! {"$replaceWith": {"$mergeObjects": [
-            {"$literal": new.clone()},
-            {"_docrel": {"$mergeObjects": [
-                {"$ifNull": ["$_docrel", {}]},
-                {"v": {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), 0_i64]}, 1_i64]}},
-            ]}},
-        ]}}];
+        let versioned = !fanout::targets_of(T::COLLECTION).is_empty();
+        let pipeline = if versioned {
+            vec![doc! {"$replaceWith": {"$mergeObjects": [
+                {"$literal": new.clone()},
+                {"_docrel": {"$mergeObjects": [
+                    {"$ifNull": ["$_docrel", {}]},
+                    {"v": {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), 0_i64]}, 1_i64]}},
+                ]}},
+            ]}}]
+        } else {
+            vec![doc! {"$replaceWith": {"$literal": new.clone()}}]
+        };
         let before = self
             .raw
             .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
