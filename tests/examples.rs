@@ -447,3 +447,33 @@ async fn admin_reports_and_repairs_stale_copies() -> docrel::Result<()> {
     assert_eq!(count(&t, "products", doc! {"parts": {"id": grommet, "name": "#4 grommet, brass"}}).await, n);
     Ok(())
 }
+
+/// The schema report of the examples, generated from their derives, pinned
+/// as `tests/snapshots/examples_schema.md` (refresh with
+/// `DOCREL_OVERWRITE=1 cargo test --test examples`, then read the diff).
+#[test]
+fn the_schema_report_of_the_examples_is_pinned() {
+    use docrel::Document;
+    let report = docrel::report::report_of(&[
+        catalog::Part::schema(),
+        catalog::Product::schema(),
+        logging::Host::schema(),
+        logging::LogMsg::schema(),
+        tasks::Person::schema(),
+        tasks::Task::schema(),
+        library::Author::schema(),
+        library::Book::schema(),
+        library::Category::schema(),
+        patrons::Patron::schema(),
+        reviews::Product::schema(),
+        reviews::Review::schema(),
+        blog::Post::schema(),
+        blog::CommentPage::schema(),
+    ]);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/examples_schema.md");
+    if std::env::var_os("DOCREL_OVERWRITE").is_some() {
+        std::fs::write(&path, &report).expect("snapshot written");
+    }
+    let pinned = std::fs::read_to_string(&path).expect("tests/snapshots/examples_schema.md exists");
+    assert_eq!(report, pinned, "the schema report changed: refresh with DOCREL_OVERWRITE=1 and review the diff");
+}

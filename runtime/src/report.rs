@@ -73,12 +73,20 @@ pub fn report_of(schemas: &[&Schema]) -> String {
         }
     }
     out.push_str("\n## Copied fields and their fan-outs\n\n");
-    for s in schemas {
-        for target in crate::fanout::targets_of(s.collection) {
+    let mut sources: Vec<&str> = schemas.iter().map(|s| s.collection).collect();
+    sources.dedup();
+    let mut seen = Vec::new();
+    for source in sources {
+        // Two types of one collection share its fan-outs: list them once.
+        if seen.contains(&source) {
+            continue;
+        }
+        seen.push(source);
+        for target in crate::fanout::targets_of(source) {
             let fields: Vec<String> = target.fields.iter().map(|(c, src)| format!("{src} -> {c}")).collect();
             out.push_str(&format!(
                 "- `{}` -> `{}` through `{}`: {}\n",
-                s.collection,
+                source,
                 target.collection,
                 target.id_path(),
                 fields.join(", ")

@@ -58,10 +58,9 @@ impl Side {
     }
 
     /// The other side of `rel` (declared on `collection`), if it is two-way.
-    fn inverse(rel: &Relation) -> Result<Option<Side>> {
+    fn inverse(rel: &'static Relation) -> Result<Option<Side>> {
         let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(None) };
-        let other =
-            schemas().filter(|s| s.collection == target).find_map(|s| s.relation(inverse).map(|r| (s.collection, r)));
+        let other = inverse_of(rel, target, inverse);
         match other {
             Some((collection, r)) => Side::of(collection, r).map(Some),
             None => Err(Error::Invalid {
@@ -74,6 +73,28 @@ impl Side {
             }),
         }
     }
+}
+
+/// The relation on the other side of a two-way reference, looked up in the
+/// registry once per relation (every link and reassign asks).
+fn inverse_of(
+    rel: &'static Relation,
+    target: &'static str,
+    inverse: &'static str,
+) -> Option<(&'static str, &'static Relation)> {
+    type Known = std::sync::Mutex<std::collections::HashMap<usize, Option<(&'static str, &'static Relation)>>>;
+    static KNOWN: std::sync::OnceLock<Known> = std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    let key = rel as *const Relation as usize;
+    if let Some(found) = known.lock().ok().and_then(|m| m.get(&key).copied()) {
+        return found;
+    }
+    let found =
+        schemas().filter(|s| s.collection == target).find_map(|s| s.relation(inverse).map(|r| (s.collection, r)));
+    if let Ok(mut m) = known.lock() {
+        m.insert(key, found);
+    }
+    found
 }
 
 /// The writes of one call, in a transaction when the deployment has them.
@@ -220,7 +241,7 @@ struct Attached {
 pub(crate) async fn link(
     db: &Database,
     collection: &'static str,
-    rel: &Relation,
+    rel: &'static Relation,
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
@@ -280,7 +301,7 @@ fn target_side(rel: &Relation, near: Side) -> Side {
 pub(crate) async fn unlink(
     db: &Database,
     collection: &'static str,
-    rel: &Relation,
+    rel: &'static Relation,
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
