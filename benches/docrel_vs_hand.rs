@@ -579,10 +579,13 @@ async fn main() -> docrel::Result<()> {
     if o.wants("reassign") {
         reassign_case(&b, &o).await?;
     }
+    // Dropped before the compile case: a minutes-long build can outlive an idle connection.
+    if let Err(e) = db.drop().await {
+        eprintln!("note: could not drop the bench database {name}: {e}");
+    }
     if o.compile {
         compile_case();
     }
-    db.drop().await.map_err(err)?;
     Ok(())
 }
 
