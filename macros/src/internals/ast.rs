@@ -222,7 +222,13 @@ impl<'a> Field<'a> {
         let mut copy = None;
         for a in f.attrs.iter().filter(|a| a.path().is_ident(DENORMALIZE)) {
             if copy.is_some() {
-                errors.push(darling::Error::duplicate_field("denormalize").with_span(a.path()));
+                errors.push(
+                    darling::Error::custom(format!(
+                        "`#[denormalize]` appears twice on `{ident}`: a field is the copy of one source field; \
+                         remove one"
+                    ))
+                    .with_span(a.path()),
+                );
                 continue;
             }
             copy = errors
