@@ -262,7 +262,7 @@ pub(crate) fn touches_copies(source: &str, touched: impl IntoIterator<Item = imp
     let derived: Vec<&str> = derived.collect();
     touched.into_iter().any(|t| {
         let t = t.as_ref();
-        derived.iter().any(|c| *c == t || is_within(c, t) || is_within(t, c))
+        derived.iter().any(|c| overlaps(c, t))
     })
 }
 
@@ -318,10 +318,15 @@ pub(crate) async fn fan_out(
 }
 
 fn touches_copies_one(field: &str, touched: &[String]) -> bool {
-    touched.iter().any(|t| t == field || is_within(field, t) || is_within(t, field))
+    touched.iter().any(|t| overlaps(field, t))
 }
 
 /// Whether `path` lies inside `parent` (`parts.name` inside `parts`), without allocating.
+/// Whether writing one path changes the other: equal, or one inside the other.
+pub(crate) fn overlaps(a: &str, b: &str) -> bool {
+    a == b || is_within(a, b) || is_within(b, a)
+}
+
 fn is_within(path: &str, parent: &str) -> bool {
     path.len() > parent.len() && path.starts_with(parent) && path.as_bytes()[parent.len()] == b'.'
 }

@@ -291,8 +291,7 @@ pub struct Children<'a, C, P: Document> {
 
 impl<'a, C: Document, P: Document> Children<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>) -> Self {
-        let sort = (!rel.order.is_empty())
-            .then(|| Sort::new(rel.order.iter().map(|(f, d)| ((*f).to_owned(), Bson::Int32(*d))).collect()));
+        let sort = Sort::declared(rel.order);
         Children { db, rel, parents, filter: Filter::all(), sort, limit: None, _child: PhantomData }
     }
     /// Only the children matching `filter` too.
@@ -393,8 +392,7 @@ pub struct Latest<'a, C, P: Document> {
 
 impl<'a, C: Document, P: Document> Latest<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>, n: u32) -> Self {
-        let sort = (!rel.order.is_empty())
-            .then(|| Sort::new(rel.order.iter().map(|(f, d)| ((*f).to_owned(), Bson::Int32(*d))).collect()));
+        let sort = Sort::declared(rel.order);
         Latest { db, rel, parents, n, filter: Filter::all(), sort, _child: PhantomData }
     }
     /// Only the children matching `filter` too.

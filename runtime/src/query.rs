@@ -399,6 +399,16 @@ impl Sort {
     pub fn new(doc: BsonDoc) -> Self {
         Sort(doc)
     }
+
+    /// A sort from declared `(field, 1 | -1)` pairs (`sort = "-time"`).
+    pub(crate) fn from_pairs(pairs: &[(&str, i32)]) -> Self {
+        Sort(pairs.iter().map(|(f, d)| ((*f).to_owned(), Bson::Int32(*d))).collect())
+    }
+
+    /// The declared order, or `None` when nothing was declared.
+    pub(crate) fn declared(pairs: &[(&str, i32)]) -> Option<Self> {
+        (!pairs.is_empty()).then(|| Sort::from_pairs(pairs))
+    }
     /// This order, then `next` among equals.
     pub fn then(mut self, next: Sort) -> Self {
         self.0.extend(next.0);

@@ -175,8 +175,7 @@ impl<C: Document, P: Document> ParentRef<C, P> {
 
     /// The declared order of the children (`sort = "-time"`), if any.
     pub fn order(&self) -> Option<Sort> {
-        (!self.rel.order.is_empty())
-            .then(|| Sort::new(self.rel.order.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect()))
+        Sort::declared(self.rel.order)
     }
 }
 

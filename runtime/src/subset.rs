@@ -64,7 +64,7 @@ pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
 
 impl SubsetTarget {
     fn sort(&self) -> BsonDoc {
-        self.spec.sort.iter().map(|(f, d)| ((*f).to_owned(), Bson::Int32(*d))).collect()
+        crate::query::Sort::from_pairs(self.spec.sort).into_document()
     }
 
     /// The summary of a child: its fields of the element view, in order.
@@ -102,9 +102,7 @@ impl SubsetTarget {
     pub(crate) fn touched_by(&self, touched: &[String]) -> bool {
         match self.spec.fields {
             None => true,
-            Some(fields) => touched.iter().any(|t| {
-                fields.iter().any(|f| f == t || f.starts_with(&format!("{t}.")) || t.starts_with(&format!("{f}.")))
-            }),
+            Some(fields) => touched.iter().any(|t| fields.iter().any(|f| crate::fanout::overlaps(f, t))),
         }
     }
 

@@ -97,18 +97,7 @@ pub fn expand(c: &Container) -> TokenStream {
                     };
                     (to, quote!(::docrel::RefMany), visit)
                 } else {
-                    let visit = if option_inner(ty).is_some() {
-                        quote_spanned! {ty.span()=>
-                            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                                if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
-                            }
-                        }
-                    } else {
-                        quote_spanned! {ty.span()=>
-                            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
-                        }
-                    };
-                    (to, quote!(::docrel::RefOne), visit)
+                    (to, quote!(::docrel::RefOne), single_visit(ident, name, ty, &id))
                 }
             }
             Role::ParentRef { attr, .. } => {
@@ -116,18 +105,7 @@ pub fn expand(c: &Container) -> TokenStream {
                 let name = f.ident;
                 let ty = f.ty;
                 let id = quote!(<#to as ::docrel::Document>::Id);
-                let visit = if option_inner(ty).is_some() {
-                    quote_spanned! {ty.span()=>
-                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                            if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
-                        }
-                    }
-                } else {
-                    quote_spanned! {ty.span()=>
-                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
-                    }
-                };
-                (to, quote!(::docrel::ParentRef), visit)
+                (to, quote!(::docrel::ParentRef), single_visit(ident, name, ty, &id))
             }
         };
         let name = f.ident;
@@ -158,6 +136,22 @@ pub fn expand(c: &Container) -> TokenStream {
             pub fn rels() -> #rels_ty {
                 #rels_ty { #(#inits)* }
             }
+        }
+    }
+}
+
+/// The visit of a single reference (`Id` or `Option<Id>`), spanned at the
+/// field's type so a wrong id type is reported there.
+fn single_visit(ident: &syn::Ident, name: &syn::Ident, ty: &syn::Type, id: &TokenStream) -> TokenStream {
+    if option_inner(ty).is_some() {
+        quote_spanned! {ty.span()=>
+            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
+            }
+        }
+    } else {
+        quote_spanned! {ty.span()=>
+            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
         }
     }
 }
