@@ -107,7 +107,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     })
     .await?;
 
-    let before = log.step("verify the copies of parts", fanout::verify(db, "parts").run()).await?;
+    let before = log.step("verify the copies of parts", fanout::verify::<Part>(db).run()).await?;
     log.show(counts(&before));
 
     let total = log
@@ -118,7 +118,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     let repaired = log
         .step(
             &format!("repair them, {BATCH} products per batch"),
-            fanout::repair(db, "parts")
+            fanout::repair::<Part>(db)
                 .batch(BATCH)
                 .on_progress(|p| {
                     progress.push(p.report.scanned);
@@ -137,7 +137,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     let repaired = repaired?;
     log.show(counts(&repaired));
 
-    let after = log.step("verify again", fanout::verify(db, "parts").run()).await?;
+    let after = log.step("verify again", fanout::verify::<Part>(db).run()).await?;
     log.show(counts(&after));
     Ok(Admin { report, indexes, before, repaired, after, progress })
 }

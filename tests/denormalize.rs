@@ -200,7 +200,7 @@ async fn renaming_a_part_rewrites_every_copy_with_one_update_many() -> docrel::R
     Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().qty.inc(1)).await?;
     assert_eq!(t.trips.commands_since(mark), ["update parts"]);
     // Idempotent: nothing is stale, a repair finds and writes nothing.
-    let report = fanout::repair(&t.db, "parts").run().await?;
+    let report = fanout::repair::<Part>(&t.db).run().await?;
     assert_eq!((report.scanned, report.stale, report.fixed, report.dangling), (7, 0, 0, 0));
     Ok(())
 }
@@ -319,7 +319,7 @@ async fn concurrent_renames_converge_on_the_final_name() -> docrel::Result<()> {
         }
     }
     assert_eq!(copies, 7);
-    let report = fanout::verify(&t.db, "parts").run().await?;
+    let report = fanout::verify::<Part>(&t.db).run().await?;
     assert_eq!(report.stale, 0);
     Ok(())
 }
@@ -353,10 +353,10 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
     assert_eq!(Part::repo(&t.db).require(&c.parts[0].id).await?.name, "#6 grommet", "the source write stands");
     assert_eq!(snapshot(&t).await, before, "no copy was rewritten");
 
-    let report = fanout::verify(&t.db, "parts").run().await?;
+    let report = fanout::verify::<Part>(&t.db).run().await?;
     assert_eq!((report.scanned, report.stale, report.fixed), (7, 6, 0));
     let mut progress = Vec::new();
-    let report = fanout::repair(&t.db, "parts").batch(3).on_progress(|p| progress.push(p.report.scanned)).run().await?;
+    let report = fanout::repair::<Part>(&t.db).batch(3).on_progress(|p| progress.push(p.report.scanned)).run().await?;
     assert_eq!((report.stale, report.fixed), (6, 6));
     assert_eq!(progress, [3, 6, 7]);
     let after = snapshot(&t).await;
@@ -373,7 +373,7 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
             assert_eq!(a, b, "a product without the part is untouched");
         }
     }
-    assert_eq!(fanout::verify(&t.db, "parts").run().await?.stale, 0);
+    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -389,15 +389,15 @@ async fn repair_is_resumable_and_reports_dangling_copies() -> docrel::Result<()>
         .unwrap();
     parts.delete_one(doc! {"_id": c.parts[2].id}).await.unwrap();
 
-    let first = fanout::repair(&t.db, "parts").batch(2).max_batches(2).run().await?;
+    let first = fanout::repair::<Part>(&t.db).batch(2).max_batches(2).run().await?;
     assert_eq!(first.scanned, 4);
     let checkpoint = first.checkpoint.clone().expect("stopped early");
-    let rest = fanout::repair(&t.db, "parts").batch(2).resume(Some(checkpoint)).run().await?;
+    let rest = fanout::repair::<Part>(&t.db).batch(2).resume(Some(checkpoint)).run().await?;
     assert_eq!(rest.checkpoint, None);
     assert_eq!(first.scanned + rest.scanned, 7);
     assert_eq!(first.stale + rest.stale, 7);
     assert_eq!(first.dangling + rest.dangling, 1, "the shifter still lists the deleted part");
-    let again = fanout::verify(&t.db, "parts").run().await?;
+    let again = fanout::verify::<Part>(&t.db).run().await?;
     assert_eq!((again.stale, again.dangling), (0, 1));
     assert_eq!(
         copied_names(&raw(&t, "products", c.product.id).await),
@@ -457,7 +457,7 @@ async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> do
         while let Ok(a) = rx.try_recv() {
             applied.push(a);
         }
-        if fanout::verify(&t.db, "parts").run().await?.stale == 0 {
+        if fanout::verify::<Part>(&t.db).run().await?.stale == 0 {
             break;
         }
         assert!(Instant::now() < deadline, "the restarted worker did not catch up");

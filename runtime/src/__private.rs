@@ -1,11 +1,11 @@
 //! What generated code may touch. Not public API: no stability promise.
 
-pub use crate::document::{
-    Advice, BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
-};
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
-pub use crate::registry::Registered;
+pub use crate::schema::document::{
+    Advice, BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+};
+pub use crate::schema::registry::Registered;
 pub use bson;
 pub use inventory;
 pub use mongodb;

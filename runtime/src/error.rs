@@ -169,6 +169,20 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// A verify, repair or sync named a collection that no registered type
+    /// copies from.
+    #[error(
+        "no denormalized copies come from collection `{collection}`, so there is nothing to verify or repair; the \
+         sources of copies in this program are: [{known}]. Check the name, and that the types holding the copies \
+         are linked into this binary"
+    )]
+    UnknownSource {
+        /// The collection named.
+        collection: String,
+        /// The collections that are sources of copies.
+        known: String,
+    },
+
     /// A filter, update or sort built from typed handles is malformed.
     #[error("invalid {what}: {message}")]
     Invalid {

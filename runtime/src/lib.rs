@@ -1,46 +1,61 @@
 //! Runtime of docrel. Use it through the `docrel` crate, which re-exports
 //! everything here together with the derive macros.
+//!
+//! One folder per capability, data flowing one way (a module imports only
+//! from the layers below it; `tests/layers.rs` checks it):
+//!
+//! | layer | modules | what lives there |
+//! |---|---|---|
+//! | facade | [`Repository`], `client`, `testing` | the write lifecycle: each write calls the hooks of the capabilities |
+//! | admin | `admin` | the schema report |
+//! | relations | `relations` | handles, loaders, joins, two-way writes, `on_delete` |
+//! | denormalize | `denormalize` (public as [`fanout`]) | fan-out, fill, verify/repair, sync worker |
+//! | patterns | `patterns` | subset, bucket |
+//! | store | `store` | field handles, filters, updates, `Find`, decoding, BSON paths |
+//! | schema | `schema` | descriptors, the registry, the schema graph, indexes |
+//! | base | `error`, `id` | errors, id types |
 
-mod bucket;
-mod codec;
-mod connect;
-mod document;
+mod admin;
+mod client;
+mod denormalize;
 mod error;
-pub mod fanout;
 mod id;
-pub mod indexes;
-mod join;
-mod loaded;
-mod monitor;
-mod on_delete;
-mod query;
-pub mod registry;
-mod relation;
-mod repair;
-pub mod report;
+mod patterns;
+mod relations;
 mod repository;
-mod subset;
-mod sync;
+mod schema;
+mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
-mod two_way;
 
 #[doc(hidden)]
 pub mod __private;
 
+/// Denormalized copies: fan-out, verify/repair, the sync worker.
+pub mod fanout {
+    pub use crate::denormalize::fanout::targets_of;
+    pub use crate::denormalize::*;
+}
+pub use admin::report;
+pub use schema::{graph, indexes, registry};
+
 pub use bson;
-pub use bucket::{Appended, Bucket};
-pub use connect::{connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
-pub use document::{
-    Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
+pub use client::connect::{
+    connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
+pub use client::monitor::{Mark, RoundTrips};
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
-pub use join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};
-pub use loaded::Loaded;
 pub use mongodb;
-pub use monitor::{Mark, RoundTrips};
-pub use query::{Field, Filter, Sort, Update};
-pub use relation::{ParentRef, RefMany, RefOne};
-pub use repository::{Find, Repository, UpdateOutcome};
-pub use subset::Subset;
-pub use two_way::LinkOutcome;
+pub use patterns::bucket::{Appended, Bucket};
+pub use patterns::subset::Subset;
+pub use relations::handles::{ParentRef, RefMany, RefOne};
+pub use relations::join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};
+pub use relations::loaded::Loaded;
+pub use relations::two_way::LinkOutcome;
+pub use repository::{Repository, UpdateOutcome};
+pub use schema::document::{
+    Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
+};
+pub use store::find::Find;
+pub use store::query::{Field, Filter, Sort, Update};

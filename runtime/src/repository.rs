@@ -1,14 +1,16 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
-use crate::codec::{decode, encode};
-use crate::document::{Document, View};
+use crate::denormalize::fanout;
 use crate::error::{Error, Result};
-use crate::fanout;
 use crate::id::{show, DocId};
-use crate::query::{Filter, Sort, Update};
+use crate::schema::document::Document;
+use crate::schema::graph::graph;
+use crate::store::codec::encode;
+use crate::store::find::Find;
+use crate::store::path::lookup;
+use crate::store::query::{Filter, Update};
 use bson::{doc, RawDocumentBuf};
-use futures::{Stream, StreamExt, TryStreamExt};
 use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use std::marker::PhantomData;
@@ -81,7 +83,7 @@ impl<T: Document> Repository<T> {
 
     /// This repository in deferred mode: writes of copied fields still
     /// version the source, but leave the fan-out to a
-    /// [`crate::fanout::SyncWorker`] following the change stream (the write
+    /// [`crate::denormalize::fanout::SyncWorker`] following the change stream (the write
     /// costs no extra round trip; the copies follow shortly after).
     pub fn deferred_fan_out(mut self) -> Self {
         self.deferred = true;
@@ -136,8 +138,8 @@ impl<T: Document> Repository<T> {
         for d in docs {
             d.check_bounds()?;
         }
-        let fills = fanout::holds_copies(T::schema());
-        if !fills && crate::subset::subsets_of(T::COLLECTION).is_empty() {
+        let fills = graph().holds_copies(T::schema());
+        if !fills && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
             return Ok((docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?, None));
         }
         let mut plain = docs
@@ -150,9 +152,9 @@ impl<T: Document> Repository<T> {
             })
             .collect::<Result<Vec<_>>>()?;
         if fills {
-            fanout::fill(&self.db, T::schema(), &mut plain).await?;
+            crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain).await?;
         }
-        crate::subset::check(T::COLLECTION, &plain)?;
+        crate::patterns::subset::check(T::COLLECTION, &plain)?;
         let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
         Ok((raws, Some(plain)))
     }
@@ -164,7 +166,7 @@ impl<T: Document> Repository<T> {
             return Ok(());
         }
         let (mut raws, plain) = self.encode_all(docs).await?;
-        let subsets = !crate::subset::subsets_of(T::COLLECTION).is_empty();
+        let subsets = !crate::patterns::subset::subsets_of(T::COLLECTION).is_empty();
         if raws.len() == 1 {
             let raw = raws.pop().expect("one document");
             self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
@@ -173,7 +175,8 @@ impl<T: Document> Repository<T> {
         }
         if subsets {
             // The summaries in the parents' subsets: one push per parent.
-            crate::subset::after_insert(&self.db, T::COLLECTION, plain.as_deref().unwrap_or_default()).await?;
+            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, plain.as_deref().unwrap_or_default())
+                .await?;
         }
         Ok(())
     }
@@ -191,15 +194,7 @@ impl<T: Document> Repository<T> {
     /// The documents matching a filter; set options, then run it with
     /// [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
     pub fn find(&self, filter: impl Into<Filter>) -> Find<T, T> {
-        Find {
-            repo: self.clone(),
-            filter: filter.into(),
-            sort: None,
-            limit: None,
-            skip: None,
-            batch_size: None,
-            _view: PhantomData,
-        }
+        Find::new(self.raw.clone(), filter)
     }
 
     /// How many documents match.
@@ -257,7 +252,7 @@ impl<T: Document> Repository<T> {
             guards.insert(0, std::mem::take(&mut filter));
             filter = doc! {"$and": guards};
         }
-        if fanout::touches_copies(T::COLLECTION, update.touched()) {
+        if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
             let touched: Vec<String> = update.touched().map(str::to_owned).collect();
             return self.update_and_fan_out(filter, body, &touched, many).await;
         }
@@ -442,12 +437,10 @@ impl<T: Document> Repository<T> {
             None => return Ok(false),
         };
         let old_version = fanout::version_of(&before);
-        let touched: Vec<String> = match fanout::derived_fields(T::COLLECTION) {
-            Some(fields) => fields
-                .iter()
-                .filter(|f| fanout::lookup(&before, f) != fanout::lookup(&new, f))
-                .map(|f| (*f).to_owned())
-                .collect(),
+        let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
+            Some(fields) => {
+                fields.iter().filter(|f| lookup(&before, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect()
+            }
             None => new.keys().filter(|k| before.get(*k) != new.get(*k)).cloned().collect(),
         };
         if !touched.is_empty() && !self.deferred {
@@ -492,7 +485,7 @@ impl<T: Document> Repository<T> {
     /// and size; [`Error::NotFound`] when there is none.
     pub async fn replace(&self, doc: &T) -> Result<()> {
         let raw = self.encode_one(doc).await?;
-        if fanout::has_derived(T::COLLECTION) {
+        if graph().has_derived(T::COLLECTION) {
             return match self.replace_source(doc, raw, false).await? {
                 true => Ok(()),
                 false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
@@ -508,7 +501,7 @@ impl<T: Document> Repository<T> {
     /// Inserts the document, or replaces the stored one with the same id.
     pub async fn save(&self, doc: &T) -> Result<()> {
         let raw = self.encode_one(doc).await?;
-        if fanout::has_derived(T::COLLECTION) {
+        if graph().has_derived(T::COLLECTION) {
             return self.replace_source(doc, raw, true).await.map(|_| ());
         }
         self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).upsert(true).await.map_err(self.err("save"))?;
@@ -518,12 +511,12 @@ impl<T: Document> Repository<T> {
     /// Deletes the document with this id, applying the `on_delete` rules of
     /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it existed.
     pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool> {
-        crate::on_delete::apply::<T>(&self.db, std::slice::from_ref(id)).await?;
+        crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id)).await?;
         let filter = doc! {"_id": id.to_bson()};
         let parents = self.subset_parents(&filter).await?;
         let r = self.raw.delete_one(filter).await.map_err(self.err("delete"))?;
         if r.deleted_count == 1 && !parents.is_empty() {
-            crate::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
         }
         Ok(r.deleted_count == 1)
     }
@@ -532,24 +525,24 @@ impl<T: Document> Repository<T> {
     /// rules to each. Returns how many were deleted.
     pub async fn delete_many(&self, filter: impl Into<Filter>) -> Result<u64> {
         let filter = filter.into().into_document()?;
-        if crate::registry::references_to(T::COLLECTION).next().is_some() {
+        if !graph().references_to(T::COLLECTION).is_empty() {
             let ids = self.ids_matching(filter.clone()).await?;
-            crate::on_delete::apply::<T>(&self.db, &ids).await?;
+            crate::relations::on_delete::apply::<T>(&self.db, &ids).await?;
         }
         let parents = self.subset_parents(&filter).await?;
         let r = self.raw.delete_many(filter).await.map_err(self.err("delete_many"))?;
         if r.deleted_count > 0 && !parents.is_empty() {
-            crate::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
         }
         Ok(r.deleted_count)
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
     async fn subset_parents(&self, filter: &bson::Document) -> Result<Vec<(usize, bson::Bson)>> {
-        if crate::subset::subsets_of(T::COLLECTION).is_empty() {
+        if crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
             return Ok(Vec::new());
         }
-        crate::subset::parents_of(&self.db, T::COLLECTION, filter).await
+        crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter).await
     }
 
     async fn ids_matching(&self, filter: bson::Document) -> Result<Vec<T::Id>> {
@@ -566,7 +559,7 @@ impl<T: Document> Repository<T> {
     /// Creates the indexes the document type declares and the ones its
     /// relationships need (one `createIndexes` command), returning their names.
     pub async fn ensure_indexes(&self) -> Result<Vec<String>> {
-        let models = crate::indexes::needed_by(T::schema());
+        let models = crate::schema::indexes::needed_by(T::schema());
         if models.is_empty() {
             return Ok(Vec::new());
         }
@@ -581,7 +574,7 @@ impl<T: Document> Repository<T> {
     /// bound, whoever writes (the collection is created if needed). Returns
     /// the validator, or `None` when `T` declares no bound (nothing is sent).
     pub async fn ensure_validator(&self) -> Result<Option<bson::Document>> {
-        let Some(validator) = crate::indexes::validator(T::schema()) else { return Ok(None) };
+        let Some(validator) = crate::schema::indexes::validator(T::schema()) else { return Ok(None) };
         let command = doc! {"collMod": T::COLLECTION, "validator": validator.clone(), "validationLevel": "strict"};
         match self.db.run_command(command).await {
             Ok(_) => {}
@@ -620,102 +613,5 @@ fn transient(e: &Error) -> bool {
         Error::Driver { source, .. } => labelled(source),
         Error::FanOut { cause, .. } => transient(cause),
         _ => false,
-    }
-}
-
-/// A find being built: options, then [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
-#[must_use = "a Find does nothing until run with to_vec, one or stream"]
-pub struct Find<T, V> {
-    repo: Repository<T>,
-    filter: Filter,
-    sort: Option<Sort>,
-    limit: Option<i64>,
-    skip: Option<u64>,
-    batch_size: Option<u32>,
-    _view: PhantomData<fn() -> V>,
-}
-
-impl<T: Document, V: View> Find<T, V> {
-    /// Orders the results.
-    pub fn sort(mut self, sort: Sort) -> Self {
-        self.sort = Some(sort);
-        self
-    }
-    /// Returns at most `n` documents.
-    pub fn limit(mut self, n: i64) -> Self {
-        self.limit = Some(n);
-        self
-    }
-    /// Skips the first `n` documents.
-    pub fn skip(mut self, n: u64) -> Self {
-        self.skip = Some(n);
-        self
-    }
-    /// Asks for `n` documents per batch (one round trip each).
-    pub fn batch_size(mut self, n: u32) -> Self {
-        self.batch_size = Some(n);
-        self
-    }
-    /// Reads the results as the view `W`: only its fields travel.
-    pub fn view<W: View<Of = T>>(self) -> Find<T, W> {
-        Find {
-            repo: self.repo,
-            filter: self.filter,
-            sort: self.sort,
-            limit: self.limit,
-            skip: self.skip,
-            batch_size: self.batch_size,
-            _view: PhantomData,
-        }
-    }
-
-    async fn cursor(self) -> Result<mongodb::Cursor<RawDocumentBuf>> {
-        let err = self.repo.err("find");
-        let filter = self.filter.into_document()?;
-        let mut find = self.repo.raw.find(filter);
-        if let Some(p) = V::projection() {
-            find = find.projection(p);
-        }
-        if let Some(s) = self.sort {
-            find = find.sort(s.into_document());
-        }
-        if let Some(l) = self.limit {
-            find = find.limit(l);
-            // Everything in one batch when it fits: one round trip, no getMore.
-            if self.batch_size.is_none() && l > 0 {
-                find = find.batch_size(u32::try_from(l).unwrap_or(u32::MAX));
-            }
-        }
-        if let Some(s) = self.skip {
-            find = find.skip(s);
-        }
-        if let Some(b) = self.batch_size {
-            find = find.batch_size(b);
-        }
-        find.await.map_err(err)
-    }
-
-    /// All results.
-    pub async fn to_vec(self) -> Result<Vec<V>> {
-        let mut cursor = self.cursor().await?;
-        let mut out = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("find", T::COLLECTION, e))? {
-            out.push(decode::<V>(T::COLLECTION, cursor.current())?);
-        }
-        Ok(out)
-    }
-
-    /// The first result, if any.
-    pub async fn one(mut self) -> Result<Option<V>> {
-        self.limit = Some(1);
-        Ok(self.to_vec().await?.pop())
-    }
-
-    /// The results as a stream, batch by batch.
-    pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send> {
-        let cursor = self.cursor().await?;
-        Ok(cursor
-            .map_err(|e| Error::driver("find", T::COLLECTION, e))
-            .map(|r| r.and_then(|raw| decode::<V>(T::COLLECTION, &raw))))
     }
 }

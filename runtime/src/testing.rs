@@ -2,9 +2,9 @@
 //! test (so tests run in parallel), dropped afterwards, on a client whose
 //! round trips are counted.
 
-use crate::connect::{connect_with, options, URI_VARIABLE};
+use crate::client::connect::{connect_with, options, URI_VARIABLE};
+use crate::client::monitor::RoundTrips;
 use crate::error::{Error, Result};
-use crate::monitor::RoundTrips;
 use mongodb::{Client, Database};
 use std::collections::HashMap;
 use std::future::Future;

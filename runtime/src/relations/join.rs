@@ -2,17 +2,19 @@
 //! `$in` query per target collection, projected on the views' fields, and
 //! put back in each parent's order.
 
-use crate::codec::decode;
-use crate::document::{Document, Relation, View};
 use crate::error::{Error, Result};
 use crate::id::DocId;
-use crate::loaded::Loaded;
-use crate::query::{Filter, Sort};
-use crate::relation::Visit;
+use crate::relations::loaded::Loaded;
+use crate::schema::document::{Document, Relation, View};
+use crate::store::codec::decode;
+use crate::store::query::{Filter, Sort};
 use bson::{doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::Database;
 use std::collections::HashMap;
 use std::marker::PhantomData;
+
+/// The generated function that yields the ids a parent refers to, in order.
+pub(crate) type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
 
 /// How many ids one `$in` query carries at most; longer lists are split
 /// into chunks of this size (each one more round trip).
@@ -277,7 +279,7 @@ impl<P: Document, T: Document, V: View<Of = T>> Request for Referenced<'_, P, T,
 }
 
 /// The children of one or many parents through a parent reference; from
-/// [`crate::ParentRef::children_of`].
+/// [`crate::relations::handles::ParentRef::children_of`].
 #[must_use = "Children does nothing until run with to_vec or load"]
 pub struct Children<'a, C, P: Document> {
     db: &'a Database,
@@ -305,7 +307,7 @@ impl<'a, C: Document, P: Document> Children<'a, C, P> {
         self
     }
     /// At most `n` children in all (for a limit per parent, see
-    /// [`crate::ParentRef::latest_per_parent`]).
+    /// [`crate::relations::handles::ParentRef::latest_per_parent`]).
     pub fn limit(mut self, n: i64) -> Self {
         self.limit = Some(n);
         self
@@ -378,7 +380,7 @@ fn grouped<'g, V, I: DocId>(items: Vec<V>, parents: &[I], group: impl Fn(&I) -> 
 }
 
 /// The latest `n` children of each of many parents, in one round trip; from
-/// [`crate::ParentRef::latest_per_parent`].
+/// [`crate::relations::handles::ParentRef::latest_per_parent`].
 #[must_use = "Latest does nothing until run with load"]
 pub struct Latest<'a, C, P: Document> {
     db: &'a Database,

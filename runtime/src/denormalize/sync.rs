@@ -3,9 +3,9 @@
 //! after each one, so a fan-out is never lost when the application stops
 //! after a source write: the next worker resumes where the last one stopped.
 
+use crate::denormalize::fanout::fan_out;
 use crate::error::{Error, Result};
-use crate::fanout::{fan_out, targets_of, touches_copies};
-use crate::registry::schemas;
+use crate::schema::graph::graph;
 use bson::{doc, Bson, Document as BsonDoc};
 use futures::StreamExt;
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
@@ -28,7 +28,7 @@ pub struct Applied {
 
 /// Follows the change stream of every registered source collection of a
 /// database and rewrites the copies of what changed. Pair it with
-/// repositories in deferred mode ([`crate::Repository::deferred_fan_out`]).
+/// repositories in deferred mode ([`crate::repository::Repository::deferred_fan_out`]).
 ///
 /// ```no_run
 /// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
@@ -75,13 +75,7 @@ impl SyncWorker {
     /// that position at once) and applies fan-outs until the stream ends or
     /// fails, calling `on_applied` after each one.
     pub async fn run(&self, mut on_applied: impl FnMut(&Applied)) -> Result<()> {
-        let sources: Vec<&'static str> = {
-            let mut s: Vec<&'static str> =
-                schemas().map(|s| s.collection).filter(|c| !targets_of(c).is_empty()).collect();
-            s.sort_unstable();
-            s.dedup();
-            s
-        };
+        let sources: Vec<&'static str> = graph().sources();
         let pipeline = vec![doc! {"$match": {
             "operationType": {"$in": ["insert", "update", "replace"]},
             "ns.coll": {"$in": sources.clone()},
@@ -121,7 +115,7 @@ impl SyncWorker {
             _ => None,
         };
         if let Some(t) = &touched {
-            if !touches_copies(source, t) {
+            if !crate::denormalize::fanout::touches_derived(source, t) {
                 return Ok(None);
             }
         }
@@ -132,7 +126,7 @@ impl SyncWorker {
         Ok(Some(Applied {
             source,
             id: doc.get("_id").cloned().unwrap_or(Bson::Null),
-            version: crate::fanout::version_of(doc),
+            version: crate::denormalize::fanout::version_of(doc),
         }))
     }
 }

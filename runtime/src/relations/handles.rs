@@ -1,18 +1,16 @@
 //! The typed relation handles generated for each relationship
 //! (`Product::rels().parts`), and what can be done through them.
 
-use crate::document::{Document, Relation, View};
 use crate::error::Result;
 use crate::id::DocId;
-use crate::join::{join, Children, Latest, Referenced};
-use crate::loaded::Loaded;
-use crate::query::{Filter, Sort};
-use crate::two_way::LinkOutcome;
+use crate::relations::join::{join, Children, Latest, Referenced, Visit};
+use crate::relations::loaded::Loaded;
+use crate::relations::two_way::LinkOutcome;
+use crate::schema::document::{Document, Relation, View};
+use crate::store::find::Find;
+use crate::store::query::{Filter, Sort};
 use mongodb::Database;
 use std::marker::PhantomData;
-
-/// The generated function that yields the ids a parent refers to, in order.
-pub(crate) type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
@@ -122,7 +120,7 @@ macro_rules! loaders {
         impl<P: Document, T: Document> $name<P, T> {
             /// Prepares the load of the referred documents of `parents` as
             /// the view `V`, to run alone ([`Self::load`]) or with other
-            /// relations in one [`crate::join`].
+            /// relations in one [`crate::relations::join`].
             pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [P]) -> Referenced<'p, P, T, V> {
                 Referenced::new(self.rel, self.visit, parents)
             }
@@ -186,19 +184,19 @@ impl<P: Document, T: Document> RefMany<P, T> {
     /// (the previous holder's array loses it). Both sides in one transaction
     /// when the deployment supports one ([`LinkOutcome::transactional`]).
     pub async fn link(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::two_way::link(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+        crate::relations::two_way::link(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
     }
 
     /// Removes `target` from the array of `parent`, and the back-reference
     /// from `target` for a two-way reference.
     pub async fn unlink(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::two_way::unlink(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+        crate::relations::two_way::unlink(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
     }
 
     /// The parents whose array holds `target`: the reverse lookup of a
     /// one-way reference, through the multikey index `ensure_indexes` makes.
-    pub fn referrers(&self, db: &Database, target: &T::Id) -> crate::Find<P, P> {
-        crate::Repository::<P>::new(db).find(Filter::new(bson::doc! { self.rel.id_path(): target.to_bson() }))
+    pub fn referrers(&self, db: &Database, target: &T::Id) -> Find<P, P> {
+        Find::on(db, Filter::new(bson::doc! { self.rel.id_path(): target.to_bson() }))
     }
 }
 
@@ -208,11 +206,11 @@ impl<P: Document, T: Document> RefOne<P, T> {
     /// "reassign a task to another person" of the reference texts, both
     /// sides in one call (in a transaction when the deployment supports one).
     pub async fn reassign(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::two_way::link(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
+        crate::relations::two_way::link(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
     }
 
     /// Clears an optional reference (and the back-reference of a two-way one).
     pub async fn unlink(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::two_way::unlink(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
+        crate::relations::two_way::unlink(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
     }
 }

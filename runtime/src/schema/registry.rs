@@ -4,7 +4,7 @@
 //! source finds the documents that refer to it wherever they are declared,
 //! in any module or crate linked into the program.
 
-use crate::document::{Relation, Schema};
+use crate::schema::document::{Relation, Schema};
 
 /// One registered schema (generated code submits these; users read them).
 #[derive(Debug)]
@@ -28,9 +28,7 @@ pub fn schemas() -> impl Iterator<Item = &'static Schema> {
 /// Every reference, from any document type, whose target is `collection`,
 /// with the schema declaring it.
 pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema, &'static Relation)> + '_ {
-    schemas().flat_map(move |s| {
-        s.relations.iter().filter(move |r| r.target == Some(collection) && r.is_reference()).map(move |r| (s, r))
-    })
+    crate::schema::graph::graph().references_to(collection).iter().copied()
 }
 
 /// Every document type, ordered by collection then type name.
@@ -42,7 +40,7 @@ pub fn sorted() -> Vec<&'static Schema> {
 
 /// A line describing a relationship: pattern, bound, target, rules.
 pub fn describe(rel: &Relation) -> String {
-    use crate::document::{OnDelete, RelationKind};
+    use crate::schema::document::{OnDelete, RelationKind};
     let bound = |max: Option<u32>| max.map_or_else(|| "unbounded".to_owned(), |m| format!("max {m}"));
     let mut out = match rel.kind {
         RelationKind::Embed { many: true, max } => format!("embed, {}", bound(max)),

@@ -2,10 +2,10 @@
 //! deleted through docrel: plan the whole cascade first (refusing on any
 //! `restrict`, before anything is written), then pull and delete.
 
-use crate::document::{Document, OnDelete, Relation, RelationKind};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
-use crate::registry::references_to;
+use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
+use crate::schema::graph::graph;
 use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::Database;
 
@@ -16,7 +16,7 @@ const MAX_CASCADE_DEPTH: usize = 16;
 /// Applies the rules of every reference to `T` for the documents `ids`
 /// about to be deleted (the caller deletes them afterwards).
 pub(crate) async fn apply<T: Document>(db: &Database, ids: &[T::Id]) -> Result<()> {
-    if ids.is_empty() || references_to(T::COLLECTION).all(|(_, r)| r.on_delete == OnDelete::Nothing) {
+    if ids.is_empty() || graph().references_to(T::COLLECTION).iter().all(|(_, r)| r.on_delete == OnDelete::Nothing) {
         return Ok(());
     }
     let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
@@ -49,7 +49,7 @@ impl Plan {
                     ),
                 });
             }
-            for (schema, rel) in references_to(collection) {
+            for &(schema, rel) in graph().references_to(collection) {
                 let referrers = db.collection::<RawDocumentBuf>(schema.collection);
                 let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
                 match rel.on_delete {

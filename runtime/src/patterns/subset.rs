@@ -4,67 +4,22 @@
 //! summary with `$each`/`$sort`/`$slice`; editing one rewrites its summary;
 //! deleting one rebuilds the parent's subset from the full collection.
 
-use crate::document::{Relation, RelationKind, SubsetSpec};
 use crate::error::{Error, Result};
-use crate::fanout::lookup;
-use crate::registry::schemas;
+use crate::schema::document::Relation;
+use crate::schema::graph::graph;
+pub use crate::schema::graph::SubsetTarget;
+use crate::store::path::lookup;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
-/// One parent array that summarizes a child collection.
-#[derive(Debug)]
-pub struct SubsetTarget {
-    /// The parent collection.
-    pub parent: &'static str,
-    /// The parent's array relation.
-    pub rel: &'static Relation,
-    /// What it summarizes.
-    pub spec: &'static SubsetSpec,
-    /// The child's field holding the parent id.
-    pub parent_field: &'static str,
-    /// The bound of the array.
-    pub max: u32,
-}
 
 /// Every subset that summarizes `child` (a collection).
 pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
-    static ALL: OnceLock<HashMap<&'static str, Vec<SubsetTarget>>> = OnceLock::new();
-    let all = ALL.get_or_init(|| {
-        let mut all: HashMap<&'static str, Vec<SubsetTarget>> = HashMap::new();
-        for parent in schemas() {
-            for rel in parent.relations {
-                let (Some(spec), RelationKind::Embed { max: Some(max), .. }) = (&rel.subset, rel.kind) else {
-                    continue;
-                };
-                // The child names its parent through a parent (or single) reference.
-                let parent_field = schemas().filter(|c| c.collection == spec.child).find_map(|c| {
-                    c.relations.iter().find_map(|r| {
-                        let leads_back = r.target == Some(parent.collection)
-                            && matches!(r.kind, RelationKind::ParentRef | RelationKind::RefOne { .. });
-                        leads_back.then_some(r.field)
-                    })
-                });
-                if let Some(parent_field) = parent_field {
-                    all.entry(spec.child).or_default().push(SubsetTarget {
-                        parent: parent.collection,
-                        rel,
-                        spec,
-                        parent_field,
-                        max,
-                    });
-                }
-            }
-        }
-        all
-    });
-    all.get(child).map(Vec::as_slice).unwrap_or(&[])
+    graph().subsets_of(child)
 }
 
 impl SubsetTarget {
-    fn sort(&self) -> BsonDoc {
-        crate::query::Sort::from_pairs(self.spec.sort).into_document()
+    fn order(&self) -> BsonDoc {
+        crate::store::query::Sort::from_pairs(self.spec.sort).into_document()
     }
 
     /// The summary of a child: its fields of the element view, in order.
@@ -91,24 +46,9 @@ impl SubsetTarget {
         Ok(summary)
     }
 
-    /// The fields of a child this subset depends on (`None`: all of them).
-    pub(crate) fn fields(&self) -> Option<Vec<&'static str>> {
-        let mut out: Vec<&'static str> = self.spec.fields?.to_vec();
-        out.push(self.parent_field);
-        out.extend(self.spec.key);
-        Some(out)
-    }
-
-    pub(crate) fn touched_by(&self, touched: &[String]) -> bool {
-        match self.spec.fields {
-            None => true,
-            Some(fields) => touched.iter().any(|t| fields.iter().any(|f| crate::fanout::overlaps(f, t))),
-        }
-    }
-
     async fn push(&self, db: &Database, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
-        let update = doc! {"$push": { self.rel.field: {"$each": summaries, "$sort": self.sort(), "$slice": slice} }};
+        let update = doc! {"$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} }};
         db.collection::<BsonDoc>(self.parent)
             .update_one(doc! {"_id": parent.clone()}, update)
             .await
@@ -131,7 +71,7 @@ impl SubsetTarget {
 
     /// What the parent's subset should hold, read from the full collection.
     pub async fn expected(&self, db: &Database, parent: &Bson) -> Result<Vec<BsonDoc>> {
-        let mut sort = self.sort();
+        let mut sort = self.order();
         if self.spec.keep_last {
             for (_, d) in sort.iter_mut() {
                 if let Bson::Int32(v) = d {
@@ -159,6 +99,14 @@ impl SubsetTarget {
             out.reverse();
         }
         Ok(out)
+    }
+}
+
+/// Whether a write of `touched` paths of a child changes its summary in `target`.
+fn touched_by(target: &SubsetTarget, touched: &[String]) -> bool {
+    match target.fields() {
+        None => true,
+        Some(fields) => touched.iter().any(|t| fields.iter().any(|f| crate::store::path::overlaps(f, t))),
     }
 }
 
@@ -202,7 +150,7 @@ pub(crate) async fn after_change(
 ) -> Result<()> {
     for target in subsets_of(child) {
         if let Some(t) = touched {
-            if !target.touched_by(t) {
+            if !touched_by(target, t) {
                 continue;
             }
         }
@@ -276,7 +224,7 @@ impl<P, C> std::fmt::Debug for Subset<P, C> {
     }
 }
 
-impl<P: crate::Document, C: crate::Document> Subset<P, C> {
+impl<P: crate::schema::document::Document, C: crate::schema::document::Document> Subset<P, C> {
     /// A handle (generated code calls this).
     #[doc(hidden)]
     pub fn new(rel: &'static Relation) -> Self {
@@ -299,13 +247,13 @@ impl<P: crate::Document, C: crate::Document> Subset<P, C> {
     /// Rebuilds the parent's subset from the full collection (one read, one
     /// write); returns how many summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &P::Id) -> Result<usize> {
-        self.target()?.rebuild(db, &crate::DocId::to_bson(parent)).await
+        self.target()?.rebuild(db, &crate::id::DocId::to_bson(parent)).await
     }
 
     /// Whether the parent's subset holds exactly what the full collection says.
     pub async fn check(&self, db: &Database, parent: &P::Id) -> Result<bool> {
         let target = self.target()?;
-        let id = crate::DocId::to_bson(parent);
+        let id = crate::id::DocId::to_bson(parent);
         let expected = target.expected(db, &id).await?;
         let stored = db
             .collection::<BsonDoc>(P::COLLECTION)

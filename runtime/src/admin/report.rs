@@ -3,8 +3,8 @@
 //! fan-out targets, delete rules), the indexes they need, the advice of the
 //! compile-time rules, and a Mermaid diagram of the collections and links.
 
-use crate::document::{RelationKind, Schema};
-use crate::registry::{describe, sorted};
+use crate::schema::document::{RelationKind, Schema};
+use crate::schema::registry::{describe, sorted};
 
 /// The pattern of the reference texts a relationship follows.
 fn pattern(kind: RelationKind, subset: bool) -> &'static str {
@@ -82,7 +82,7 @@ pub fn report_of(schemas: &[&Schema]) -> String {
             continue;
         }
         seen.push(source);
-        for target in crate::fanout::targets_of(source) {
+        for target in crate::denormalize::fanout::targets_of(source) {
             let fields: Vec<String> = target.fields.iter().map(|(c, src)| format!("{src} -> {c}")).collect();
             out.push_str(&format!(
                 "- `{}` -> `{}` through `{}`: {}\n",
@@ -95,7 +95,7 @@ pub fn report_of(schemas: &[&Schema]) -> String {
     }
     out.push_str("\n## Indexes\n\n");
     for s in schemas {
-        for model in crate::indexes::needed_by(s) {
+        for model in crate::schema::indexes::needed_by(s) {
             let keys: Vec<String> = model.keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
             out.push_str(&format!(

@@ -1,7 +1,7 @@
 //! The indexes a document type needs: the ones it declares and the ones its
 //! relationships need to stay fast (rule 4: "if you index correctly").
 
-use crate::document::{RelationKind, Schema};
+use crate::schema::document::{RelationKind, Schema};
 use bson::Document as BsonDoc;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
@@ -78,9 +78,9 @@ pub fn validator(schema: &Schema) -> Option<BsonDoc> {
 /// Creates the indexes of every document type linked into the program (one
 /// `createIndexes` per collection that needs any), returning the names per
 /// collection: the admin tool's "ensure indexes".
-pub async fn ensure_all(db: &mongodb::Database) -> crate::Result<Vec<(&'static str, Vec<String>)>> {
+pub async fn ensure_all(db: &mongodb::Database) -> crate::error::Result<Vec<(&'static str, Vec<String>)>> {
     let mut out = Vec::new();
-    for schema in crate::registry::sorted() {
+    for schema in crate::schema::registry::sorted() {
         let models = needed_by(schema);
         if models.is_empty() {
             continue;
@@ -89,7 +89,7 @@ pub async fn ensure_all(db: &mongodb::Database) -> crate::Result<Vec<(&'static s
         let created = coll
             .create_indexes(models)
             .await
-            .map_err(|e| crate::Error::driver("createIndexes", schema.collection, e))?;
+            .map_err(|e| crate::error::Error::driver("createIndexes", schema.collection, e))?;
         out.push((schema.collection, created.index_names));
     }
     Ok(out)

@@ -2,9 +2,9 @@
 //! two-way reference (`inverse = ..`) right in one call: inside a
 //! transaction when the deployment supports one, and saying whether it did.
 
-use crate::document::{Relation, RelationKind};
 use crate::error::{show_id, Error, Result};
-use crate::registry::schemas;
+use crate::schema::document::{Relation, RelationKind};
+use crate::schema::graph::graph;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Database};
@@ -60,9 +60,8 @@ impl Side {
     /// The other side of `rel` (declared on `collection`), if it is two-way.
     fn inverse(rel: &'static Relation) -> Result<Option<Side>> {
         let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(None) };
-        let other = inverse_of(rel, target, inverse);
-        match other {
-            Some((collection, r)) => Side::of(collection, r).map(Some),
+        match graph().inverse_of(rel) {
+            Some((schema, r)) => Side::of(schema.collection, r).map(Some),
             None => Err(Error::Invalid {
                 what: "inverse",
                 message: format!(
@@ -73,28 +72,6 @@ impl Side {
             }),
         }
     }
-}
-
-/// The relation on the other side of a two-way reference, looked up in the
-/// registry once per relation (every link and reassign asks).
-fn inverse_of(
-    rel: &'static Relation,
-    target: &'static str,
-    inverse: &'static str,
-) -> Option<(&'static str, &'static Relation)> {
-    type Known = std::sync::Mutex<std::collections::HashMap<usize, Option<(&'static str, &'static Relation)>>>;
-    static KNOWN: std::sync::OnceLock<Known> = std::sync::OnceLock::new();
-    let known = KNOWN.get_or_init(Default::default);
-    let key = rel as *const Relation as usize;
-    if let Some(found) = known.lock().ok().and_then(|m| m.get(&key).copied()) {
-        return found;
-    }
-    let found =
-        schemas().filter(|s| s.collection == target).find_map(|s| s.relation(inverse).map(|r| (s.collection, r)));
-    if let Ok(mut m) = known.lock() {
-        m.insert(key, found);
-    }
-    found
 }
 
 /// The writes of one call, in a transaction when the deployment has them.

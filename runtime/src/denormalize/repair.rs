@@ -2,8 +2,12 @@
 //! report stale and dangling copies, and rewrite the stale ones from their
 //! sources, batch by batch, with progress, resumable, idempotent.
 
+use crate::denormalize::fanout::{apply_to, targets_of, version_of, VERSION_PATH};
 use crate::error::{Error, Result};
-use crate::fanout::{apply_to, lookup, targets_of, version_of, Shape, Target, VERSION_PATH};
+use crate::schema::document::Document;
+use crate::schema::graph::graph;
+use crate::schema::graph::{Shape, Target};
+use crate::store::path::lookup;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::collections::HashMap;
@@ -11,7 +15,7 @@ use std::collections::HashMap;
 /// Where a scan stopped: the target path's index and the last `_id` done.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
-    /// Index into [`crate::fanout::targets_of`] of the source.
+    /// Index into [`crate::denormalize::fanout::targets_of`] of the source.
     pub target: usize,
     /// The last target document scanned.
     pub after: Bson,
@@ -59,19 +63,66 @@ pub struct Repair<'a> {
     on_progress: Option<OnProgress<'a>>,
 }
 
-/// Reports the stale and dangling copies of `source` (a collection) without
+/// Reports the stale and dangling copies of `T`'s documents without
 /// writing anything.
-pub fn verify<'a>(db: &'a Database, source: &'static str) -> Repair<'a> {
-    Repair { db, source, fix: false, batch: 500, resume: None, max_batches: None, on_progress: None }
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// # use docrel::{Document, bson::oid::ObjectId};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "hosts")]
+/// struct Host { #[serde(rename = "_id")] id: i32, ipaddr: String }
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "logmsg")]
+/// struct LogMsg {
+///     #[serde(rename = "_id")] id: ObjectId,
+///     #[parent_ref(to = Host)] host: i32,
+///     #[denormalize(from = Host::ipaddr, via = host)] ipaddr: String,
+/// }
+///
+/// let report = docrel::fanout::verify::<Host>(&db).run().await?;
+/// assert_eq!((report.scanned, report.stale), (0, 0));
+/// # Ok(()) });
+/// ```
+pub fn verify<T: Document>(db: &Database) -> Repair<'_> {
+    Repair::new(db, T::COLLECTION, false)
 }
 
-/// Reports the stale and dangling copies of `source` and rewrites the stale
-/// ones from their sources (idempotent: a second run finds nothing stale).
-pub fn repair<'a>(db: &'a Database, source: &'static str) -> Repair<'a> {
-    Repair { fix: true, ..verify(db, source) }
+/// Reports the stale and dangling copies of `T`'s documents and rewrites
+/// the stale ones from their sources (idempotent: a second run finds
+/// nothing stale).
+pub fn repair<T: Document>(db: &Database) -> Repair<'_> {
+    Repair::new(db, T::COLLECTION, true)
+}
+
+/// [`verify`] of a source named by its collection (for command lines);
+/// [`Error::UnknownSource`] when no registered type copies from it.
+pub fn verify_collection<'a>(db: &'a Database, source: &str) -> Result<Repair<'a>> {
+    Ok(Repair::new(db, known_source(source)?, false))
+}
+
+/// [`repair`] of a source named by its collection (for command lines);
+/// [`Error::UnknownSource`] when no registered type copies from it.
+pub fn repair_collection<'a>(db: &'a Database, source: &str) -> Result<Repair<'a>> {
+    Ok(Repair::new(db, known_source(source)?, true))
+}
+
+fn known_source(source: &str) -> Result<&'static str> {
+    let sources = graph().sources();
+    sources
+        .iter()
+        .copied()
+        .find(|s| *s == source)
+        .ok_or_else(|| Error::UnknownSource { collection: source.to_owned(), known: sources.join(", ") })
 }
 
 impl<'a> Repair<'a> {
+    fn new(db: &'a Database, source: &'static str, fix: bool) -> Self {
+        Repair { db, source, fix, batch: 500, resume: None, max_batches: None, on_progress: None }
+    }
+
     /// Target documents read per batch (one round trip, plus one for their sources).
     pub fn batch(mut self, n: usize) -> Self {
         self.batch = n.max(1);

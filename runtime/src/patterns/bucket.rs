@@ -3,9 +3,9 @@
 //! by time window (`{sensor, start, count, readings}`). An append is one
 //! upsert; a unique index on (parent, page) makes concurrent appends safe.
 
-use crate::document::{BucketSpec, Document, Relation};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
+use crate::schema::document::{BucketSpec, Document, Relation};
 use bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
 use mongodb::Database;
 use serde::{de::DeserializeOwned, Serialize};
@@ -201,16 +201,15 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     pub async fn page(&self, db: &Database, parent: &P::Id, k: i64) -> Result<Option<B>> {
         let spec = self.spec()?;
         let k = Bson::Int32(i32::try_from(k).unwrap_or(i32::MAX));
-        crate::Repository::<B>::new(db).find(doc! { spec.parent: parent.to_bson(), spec.page: k }).one().await
+        crate::store::find::Find::<B, B>::on(db, doc! { spec.parent: parent.to_bson(), spec.page: k }).one().await
     }
 
     /// The parent's latest bucket (highest page, or latest window).
     pub async fn latest(&self, db: &Database, parent: &P::Id) -> Result<Option<B>> {
         let spec = self.spec()?;
         let order = if spec.window_ms.is_some() { spec.start } else { spec.page };
-        crate::Repository::<B>::new(db)
-            .find(doc! { spec.parent: parent.to_bson() })
-            .sort(crate::Sort::new(doc! { order: -1 }))
+        crate::store::find::Find::<B, B>::on(db, doc! { spec.parent: parent.to_bson() })
+            .sort(crate::store::query::Sort::new(doc! { order: -1 }))
             .one()
             .await
     }
@@ -260,7 +259,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             let Ok(array) = raw.get_array(self.rel.field) else { continue };
             for item in array.into_iter().filter_map(|i| i.ok()) {
                 let element: E = match item.as_document() {
-                    Some(d) => crate::codec::decode(B::COLLECTION, d)?,
+                    Some(d) => crate::store::codec::decode(B::COLLECTION, d)?,
                     None => bson::from_bson(Bson::try_from(item.to_raw_bson()).unwrap_or(Bson::Null)).map_err(|e| {
                         Error::Encode { what: format!("an element of `{}`", self.rel.field), message: e.to_string() }
                     })?,

@@ -170,7 +170,7 @@ impl<D, E> Field<D, Vec<E>> {
 
     /// `{$push: {path: {$each: elements}}}`. Through docrel, a push into a
     /// bounded array only happens while the array has room for every element
-    /// (see [`crate::Repository::update_by_id`]).
+    /// (see [`crate::repository::Repository::update_by_id`]).
     pub fn push(&self, elements: impl IntoIterator<Item = E>) -> Update<D>
     where
         E: Serialize,

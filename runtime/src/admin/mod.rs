@@ -1,0 +1,3 @@
+//! What an operator reads: the schema report.
+
+pub mod report;

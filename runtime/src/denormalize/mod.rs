@@ -1,0 +1,13 @@
+//! Denormalized copies: the fan-out that rewrites every copy of a changed
+//! source field, the fill of copies on insert, verify/repair, and the
+//! change-stream sync worker of deferred mode. Public as `docrel::fanout`.
+
+pub mod fanout;
+pub mod fill;
+pub mod repair;
+pub mod sync;
+
+pub use crate::schema::graph::{Shape, Target};
+pub use fanout::{FanOutReport, VERSION_PATH};
+pub use repair::{repair, repair_collection, verify, verify_collection, Checkpoint, Progress, Repair, RepairReport};
+pub use sync::{Applied, SyncWorker, SYNC_COLLECTION};

@@ -1,0 +1,5 @@
+//! The subset and bucket patterns: arrays of summaries kept from a child
+//! collection, and children stored in pages or time windows.
+
+pub mod bucket;
+pub mod subset;

@@ -1,0 +1,8 @@
+//! References between documents: the typed relation handles, batched
+//! loaders and joins, two-way link/unlink/reassign, and `on_delete` rules.
+
+pub mod handles;
+pub mod join;
+pub mod loaded;
+pub mod on_delete;
+pub mod two_way;

@@ -1,0 +1,283 @@
+//! The schema graph: every relationship of the program, built once from the
+//! link-time registry on first use, answering each question the runtime
+//! asks — the copies of a source, the subsets of a child, the fields a
+//! write must watch, the inverse of a two-way reference, who refers to a
+//! collection — without rescanning the registry.
+//!
+//! Facts about one type are keyed by its descriptor (one `Schema` per Rust
+//! type). Facts about stored documents (which copies a document of
+//! `parts` feeds, which references point into `products`) are keyed by
+//! collection, since that is what the server writes; when two types share
+//! one collection the graph records it ([`Graph::shared_collections`]) and
+//! the schema report shows it, instead of merging their rules silently.
+
+use crate::schema::document::{Relation, RelationKind, Schema, SubsetSpec};
+use crate::schema::registry::schemas;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Where copies sit in a target document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Top-level fields, next to the reference `via` that holds the source id.
+    Top {
+        /// The stored name of the reference.
+        via: &'static str,
+    },
+    /// Fields of the elements of a reference array whose `key` holds the source id.
+    Array {
+        /// The array.
+        array: &'static str,
+        /// The id field of each element.
+        key: &'static str,
+    },
+}
+
+/// One target path of a source: a collection and the place its copies sit,
+/// with every copied field that travels in the same update.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The collection holding the copies.
+    pub collection: &'static str,
+    /// Where the copies sit.
+    pub shape: Shape,
+    /// `(copy field, source field)` pairs.
+    pub fields: Vec<(&'static str, &'static str)>,
+}
+
+impl Target {
+    /// The path matching target documents that hold a copy of the source.
+    pub fn id_path(&self) -> String {
+        match self.shape {
+            Shape::Top { via } => via.to_owned(),
+            Shape::Array { array, key } => format!("{array}.{key}"),
+        }
+    }
+
+    /// The source fields this target copies.
+    pub fn source_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.fields.iter().map(|(_, s)| *s)
+    }
+}
+
+/// One parent array that summarizes a child collection (the subset pattern).
+#[derive(Debug)]
+pub struct SubsetTarget {
+    /// The parent collection.
+    pub parent: &'static str,
+    /// The parent's array relation.
+    pub rel: &'static Relation,
+    /// What it summarizes.
+    pub spec: &'static SubsetSpec,
+    /// The child's field holding the parent id.
+    pub parent_field: &'static str,
+    /// The bound of the array.
+    pub max: u32,
+}
+
+impl SubsetTarget {
+    /// The fields of a child this subset depends on (`None`: all of them).
+    pub fn fields(&self) -> Option<Vec<&'static str>> {
+        let mut out: Vec<&'static str> = self.spec.fields?.to_vec();
+        out.push(self.parent_field);
+        out.extend(self.spec.key);
+        out.extend(self.spec.sort.iter().map(|(f, _)| *f));
+        Some(out)
+    }
+}
+
+/// The whole program's schema, as a graph.
+#[derive(Debug, Default)]
+pub struct Graph {
+    targets: HashMap<&'static str, Vec<Target>>,
+    subsets: HashMap<&'static str, Vec<SubsetTarget>>,
+    derived: HashMap<&'static str, Option<Vec<&'static str>>>,
+    references: HashMap<&'static str, Vec<(&'static Schema, &'static Relation)>>,
+    inverses: HashMap<usize, (&'static Schema, &'static Relation)>,
+    by_collection: HashMap<&'static str, Vec<&'static Schema>>,
+}
+
+/// The graph of every document type linked into the program.
+pub fn graph() -> &'static Graph {
+    static GRAPH: OnceLock<Graph> = OnceLock::new();
+    GRAPH.get_or_init(|| Graph::build(schemas()))
+}
+
+/// The address of a descriptor: one per Rust type.
+fn key<T>(item: &'static T) -> usize {
+    item as *const T as usize
+}
+
+impl Graph {
+    /// Builds the graph of a set of schemas (the registry's, for [`graph`]).
+    pub fn build(all: impl IntoIterator<Item = &'static Schema>) -> Graph {
+        let all: Vec<&'static Schema> = all.into_iter().collect();
+        let mut g = Graph::default();
+        for s in &all {
+            g.by_collection.entry(s.collection).or_default().push(s);
+        }
+        for list in g.by_collection.values_mut() {
+            list.sort_by_key(|s| (s.rust_name, s.module));
+        }
+        for s in &all {
+            g.add_copies(s);
+            for rel in s.relations {
+                if rel.is_reference() {
+                    if let Some(target) = rel.target {
+                        g.references.entry(target).or_default().push((s, rel));
+                    }
+                }
+            }
+        }
+        for s in &all {
+            for rel in s.relations {
+                g.add_subset(s, rel);
+                if let Some(found) = g.find_inverse(rel) {
+                    g.inverses.insert(key(rel), found);
+                }
+            }
+        }
+        let sources: Vec<&'static str> = g.targets.keys().chain(g.subsets.keys()).copied().collect();
+        for source in sources {
+            let derived = g.compute_derived(source);
+            g.derived.insert(source, derived);
+        }
+        g
+    }
+
+    fn add_copies(&mut self, schema: &'static Schema) {
+        let mut add = |source: &'static str, shape: Shape, field: &'static str, source_field: &'static str| {
+            let targets = self.targets.entry(source).or_default();
+            match targets.iter_mut().find(|t| t.collection == schema.collection && t.shape == shape) {
+                Some(t) if !t.fields.contains(&(field, source_field)) => t.fields.push((field, source_field)),
+                Some(_) => {}
+                None => {
+                    targets.push(Target { collection: schema.collection, shape, fields: vec![(field, source_field)] })
+                }
+            }
+        };
+        for copy in schema.copies {
+            add(copy.source, Shape::Top { via: copy.via }, copy.field, copy.source_field);
+        }
+        for rel in schema.relations {
+            if let RelationKind::RefMany { key: Some(key), .. } = rel.kind {
+                for copy in rel.copies {
+                    add(copy.source, Shape::Array { array: rel.field, key }, copy.field, copy.source_field);
+                }
+            }
+        }
+    }
+
+    fn add_subset(&mut self, parent: &'static Schema, rel: &'static Relation) {
+        let (Some(spec), RelationKind::Embed { max: Some(max), .. }) = (&rel.subset, rel.kind) else { return };
+        // The child names its parent through a parent (or single) reference.
+        let parent_field = self.types_of(spec.child).iter().find_map(|c| {
+            c.relations.iter().find_map(|r| {
+                let leads_back = r.target == Some(parent.collection)
+                    && matches!(r.kind, RelationKind::ParentRef | RelationKind::RefOne { .. });
+                leads_back.then_some(r.field)
+            })
+        });
+        if let Some(parent_field) = parent_field {
+            self.subsets.entry(spec.child).or_default().push(SubsetTarget {
+                parent: parent.collection,
+                rel,
+                spec,
+                parent_field,
+                max,
+            });
+        }
+    }
+
+    /// The relation a two-way reference names as its inverse: on the type
+    /// the reference names (by its Rust name), else on any type stored in
+    /// the target collection.
+    fn find_inverse(&self, rel: &'static Relation) -> Option<(&'static Schema, &'static Relation)> {
+        let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return None };
+        let types = self.types_of(target);
+        let named = types.iter().filter(|s| Some(s.rust_name) == rel.target_type);
+        named.chain(types.iter()).find_map(|s| s.relation(inverse).map(|r| (*s, r)))
+    }
+
+    fn compute_derived(&self, source: &str) -> Option<Vec<&'static str>> {
+        let mut out: Vec<&'static str> = self.targets_of(source).iter().flat_map(Target::source_fields).collect();
+        for subset in self.subsets_of(source) {
+            out.extend(subset.fields()?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
+    /// Every target path of copies whose source is stored in `source`.
+    pub fn targets_of(&self, source: &str) -> &[Target] {
+        self.targets.get(source).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every subset summarizing documents of `child`.
+    pub fn subsets_of(&self, child: &str) -> &[SubsetTarget] {
+        self.subsets.get(child).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Whether anything is derived from documents of `source`: copies
+    /// elsewhere, or summaries in a parent's subset.
+    pub fn has_derived(&self, source: &str) -> bool {
+        self.derived.contains_key(source)
+    }
+
+    /// The fields of `source` something is derived from, sorted; `None`
+    /// when a subset summarizes whole documents (every field matters), and
+    /// empty when nothing is derived from it.
+    pub fn derived_fields(&self, source: &str) -> Option<&[&'static str]> {
+        match self.derived.get(source) {
+            Some(fields) => fields.as_deref(),
+            None => Some(&[]),
+        }
+    }
+
+    /// The source fields of `source` that some target copies, sorted.
+    pub fn copied_fields(&self, source: &str) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self.targets_of(source).iter().flat_map(Target::source_fields).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether documents of this type hold copies to fill on insert.
+    pub fn holds_copies(&self, schema: &Schema) -> bool {
+        !schema.copies.is_empty() || schema.relations.iter().any(|r| !r.copies.is_empty())
+    }
+
+    /// Every reference, from any document type, whose target is `collection`,
+    /// with the schema declaring it.
+    pub fn references_to(&self, collection: &str) -> &[(&'static Schema, &'static Relation)] {
+        self.references.get(collection).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The other side of a two-way reference, with the type declaring it.
+    pub fn inverse_of(&self, rel: &'static Relation) -> Option<(&'static Schema, &'static Relation)> {
+        self.inverses.get(&key(rel)).copied()
+    }
+
+    /// The document types stored in `collection`, by Rust name.
+    pub fn types_of(&self, collection: &str) -> &[&'static Schema] {
+        self.by_collection.get(collection).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Collections that more than one document type declares, with the
+    /// types: their documents are one set, so a copy or reference declared
+    /// on either applies to all of them.
+    pub fn shared_collections(&self) -> Vec<(&'static str, &[&'static Schema])> {
+        let mut out: Vec<_> =
+            self.by_collection.iter().filter(|(_, v)| v.len() > 1).map(|(c, v)| (*c, v.as_slice())).collect();
+        out.sort_by_key(|(c, _)| *c);
+        out
+    }
+
+    /// Every collection that is the source of copies or summaries, sorted.
+    pub fn sources(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self.targets.keys().copied().collect();
+        out.sort_unstable();
+        out
+    }
+}

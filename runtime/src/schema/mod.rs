@@ -1,0 +1,8 @@
+//! What the derives describe: the traits, the static descriptors each type
+//! registers at link time, and the schema graph built once from them that
+//! answers every question the runtime asks about relationships.
+
+pub mod document;
+pub mod graph;
+pub mod indexes;
+pub mod registry;

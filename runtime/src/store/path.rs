@@ -1,0 +1,85 @@
+//! Dotted BSON paths: reading a field by path, and whether two paths
+//! overlap (writing one changes the other).
+
+use bson::{doc, Bson, Document as BsonDoc};
+
+/// A field of a document, by dotted path.
+pub fn lookup<'d>(doc: &'d BsonDoc, path: &str) -> Option<&'d Bson> {
+    let mut current = doc;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let value = current.get(part)?;
+        if parts.peek().is_none() {
+            return Some(value);
+        }
+        current = value.as_document()?;
+    }
+    None
+}
+
+/// Whether writing one path changes the other: equal, or one inside the other.
+pub fn overlaps(a: &str, b: &str) -> bool {
+    a == b || is_within(a, b) || is_within(b, a)
+}
+
+/// Whether `path` lies inside `parent` (`parts.name` inside `parts`), without allocating.
+fn is_within(path: &str, parent: &str) -> bool {
+    path.len() > parent.len() && path.starts_with(parent) && path.as_bytes()[parent.len()] == b'.'
+}
+
+/// A field name for an id: hex for ObjectIds, digits for numbers, and the
+/// string itself when it is a safe field name (otherwise its bytes in hex).
+pub fn id_key(id: &Bson) -> String {
+    match id {
+        Bson::ObjectId(o) => o.to_hex(),
+        Bson::Int32(i) => i.to_string(),
+        Bson::Int64(i) => i.to_string(),
+        Bson::String(s) if !s.is_empty() && !s.contains(['.', '$']) && !s.starts_with('x') => s.clone(),
+        other => {
+            let bytes = bson::to_vec(&doc! {"": other.clone()}).unwrap_or_default();
+            format!("x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_overlap_only_on_segment_boundaries() {
+        assert!(overlaps("parts", "parts.name"));
+        assert!(overlaps("parts.name", "parts"));
+        assert!(overlaps("name", "name"));
+        assert!(!overlaps("name", "names"));
+        assert!(!overlaps("parts.name", "parts.names"));
+    }
+
+    #[test]
+    fn lookup_follows_documents() {
+        let d = doc! {"a": {"b": {"c": 1}}, "x": 2};
+        assert_eq!(lookup(&d, "a.b.c"), Some(&Bson::Int32(1)));
+        assert_eq!(lookup(&d, "x"), Some(&Bson::Int32(2)));
+        assert_eq!(lookup(&d, "x.y"), None);
+        assert_eq!(lookup(&d, "a.q"), None);
+    }
+
+    #[test]
+    fn id_keys_are_distinct_safe_field_names() {
+        let keys = [
+            id_key(&Bson::Int32(7)),
+            id_key(&Bson::Int64(8)),
+            id_key(&Bson::String("joe".into())),
+            id_key(&Bson::String("a.b".into())),
+            id_key(&Bson::String("x1".into())),
+            id_key(&Bson::String("".into())),
+        ];
+        for k in &keys {
+            assert!(!k.is_empty() && !k.contains(['.', '$']), "{k}");
+        }
+        let mut unique = keys.to_vec();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), keys.len());
+    }
+}
