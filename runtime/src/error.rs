@@ -183,6 +183,38 @@ pub enum Error {
         known: String,
     },
 
+    /// A subset could not be rebuilt because other changes of the same
+    /// parent kept landing between its read and its write.
+    #[error(
+        "the subset `{parent}.{field}` of document {id} could not be rebuilt after {attempts} attempts: other \
+         changes of its children kept coming in between. The children are written; run \
+         `rels().{field}.rebuild(..)` for this parent when the writes calm down"
+    )]
+    SubsetContended {
+        /// The parent collection.
+        parent: &'static str,
+        /// The parent's `_id`, as extended JSON.
+        id: String,
+        /// The subset array.
+        field: &'static str,
+        /// How many rebuilds were tried.
+        attempts: u32,
+    },
+
+    /// A transaction kept meeting concurrent writes of the same documents
+    /// and was retried until the driver's time budget (120 s) ran out;
+    /// nothing of it was committed.
+    #[error(
+        "{operation} in `{namespace}` was retried for 120 s and kept conflicting with concurrent writes of the same \
+         documents; nothing of it was written. Retry it later, or spread the writes over fewer hot documents"
+    )]
+    TransactionContended {
+        /// The operation.
+        operation: &'static str,
+        /// The database or collection.
+        namespace: String,
+    },
+
     /// A filter, update or sort built from typed handles is malformed.
     #[error("invalid {what}: {message}")]
     Invalid {

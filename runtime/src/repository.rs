@@ -5,6 +5,7 @@ use crate::denormalize::fanout;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;
+use crate::denormalize::fill::Sources;
 use crate::schema::graph::graph;
 use crate::store::codec::encode;
 use crate::store::find::Find;
@@ -125,22 +126,20 @@ impl<T: Document> Repository<T> {
         self.insert_many(std::slice::from_ref(doc)).await
     }
 
-    async fn encode_one(&self, doc: &T) -> Result<RawDocumentBuf> {
-        let (mut raws, _) = self.encode_all(std::slice::from_ref(doc)).await?;
-        raws.pop().ok_or_else(|| Error::Invalid { what: "document", message: "nothing was encoded".into() })
-    }
-
     /// Encodes documents for a write: bounds, copies filled from their
-    /// sources (one read per source collection for the batch), size. When
-    /// something is derived from them (copies to fill, subsets to push) the
-    /// BSON documents come back too, so they are built once.
-    async fn encode_all(&self, docs: &[T]) -> Result<(Vec<RawDocumentBuf>, Option<Vec<bson::Document>>)> {
+    /// sources (one read per source collection for the batch), a source's
+    /// first version when `inserting`, size. When something is derived from
+    /// or held by them the BSON documents come back too, so they are built once.
+    async fn encode_all(&self, docs: &[T], inserting: bool) -> Result<Encoded> {
         for d in docs {
             d.check_bounds()?;
         }
-        let fills = graph().holds_copies(T::schema());
-        if !fills && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
-            return Ok((docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?, None));
+        let g = graph();
+        let fills = g.holds_copies(T::schema());
+        let versioned = inserting && !g.targets_of(T::COLLECTION).is_empty();
+        if !fills && !versioned && g.subsets_of(T::COLLECTION).is_empty() {
+            let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+            return Ok(Encoded { raws, plain: Vec::new(), filled: None });
         }
         let mut plain = docs
             .iter()
@@ -151,34 +150,97 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        if fills {
-            crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain).await?;
+        let filled =
+            if fills { Some(crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain).await?) } else { None };
+        if versioned {
+            let v = crate::denormalize::fanout::first_version();
+            for d in &mut plain {
+                match d.get_mut("_docrel") {
+                    Some(bson::Bson::Document(b)) => {
+                        b.insert("v", v);
+                    }
+                    _ => {
+                        d.insert("_docrel", doc! {"v": v});
+                    }
+                }
+            }
         }
         crate::patterns::subset::check(T::COLLECTION, &plain)?;
         let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
-        Ok((raws, Some(plain)))
+        Ok(Encoded { raws, plain, filled })
     }
 
-    /// Inserts many documents. Every one is checked first: if any breaks a
-    /// bound or the size limit, nothing is written.
+    /// What depends on documents just written (all of `written`): their
+    /// copies confirmed, holders already referring to them filled, their
+    /// summaries pushed into their parents' subsets.
+    async fn after_insert(&self, written: &[bson::Document], filled: Option<Sources>) -> Result<()> {
+        if written.is_empty() {
+            return Ok(());
+        }
+        if let Some(filled) = filled {
+            crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled).await?;
+        }
+        crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written).await?;
+        if !graph().subsets_of(T::COLLECTION).is_empty() {
+            // The summaries in the parents' subsets: one push per parent.
+            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts many documents, in order. Every one is checked first: if any
+    /// breaks a bound or the size limit, nothing is written. If the server
+    /// refuses one (a duplicate key, say), the ones before it are written
+    /// and the rest are not, as with the driver's ordered insert; what is
+    /// derived from the ones written (copies, subset summaries) is kept
+    /// for exactly those, and the error names the first one refused.
     pub async fn insert_many(&self, docs: &[T]) -> Result<()> {
         if docs.is_empty() {
             return Ok(());
         }
-        let (mut raws, plain) = self.encode_all(docs).await?;
-        let subsets = !crate::patterns::subset::subsets_of(T::COLLECTION).is_empty();
-        if raws.len() == 1 {
-            let raw = raws.pop().expect("one document");
-            self.raw.insert_one(raw).await.map_err(self.err("insert"))?;
+        let Encoded { mut raws, plain, filled } = self.encode_all(docs, true).await?;
+        let result = if raws.len() == 1 {
+            let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "insert", message: "nothing encoded".into() })?;
+            self.raw.insert_one(raw).await.map(|_| ()).map_err(self.err("insert"))
         } else {
-            self.raw.insert_many(raws).await.map_err(self.err("insert_many"))?;
+            self.raw.insert_many(raws).await.map(|_| ()).map_err(self.err("insert_many"))
+        };
+        match result {
+            Ok(()) => self.after_insert(&plain, filled).await,
+            Err(e) => {
+                if !plain.is_empty() {
+                    let landed = self.landed(&e, &plain).await?;
+                    self.after_insert(&plain[..landed], filled).await?;
+                }
+                Err(e)
+            }
         }
-        if subsets {
-            // The summaries in the parents' subsets: one push per parent.
-            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, plain.as_deref().unwrap_or_default())
-                .await?;
+    }
+
+    /// How many of `plain` an ordered insert that failed with `e` wrote:
+    /// those before the first write error; after an error without one (a
+    /// connection lost), those found on the server.
+    async fn landed(&self, e: &Error, plain: &[bson::Document]) -> Result<usize> {
+        if let Error::Driver { source, .. } = e {
+            match &*source.kind {
+                mongodb::error::ErrorKind::InsertMany(m) => {
+                    if let Some(first) = m.write_errors.as_ref().and_then(|w| w.iter().map(|w| w.index).min()) {
+                        return Ok(first.min(plain.len()));
+                    }
+                }
+                mongodb::error::ErrorKind::Write(_) => return Ok(0),
+                _ => {}
+            }
         }
-        Ok(())
+        let ids: Vec<bson::Bson> = plain.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        let found = self
+            .raw
+            .distinct("_id", doc! {"_id": {"$in": ids.clone()}})
+            .selection_criteria(crate::denormalize::fill::primary())
+            .await
+            .map_err(self.err("distinct"))?;
+        // An ordered insert writes a prefix.
+        Ok(ids.iter().take_while(|id| found.contains(id)).count())
     }
 
     /// The document with this id, if any.
@@ -210,7 +272,7 @@ impl<T: Document> Repository<T> {
     /// [`Error::EmbedFull`] and nothing is written. A missing document is
     /// [`Error::NotFound`].
     pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome> {
-        let outcome = self.update_where(doc! {"_id": id.to_bson()}, &update, false).await?;
+        let outcome = self.update_where(doc! {"_id": id.to_bson()}, &update, false, Some(id.to_bson())).await?;
         if outcome.matched == 0 {
             return Err(self.explain_unmatched(id, &update).await?);
         }
@@ -220,17 +282,23 @@ impl<T: Document> Repository<T> {
     /// Applies an update to the first document matching a filter (bounded
     /// pushes guarded as in [`Repository::update_by_id`]).
     pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, false).await
+        self.update_where(filter.into().into_document()?, &update, false, None).await
     }
 
     /// Applies an update to every document matching a filter. Documents whose
     /// bounded arrays have no room for a push are left out (not matched).
     pub async fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, true).await
+        self.update_where(filter.into().into_document()?, &update, true, None).await
     }
 
-    async fn update_where(&self, mut filter: bson::Document, update: &Update<T>, many: bool) -> Result<UpdateOutcome> {
-        let body = update.to_document()?;
+    async fn update_where(
+        &self,
+        mut filter: bson::Document,
+        update: &Update<T>,
+        many: bool,
+        id: Option<bson::Bson>,
+    ) -> Result<UpdateOutcome> {
+        let mut body = update.to_document()?;
         let mut guards = Vec::new();
         for push in update.pushes() {
             if let Some(max) = push.max {
@@ -252,16 +320,42 @@ impl<T: Document> Repository<T> {
             guards.insert(0, std::mem::take(&mut filter));
             filter = doc! {"$and": guards};
         }
-        if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
-            let touched: Vec<String> = update.touched().map(str::to_owned).collect();
-            return self.update_and_fan_out(filter, body, &touched, many).await;
-        }
-        let result = if many {
-            self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
-        } else {
-            self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+        // A write of references or copies this type holds: its holders are
+        // known first, and their copies refreshed from the sources after.
+        let holders = match crate::denormalize::fill::touched_holdings(T::schema(), update.touched()) {
+            false => None,
+            true => {
+                crate::denormalize::fill::prune_pulled(T::schema(), &mut body);
+                match id {
+                    Some(id) => Some(vec![id]),
+                    None => {
+                        let ids: Vec<bson::Bson> =
+                            self.ids_matching(filter.clone()).await?.iter().map(DocId::to_bson).collect();
+                        filter = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
+                        Some(ids)
+                    }
+                }
+            }
         };
-        Ok(UpdateOutcome { matched: result.matched_count, modified: result.modified_count })
+        let outcome = if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
+            let touched: Vec<String> = update.touched().map(str::to_owned).collect();
+            self.update_and_fan_out(filter, body, &touched, many).await?
+        } else {
+            let result = if many {
+                self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
+            } else {
+                self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+            };
+            UpdateOutcome { matched: result.matched_count, modified: result.modified_count }
+        };
+        // Pulls alone bring no new reference: nothing to fill.
+        let adds = holders.is_some() && body_adds(&update.to_document()?);
+        if let (Some(ids), true) = (holders, adds) {
+            if outcome.matched > 0 {
+                crate::denormalize::fill::refresh(&self.db, T::schema(), &ids).await?;
+            }
+        }
+        Ok(outcome)
     }
 
     /// An update of copied fields: the write increments the source's
@@ -340,8 +434,10 @@ impl<T: Document> Repository<T> {
         Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count })
     }
 
-    /// The source write and its fan-out in one transaction, retried on a
-    /// transient transaction error (a concurrent write of the same source).
+    /// The source write and its copies' fan-out in one transaction (the
+    /// driver's convenient API: the body is retried on a transient error,
+    /// only the commit on an unknown commit result); the subsets are
+    /// rebuilt after the commit, from the committed state.
     async fn update_and_fan_out_in_transaction(
         &self,
         filter: bson::Document,
@@ -349,80 +445,73 @@ impl<T: Document> Repository<T> {
         projection: Option<bson::Document>,
         touched: &[String],
     ) -> Result<UpdateOutcome> {
-        let mut session =
-            self.db.client().start_session().await.map_err(|e| Error::driver("startSession", T::COLLECTION, e))?;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match session.start_transaction().await {
-                Ok(()) => {}
-                Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) => {
-                    return Err(Error::Invalid {
-                        what: "transactional fan-out",
-                        message: format!(
-                            "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
-                             `transactional_fan_out()`"
-                        ),
-                    })
-                }
-                Err(e) => return Err(Error::driver("startTransaction", T::COLLECTION, e)),
-            }
-            let result: Result<UpdateOutcome> = async {
-                let after = self
-                    .raw
-                    .find_one_and_update(filter.clone(), body.clone())
-                    .return_document(ReturnDocument::After)
-                    .optional(projection.clone(), |a, p| a.projection(p))
-                    .session(&mut session)
-                    .await
-                    .map_err(self.err("findAndModify"))?;
-                let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-                let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
-                    what: format!("the updated document of `{}`", T::COLLECTION),
-                    message: e.to_string(),
-                })?;
-                fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), Some(&mut session)).await?;
-                Ok(UpdateOutcome { matched: 1, modified: 1 })
-            }
-            .await;
-            let result = match result {
-                Ok(outcome) => session
-                    .commit_transaction()
-                    .await
-                    .map(|()| outcome)
-                    .map_err(|e| Error::driver("commitTransaction", T::COLLECTION, e)),
-                Err(e) => {
-                    let _ = session.abort_transaction().await;
-                    Err(e)
-                }
-            };
-            match result {
-                Err(e) if attempt < 5 && transient(&e) => continue,
-                other => return other,
-            }
-        }
+        let raw = self.raw.clone();
+        let db = self.db.clone();
+        let after: Option<bson::Document> = crate::store::transaction::run(
+            &self.db,
+            "transactional fan-out",
+            &mut |session| {
+                let (raw, db, filter, body, projection) =
+                    (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
+                let touched = touched.to_vec();
+                Box::pin(async move {
+                    let after = raw
+                        .find_one_and_update(filter, body)
+                        .return_document(ReturnDocument::After)
+                        .optional(projection, |a, p| a.projection(p))
+                        .session(&mut *session)
+                        .await
+                        .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
+                    let Some(after) = after else { return Ok(None) };
+                    let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
+                        what: format!("the updated document of `{}`", T::COLLECTION),
+                        message: e.to_string(),
+                    })?;
+                    fanout::fan_out_copies(&db, T::COLLECTION, &after, Some(&touched), Some(session)).await?;
+                    Ok(Some(after))
+                })
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            e if crate::store::transaction::unsupported(&e) => Error::Invalid {
+                what: "transactional fan-out",
+                message: format!(
+                    "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
+                     `transactional_fan_out()`"
+                ),
+            },
+            e => e,
+        })?;
+        let Some(after) = after else { return Ok(UpdateOutcome::default()) };
+        crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, Some(touched)).await?;
+        Ok(UpdateOutcome { matched: 1, modified: 1 })
     }
 
-    /// A replace (or upsert) of a source document: the stored `_docrel`
-    /// bookkeeping is kept and the version incremented in the same write,
-    /// and the copies of the fields whose values changed are rewritten.
-    async fn replace_source(&self, doc: &T, raw: RawDocumentBuf, upsert: bool) -> Result<bool> {
-        let new = bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
-            what: format!("a document of `{}`", T::COLLECTION),
-            message: e.to_string(),
-        })?;
-        let versioned = !fanout::targets_of(T::COLLECTION).is_empty();
-        let pipeline = if versioned {
-            vec![doc! {"$replaceWith": {"$mergeObjects": [
-                {"$literal": new.clone()},
-                {"_docrel": {"$mergeObjects": [
-                    {"$ifNull": ["$_docrel", {}]},
-                    {"v": {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), 0_i64]}, 1_i64]}},
-                ]}},
-            ]}}]
-        } else {
-            vec![doc! {"$replaceWith": {"$literal": new.clone()}}]
-        };
+    /// A replace (or upsert) of a document something is derived from: in
+    /// the same atomic write the version is incremented (the first version
+    /// when it is new) and the copy records are those of the fill, not the
+    /// stored ones; then the copies and summaries of the fields whose values
+    /// changed are rewritten.
+    async fn replace_source(&self, doc: &T, new: bson::Document, upsert: bool) -> Result<bool> {
+        let g = graph();
+        let versioned = !g.targets_of(T::COLLECTION).is_empty();
+        let mut bookkeeping = vec![bson::Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
+        if g.holds_copies(T::schema()) {
+            let copies = new.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok()).cloned();
+            bookkeeping.push(doc! {"copies": {"$literal": copies.unwrap_or_default()}}.into());
+        }
+        let first = fanout::first_version();
+        if versioned {
+            let v = doc! {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), first - 1]}, 1_i64]};
+            bookkeeping.push(doc! {"v": v}.into());
+        }
+        let mut body = new.clone();
+        body.remove("_docrel");
+        let pipeline = vec![doc! {"$replaceWith": {"$mergeObjects": [
+            {"$literal": body},
+            {"_docrel": {"$mergeObjects": bookkeeping}},
+        ]}}];
         let before = self
             .raw
             .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
@@ -432,23 +521,57 @@ impl<T: Document> Repository<T> {
             .await
             .map_err(self.err("findAndModify"))?;
         let before = match before {
-            Some(b) => bson::Document::try_from(b.as_ref()).unwrap_or_default(),
-            None if upsert => bson::Document::new(),
+            Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
+            None if upsert => None,
             None => return Ok(false),
         };
-        let old_version = fanout::version_of(&before);
-        let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
+        let empty = bson::Document::new();
+        let old = before.as_ref().unwrap_or(&empty);
+        let touched: Vec<String> = match g.derived_fields(T::COLLECTION) {
             Some(fields) => {
-                fields.iter().filter(|f| lookup(&before, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect()
+                fields.iter().filter(|f| lookup(old, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect()
             }
-            None => new.keys().filter(|k| before.get(*k) != new.get(*k)).cloned().collect(),
+            None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
         };
         if !touched.is_empty() && !self.deferred {
             let mut after = new;
-            after.insert("_docrel", doc! {"v": old_version + 1});
-            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched), None).await?;
+            let version = if before.is_some() { fanout::version_of(old) + 1 } else { first };
+            after.insert("_docrel", doc! {"v": version});
+            fanout::fan_out_copies(&self.db, T::COLLECTION, &after, Some(&touched), None).await?;
+            crate::patterns::subset::after_change(&self.db, T::COLLECTION, before.as_ref(), &after, Some(&touched))
+                .await?;
         }
         Ok(true)
+    }
+
+    /// Replace or save: fill, write, confirm.
+    async fn put(&self, doc: &T, upsert: bool) -> Result<bool> {
+        let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert).await?;
+        let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "replace", message: "nothing encoded".into() })?;
+        let written = if graph().has_derived(T::COLLECTION) {
+            let new = match plain.first() {
+                Some(p) => p.clone(),
+                None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })?,
+            };
+            self.replace_source(doc, new, upsert).await?
+        } else {
+            let r = self
+                .raw
+                .replace_one(doc! {"_id": doc.id().to_bson()}, raw)
+                .upsert(upsert)
+                .await
+                .map_err(self.err("replace"))?;
+            r.matched_count > 0 || r.upserted_id.is_some()
+        };
+        if written {
+            if let Some(filled) = filled {
+                crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled).await?;
+            }
+        }
+        Ok(written)
     }
 
     #[cold]
@@ -482,30 +605,19 @@ impl<T: Document> Repository<T> {
     }
 
     /// Replaces the stored document with the same id, after checking bounds
-    /// and size; [`Error::NotFound`] when there is none.
+    /// and size; [`Error::NotFound`] when there is none. Its copies are
+    /// filled from their sources and confirmed after the write.
     pub async fn replace(&self, doc: &T) -> Result<()> {
-        let raw = self.encode_one(doc).await?;
-        if graph().has_derived(T::COLLECTION) {
-            return match self.replace_source(doc, raw, false).await? {
-                true => Ok(()),
-                false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
-            };
+        match self.put(doc, false).await? {
+            true => Ok(()),
+            false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
         }
-        let r = self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).await.map_err(self.err("replace"))?;
-        if r.matched_count == 0 {
-            return Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) });
-        }
-        Ok(())
     }
 
-    /// Inserts the document, or replaces the stored one with the same id.
+    /// Inserts the document, or replaces the stored one with the same id
+    /// (copies filled and confirmed as in [`Repository::replace`]).
     pub async fn save(&self, doc: &T) -> Result<()> {
-        let raw = self.encode_one(doc).await?;
-        if graph().has_derived(T::COLLECTION) {
-            return self.replace_source(doc, raw, true).await.map(|_| ());
-        }
-        self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw).upsert(true).await.map_err(self.err("save"))?;
-        Ok(())
+        self.put(doc, true).await.map(|_| ())
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
@@ -592,6 +704,20 @@ impl<T: Document> Repository<T> {
     }
 }
 
+/// Whether an update document does more than remove (`$pull`, `$unset`).
+fn body_adds(body: &bson::Document) -> bool {
+    body.keys().any(|op| !matches!(op.as_str(), "$pull" | "$pullAll" | "$unset"))
+}
+
+/// Documents encoded for a write.
+struct Encoded {
+    raws: Vec<RawDocumentBuf>,
+    /// The same as BSON documents, when something is derived from or held by them.
+    plain: Vec<bson::Document>,
+    /// The sources their copies were filled from.
+    filled: Option<Sources>,
+}
+
 /// Sets an option only when there is a value for it.
 trait Optional: Sized {
     fn optional<V>(self, value: Option<V>, set: impl FnOnce(Self, V) -> Self) -> Self {
@@ -603,15 +729,3 @@ trait Optional: Sized {
 }
 impl<T> Optional for T {}
 
-/// Whether an error is worth retrying the whole transaction for.
-fn transient(e: &Error) -> bool {
-    let labelled = |d: &mongodb::error::Error| {
-        d.contains_label(mongodb::error::TRANSIENT_TRANSACTION_ERROR)
-            || d.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT)
-    };
-    match e {
-        Error::Driver { source, .. } => labelled(source),
-        Error::FanOut { cause, .. } => transient(cause),
-        _ => false,
-    }
-}

@@ -4,12 +4,35 @@
 //! concurrent changes, applied in any order, converge on the source's final
 //! value and never regress.
 //!
+//! # The version contract
+//!
 //! Versions are docrel's bookkeeping, kept beside the data in one field so
-//! the shapes of the reference texts stay as they are: a source document
-//! holds `_docrel.v` (incremented by each docrel write of a copied field),
-//! and a document holding copies records the version it copied in
-//! `_docrel.copies.<via>` (top-level copies) or
-//! `_docrel.copies.<array>.<element id>` (copies inside reference arrays).
+//! the shapes of the reference texts stay as they are:
+//!
+//! - a source document holds `_docrel.v`, set when docrel inserts it (from
+//!   the clock, in microseconds, so a source deleted and inserted again
+//!   with the same `_id` starts above every version its earlier life
+//!   reached) and incremented by each docrel write of a copied field, in
+//!   the same atomic write;
+//! - a document holding copies records, per source document, the version
+//!   it copied: `_docrel.copies.<via>.<source id>` for top-level copies and
+//!   `_docrel.copies.<array>.<source id>` for copies inside reference
+//!   arrays. Keyed by the source's id, a record can never be mistaken for
+//!   the version of another source when the reference changes;
+//! - a fan-out of version `v` writes a copy only where the record is older
+//!   than `v`, or missing and some value differs;
+//! - a repair or refresh, which reads the source and writes later, writes
+//!   only where the record is older than what it read, or equal to it with
+//!   different values (a write made outside docrel), or missing with
+//!   different values: it never makes a copy older than it was.
+//!
+//! Every write of a holder that (re)points a copy at a source — insert,
+//! replace, save, an update of the reference, a push of elements into an
+//! array of copies — fills the copies from the source and then confirms
+//! with one more read that the source did not change in between; if it did,
+//! it refreshes those copies under the guard above. So after any
+//! interleaving of docrel calls that returned `Ok`, every copy equals its
+//! source's current value (or its source is gone).
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
@@ -21,23 +44,37 @@ use mongodb::Database;
 pub const VERSION_PATH: &str = "_docrel.v";
 pub(crate) const COPIES_PATH: &str = "_docrel.copies";
 
+/// Which guard a copy write uses (see the module's version contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// A fan-out right after the source's write, with its new version.
+    FanOut,
+    /// A repair or refresh that read the source some time ago.
+    Refresh,
+}
+
 impl Target {
-    pub(crate) fn version_path(&self, id: &Bson) -> String {
+    /// The field of a holder's `_docrel.copies` that records versions of this target.
+    pub(crate) fn record_field(&self) -> &'static str {
         match self.shape {
-            Shape::Top { via } => format!("{COPIES_PATH}.{via}"),
-            Shape::Array { array, .. } => format!("{COPIES_PATH}.{array}.{}", id_key(id)),
+            Shape::Top { via } => via,
+            Shape::Array { array, .. } => array,
         }
     }
 
+    pub(crate) fn version_path(&self, id: &Bson) -> String {
+        format!("{COPIES_PATH}.{}.{}", self.record_field(), id_key(id))
+    }
+
     /// The update that writes `values` (of the source `id`, at version `v`)
-    /// into this target, only where the copy is stale: its recorded version
-    /// is older, or it has none and some value differs. Idempotent.
+    /// into this target, only where the copy is stale under `guard`.
+    /// Idempotent.
     pub(crate) fn update(
         &self,
         id: &Bson,
         values: &BsonDoc,
         v: i64,
-        by_value_only: bool,
+        guard: Guard,
     ) -> (BsonDoc, BsonDoc, Option<Vec<BsonDoc>>) {
         let version = self.version_path(id);
         let mut set = BsonDoc::new();
@@ -65,19 +102,16 @@ impl Target {
                 doc! { array: {"$elemMatch": {key: id.clone(), "$or": differs}} }
             }
         };
-        let filter = if by_value_only {
-            // Repair: the source may have been written outside docrel (its
-            // version unchanged), so value differences decide.
-            doc! { "$and": [{ self.id_path(): id.clone() }, stale_values] }
-        } else {
-            doc! {
-                self.id_path(): id.clone(),
-                "$or": [
-                    { version.clone(): {"$lt": v} },
-                    { "$and": [{ version.clone(): {"$exists": false} }, stale_values] },
-                ],
-            }
-        };
+        let mut stale = vec![
+            doc! { version.clone(): {"$lt": v} },
+            doc! { "$and": [{ version.clone(): {"$exists": false} }, stale_values.clone()] },
+        ];
+        if guard == Guard::Refresh {
+            // Same version, other values: the source or the copy was written
+            // outside docrel.
+            stale.push(doc! { "$and": [{ version.clone(): v }, stale_values] });
+        }
+        let filter = doc! { self.id_path(): id.clone(), "$or": stale };
         set.insert(version, v);
         let mut update = doc! {"$set": set};
         if !unset.is_empty() {
@@ -89,6 +123,17 @@ impl Target {
         };
         (filter, update, array_filters)
     }
+}
+
+/// The first version of a source document: the clock in microseconds, so
+/// that a source inserted again with the id of a deleted one starts above
+/// every version the deleted one reached (one write per microsecond of its
+/// life would be needed to pass it).
+pub(crate) fn first_version() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2))
+        .unwrap_or(1)
 }
 
 /// The version a source document carries (0 when docrel never wrote it).
@@ -131,7 +176,7 @@ pub struct FanOutReport {
 /// Rewrites every copy of the source document `source_doc` (read back after
 /// its write: `_id`, the copied fields and `_docrel.v`) whose fields are in
 /// `touched` (all when `None`). One `updateMany` per target path.
-pub(crate) async fn fan_out(
+pub(crate) async fn fan_out_copies(
     db: &Database,
     source: &'static str,
     source_doc: &BsonDoc,
@@ -148,7 +193,7 @@ pub(crate) async fn fan_out(
             }
         }
         let n =
-            apply_to(db, target, &id, source_doc, version, false, None, session.as_deref_mut()).await.map_err(|e| {
+            apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut()).await.map_err(|e| {
                 Error::FanOut {
                     source_collection: source,
                     id: show_id(&id),
@@ -160,7 +205,60 @@ pub(crate) async fn fan_out(
             })?;
         report.targets.push((target.collection, n));
     }
-    crate::patterns::subset::after_change(db, source, source_doc, touched).await?;
+    Ok(report)
+}
+
+/// After documents of `source` were inserted: holders that already refer
+/// to them (written while they did not exist, or when an earlier document
+/// with the same id existed) get their copies. One `distinct` per target
+/// path, and one update per target path and referenced new document.
+pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
+    let targets = targets_of(source);
+    if targets.is_empty() || docs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+    for target in targets {
+        let referenced = db
+            .collection::<BsonDoc>(target.collection)
+            .distinct(target.id_path(), doc! { target.id_path(): {"$in": ids.clone()} })
+            .selection_criteria(crate::denormalize::fill::primary())
+            .await
+            .map_err(|e| Error::driver("distinct", target.collection, e))?;
+        if referenced.is_empty() {
+            continue;
+        }
+        let wanted: std::collections::HashSet<String> = referenced.iter().map(id_key).collect();
+        for d in docs {
+            let Some(id) = d.get("_id") else { continue };
+            if wanted.contains(&id_key(id)) {
+                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, None).await.map_err(|e| {
+                    Error::FanOut {
+                        source_collection: source,
+                        id: show_id(id),
+                        target: target.collection,
+                        path: target.id_path(),
+                        done: String::new(),
+                        cause: Box::new(e),
+                    }
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`fan_out_copies`] and then the summaries of the source in its parents'
+/// subsets: everything derived from one changed source document.
+pub(crate) async fn fan_out(
+    db: &Database,
+    source: &'static str,
+    source_doc: &BsonDoc,
+    touched: Option<&[String]>,
+    session: Option<&mut mongodb::ClientSession>,
+) -> Result<FanOutReport> {
+    let report = fan_out_copies(db, source, source_doc, touched, session).await?;
+    crate::patterns::subset::after_change(db, source, None, source_doc, touched).await?;
     Ok(report)
 }
 
@@ -178,11 +276,11 @@ pub(crate) async fn apply_to(
     id: &Bson,
     values: &BsonDoc,
     version: i64,
-    by_value_only: bool,
+    guard: Guard,
     only: Option<&[Bson]>,
     session: Option<&mut mongodb::ClientSession>,
 ) -> Result<u64> {
-    let (mut filter, update, array_filters) = target.update(id, values, version, by_value_only);
+    let (mut filter, update, array_filters) = target.update(id, values, version, guard);
     if let Some(only) = only {
         filter = doc! {"$and": [filter, {"_id": {"$in": only}}]};
     }

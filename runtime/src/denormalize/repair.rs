@@ -2,7 +2,7 @@
 //! report stale and dangling copies, and rewrite the stale ones from their
 //! sources, batch by batch, with progress, resumable, idempotent.
 
-use crate::denormalize::fanout::{apply_to, targets_of, version_of, VERSION_PATH};
+use crate::denormalize::fanout::{apply_to, targets_of, version_of, Guard, VERSION_PATH};
 use crate::error::{Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::graph;
@@ -262,7 +262,7 @@ impl<'a> Repair<'a> {
             let scanned: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
             for (id, source) in to_fix.values() {
                 report.fixed +=
-                    apply_to(self.db, target, id, source, version_of(source), true, Some(&scanned), None).await?;
+                    apply_to(self.db, target, id, source, version_of(source), Guard::Refresh, Some(&scanned), None).await?;
             }
         }
         Ok(Some(last))

@@ -1,16 +1,37 @@
 //! The subset pattern: a parent keeps summaries of its N newest (or
 //! highest) children in an embedded array, while the full set lives in the
-//! children's own collection. Inserting a child through docrel pushes its
-//! summary with `$each`/`$sort`/`$slice`; editing one rewrites its summary;
-//! deleting one rebuilds the parent's subset from the full collection.
+//! children's own collection.
+//!
+//! # Concurrency
+//!
+//! Each subset of a parent carries a change counter in its bookkeeping,
+//! `_docrel.subsets.<array>` = `{n, r}`: every change bumps `n`, and `r`
+//! holds the `n` of the last rebuild that was written. Inserting children
+//! pushes their summaries with `$each`/`$sort`/`$slice` and bumps `n` in the
+//! same update (pushes commute), then checks the children still exist (a
+//! delete racing the insert rebuilds). Editing, moving or deleting a child
+//! rebuilds: bump `n` to `e`, read the top N children, and write them only
+//! while `n` is still `e`; if another change came in between, the write is
+//! skipped and the rebuild retried, unless a rebuild that started later
+//! already wrote (`r > e`), since it saw everything this one did. So the
+//! last writer always wrote a state read after every earlier change.
 
 use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
 use crate::store::path::lookup;
+use crate::store::primary;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
+
+/// How many times a rebuild retries when other changes keep coming in
+/// between its read and its write.
+const REBUILD_ATTEMPTS: u32 = 20;
+
+fn counter_value(doc: &BsonDoc, path: &str) -> i64 {
+    lookup(doc, path).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)
+}
 
 /// Every subset that summarizes `child` (a collection).
 pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
@@ -46,9 +67,17 @@ impl SubsetTarget {
         Ok(summary)
     }
 
+    /// The bookkeeping path of this subset's change counter.
+    fn counter(&self) -> String {
+        format!("_docrel.subsets.{}", self.rel.field)
+    }
+
     async fn push(&self, db: &Database, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
-        let update = doc! {"$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} }};
+        let update = doc! {
+            "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
+            "$inc": { format!("{}.n", self.counter()): 1_i64 },
+        };
         db.collection::<BsonDoc>(self.parent)
             .update_one(doc! {"_id": parent.clone()}, update)
             .await
@@ -60,13 +89,49 @@ impl SubsetTarget {
     /// (or last) children in order, replacing the array. Returns how many
     /// summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &Bson) -> Result<usize> {
-        let summaries = self.expected(db, parent).await?;
-        let n = summaries.len();
-        db.collection::<BsonDoc>(self.parent)
-            .update_one(doc! {"_id": parent.clone()}, doc! {"$set": { self.rel.field: summaries }})
-            .await
-            .map_err(|e| Error::driver("update", self.parent, e))?;
-        Ok(n)
+        let parents = db.collection::<BsonDoc>(self.parent);
+        let counter = self.counter();
+        for _ in 0..REBUILD_ATTEMPTS {
+            let bumped = parents
+                .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})
+                .return_document(mongodb::options::ReturnDocument::After)
+                .projection(doc! { counter.clone(): 1 })
+                .await
+                .map_err(|e| Error::driver("findAndModify", self.parent, e))?;
+            // No parent: nothing holds the subset.
+            let Some(bumped) = bumped else { return Ok(0) };
+            let epoch = counter_value(&bumped, &format!("{counter}.n"));
+            let summaries = self.expected(db, parent).await?;
+            let n = summaries.len();
+            let written = parents
+                .update_one(
+                    doc! {"_id": parent.clone(), format!("{counter}.n"): epoch},
+                    doc! {"$set": { self.rel.field: summaries, format!("{counter}.r"): epoch }},
+                )
+                .await
+                .map_err(|e| Error::driver("update", self.parent, e))?;
+            if written.matched_count == 1 {
+                return Ok(n);
+            }
+            let now = parents
+                .find_one(doc! {"_id": parent.clone()})
+                .projection(doc! { counter.clone(): 1 })
+                .selection_criteria(primary())
+                .await
+                .map_err(|e| Error::driver("find", self.parent, e))?;
+            match now {
+                // A rebuild that began after this one's bump was written: it saw all this one saw.
+                Some(now) if counter_value(&now, &format!("{counter}.r")) > epoch => return Ok(n),
+                Some(_) => continue,
+                None => return Ok(0),
+            }
+        }
+        Err(Error::SubsetContended {
+            parent: self.parent,
+            id: crate::error::show_id(parent),
+            field: self.rel.field,
+            attempts: REBUILD_ATTEMPTS,
+        })
     }
 
     /// What the parent's subset should hold, read from the full collection.
@@ -82,6 +147,7 @@ impl SubsetTarget {
         let coll = db.collection::<BsonDoc>(self.spec.child);
         let mut find = coll
             .find(doc! { self.parent_field: parent.clone() })
+            .selection_criteria(primary())
             .sort(sort)
             .limit(i64::from(self.max))
             .batch_size(self.max);
@@ -108,6 +174,12 @@ fn touched_by(target: &SubsetTarget, touched: &[String]) -> bool {
         None => true,
         Some(fields) => touched.iter().any(|t| fields.iter().any(|f| crate::store::path::overlaps(f, t))),
     }
+}
+
+/// Whether a write of `touched` (all fields when `None`) may have moved a
+/// child to another parent.
+fn moved(target: &SubsetTarget, touched: Option<&[String]>) -> bool {
+    touched.is_none_or(|t| t.iter().any(|f| crate::store::path::overlaps(f, target.parent_field)))
 }
 
 /// Checks the summaries of children about to be inserted (nothing is
@@ -137,14 +209,37 @@ pub(crate) async fn after_insert(db: &Database, child: &str, docs: &[BsonDoc]) -
             target.push(db, &parent, summaries).await?;
         }
     }
+    // A delete that ran between the insert and the push rebuilt before the
+    // push landed: the push brought a deleted child's summary back.
+    if !subsets_of(child).is_empty() && !docs.is_empty() {
+        let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        let found = db
+            .collection::<BsonDoc>(child)
+            .count_documents(doc! {"_id": {"$in": ids.clone()}})
+            .selection_criteria(primary())
+            .await
+            .map_err(|e| Error::driver("count", child, e))?;
+        if found < ids.len() as u64 {
+            for target in subsets_of(child) {
+                let mut parents: Vec<&Bson> = docs.iter().filter_map(|d| d.get(target.parent_field)).collect();
+                parents.sort_by_key(|p| crate::store::path::id_key(p));
+                parents.dedup();
+                for parent in parents {
+                    target.rebuild(db, parent).await?;
+                }
+            }
+        }
+    }
     Ok(())
 }
 
-/// After a child changed (`after` holds its new values): rewrite its
-/// summary in place, or rebuild the subset when the order may have changed.
+/// After a child changed: `before` holds its previous values (`None` when
+/// it was just created), `after` its new ones. Rebuilds the subsets whose
+/// summaries it touched, in its new parent and, when it moved, its old one.
 pub(crate) async fn after_change(
     db: &Database,
     child: &str,
+    before: Option<&BsonDoc>,
     after: &BsonDoc,
     touched: Option<&[String]>,
 ) -> Result<()> {
@@ -154,25 +249,31 @@ pub(crate) async fn after_change(
                 continue;
             }
         }
-        let Some(parent) = after.get(target.parent_field).cloned() else { continue };
-        let reorders = touched.is_none_or(|t| target.spec.sort.iter().any(|(f, _)| t.iter().any(|x| x == f)));
-        match (target.spec.key, reorders) {
-            (Some(key), false) => {
-                let Some(key_value) = lookup(after, key).cloned() else { continue };
-                let summary = target.summary(after)?;
-                let set: BsonDoc =
-                    summary.into_iter().map(|(k, v)| (format!("{}.$[e].{k}", target.rel.field), v)).collect();
-                db.collection::<BsonDoc>(target.parent)
-                    .update_one(
-                        doc! {"_id": parent, format!("{}.{key}", target.rel.field): key_value.clone()},
-                        doc! {"$set": set},
-                    )
-                    .array_filters(vec![doc! { format!("e.{key}"): key_value }])
-                    .await
-                    .map_err(|e| Error::driver("update", target.parent, e))?;
+        let new_parent = after.get(target.parent_field).filter(|p| **p != Bson::Null);
+        let old_parent = before.and_then(|b| b.get(target.parent_field)).filter(|p| **p != Bson::Null);
+        if let Some(parent) = new_parent {
+            target.rebuild(db, parent).await?;
+        }
+        if let Some(old) = old_parent {
+            if Some(old) != new_parent {
+                target.rebuild(db, old).await?;
             }
-            _ => {
-                target.rebuild(db, &parent).await?;
+        } else if let (None, Some(key), true) = (before, target.spec.key, moved(target, touched)) {
+            // No image of the child before the write: any other parent whose
+            // subset still holds its summary is one it moved away from.
+            let Some(key_value) = lookup(after, key) else { continue };
+            let mut filter = doc! { format!("{}.{key}", target.rel.field): key_value.clone() };
+            if let Some(p) = new_parent {
+                filter.insert("_id", doc! {"$ne": p.clone()});
+            }
+            let holders = db
+                .collection::<BsonDoc>(target.parent)
+                .distinct("_id", filter)
+                .selection_criteria(primary())
+                .await
+                .map_err(|e| Error::driver("distinct", target.parent, e))?;
+            for old in holders {
+                target.rebuild(db, &old).await?;
             }
         }
     }
@@ -186,6 +287,7 @@ pub(crate) async fn parents_of(db: &Database, child: &'static str, filter: &Bson
         let parents = db
             .collection::<BsonDoc>(child)
             .distinct(target.parent_field, filter.clone())
+            .selection_criteria(primary())
             .await
             .map_err(|e| Error::driver("distinct", child, e))?;
         out.extend(parents.into_iter().filter(|p| *p != Bson::Null).map(|p| (i, p)));

@@ -95,6 +95,7 @@ pub struct Graph {
     references: HashMap<&'static str, Vec<(&'static Schema, &'static Relation)>>,
     inverses: HashMap<usize, (&'static Schema, &'static Relation)>,
     by_collection: HashMap<&'static str, Vec<&'static Schema>>,
+    held: HashMap<usize, Vec<(&'static str, Shape)>>,
 }
 
 /// The graph of every document type linked into the program.
@@ -146,7 +147,11 @@ impl Graph {
     }
 
     fn add_copies(&mut self, schema: &'static Schema) {
+        let held = self.held.entry(key(schema)).or_default();
         let mut add = |source: &'static str, shape: Shape, field: &'static str, source_field: &'static str| {
+            if !held.contains(&(source, shape)) {
+                held.push((source, shape));
+            }
             let targets = self.targets.entry(source).or_default();
             match targets.iter_mut().find(|t| t.collection == schema.collection && t.shape == shape) {
                 Some(t) if !t.fields.contains(&(field, source_field)) => t.fields.push((field, source_field)),
@@ -246,6 +251,19 @@ impl Graph {
     /// Whether documents of this type hold copies to fill on insert.
     pub fn holds_copies(&self, schema: &Schema) -> bool {
         !schema.copies.is_empty() || schema.relations.iter().any(|r| !r.copies.is_empty())
+    }
+
+    /// The target paths documents of this type hold copies in, with the
+    /// source collection of each.
+    pub fn held_by(&self, schema: &'static Schema) -> Vec<(&'static str, &Target)> {
+        let Some(held) = self.held.get(&key(schema)) else { return Vec::new() };
+        held.iter()
+            .filter_map(|(source, shape)| {
+                let target =
+                    self.targets_of(source).iter().find(|t| t.collection == schema.collection && t.shape == *shape)?;
+                Some((*source, target))
+            })
+            .collect()
     }
 
     /// Every reference, from any document type, whose target is `collection`,

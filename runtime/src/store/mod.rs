@@ -5,3 +5,11 @@ pub mod codec;
 pub mod find;
 pub mod path;
 pub mod query;
+pub mod transaction;
+
+/// Reads that decide a write go to the primary, whatever the client's read
+/// preference: a secondary may be behind, and a guard checked against old
+/// data lets a stale write through.
+pub(crate) fn primary() -> mongodb::options::SelectionCriteria {
+    mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary)
+}

@@ -1,0 +1,103 @@
+//! Running a body of docrel writes in one transaction with the driver's
+//! convenient API: the body is retried only on `TransientTransactionError`
+//! (a write conflict with a concurrent transaction, say), and only the
+//! commit is retried on `UnknownTransactionCommitResult`, so a body is never
+//! applied twice; the driver gives up after 120 s of retries.
+
+use crate::error::{Error, Result};
+use mongodb::{ClientSession, Database};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+/// A docrel error raised inside a transaction body, carried through the
+/// driver's error (which only knows its own kinds) and taken out again.
+#[derive(Clone)]
+struct Carried(Arc<Mutex<Option<Error>>>);
+
+/// Turns a docrel error into a driver error for the transaction runner:
+/// a driver error keeps its labels (so transient ones are retried), any
+/// other is carried to the caller unchanged.
+fn into_driver(e: Error, slot: &Carried) -> mongodb::error::Error {
+    if let Some(labelled) = transient_source(&e) {
+        return labelled;
+    }
+    if let Ok(mut s) = slot.0.lock() {
+        *s = Some(e);
+    }
+    mongodb::error::Error::custom(slot.clone())
+}
+
+/// The driver error inside `e` when it is one the runner retries on.
+fn transient_source(e: &Error) -> Option<mongodb::error::Error> {
+    match e {
+        Error::Driver { source, .. }
+            if source.contains_label(mongodb::error::TRANSIENT_TRANSACTION_ERROR)
+                || source.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT) =>
+        {
+            Some((**source).clone())
+        }
+        Error::FanOut { cause, .. } => transient_source(cause),
+        _ => None,
+    }
+}
+
+/// The body of a transaction: called again from the start on a transient error.
+pub(crate) type Body<'a, R> =
+    dyn for<'s> FnMut(&'s mut ClientSession) -> Pin<Box<dyn Future<Output = Result<R>> + Send + 's>> + Send + 'a;
+
+/// Runs `body` in a transaction on a session of `db`'s client, retried as
+/// the driver's convenient API retries. `what` names the operation in errors.
+pub(crate) async fn run<R>(db: &Database, what: &'static str, body: &mut Body<'_, R>) -> Result<R> {
+    let mut session = db.client().start_session().await.map_err(|e| Error::driver("startSession", db.name(), e))?;
+    run_in(&mut session, db.name(), what, body).await
+}
+
+/// [`run`] on a session the caller owns.
+pub(crate) async fn run_in<R>(
+    session: &mut ClientSession,
+    namespace: &str,
+    what: &'static str,
+    body: &mut Body<'_, R>,
+) -> Result<R> {
+    let slot = Carried(Arc::new(Mutex::new(None)));
+    let result = session
+        .start_transaction()
+        .and_run((body, slot.clone()), |s, (body, slot)| {
+            let slot = slot.clone();
+            let fut = body(s);
+            Box::pin(async move { fut.await.map_err(|e| into_driver(e, &slot)) })
+        })
+        .await;
+    match result {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            if e.get_custom::<Carried>().is_some() {
+                if let Some(carried) = slot.0.lock().ok().and_then(|mut s| s.take()) {
+                    return Err(carried);
+                }
+            }
+            if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) && is_timeout(&e) {
+                return Err(Error::TransactionContended { operation: what, namespace: namespace.to_owned() });
+            }
+            Err(Error::driver(what, namespace.to_owned(), e))
+        }
+    }
+}
+
+fn is_timeout(e: &mongodb::error::Error) -> bool {
+    e.to_string().to_ascii_lowercase().contains("time")
+}
+
+/// Whether the deployment refused a transaction because it has none (a
+/// standalone server): code 20, IllegalOperation.
+pub(crate) fn unsupported(e: &Error) -> bool {
+    match e {
+        Error::Driver { source, .. } => match &*source.kind {
+            mongodb::error::ErrorKind::Command(c) => c.code == 20,
+            mongodb::error::ErrorKind::Transaction { message, .. } => message.contains("replica set"),
+            _ => source.to_string().contains("Transaction numbers are only allowed"),
+        },
+        _ => false,
+    }
+}
