@@ -2,10 +2,10 @@
 //! replace, delete, count and ensure_indexes.
 
 use crate::denormalize::fanout;
+use crate::denormalize::fill::Sources;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;
-use crate::denormalize::fill::Sources;
 use crate::schema::graph::graph;
 use crate::store::codec::encode;
 use crate::store::find::Find;
@@ -447,10 +447,8 @@ impl<T: Document> Repository<T> {
     ) -> Result<UpdateOutcome> {
         let raw = self.raw.clone();
         let db = self.db.clone();
-        let after: Option<bson::Document> = crate::store::transaction::run(
-            &self.db,
-            "transactional fan-out",
-            &mut |session| {
+        let after: Option<bson::Document> =
+            crate::store::transaction::run(&self.db, "transactional fan-out", &mut |session| {
                 let (raw, db, filter, body, projection) =
                     (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
                 let touched = touched.to_vec();
@@ -470,19 +468,18 @@ impl<T: Document> Repository<T> {
                     fanout::fan_out_copies(&db, T::COLLECTION, &after, Some(&touched), Some(session)).await?;
                     Ok(Some(after))
                 })
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            e if crate::store::transaction::unsupported(&e) => Error::Invalid {
-                what: "transactional fan-out",
-                message: format!(
-                    "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
+            })
+            .await
+            .map_err(|e| match e {
+                e if crate::store::transaction::unsupported(&e) => Error::Invalid {
+                    what: "transactional fan-out",
+                    message: format!(
+                        "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
                      `transactional_fan_out()`"
-                ),
-            },
-            e => e,
-        })?;
+                    ),
+                },
+                e => e,
+            })?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
         crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, Some(touched)).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
@@ -728,4 +725,3 @@ trait Optional: Sized {
     }
 }
 impl<T> Optional for T {}
-

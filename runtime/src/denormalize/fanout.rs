@@ -192,16 +192,15 @@ pub(crate) async fn fan_out_copies(
                 continue;
             }
         }
-        let n =
-            apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut()).await.map_err(|e| {
-                Error::FanOut {
-                    source_collection: source,
-                    id: show_id(&id),
-                    target: target.collection,
-                    path: target.id_path(),
-                    done: report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", "),
-                    cause: Box::new(e),
-                }
+        let n = apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut())
+            .await
+            .map_err(|e| Error::FanOut {
+                source_collection: source,
+                id: show_id(&id),
+                target: target.collection,
+                path: target.id_path(),
+                done: report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", "),
+                cause: Box::new(e),
             })?;
         report.targets.push((target.collection, n));
     }

@@ -262,7 +262,8 @@ impl<'a> Repair<'a> {
             let scanned: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
             for (id, source) in to_fix.values() {
                 report.fixed +=
-                    apply_to(self.db, target, id, source, version_of(source), Guard::Refresh, Some(&scanned), None).await?;
+                    apply_to(self.db, target, id, source, version_of(source), Guard::Refresh, Some(&scanned), None)
+                        .await?;
             }
         }
         Ok(Some(last))

@@ -1,0 +1,330 @@
+//! The sequences of issue 12 that left derived data silently wrong, each as
+//! a plain test against the server, reading what is stored with the raw
+//! driver. Each failed before the consistency engine and passes now.
+
+use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::testing::TestDb;
+use docrel::{fanout, Document, Embedded, View};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(to = Product)]
+    product: ObjectId,
+    #[denormalize(from = Product::name, via = product)]
+    product_name: String,
+}
+
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct PartRef {
+    id: ObjectId,
+    #[denormalize(from = Part::name)]
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "products")]
+struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[serde(default)]
+    counter: i32,
+    #[reference(many, to = Part, max = 50, on_delete = pull)]
+    parts: Vec<PartRef>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "shops")]
+struct Shop {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+    #[embed(max = 3, subset_of = Review, sort = "-stars", key = review_id)]
+    top: Vec<ReviewLine>,
+}
+
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Review)]
+struct ReviewLine {
+    review_id: i32,
+    stars: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "reviews")]
+struct Review {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    review_id: i32,
+    #[parent_ref(to = Shop)]
+    shop: i32,
+    stars: i32,
+    at: DateTime,
+}
+
+async fn raw(t: &TestDb, collection: &str, id: impl Into<Bson>) -> BsonDoc {
+    t.db.collection::<BsonDoc>(collection).find_one(doc! {"_id": id.into()}).await.unwrap().expect("stored")
+}
+
+fn product(name: &str) -> Product {
+    Product { id: ObjectId::new(), name: name.into(), counter: 0, parts: vec![] }
+}
+
+fn part(name: &str, product: ObjectId) -> Part {
+    Part { id: ObjectId::new(), name: name.into(), product, product_name: String::new() }
+}
+
+/// Sequence 1: a write changes the reference a copy comes through; the
+/// copy follows the new source, now and on its later changes.
+#[tokio::test]
+async fn changing_the_reference_refills_the_copy_and_follows_the_new_source() -> docrel::Result<()> {
+    let t = TestDb::new("via_change").await?;
+    let (a, b) = (product("alpha"), product("beta"));
+    Product::repo(&t.db).insert_many(&[a.clone(), b.clone()]).await?;
+    // Give `a` a higher version than `b`: the old per-field guard then
+    // refused every later change of `b`.
+    for i in 0..3 {
+        Product::repo(&t.db).update_by_id(&a.id, Product::fields().name.set(format!("alpha {i}"))).await?;
+    }
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "alpha 2");
+
+    Part::repo(&t.db).update_by_id(&p.id, Part::fields().product.set(b.id)).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "beta");
+    Product::repo(&t.db).update_by_id(&b.id, Product::fields().name.set("beta 2".into())).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "beta 2");
+    Ok(())
+}
+
+/// Sequence 1, second half: a source deleted and inserted again with the
+/// same id is followed by the copies that refer to it.
+#[tokio::test]
+async fn a_source_inserted_again_with_the_same_id_is_followed() -> docrel::Result<()> {
+    let t = TestDb::new("reinsert").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    for i in 0..3 {
+        Product::repo(&t.db).update_by_id(&a.id, Product::fields().name.set(format!("alpha {i}"))).await?;
+    }
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    Product::repo(&t.db).delete_by_id(&a.id).await?;
+    // The same id again: its copies are filled from it at once...
+    Product::repo(&t.db).insert(&Product { name: "again".into(), ..a.clone() }).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "again");
+    // ...and follow its changes.
+    Product::repo(&t.db).update_by_id(&a.id, Product::fields().name.set("again 2".into())).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "again 2");
+    Ok(())
+}
+
+/// A holder written while its source did not exist yet gets its copy when
+/// the source is inserted.
+#[tokio::test]
+async fn a_copy_of_a_source_inserted_later_is_filled_then() -> docrel::Result<()> {
+    let t = TestDb::new("late_source").await?;
+    let a = product("alpha");
+    let p = Part { product_name: "given".into(), ..part("bolt", a.id) };
+    Part::repo(&t.db).insert(&p).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "given");
+    Product::repo(&t.db).insert(&a).await?;
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "alpha");
+    Ok(())
+}
+
+/// Sequence 3: a push of an element into an array of copies fills the
+/// element's copies; a pull removes its version record (sequence 15).
+#[tokio::test]
+async fn pushed_elements_are_filled_and_pulled_ones_leave_no_record() -> docrel::Result<()> {
+    let t = TestDb::new("push_fill").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    Product::repo(&t.db)
+        .update_by_id(&a.id, Product::fields().parts.push([PartRef { id: p.id, name: "whatever".into() }]))
+        .await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
+    let records =
+        stored.get_document("_docrel").unwrap().get_document("copies").unwrap().get_document("parts").unwrap();
+    assert!(records.contains_key(p.id.to_hex()), "{records}");
+    // Later renames reach it.
+    Part::repo(&t.db).update_by_id(&p.id, Part::fields().name.set("bolt 2".into())).await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt 2");
+    // A pull of the element (with a stale copy in hand) removes it and its record.
+    Product::repo(&t.db)
+        .update_by_id(&a.id, Product::fields().parts.pull(&PartRef { id: p.id, name: "bolt".into() }))
+        .await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert!(stored.get_array("parts").unwrap().is_empty());
+    let records =
+        stored.get_document("_docrel").unwrap().get_document("copies").unwrap().get_document("parts").unwrap();
+    assert!(records.is_empty(), "{records}");
+    Ok(())
+}
+
+/// Sequence 3: `save` over an existing holder takes the version records of
+/// its fill, not the stored ones, so a late older fan-out cannot regress it.
+#[tokio::test]
+async fn save_over_a_holder_records_the_versions_it_filled() -> docrel::Result<()> {
+    let t = TestDb::new("save_records").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    Product::repo(&t.db).update_by_id(&a.id, Product::fields().name.set("alpha 2".into())).await?;
+    Part::repo(&t.db).save(&Part { name: "bolt 2".into(), ..p.clone() }).await?;
+    let stored = raw(&t, "parts", p.id).await;
+    let source_v = raw(&t, "products", a.id).await.get_document("_docrel").unwrap().get_i64("v").unwrap();
+    let recorded = stored
+        .get_document("_docrel")
+        .unwrap()
+        .get_document("copies")
+        .unwrap()
+        .get_document("product")
+        .unwrap()
+        .get_i64(a.id.to_hex())
+        .unwrap();
+    assert_eq!(recorded, source_v);
+    assert_eq!(stored.get_str("product_name").unwrap(), "alpha 2");
+    Ok(())
+}
+
+/// Sequence 2: a repair never writes over a copy newer than the source it read.
+#[tokio::test]
+async fn repair_never_makes_a_copy_older() -> docrel::Result<()> {
+    let t = TestDb::new("repair_guard").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    // A copy that records a newer version than the source (a fan-out that
+    // landed after the repair read the source, say).
+    let record = format!("_docrel.copies.product.{}", a.id.to_hex());
+    t.db.collection::<BsonDoc>("parts")
+        .update_one(doc! {"_id": p.id}, doc! {"$set": {"product_name": "newer", record.as_str(): i64::MAX}})
+        .await
+        .unwrap();
+    let report = fanout::repair::<Product>(&t.db).run().await?;
+    assert_eq!(report.fixed, 0, "{report:?}");
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "newer");
+    // A copy written outside docrel at the source's own version is fixed.
+    let v = raw(&t, "products", a.id).await.get_document("_docrel").unwrap().get_i64("v").unwrap();
+    t.db.collection::<BsonDoc>("parts")
+        .update_one(doc! {"_id": p.id}, doc! {"$set": {"product_name": "typo", record.as_str(): v}})
+        .await
+        .unwrap();
+    let report = fanout::repair::<Product>(&t.db).run().await?;
+    assert_eq!(report.fixed, 1, "{report:?}");
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "alpha");
+    Ok(())
+}
+
+/// Sequence 4: a commit whose result is unknown is retried alone; the
+/// transaction body (here a `$inc`) is applied once.
+#[tokio::test]
+async fn an_unknown_commit_result_does_not_apply_the_body_twice() -> docrel::Result<()> {
+    let t = TestDb::new("txn_once").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {
+                "failCommands": ["commitTransaction"],
+                "errorCode": 91,
+                "errorLabels": ["UnknownTransactionCommitResult"],
+                "appName": t.db.name(),
+            },
+        })
+        .await
+        .expect("fail point");
+    let update = Product::fields().name.set("beta".into()).and(Product::fields().counter.inc(1));
+    Product::repo(&t.db).transactional_fan_out().update_by_id(&a.id, update).await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert_eq!(stored.get_i32("counter").unwrap(), 1, "{stored}");
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "beta");
+    Ok(())
+}
+
+/// Sequence 13: concurrent transactional renames of one source conflict on
+/// the server; the transient errors are retried, every call returns `Ok`,
+/// and the copies end on the final value.
+#[tokio::test]
+async fn contended_transactional_renames_all_succeed() -> docrel::Result<()> {
+    let t = TestDb::new("txn_contention").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    let tasks: Vec<_> = (0..6)
+        .map(|w| {
+            let db = t.db.clone();
+            tokio::spawn(async move {
+                for i in 0..4 {
+                    let name = format!("w{w} #{i}");
+                    Product::repo(&db)
+                        .transactional_fan_out()
+                        .update_by_id(&a.id, Product::fields().name.set(name))
+                        .await?;
+                }
+                docrel::Result::Ok(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task")?;
+    }
+    let final_name = raw(&t, "products", a.id).await.get_str("name").unwrap().to_owned();
+    assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), final_name);
+    Ok(())
+}
+
+/// Sequence 5: moving a child to another parent takes its summary out of
+/// the old parent's subset and into the new one's.
+#[tokio::test]
+async fn moving_a_child_moves_its_summary() -> docrel::Result<()> {
+    let t = TestDb::new("subset_move").await?;
+    for id in [1, 2] {
+        Shop::repo(&t.db).insert(&Shop { id, name: format!("shop {id}"), top: vec![] }).await?;
+    }
+    let reviews: Vec<Review> =
+        (1..=4).map(|i| Review { id: ObjectId::new(), review_id: i, shop: 1, stars: i, at: DateTime::now() }).collect();
+    Review::repo(&t.db).insert_many(&reviews).await?;
+    let ids = |d: &BsonDoc| -> Vec<i32> {
+        d.get_array("top").unwrap().iter().map(|e| e.as_document().unwrap().get_i32("review_id").unwrap()).collect()
+    };
+    assert_eq!(ids(&raw(&t, "shops", 1).await), [4, 3, 2]);
+    Review::repo(&t.db).update_by_id(&reviews[3].id, Review::fields().shop.set(2)).await?;
+    assert_eq!(ids(&raw(&t, "shops", 1).await), [3, 2, 1]);
+    assert_eq!(ids(&raw(&t, "shops", 2).await), [4]);
+    // Concurrent edits of one child end with its last summary.
+    let tasks: Vec<_> = (0..5)
+        .map(|s| {
+            let db = t.db.clone();
+            let id = reviews[0].id;
+            tokio::spawn(async move { Review::repo(&db).update_by_id(&id, Review::fields().stars.set(10 + s)).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task")?;
+    }
+    let stars = raw(&t, "reviews", reviews[0].id).await.get_i32("stars").unwrap();
+    let top = raw(&t, "shops", 1).await;
+    let first = top.get_array("top").unwrap()[0].as_document().unwrap().clone();
+    assert_eq!(first, doc! {"review_id": 1, "stars": stars});
+    assert!(Shop::rels().top.check(&t.db, &1).await?);
+    Ok(())
+}
