@@ -7,6 +7,8 @@
 
 mod expand;
 mod internals;
+#[cfg(test)]
+mod tests;
 
 use darling::FromMeta;
 use proc_macro::TokenStream;
