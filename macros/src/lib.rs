@@ -2,13 +2,17 @@
 //! `#[derive(docrel::Document)]` and `#[derive(docrel::View)]`.
 //!
 //! Each derive follows parse -> validate -> generate: `internals` reads the
-//! attributes into a model and checks the rules, collecting every error;
-//! `expand` only generates, from a model that passed.
+//! attributes (`ast`) and checks the rules into one model (`model`),
+//! collecting every error; `expand` only generates, from the model alone.
+//! Each `derive_x` calls `derive_x_inner`, which the unit tests call too.
 
 mod expand;
 mod internals;
+#[cfg(test)]
+mod tests;
 
-use darling::FromMeta;
+use internals::ast::Container;
+use internals::check;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
@@ -21,14 +25,12 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 
 fn derive_document_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
-    let container = internals::ast::Container::from_ast(input, "Document", &mut errors);
-    let generated = container
-        .as_ref()
-        .and_then(|c| internals::check::document(c, &mut errors).map(|checked| expand::document::expand(c, &checked)));
+    let container = Container::from_ast(input, "Document", &mut errors);
+    let model = container.as_ref().and_then(|c| check::document(c, &mut errors));
     match errors.finish() {
-        Ok(()) => generated.unwrap_or_default(),
+        Ok(()) => model.map(|m| expand::document::expand(&m)).unwrap_or_default(),
         Err(e) => {
-            let fallback = container.as_ref().map(expand::fallback::document).unwrap_or_default();
+            let fallback = container.as_ref().map(|c| expand::fallback::document(&check::stub(c))).unwrap_or_default();
             let errors = e.write_errors();
             quote::quote!(#errors #fallback)
         }
@@ -44,26 +46,11 @@ pub fn derive_view(input: TokenStream) -> TokenStream {
 
 fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
-    let container = internals::ast::Container::from_ast(input, "View", &mut errors);
-    let mut of = None;
-    for a in input.attrs.iter().filter(|a| a.path().is_ident(internals::symbol::VIEW)) {
-        of = errors.handle(internals::attr::ViewAttr::from_meta(&a.meta));
-    }
-    if of.is_none() && !input.attrs.iter().any(|a| a.path().is_ident(internals::symbol::VIEW)) {
-        errors.push(
-            darling::Error::custom(format!(
-                "missing the document this is a view of: add `#[view(of = Part)]` to `{}`",
-                input.ident
-            ))
-            .with_span(&input.ident),
-        );
-    }
-    let generated = match (&container, &of) {
-        (Some(c), Some(of)) => Some(expand::view::expand(c, of)),
-        _ => None,
-    };
+    let container = Container::from_ast(input, "View", &mut errors);
+    let of = internals::ast::view_of(input, &mut errors);
+    let model = container.as_ref().zip(of).map(|(c, of)| check::view(c, of));
     match errors.finish() {
-        Ok(()) => generated.unwrap_or_default(),
+        Ok(()) => model.map(|m| expand::view::expand(&m)).unwrap_or_default(),
         Err(e) => e.write_errors(),
     }
 }
@@ -78,12 +65,10 @@ pub fn derive_embedded(input: TokenStream) -> TokenStream {
 
 fn derive_embedded_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
-    let generated = internals::ast::Container::from_ast(input, "Embedded", &mut errors).map(|c| {
-        internals::check::check_copies(&c, &mut errors, false);
-        expand::copies::embedded(&c)
-    });
+    let container = Container::from_ast(input, "Embedded", &mut errors);
+    let model = container.as_ref().map(|c| check::embedded(c, &mut errors));
     match errors.finish() {
-        Ok(()) => generated.unwrap_or_default(),
+        Ok(()) => model.map(|m| expand::copies::embedded(&m)).unwrap_or_default(),
         Err(e) => e.write_errors(),
     }
 }

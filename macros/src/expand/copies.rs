@@ -2,27 +2,17 @@
 //! updaters find through the registry, and the compile-time checks that a
 //! copy has its source field's type and that `via` leads to the source.
 
-use crate::internals::ast::{Container, Role};
+use crate::internals::model::{Copied, EmbeddedModel, ModelCopy};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
 /// The `Copy` descriptors of a document's top-level copies, and their checks.
-pub fn document_copies(c: &Container) -> (Vec<TokenStream>, TokenStream) {
+pub fn document_copies(copies: &[ModelCopy]) -> (Vec<TokenStream>, TokenStream) {
     let mut descriptors = Vec::new();
     let mut checks = Vec::new();
-    for f in &c.fields {
-        let (Some(copy), Some(stored)) = (&f.copy, f.stored.as_deref()) else { continue };
-        let (Some((src, src_field)), Some(via)) = (copy.source(), copy.attr.via.as_ref()) else { continue };
-        let Some(via_field) = c.fields.iter().find(|g| g.ident == via) else { continue };
-        let via_to = match &via_field.role {
-            Role::Reference { attr, .. } => attr.to.as_ref(),
-            Role::ParentRef { attr, .. } => attr.to.as_ref(),
-            _ => None,
-        };
-        let Some(via_to) = via_to else { continue };
-        let via_stored = via_field.stored_name();
-        let ty = f.ty;
-        let src_name = quote!(#src).to_string().replace(' ', "");
+    for ModelCopy { copied, via } in copies {
+        let (src, src_name, src_field) = (&copied.source.path, &copied.source.name, &copied.source_field);
+        let (stored, via_stored, via_to) = (&copied.stored, &via.stored, &via.to);
         descriptors.push(quote! {
             ::docrel::__private::Copy {
                 field: #stored,
@@ -32,10 +22,8 @@ pub fn document_copies(c: &Container) -> (Vec<TokenStream>, TokenStream) {
                 via: #via_stored,
             }
         });
-        checks.push(quote_spanned! {src_field.span()=>
-            let _: ::docrel::Field<#src, #ty> = #src::fields().#src_field;
-        });
-        checks.push(quote_spanned! {via.span()=>
+        checks.push(type_check(copied));
+        checks.push(quote_spanned! {via.ident.span()=>
             let _: ::core::marker::PhantomData<#via_to> = ::core::marker::PhantomData::<#src>;
         });
     }
@@ -51,29 +39,36 @@ pub fn document_copies(c: &Container) -> (Vec<TokenStream>, TokenStream) {
     (descriptors, checks)
 }
 
+/// A copy has its source field's type: the source's field handle says so.
+fn type_check(copied: &Copied) -> TokenStream {
+    let (src, src_field, ty) = (&copied.source.path, &copied.source_field, copied.ty);
+    quote_spanned! {src_field.span()=>
+        let _: ::docrel::Field<#src, #ty> = #src::fields().#src_field;
+    }
+}
+
 /// `#[derive(Embedded)]`: the copies an element struct of a reference array
-/// holds (`{id, name}` with `name` copied from `Part::name`).
-pub fn embedded(c: &Container) -> TokenStream {
-    let ident = c.ident;
-    let mut descriptors = Vec::new();
-    let mut checks = Vec::new();
-    for f in &c.fields {
-        let (Some(copy), Some(stored)) = (&f.copy, f.stored.as_deref()) else { continue };
-        let Some((src, src_field)) = copy.source() else { continue };
-        let ty = f.ty;
-        let src_name = quote!(#src).to_string().replace(' ', "");
-        descriptors.push(quote! {
+/// holds (`{id, name}` with `name` copied from `Part::name`), and the stored
+/// name of each field, which the array's schema entry reads for its key.
+pub fn embedded(m: &EmbeddedModel) -> TokenStream {
+    let ident = m.ident;
+    let descriptors = m.copies.iter().map(|c| {
+        let (stored, src, src_name, src_field) = (&c.stored, &c.source.path, &c.source.name, &c.source_field);
+        quote! {
             ::docrel::__private::ElemCopy {
                 field: #stored,
                 source: <#src as ::docrel::Document>::COLLECTION,
                 source_type: #src_name,
                 source_field: #src::fields().#src_field.path(),
             }
-        });
-        checks.push(quote_spanned! {src_field.span()=>
-            let _: ::docrel::Field<#src, #ty> = #src::fields().#src_field;
-        });
-    }
+        }
+    });
+    let checks = m.copies.iter().map(type_check);
+    let stored_names = m.fields.iter().map(|f| {
+        let (constant, stored) = (super::element_stored_const(f.ident), &f.stored);
+        let doc = format!("The stored name of `{}`.", f.ident);
+        quote! { #[doc = #doc] pub const #constant: &'static str = #stored; }
+    });
     quote! {
         const _: () = {
             #[allow(dead_code)]
@@ -82,6 +77,13 @@ pub fn embedded(c: &Container) -> TokenStream {
             #[automatically_derived]
             impl ::docrel::Embedded for #ident {
                 const COPIES: &'static [::docrel::__private::ElemCopy] = &[#(#descriptors),*];
+            }
+
+            #[automatically_derived]
+            #[allow(non_upper_case_globals)]
+            #[doc(hidden)]
+            impl #ident {
+                #(#stored_names)*
             }
         };
     }

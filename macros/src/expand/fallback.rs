@@ -3,31 +3,24 @@
 //! the user sees the one real error and not a cascade of "trait not
 //! implemented" in every struct that refers to this one.
 
-use crate::internals::ast::Container;
+use crate::internals::model::Stub;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-pub fn document(c: &Container) -> TokenStream {
-    let ident = c.ident;
-    let vis = c.vis;
-    let id_ty = c
-        .fields
-        .iter()
-        .find(|f| f.doc.id.is_present() || f.stored.as_deref() == Some("_id") || f.ident == "id")
-        .map(|f| {
-            let ty = f.ty;
-            quote!(#ty)
-        })
-        .unwrap_or_else(|| quote!(::docrel::bson::oid::ObjectId));
+pub fn document(s: &Stub) -> TokenStream {
+    let ident = s.ident;
+    let vis = s.vis;
+    let id_ty = match s.id_ty {
+        Some(ty) => quote!(#ty),
+        None => quote!(::docrel::bson::oid::ObjectId),
+    };
     let fields_ty = format_ident!("{}Fields", ident);
-    let stored: Vec<_> = c.fields.iter().filter(|f| f.stored.is_some()).collect();
-    let decls = stored.iter().map(|f| {
+    let decls = s.fields.iter().map(|f| {
         let (name, ty) = (f.ident, f.ty);
         quote!(pub #name: ::docrel::Field<#ident, #ty>,)
     });
-    let inits = stored.iter().map(|f| {
-        let name = f.ident;
-        let path = f.stored_name();
+    let inits = s.fields.iter().map(|f| {
+        let (name, path) = (f.ident, &f.stored);
         quote!(#name: ::docrel::Field::new(#path, ::core::option::Option::None),)
     });
     quote! {

@@ -1,134 +1,38 @@
 //! Generation of the typed relation handles (`Product::rels().parts`), which
 //! the loaders, link/unlink and the fan-outs work through.
+//!
+//! Each handle holds its entry of the schema, found by the stored name of its
+//! field when the program is compiled (`__docrel_relation("parts")` in a
+//! `const` block): the handles do not depend on the order of the entries.
 
-use crate::internals::ast::{is_id_type, option_inner, vec_element, Container, Role};
+use crate::internals::model::{Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-pub fn expand(c: &Container) -> TokenStream {
-    let ident = c.ident;
-    let vis = c.vis;
-    let mut decls = Vec::new();
-    let mut inits = Vec::new();
-    // The index into `Schema::relations`, in the order `relation_info` emits them.
-    let mut index = 0usize;
-    for f in c.fields.iter().filter(|f| f.stored.is_some()) {
-        let (to, handle, visit) = match &f.role {
-            Role::Plain => continue,
-            Role::Embed { attr, .. } => match (&attr.subset_of, vec_element(f.ty)) {
-                (Some(child), Some(elem)) => {
-                    // The summaries are a view of the child, and `sort` names its fields.
-                    let checks = attr.sort.iter().flat_map(|s| {
-                        s.value()
-                            .split(',')
-                            .map(|p| p.trim().trim_start_matches(['-', '+']).to_owned())
-                            .collect::<Vec<_>>()
-                    });
-                    let sort_span = attr.sort.as_ref().map(|s| s.span()).unwrap_or_else(|| f.ident.span());
-                    let sort_checks = checks.map(|name| {
-                        let name = syn::Ident::new(&name, sort_span);
-                        quote_spanned!(sort_span=> let _ = #child::fields().#name;)
-                    });
-                    // The summaries are a view of the child (the schema's
-                    // `<#elem as View>::PROJECTION` checks that they are a view).
-                    let view_check = quote_spanned! {elem.span()=>
-                        let _: ::core::marker::PhantomData<<#elem as ::docrel::View>::Of> =
-                            ::core::marker::PhantomData::<#child>;
-                    };
-                    let name = f.ident;
-                    let doc = format!("The subset kept in `{name}`.");
-                    decls.push(quote! { #[doc = #doc] pub #name: ::docrel::Subset<#ident, #child>, });
-                    inits.push(quote! {
-                        #name: {
-                            #[allow(dead_code)]
-                            fn __docrel_subset_checks() { #view_check #(#sort_checks)* }
-                            ::docrel::Subset::new(&<#ident as ::docrel::Document>::schema().relations[#index])
-                        },
-                    });
-                    index += 1;
-                    continue;
-                }
-                _ => {
-                    index += 1;
-                    continue;
-                }
-            },
-            Role::Bucket { attr, .. } => {
-                let parent = c.fields.iter().find_map(|g| match &g.role {
-                    Role::ParentRef { attr, .. } => attr.to.clone(),
-                    _ => None,
-                });
-                let (Some(parent), Some(elem)) = (parent, vec_element(f.ty)) else {
-                    index += 1;
-                    continue;
-                };
-                let time = match &attr.by {
-                    Some(by) => quote_spanned! {by.span()=>
-                        ::core::option::Option::Some(|__e: &#elem| -> ::docrel::bson::DateTime { __e.#by })
-                    },
-                    None => quote!(::core::option::Option::None),
-                };
-                let name = f.ident;
-                let doc = format!("The buckets of `{name}`.");
-                decls.push(quote! { #[doc = #doc] pub #name: ::docrel::Bucket<#ident, #parent, #elem>, });
-                inits.push(quote! {
-                    #name: ::docrel::Bucket::new(&<#ident as ::docrel::Document>::schema().relations[#index], #time),
-                });
-                index += 1;
-                continue;
-            }
-            Role::Reference { attr, .. } => {
-                let Some(to) = &attr.to else { continue };
-                let name = f.ident;
-                let ty = f.ty;
-                let id = quote!(<#to as ::docrel::Document>::Id);
-                if attr.many.is_present() {
-                    let elem = vec_element(ty);
-                    let access = match (&attr.key, elem) {
-                        (Some(k), _) => quote!(&__e.#k),
-                        (None, Some(e)) if !is_id_type(e) => quote!(&__e.id),
-                        _ => quote!(__e),
-                    };
-                    let visit = quote_spanned! {ty.span()=>
-                        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                            for __e in &__p.#name { __f(#access) }
-                        }
-                    };
-                    (to, quote!(::docrel::RefMany), visit)
-                } else {
-                    (to, quote!(::docrel::RefOne), single_visit(ident, name, ty, &id))
-                }
-            }
-            Role::ParentRef { attr, .. } => {
-                let Some(to) = &attr.to else { continue };
-                let name = f.ident;
-                let ty = f.ty;
-                let id = quote!(<#to as ::docrel::Document>::Id);
-                (to, quote!(::docrel::ParentRef), single_visit(ident, name, ty, &id))
-            }
-        };
-        let name = f.ident;
-        let doc = format!("The relationship declared on `{name}`.");
-        decls.push(quote! { #[doc = #doc] pub #name: #handle<#ident, #to>, });
-        inits.push(quote! {
-            #name: #handle::new(&<#ident as ::docrel::Document>::schema().relations[#index], #visit),
-        });
-        index += 1;
+/// The handles struct (`ProductRels`), and the `rels()` that builds it, which
+/// goes inside the derive's `const _` block, beside the schema it reads.
+pub fn expand(m: &Model) -> (TokenStream, TokenStream) {
+    let ident = m.ident;
+    let vis = m.vis;
+    let handles: Vec<_> = m.relations.iter().filter_map(|rel| handle(m, rel)).collect();
+    if handles.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
     }
-    if decls.is_empty() {
-        return TokenStream::new();
-    }
+    let decls = handles.iter().map(|(decl, _)| decl);
+    let inits = handles.iter().map(|(_, init)| init);
     let rels_ty = format_ident!("{}Rels", ident);
     let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
-    quote! {
+    let rels_struct = quote! {
         #[doc = #doc]
         #[allow(dead_code)]
         #[derive(Clone, Copy)]
         #vis struct #rels_ty {
             #(#decls)*
         }
-
+    };
+    let subset_checks = subset_checks(m);
+    let rels_impl = quote! {
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and
@@ -137,13 +41,90 @@ pub fn expand(c: &Container) -> TokenStream {
                 #rels_ty { #(#inits)* }
             }
         }
+
+        /// The schema entry of the relationship stored as `field`. Evaluated
+        /// at compile time: a handle without its entry would stop the build.
+        const fn __docrel_relation(field: &str) -> &'static ::docrel::__private::Relation {
+            let relations = __DOCREL_SCHEMA.relations;
+            let mut i = 0;
+            while i < relations.len() {
+                if ::docrel::__private::contains(&[relations[i].field], field) {
+                    return &relations[i];
+                }
+                i += 1;
+            }
+            ::core::panic!("docrel: a relation handle has no schema entry")
+        }
+
+        #subset_checks
+    };
+    (rels_struct, rels_impl)
+}
+
+/// The declaration and the initializer of one handle; `None` for an embed,
+/// which has no handle.
+fn handle(m: &Model, rel: &ModelRelation) -> Option<(TokenStream, TokenStream)> {
+    let ident = m.ident;
+    let name = rel.ident;
+    let stored = &rel.stored;
+    let entry = quote!(const { __docrel_relation(#stored) });
+    let (doc, handle_ty, init) = match &rel.kind {
+        RelationKind::Embed { subset: None, .. } => return None,
+        RelationKind::Embed { subset: Some(subset), .. } => {
+            let child = &subset.child.path;
+            let doc = format!("The subset kept in `{name}`.");
+            (doc, quote!(::docrel::Subset<#ident, #child>), quote!(::docrel::Subset::new(#entry)))
+        }
+        RelationKind::Bucket(bucket) => {
+            let (parent, elem) = (&bucket.parent, bucket.elem);
+            let time = match bucket.by {
+                Some(by) => quote_spanned! {by.span()=>
+                    ::core::option::Option::Some(|__e: &#elem| -> ::docrel::bson::DateTime { __e.#by })
+                },
+                None => quote!(::core::option::Option::None),
+            };
+            let doc = format!("The buckets of `{name}`.");
+            (doc, quote!(::docrel::Bucket<#ident, #parent, #elem>), quote!(::docrel::Bucket::new(#entry, #time)))
+        }
+        RelationKind::RefMany { to, element, .. } => {
+            let to = &to.path;
+            let visit = many_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id), element);
+            let doc = format!("The relationship declared on `{name}`.");
+            (doc, quote!(::docrel::RefMany<#ident, #to>), quote!(::docrel::RefMany::new(#entry, #visit)))
+        }
+        RelationKind::RefOne { to, .. } | RelationKind::ParentRef { to, .. } => {
+            let to = &to.path;
+            let visit = single_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id));
+            let handle = match rel.kind {
+                RelationKind::RefOne { .. } => quote!(::docrel::RefOne),
+                _ => quote!(::docrel::ParentRef),
+            };
+            let doc = format!("The relationship declared on `{name}`.");
+            (doc, quote!(#handle<#ident, #to>), quote!(#handle::new(#entry, #visit)))
+        }
+    };
+    Some((quote! { #[doc = #doc] pub #name: #handle_ty, }, quote! { #name: #init, }))
+}
+
+/// The visit of a reference array: the ids themselves, or each element's key.
+fn many_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream, element: &Element) -> TokenStream {
+    let (name, ty) = (rel.ident, rel.ty);
+    let access = match element {
+        Element::Structs { key, .. } => quote!(&__e.#key),
+        Element::Ids => quote!(__e),
+    };
+    quote_spanned! {ty.span()=>
+        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+            for __e in &__p.#name { __f(#access) }
+        }
     }
 }
 
 /// The visit of a single reference (`Id` or `Option<Id>`), spanned at the
 /// field's type so a wrong id type is reported there.
-fn single_visit(ident: &syn::Ident, name: &syn::Ident, ty: &syn::Type, id: &TokenStream) -> TokenStream {
-    if option_inner(ty).is_some() {
+fn single_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream) -> TokenStream {
+    let (name, ty) = (rel.ident, rel.ty);
+    if rel.kind.optional() {
         quote_spanned! {ty.span()=>
             |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
                 if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
@@ -153,5 +134,30 @@ fn single_visit(ident: &syn::Ident, name: &syn::Ident, ty: &syn::Type, id: &Toke
         quote_spanned! {ty.span()=>
             |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
         }
+    }
+}
+
+/// The summaries of a subset are a view of its child.
+fn subset_checks(m: &Model) -> TokenStream {
+    let checks: Vec<_> = m
+        .relations
+        .iter()
+        .filter_map(|rel| match &rel.kind {
+            RelationKind::Embed { subset: Some(subset), .. } => {
+                let (child, elem) = (&subset.child.path, subset.elem);
+                Some(quote_spanned! {elem.span()=>
+                    let _: ::core::marker::PhantomData<<#elem as ::docrel::View>::Of> =
+                        ::core::marker::PhantomData::<#child>;
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[allow(dead_code)]
+        fn __docrel_subsets_are_views_of_their_child() { #(#checks)* }
     }
 }

@@ -2,7 +2,9 @@
 //! what each warning says, where it points, and whether the user has
 //! acknowledged it in the attribute.
 
-use super::ast::{is_id_type, option_inner, vec_element, Container, Role};
+use super::ast::{Container, Copy, Field, Role};
+use super::attr::{EmbedAttr, ReferenceAttr};
+use super::ty::{is_id_type, last_ident, option_inner, path_name, vec_element};
 use proc_macro2::Span;
 use syn::{Ident, Path, Type};
 
@@ -43,132 +45,144 @@ pub enum When {
 pub fn advise(c: &Container) -> Vec<Advice> {
     let mut out = Vec::new();
     for f in &c.fields {
-        let field = f.ident.to_string();
         match &f.role {
-            Role::Embed { attr, span } => {
-                let many = vec_element(f.ty).is_some();
-                let threshold = attr.warn_above.map_or(EMBED_WARN_ABOVE, |b| b.0);
-                match &attr.max {
-                    None if many => out.push(Advice {
-                        name: "docrel_rule_3_unbounded_embed",
-                        field: field.clone(),
-                        span: *span,
-                        note: format!(
-                            "rule 3, arrays should not grow without bound: `#[embed]` on `{field}` has no `max`. Add \
-                             `max = N` (a couple of hundred at most), or keep the elements in their own collection \
-                             with `#[reference(many, ..)]` or `#[parent_ref(..)]`; acknowledge with \
-                             `#[embed(allow_unbounded)]`"
-                        ),
-                        acknowledged: attr.allow_unbounded.is_present(),
-                        when: When::Always,
-                    }),
-                    Some(max) if max.0 > threshold => out.push(Advice {
-                        name: "docrel_rule_3_large_embed",
-                        field: field.clone(),
-                        span: max.span(),
-                        note: format!(
-                            "rule 3, more than a couple of hundred elements should not be embedded: `max = {}` on \
-                             `{field}` is above {threshold}. Keep the elements in their own collection \
-                             (`#[parent_ref(..)]` on them), or acknowledge with `allow_large` (or raise `warn_above`)",
-                            max.0
-                        ),
-                        acknowledged: attr.allow_large.is_present(),
-                        when: When::Always,
-                    }),
-                    _ => {}
-                }
-                let inner = vec_element(f.ty).or_else(|| option_inner(f.ty)).unwrap_or(f.ty);
-                out.push(Advice {
-                    name: "docrel_rule_2_embedded_document",
-                    field: field.clone(),
-                    span: *span,
-                    note: format!(
-                        "rule 2, needing to access an object on its own is a compelling reason not to embed it: \
-                         `{field}` embeds a type that is a document of its own collection. Reference it with \
-                         `#[reference(..)]` instead, or acknowledge with `allow_document`"
-                    ),
-                    acknowledged: attr.allow_document.is_present(),
-                    when: When::IsDocument(inner.clone()),
-                });
-            }
-            Role::Reference { attr, span } if attr.many.is_present() => {
-                let threshold = attr.warn_above.map_or(REFERENCE_WARN_ABOVE, |b| b.0);
-                match &attr.max {
-                    None => out.push(Advice {
-                        name: "docrel_rule_3_unbounded_references",
-                        field: field.clone(),
-                        span: *span,
-                        note: format!(
-                            "rule 3, arrays should not grow without bound: `#[reference(many, ..)]` on `{field}` has \
-                             no `max`. Add `max = N` (a few thousand at most), or reference the parent from the other \
-                             side with `#[parent_ref(..)]` (one-to-squillions); acknowledge with `allow_unbounded`"
-                        ),
-                        acknowledged: attr.allow_unbounded.is_present(),
-                        when: When::Always,
-                    }),
-                    Some(max) if max.0 > threshold => out.push(Advice {
-                        name: "docrel_rule_3_large_references",
-                        field: field.clone(),
-                        span: max.span(),
-                        note: format!(
-                            "rule 3, more than a few thousand ids should not be kept in an array: `max = {}` on \
-                             `{field}` is above {threshold}. Reference the parent from the other side with \
-                             `#[parent_ref(..)]`, or acknowledge with `allow_large` (or raise `warn_above`)",
-                            max.0
-                        ),
-                        acknowledged: attr.allow_large.is_present(),
-                        when: When::Always,
-                    }),
-                    _ => {}
-                }
-                if let (Some(inverse), Some(to)) = (&attr.inverse, &attr.to) {
-                    let large = attr.max.as_ref().is_none_or(|m| m.0 >= TWO_WAY_WARN_FROM);
-                    if large {
-                        let bound =
-                            attr.max.as_ref().map_or("an unbounded number of".to_owned(), |m| format!("up to {}", m.0));
-                        out.push(Advice {
-                            name: "docrel_relationship_balance",
-                            field: field.clone(),
-                            span: *span,
-                            note: format!(
-                                "establish relationship balance: `{field}` keeps an N:M relationship two-way while \
-                                 this side holds {bound} ids. Keep the ids on the small side only (drop `inverse` \
-                                 here and there) and find this side through the multikey index with `referrers`, \
-                                 or acknowledge with `allow_two_way`"
-                            ),
-                            acknowledged: attr.allow_two_way.is_present(),
-                            when: When::InverseIsArray { to: to.clone(), inverse: inverse.clone() },
-                        });
-                    }
-                }
-            }
+            Role::Embed { attr, span } => embed(f, attr, *span, &mut out),
+            Role::Reference { attr, span } if attr.many.is_present() => references(f, attr, *span, &mut out),
             _ => {}
         }
         if let Some(copy) = &f.copy {
-            if let Some((src, src_field)) = copy.source() {
-                let src_name = quote::quote!(#src).to_string().replace(' ', "");
-                out.push(Advice {
-                    name: "docrel_rule_5_write_heavy_copy",
-                    field: field.clone(),
-                    span: copy.span,
-                    note: format!(
-                        "rule 5, consider the write/read ratio when denormalizing: `{field}` copies \
-                         `{src_name}::{src_field}`, which its source marks `write_heavy`, so every write of it \
-                         rewrites all the copies. Read it through a loader instead, or acknowledge with \
-                         `allow_write_heavy`"
-                    ),
-                    acknowledged: copy.attr.allow_write_heavy.is_present(),
-                    when: When::WriteHeavy { src, field: src_field.clone() },
-                });
-            }
+            write_heavy_copy(f, copy, &mut out);
         }
     }
     out
 }
 
+/// Rules 2 and 3 on an embed.
+fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
+    let field = f.ident.to_string();
+    let many = vec_element(f.ty).is_some();
+    let threshold = attr.warn_above.map_or(EMBED_WARN_ABOVE, |b| b.0);
+    match &attr.max {
+        None if many => out.push(Advice {
+            name: "docrel_rule_3_unbounded_embed",
+            field: field.clone(),
+            span,
+            note: format!(
+                "rule 3, arrays should not grow without bound: `#[embed]` on `{field}` has no `max`. Add \
+                 `max = N` (a couple of hundred at most), or keep the elements in their own collection \
+                 with `#[reference(many, ..)]` or `#[parent_ref(..)]`; acknowledge with \
+                 `#[embed(allow_unbounded)]`"
+            ),
+            acknowledged: attr.allow_unbounded.is_present(),
+            when: When::Always,
+        }),
+        Some(max) if max.0 > threshold => out.push(Advice {
+            name: "docrel_rule_3_large_embed",
+            field: field.clone(),
+            span: max.span(),
+            note: format!(
+                "rule 3, more than a couple of hundred elements should not be embedded: `max = {}` on \
+                 `{field}` is above {threshold}. Keep the elements in their own collection \
+                 (`#[parent_ref(..)]` on them), or acknowledge with `allow_large` (or raise `warn_above`)",
+                max.0
+            ),
+            acknowledged: attr.allow_large.is_present(),
+            when: When::Always,
+        }),
+        _ => {}
+    }
+    let inner = vec_element(f.ty).or_else(|| option_inner(f.ty)).unwrap_or(f.ty);
+    out.push(Advice {
+        name: "docrel_rule_2_embedded_document",
+        field: field.clone(),
+        span,
+        note: format!(
+            "rule 2, needing to access an object on its own is a compelling reason not to embed it: \
+             `{field}` embeds a type that is a document of its own collection. Reference it with \
+             `#[reference(..)]` instead, or acknowledge with `allow_document`"
+        ),
+        acknowledged: attr.allow_document.is_present(),
+        when: When::IsDocument(inner.clone()),
+    });
+}
+
+/// Rule 3 and relationship balance on a reference array.
+fn references(f: &Field, attr: &ReferenceAttr, span: Span, out: &mut Vec<Advice>) {
+    let field = f.ident.to_string();
+    let threshold = attr.warn_above.map_or(REFERENCE_WARN_ABOVE, |b| b.0);
+    match &attr.max {
+        None => out.push(Advice {
+            name: "docrel_rule_3_unbounded_references",
+            field: field.clone(),
+            span,
+            note: format!(
+                "rule 3, arrays should not grow without bound: `#[reference(many, ..)]` on `{field}` has \
+                 no `max`. Add `max = N` (a few thousand at most), or reference the parent from the other \
+                 side with `#[parent_ref(..)]` (one-to-squillions); acknowledge with `allow_unbounded`"
+            ),
+            acknowledged: attr.allow_unbounded.is_present(),
+            when: When::Always,
+        }),
+        Some(max) if max.0 > threshold => out.push(Advice {
+            name: "docrel_rule_3_large_references",
+            field: field.clone(),
+            span: max.span(),
+            note: format!(
+                "rule 3, more than a few thousand ids should not be kept in an array: `max = {}` on \
+                 `{field}` is above {threshold}. Reference the parent from the other side with \
+                 `#[parent_ref(..)]`, or acknowledge with `allow_large` (or raise `warn_above`)",
+                max.0
+            ),
+            acknowledged: attr.allow_large.is_present(),
+            when: When::Always,
+        }),
+        _ => {}
+    }
+    if let (Some(inverse), Some(to)) = (&attr.inverse, &attr.to) {
+        let large = attr.max.as_ref().is_none_or(|m| m.0 >= TWO_WAY_WARN_FROM);
+        if large {
+            let bound = attr.max.as_ref().map_or("an unbounded number of".to_owned(), |m| format!("up to {}", m.0));
+            out.push(Advice {
+                name: "docrel_relationship_balance",
+                field: field.clone(),
+                span,
+                note: format!(
+                    "establish relationship balance: `{field}` keeps an N:M relationship two-way while \
+                     this side holds {bound} ids. Keep the ids on the small side only (drop `inverse` \
+                     here and there) and find this side through the multikey index with `referrers`, \
+                     or acknowledge with `allow_two_way`"
+                ),
+                acknowledged: attr.allow_two_way.is_present(),
+                when: When::InverseIsArray { to: to.clone(), inverse: inverse.clone() },
+            });
+        }
+    }
+}
+
+/// Rule 5 on a copy.
+fn write_heavy_copy(f: &Field, copy: &Copy, out: &mut Vec<Advice>) {
+    let field = f.ident.to_string();
+    if let Some((src, src_field)) = copy.source() {
+        let src_name = path_name(&src);
+        out.push(Advice {
+            name: "docrel_rule_5_write_heavy_copy",
+            field: field.clone(),
+            span: copy.span,
+            note: format!(
+                "rule 5, consider the write/read ratio when denormalizing: `{field}` copies \
+                 `{src_name}::{src_field}`, which its source marks `write_heavy`, so every write of it \
+                 rewrites all the copies. Read it through a loader instead, or acknowledge with \
+                 `allow_write_heavy`"
+            ),
+            acknowledged: copy.attr.allow_write_heavy.is_present(),
+            when: When::WriteHeavy { src, field: src_field.clone() },
+        });
+    }
+}
+
 /// The largest a field can be, in bytes, from its bound and element size:
 /// the declared `max_bytes`, or the exact size of an id element.
-pub fn worst_case_bytes(f: &super::ast::Field) -> Option<(u64, Span)> {
+pub fn worst_case_bytes(f: &Field) -> Option<(u64, Span)> {
     let (max, max_bytes, span) = match &f.role {
         Role::Embed { attr, span } => (attr.max.as_ref()?.0, attr.max_bytes.as_ref().map(|b| b.0), *span),
         Role::Reference { attr, span } if attr.many.is_present() => {
@@ -184,7 +198,7 @@ pub fn worst_case_bytes(f: &super::ast::Field) -> Option<(u64, Span)> {
                 return None;
             }
             // type byte + the index as a key ("1234\0") + the value.
-            let value = match quote::quote!(#elem).to_string().as_str() {
+            let value = match last_ident(elem)?.as_str() {
                 "ObjectId" => 12,
                 "i32" => 4,
                 "i64" => 8,
@@ -197,7 +211,7 @@ pub fn worst_case_bytes(f: &super::ast::Field) -> Option<(u64, Span)> {
 }
 
 /// `max_bytes` makes sense only with a bound.
-pub fn max_bytes_span(f: &super::ast::Field) -> Option<(Span, bool)> {
+pub fn max_bytes_span(f: &Field) -> Option<(Span, bool)> {
     match &f.role {
         Role::Embed { attr, .. } => attr.max_bytes.as_ref().map(|b| (b.span(), attr.max.is_some())),
         Role::Reference { attr, .. } => attr.max_bytes.as_ref().map(|b| (b.span(), attr.max.is_some())),

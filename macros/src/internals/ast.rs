@@ -1,14 +1,18 @@
-//! The model of a derived struct: each field with its stored name and its
-//! role, parsed from the attributes. Spans are kept for every diagnostic.
+//! The struct as written: each field with its stored name and its role,
+//! parsed from the attributes, spans kept for every diagnostic. `check`
+//! validates it into the model the generation reads (`model.rs`).
 
-use super::attr::{BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr};
+use super::attr::{
+    BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr, ViewAttr,
+};
 use super::serde_names;
-use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS};
+use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS, VIEW};
+use super::ty::vec_element;
 use darling::error::Accumulator;
 use darling::FromMeta;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
-use syn::{Attribute, DeriveInput, GenericArgument, Ident, PathArguments, Type, Visibility};
+use syn::{Attribute, DeriveInput, Ident, Type, Visibility};
 
 pub struct Container<'a> {
     pub ident: &'a Ident,
@@ -179,99 +183,121 @@ impl<'a> Field<'a> {
             }
         }
 
-        let mut role = Role::Plain;
-        for a in f.attrs.iter().filter(|a| RELATIONSHIP_ATTRS.iter().any(|n| a.path().is_ident(n))) {
-            if role.span().is_some() {
-                errors.push(
-                    darling::Error::custom(
-                        "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
-                         other; keep the one that matches how the data is stored",
-                    )
-                    .with_span(a.path()),
-                );
-                continue;
-            }
-            let span = a.path().span();
-            let parsed = if a.path().is_ident(EMBED) {
-                errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
-            } else if a.path().is_ident(REFERENCE) {
-                errors
-                    .handle(parse_required::<ReferenceAttr>(
-                        a,
-                        "#[reference(to = Part)]` or `#[reference(many, to = Part)]",
-                    ))
-                    .map(|attr| Role::Reference { attr, span })
-            } else if a.path().is_ident(PARENT_REF) {
-                errors
-                    .handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
-                    .map(|attr| Role::ParentRef { attr, span })
-            } else if a.path().is_ident(BUCKET) {
-                errors
-                    .handle(parse_required::<BucketAttr>(
-                        a,
-                        "#[bucket(size = 50)]` or `#[bucket(by = time, window = \"day\")]",
-                    ))
-                    .map(|attr| Role::Bucket { attr, span })
-            } else {
-                None
-            };
-            if let Some(parsed) = parsed {
-                role = parsed;
-            }
-        }
-        let mut copy = None;
-        for a in f.attrs.iter().filter(|a| a.path().is_ident(DENORMALIZE)) {
-            if copy.is_some() {
-                errors.push(
-                    darling::Error::custom(format!(
-                        "`#[denormalize]` appears twice on `{ident}`: a field is the copy of one source field; \
-                         remove one"
-                    ))
-                    .with_span(a.path()),
-                );
-                continue;
-            }
-            copy = errors
-                .handle(parse_required::<DenormalizeAttr>(a, "#[denormalize(from = Part::name)]"))
-                .map(|attr| Copy { attr, span: a.path().span() });
-        }
+        let role = parse_role(f, errors);
+        let copy = parse_copy(f, ident, errors);
         Some(Field { ident, ty: &f.ty, stored, doc, role, copy })
     }
 
-    pub fn stored_name(&self) -> &str {
-        self.stored.as_deref().unwrap_or("")
+    /// The declared bound of an array field (`#[embed(max)]` on a `Vec`,
+    /// `#[reference(many, max)]`).
+    pub fn bound(&self) -> Option<u32> {
+        match &self.role {
+            Role::Embed { attr, .. } if vec_element(self.ty).is_some() => attr.max.as_ref().map(|m| m.0),
+            Role::Reference { attr, .. } if attr.many.is_present() => attr.max.as_ref().map(|m| m.0),
+            _ => None,
+        }
     }
 }
 
-/// `T` of `Vec<T>` (by the last path segment, as users write it).
-pub fn vec_element(ty: &Type) -> Option<&Type> {
-    generic_arg(ty, "Vec")
-}
-
-/// `T` of `Option<T>`.
-pub fn option_inner(ty: &Type) -> Option<&Type> {
-    generic_arg(ty, "Option")
-}
-
-fn generic_arg<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
-    let Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last()?;
-    if last.ident != wrapper {
-        return None;
+/// The one relationship attribute of a field, if any.
+fn parse_role(f: &syn::Field, errors: &mut Accumulator) -> Role {
+    let mut role = Role::Plain;
+    for a in f.attrs.iter().filter(|a| RELATIONSHIP_ATTRS.iter().any(|n| a.path().is_ident(n))) {
+        if role.span().is_some() {
+            errors.push(
+                darling::Error::custom(
+                    "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
+                     other; keep the one that matches how the data is stored",
+                )
+                .with_span(a.path()),
+            );
+            continue;
+        }
+        let span = a.path().span();
+        let parsed = if a.path().is_ident(EMBED) {
+            errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
+        } else if a.path().is_ident(REFERENCE) {
+            errors
+                .handle(parse_required::<ReferenceAttr>(
+                    a,
+                    "#[reference(to = Part)]` or `#[reference(many, to = Part)]",
+                ))
+                .map(|attr| Role::Reference { attr, span })
+        } else if a.path().is_ident(PARENT_REF) {
+            errors
+                .handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
+                .map(|attr| Role::ParentRef { attr, span })
+        } else if a.path().is_ident(BUCKET) {
+            errors
+                .handle(parse_required::<BucketAttr>(
+                    a,
+                    "#[bucket(size = 50)]` or `#[bucket(by = time, window = \"day\")]",
+                ))
+                .map(|attr| Role::Bucket { attr, span })
+        } else {
+            None
+        };
+        if let Some(parsed) = parsed {
+            role = parsed;
+        }
     }
-    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
-    match args.args.first()? {
-        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
-        _ => None,
+    role
+}
+
+/// `#[denormalize(..)]`, at most once.
+fn parse_copy(f: &syn::Field, ident: &Ident, errors: &mut Accumulator) -> Option<Copy> {
+    let mut copy = None;
+    for a in f.attrs.iter().filter(|a| a.path().is_ident(DENORMALIZE)) {
+        if copy.is_some() {
+            errors.push(
+                darling::Error::custom(format!(
+                    "`#[denormalize]` appears twice on `{ident}`: a field is the copy of one source field; \
+                     remove one"
+                ))
+                .with_span(a.path()),
+            );
+            continue;
+        }
+        copy = errors
+            .handle(parse_required::<DenormalizeAttr>(a, "#[denormalize(from = Part::name)]"))
+            .map(|attr| Copy { attr, span: a.path().span() });
+    }
+    copy
+}
+
+impl Container<'_> {
+    /// The fields that claim `_id`: those marked `#[document(id)]`, or else
+    /// those stored as `_id` or named `id`/`_id`.
+    pub fn id_candidates(&self) -> Vec<usize> {
+        let marked: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].doc.id.is_present()).collect();
+        if !marked.is_empty() {
+            return marked;
+        }
+        (0..self.fields.len())
+            .filter(|&i| {
+                let f = &self.fields[i];
+                f.stored.as_deref() == Some("_id") || f.ident == "id" || f.ident == "_id"
+            })
+            .collect()
     }
 }
 
-/// Whether a type is written as one of the `_id` types docrel knows, so an
-/// array of it holds ids rather than `{id, ...}` structs.
-pub fn is_id_type(ty: &Type) -> bool {
-    let Type::Path(p) = ty else { return false };
-    p.path
-        .segments
-        .last()
-        .is_some_and(|s| matches!(s.ident.to_string().as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
+/// `#[view(of = Part)]`: the document a view reads; `None` when absent or
+/// malformed (the error is in `errors`).
+pub fn view_of(input: &DeriveInput, errors: &mut Accumulator) -> Option<syn::Path> {
+    let attrs: Vec<&Attribute> = input.attrs.iter().filter(|a| a.path().is_ident(VIEW)).collect();
+    let mut of = None;
+    for a in &attrs {
+        of = errors.handle(ViewAttr::from_meta(&a.meta)).map(|v| v.of);
+    }
+    if attrs.is_empty() {
+        errors.push(
+            darling::Error::custom(format!(
+                "missing the document this is a view of: add `#[view(of = Part)]` to `{}`",
+                input.ident
+            ))
+            .with_span(&input.ident),
+        );
+    }
+    of
 }

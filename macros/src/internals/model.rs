@@ -1,0 +1,265 @@
+//! The validated models the derives generate from. `check` builds them from
+//! the parsed attributes, resolving every fact once: stored names after
+//! serde's renames, relation kinds and targets, keys and sorts as stored
+//! names, bucket fields, bounds, copies and advice. `expand` reads these and
+//! never the attributes.
+
+use super::advice::Advice;
+use super::ast;
+use super::ty;
+use syn::{Ident, Path, Type, Visibility};
+
+/// A `#[derive(Document)]` struct that passed every check.
+pub struct Model<'a> {
+    pub ident: &'a Ident,
+    pub vis: &'a Visibility,
+    pub collection: String,
+    /// The `_id` field.
+    pub id: IdField<'a>,
+    /// The stored fields, in declaration order.
+    pub fields: Vec<ModelField<'a>>,
+    /// The relationships, in declaration order (the schema's order).
+    pub relations: Vec<ModelRelation<'a>>,
+    /// The top-level denormalized copies.
+    pub copies: Vec<ModelCopy<'a>>,
+    pub advice: Vec<Advice>,
+}
+
+pub struct IdField<'a> {
+    pub ident: &'a Ident,
+    pub ty: &'a Type,
+}
+
+/// A field serde stores on its own (not skipped, not flattened).
+pub struct ModelField<'a> {
+    pub ident: &'a Ident,
+    pub ty: &'a Type,
+    /// The type as written, for the schema report.
+    pub type_name: String,
+    /// The stored name, after `rename` and `rename_all`.
+    pub stored: String,
+    /// The declared bound of an array (`#[embed(max)]`, `#[reference(many, max)]`).
+    pub bound: Option<u32>,
+    pub index: Index,
+    /// `#[document(write_heavy)]`.
+    pub write_heavy: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    None,
+    Ascending,
+    Unique,
+}
+
+impl<'a> ModelField<'a> {
+    /// The field as stored; `None` when serde does not store it on its own.
+    pub fn new(f: &'a ast::Field<'a>) -> Option<Self> {
+        let stored = f.stored.clone()?;
+        let index = if f.doc.unique.is_present() {
+            Index::Unique
+        } else if f.doc.index.is_present() {
+            Index::Ascending
+        } else {
+            Index::None
+        };
+        Some(ModelField {
+            ident: f.ident,
+            ty: f.ty,
+            type_name: ty::type_name(f.ty),
+            stored,
+            bound: f.bound(),
+            index,
+            write_heavy: f.doc.write_heavy.is_present(),
+        })
+    }
+}
+
+/// A stored name. The derive knows its own type's; another type's (the child
+/// of a subset, the element struct of a reference array) is read from that
+/// type's derive, at compile time.
+#[derive(Clone)]
+pub enum StoredName<'a> {
+    /// A field of this type, after serde's renames.
+    Here(String),
+    /// A field of another document: `Child::fields().field.path()`.
+    OfDocument { doc: Path, field: Ident },
+    /// A field of an element struct, from its `#[derive(Embedded)]`.
+    OfElement { elem: &'a Type, field: Ident },
+}
+
+/// One key of a declared order: `-published_date` is descending.
+pub struct SortKey<'a> {
+    pub name: StoredName<'a>,
+    /// `1` ascending, `-1` descending.
+    pub direction: i32,
+}
+
+/// The document type a relationship leads to.
+pub struct Target {
+    pub path: Path,
+    /// Its name as written, for the schema report.
+    pub name: String,
+}
+
+impl Target {
+    pub fn new(path: &Path) -> Self {
+        Target { path: path.clone(), name: ty::path_name(path) }
+    }
+}
+
+/// A relationship on a stored field.
+pub struct ModelRelation<'a> {
+    pub ident: &'a Ident,
+    pub ty: &'a Type,
+    pub stored: String,
+    pub on_delete: OnDelete,
+    pub kind: RelationKind<'a>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnDelete {
+    Nothing,
+    Pull,
+    Cascade,
+    Restrict,
+}
+
+pub enum RelationKind<'a> {
+    /// `#[embed]`: one struct, or an array (`many`), maybe a subset.
+    Embed { many: bool, max: Option<u32>, subset: Option<Subset<'a>> },
+    /// `#[reference(many, to = T)]`.
+    RefMany { to: Target, max: Option<u32>, element: Element<'a>, inverse: Option<&'a Ident> },
+    /// `#[reference(to = T)]` on `Id` or `Option<Id>`.
+    RefOne { to: Target, optional: bool, inverse: Option<&'a Ident> },
+    /// `#[parent_ref(to = P)]` on `Id` or `Option<Id>`, with its declared order.
+    ParentRef { to: Target, optional: bool, order: Vec<SortKey<'a>> },
+    /// `#[bucket(..)]`: the array of a bucket document.
+    Bucket(Bucket<'a>),
+}
+
+/// What a reference array holds.
+pub enum Element<'a> {
+    /// The ids themselves (`Vec<ObjectId>`).
+    Ids,
+    /// `{id, ..}` structs (`#[derive(Embedded)]`): `key` is the field holding
+    /// the id (`id` unless `key = ..` says otherwise).
+    Structs { ty: &'a Type, key: Ident },
+}
+
+impl Element<'_> {
+    /// The stored name of the field holding the id in each element.
+    pub fn key(&self) -> Option<StoredName<'_>> {
+        match self {
+            Element::Ids => None,
+            Element::Structs { ty, key } => Some(StoredName::OfElement { elem: ty, field: key.clone() }),
+        }
+    }
+}
+
+/// The subset pattern: the array keeps summaries of the N first children in
+/// `sort` order (or the N last).
+pub struct Subset<'a> {
+    pub child: Target,
+    /// The summary type, a `View` of the child.
+    pub elem: &'a Type,
+    /// Stored names of the child.
+    pub sort: Vec<SortKey<'a>>,
+    pub keep_last: bool,
+    /// The child field identifying a summary.
+    pub key: Option<StoredName<'a>>,
+    pub max_bytes: Option<u32>,
+}
+
+/// The bucket pattern: elements in bucket documents of one parent.
+pub struct Bucket<'a> {
+    /// The parent type, from the bucket's `#[parent_ref(to = ..)]`.
+    pub parent: Path,
+    /// The element type.
+    pub elem: &'a Type,
+    /// Stored names of the bucket document's fields.
+    pub parent_field: String,
+    pub count: String,
+    pub page: String,
+    pub start: String,
+    pub size: Option<u32>,
+    pub window_ms: Option<i64>,
+    /// The element's `DateTime` field a time bucket is keyed by (`by = time`).
+    pub by: Option<&'a Ident>,
+    pub max_bytes: Option<u32>,
+}
+
+/// A field that copies a field of another document:
+/// `#[denormalize(from = Part::name)]`.
+pub struct Copied<'a> {
+    pub ty: &'a Type,
+    pub stored: String,
+    pub source: Target,
+    pub source_field: Ident,
+}
+
+/// A top-level copy, with the single reference leading to its source:
+/// `#[denormalize(from = Product::name, via = product)]`.
+pub struct ModelCopy<'a> {
+    pub copied: Copied<'a>,
+    pub via: Via<'a>,
+}
+
+pub struct Via<'a> {
+    /// As written after `via =`.
+    pub ident: &'a Ident,
+    /// The stored name of the reference.
+    pub stored: String,
+    /// The document type it refers to.
+    pub to: Path,
+}
+
+/// A `#[derive(Embedded)]` element struct of a reference array.
+pub struct EmbeddedModel<'a> {
+    pub ident: &'a Ident,
+    pub fields: Vec<ModelField<'a>>,
+    /// Fields that copy a field of the referred document.
+    pub copies: Vec<Copied<'a>>,
+}
+
+/// A `#[derive(View)]` struct.
+pub struct ViewModel<'a> {
+    pub ident: &'a Ident,
+    pub of: Path,
+    pub fields: Vec<ModelField<'a>>,
+}
+
+/// What the fallback after an error emits: the items other code refers to.
+pub struct Stub<'a> {
+    pub ident: &'a Ident,
+    pub vis: &'a Visibility,
+    /// The type of the field most likely meant as the `_id`, if any.
+    pub id_ty: Option<&'a Type>,
+    pub fields: Vec<ModelField<'a>>,
+}
+
+impl RelationKind<'_> {
+    /// A single reference that may be absent (`Option<Id>`).
+    pub fn optional(&self) -> bool {
+        matches!(self, RelationKind::RefOne { optional: true, .. } | RelationKind::ParentRef { optional: true, .. })
+    }
+
+    /// The document type a reference leads to.
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            RelationKind::RefMany { to, .. } | RelationKind::RefOne { to, .. } | RelationKind::ParentRef { to, .. } => {
+                Some(to)
+            }
+            RelationKind::Embed { .. } | RelationKind::Bucket(_) => None,
+        }
+    }
+
+    /// The field of the target that mirrors this one (two-way references).
+    pub fn inverse(&self) -> Option<(&Target, &Ident)> {
+        match self {
+            RelationKind::RefMany { to, inverse: Some(inverse), .. }
+            | RelationKind::RefOne { to, inverse: Some(inverse), .. } => Some((to, inverse)),
+            _ => None,
+        }
+    }
+}

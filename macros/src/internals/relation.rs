@@ -1,0 +1,397 @@
+//! The rules of each relationship attribute, and what it resolves to: the
+//! kind and target, keys and sorts as stored names, bucket fields.
+
+use super::ast::{Container, Field, Role};
+use super::attr::{BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
+use super::check::err;
+use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
+use super::ty::{is_id_type, option_inner, vec_element};
+use darling::error::Accumulator;
+use proc_macro2::Span;
+use syn::{Ident, LitStr};
+
+/// The relationships of a document's stored fields, in declaration order;
+/// `None` when one of them is wrong (the reasons are in `errors`).
+pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Vec<ModelRelation<'a>>> {
+    let mut out = Some(Vec::new());
+    for f in &c.fields {
+        let Some(stored) = &f.stored else {
+            if let Some(span) = f.role.span() {
+                errors.push(err(span, format!(
+                    "field `{}` is not stored on its own (`#[serde(skip)]` or `flatten`), so it cannot carry a relationship",
+                    f.ident
+                )));
+            }
+            continue;
+        };
+        let (kind, on_delete) = match &f.role {
+            Role::Plain => continue,
+            Role::Embed { attr, span } => (embed(f, attr, *span, errors), None),
+            Role::Reference { attr, span } => (reference(f, attr, *span, errors), attr.on_delete.as_ref()),
+            Role::ParentRef { attr, span } => (parent_ref(c, f, attr, *span, errors), attr.on_delete.as_ref()),
+            Role::Bucket { attr, span } => (bucket(c, f, attr, *span, errors), None),
+        };
+        let on_delete = match on_delete.map(|r| **r) {
+            None => OnDelete::Nothing,
+            Some(OnDeleteAttr::Pull) => OnDelete::Pull,
+            Some(OnDeleteAttr::Cascade) => OnDelete::Cascade,
+            Some(OnDeleteAttr::Restrict) => OnDelete::Restrict,
+        };
+        match (kind, &mut out) {
+            (Some(kind), Some(out)) => {
+                out.push(ModelRelation { ident: f.ident, ty: f.ty, stored: stored.clone(), on_delete, kind })
+            }
+            _ => out = None,
+        }
+    }
+    out
+}
+
+fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Accumulator) -> Option<RelationKind<'a>> {
+    let elem = vec_element(f.ty);
+    let mut subset = None;
+    if let Some(child) = &attr.subset_of {
+        if attr.max.is_none() || elem.is_none() {
+            errors.push(err(
+                span,
+                format!(
+                    "a subset keeps the N newest (or highest) children: `{}` needs to be a `Vec` with `max = N`, e.g. \
+                 `#[embed(max = 10, subset_of = Review, sort = \"-published_date\")]`",
+                    f.ident
+                ),
+            ));
+        }
+        if attr.sort.is_none() {
+            errors.push(err(
+                span,
+                format!(
+                    "the subset `{}` needs an order to know which children to keep: add `sort = \"-published_date\"` \
+                 (a stored field of the child, `-` for descending)",
+                    f.ident
+                ),
+            ));
+        }
+        if let Some(keep) = &attr.keep {
+            if keep != "first" && keep != "last" {
+                errors.push(err(keep.span(), "`keep` is `first` (the default) or `last`"));
+            }
+        }
+        subset = elem.map(|elem| self::subset(child, elem, attr, errors));
+    } else if let Some(extra) = attr
+        .sort
+        .as_ref()
+        .map(|s| s.span())
+        .or(attr.key.as_ref().map(|k| k.span()))
+        .or(attr.keep.as_ref().map(|k| k.span()))
+    {
+        errors.push(err(extra, "`sort`, `key` and `keep` describe a subset: they need `subset_of = Child`"));
+    }
+    if let Some(max) = &attr.max {
+        if max.0 == 0 {
+            errors.push(err(
+                max.span(),
+                "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`",
+            ));
+        }
+        if elem.is_none() {
+            errors.push(err(span, format!(
+                "`#[embed(max = ..)]` bounds an array, but `{}` is not a `Vec<T>`: drop `max` to embed one struct, or make the field a `Vec`",
+                f.ident
+            )));
+        }
+    }
+    // A subset whose order did not resolve has its errors reported above.
+    let subset = match subset {
+        Some(resolved) => Some(resolved?),
+        None => None,
+    };
+    Some(RelationKind::Embed { many: elem.is_some(), max: f.bound(), subset })
+}
+
+/// A subset's child, order and key: names of the child's fields, whose
+/// stored names the child's derive holds.
+fn subset<'a>(
+    child: &syn::Path,
+    elem: &'a syn::Type,
+    attr: &EmbedAttr,
+    errors: &mut Accumulator,
+) -> Option<Subset<'a>> {
+    let field_of_child = |name: Ident| StoredName::OfDocument { doc: child.clone(), field: name };
+    let sort = match &attr.sort {
+        Some(sort) => sort_keys(sort, errors, |name| rust_ident(name, sort.span()).map(field_of_child))?,
+        None => Vec::new(),
+    };
+    Some(Subset {
+        child: Target::new(child),
+        elem,
+        sort,
+        keep_last: attr.keep.as_ref().is_some_and(|k| k == "last"),
+        key: attr.key.clone().map(field_of_child),
+        max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
+    })
+}
+
+fn reference<'a>(
+    f: &'a Field<'a>,
+    attr: &'a ReferenceAttr,
+    span: Span,
+    errors: &mut Accumulator,
+) -> Option<RelationKind<'a>> {
+    let many = attr.many.is_present();
+    if attr.to.is_none() {
+        errors.push(err(
+            span,
+            format!(
+                "`#[reference]` on `{}` needs its target: add `to = Part`, the document type it refers to",
+                f.ident
+            ),
+        ));
+    }
+    let elem = vec_element(f.ty);
+    if many && elem.is_none() {
+        errors.push(err(
+            span,
+            format!(
+            "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>`: \
+             make it `Vec<ObjectId>`, or drop `many` for a single reference",
+            f.ident
+        ),
+        ));
+    }
+    if !many && elem.is_some() {
+        errors.push(err(
+            span,
+            format!("`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`", f.ident),
+        ));
+    }
+    if let Some(max) = &attr.max {
+        if !many {
+            errors.push(err(max.span(), "`max` bounds an array of references: it needs `many`"));
+        } else if max.0 == 0 {
+            errors.push(err(
+                max.span(),
+                "`max = 0` allows no reference at all: give the bound the array may reach, e.g. `max = 5000`",
+            ));
+        }
+    }
+    if let Some(key) = &attr.key {
+        if !many {
+            errors
+                .push(err(key.span(), "`key` names the id field of the structs of a reference array: it needs `many`"));
+        } else if elem.is_some_and(is_id_type) {
+            errors.push(err(
+                key.span(),
+                "`key` is for arrays of `{id, ..}` structs; this array holds the ids themselves: remove `key`",
+            ));
+        }
+    }
+    if let Some(rule) = &attr.on_delete {
+        if **rule == OnDeleteAttr::Pull && !many && option_inner(f.ty).is_none() {
+            errors.push(err(rule.span(), format!(
+                "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
+                f.ident
+            )));
+        }
+    }
+    let to = Target::new(attr.to.as_ref()?);
+    let inverse = attr.inverse.as_ref();
+    if !many {
+        return Some(RelationKind::RefOne { to, optional: option_inner(f.ty).is_some(), inverse });
+    }
+    let element = match elem? {
+        elem if is_id_type(elem) => Element::Ids,
+        elem => {
+            Element::Structs { ty: elem, key: attr.key.clone().unwrap_or_else(|| Ident::new("id", Span::call_site())) }
+        }
+    };
+    Some(RelationKind::RefMany { to, max: f.bound(), element, inverse })
+}
+
+fn parent_ref<'a>(
+    c: &'a Container<'a>,
+    f: &'a Field<'a>,
+    attr: &'a ParentRefAttr,
+    span: Span,
+    errors: &mut Accumulator,
+) -> Option<RelationKind<'a>> {
+    if attr.to.is_none() {
+        errors.push(err(
+            span,
+            format!(
+                "`#[parent_ref]` on `{}` needs its parent: add `to = Host`, the document type it refers to",
+                f.ident
+            ),
+        ));
+    }
+    if vec_element(f.ty).is_some() {
+        errors.push(err(span, format!(
+            "`#[parent_ref]` holds the one id of the parent, but `{}` is a `Vec`: use `#[reference(many, ..)]` for arrays",
+            f.ident
+        )));
+    }
+    if let Some(rule) = &attr.on_delete {
+        if **rule == OnDeleteAttr::Pull && option_inner(f.ty).is_none() {
+            errors.push(err(rule.span(), format!(
+                "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
+                f.ident
+            )));
+        }
+    }
+    // The order of the children: stored names of this type's fields (a Rust
+    // field name is read as its stored name).
+    let order = match &attr.sort {
+        Some(sort) => sort_keys(sort, errors, |name| {
+            let field = c.fields.iter().find(|g| g.stored.as_deref() == Some(name)).or_else(|| {
+                c.fields.iter().find(|g| g.stored.is_some() && g.ident.to_string().trim_start_matches("r#") == name)
+            });
+            match field.and_then(|g| g.stored.clone()) {
+                Some(stored) => Ok(StoredName::Here(stored)),
+                None => Err(err(sort.span(), format!(
+                    "`sort` names `{name}`, which is not a stored field of `{}`: write stored names, `-` for descending, e.g. `sort = \"-time\"`",
+                    c.ident
+                ))),
+            }
+        }),
+        None => Some(Vec::new()),
+    };
+    let to = Target::new(attr.to.as_ref()?);
+    Some(RelationKind::ParentRef { to, optional: option_inner(f.ty).is_some(), order: order? })
+}
+
+/// `"-time, name"`: each name resolved by `resolve`, `-` for descending.
+/// Every name is checked, so all wrong ones are reported.
+fn sort_keys<'a>(
+    sort: &LitStr,
+    errors: &mut Accumulator,
+    resolve: impl Fn(&str) -> darling::Result<StoredName<'a>>,
+) -> Option<Vec<SortKey<'a>>> {
+    let keys: Vec<_> = sort
+        .value()
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            let (name, direction) = match part.strip_prefix('-') {
+                Some(name) => (name, -1),
+                None => (part.strip_prefix('+').unwrap_or(part), 1),
+            };
+            errors.handle(resolve(name.trim())).map(|name| SortKey { name, direction })
+        })
+        .collect();
+    keys.into_iter().collect()
+}
+
+/// `name` as a field identifier of another type, or the error saying why
+/// it cannot be one.
+fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
+    let mut chars = name.chars();
+    let valid =
+        chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_');
+    if valid {
+        Ok(Ident::new(name, span))
+    } else {
+        Err(err(
+            span,
+            format!(
+            "`sort` names `{name}`, which is not a field name: write the child's field names, separated by commas, \
+             `-` for descending, e.g. `sort = \"-published_date\"`"
+        ),
+        ))
+    }
+}
+
+/// The window lengths a time bucket may have, in milliseconds.
+fn window_ms(name: &str) -> Option<i64> {
+    match name {
+        "minute" => Some(60_000),
+        "hour" => Some(3_600_000),
+        "day" => Some(86_400_000),
+        _ => None,
+    }
+}
+
+fn bucket<'a>(
+    c: &'a Container<'a>,
+    f: &'a Field<'a>,
+    attr: &'a BucketAttr,
+    span: Span,
+    errors: &mut Accumulator,
+) -> Option<RelationKind<'a>> {
+    let elem = vec_element(f.ty);
+    if elem.is_none() {
+        errors.push(err(
+            span,
+            format!("`#[bucket]` goes on the array of a bucket document, but `{}` is not a `Vec<T>`", f.ident),
+        ));
+    }
+    check_bucket_kind(f, attr, span, errors);
+    let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
+    if parent.is_none() {
+        errors.push(err(
+            span,
+            format!(
+                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
+                c.ident
+            ),
+        ));
+    }
+    let mut stored = |named: Option<&Ident>, default: &str, used: bool| {
+        let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
+        let field = c.fields.iter().find(|g| g.ident == name.as_str());
+        if used && field.is_none() {
+            errors.push(err(
+                named.map(|n| n.span()).unwrap_or(span),
+                format!(
+                    "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
+                    c.ident
+                ),
+            ));
+        }
+        field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
+    };
+    let count = stored(attr.count.as_ref(), "count", true);
+    let page = stored(attr.page.as_ref(), "page", attr.size.is_some());
+    let start = stored(attr.start.as_ref(), "start", attr.window.is_some());
+    let Role::ParentRef { attr: parent_attr, .. } = &parent?.role else { return None };
+    Some(RelationKind::Bucket(Bucket {
+        parent: parent_attr.to.clone()?,
+        elem: elem?,
+        parent_field: parent?.stored.clone()?,
+        count,
+        page,
+        start,
+        size: attr.size.as_ref().map(|s| s.0),
+        window_ms: attr.window.as_ref().and_then(|w| window_ms(&w.value())),
+        by: attr.by.as_ref(),
+        max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
+    }))
+}
+
+/// A bucket holds `size` elements, or the elements of one time window.
+fn check_bucket_kind(f: &Field, attr: &BucketAttr, span: Span, errors: &mut Accumulator) {
+    match (&attr.size, &attr.by, &attr.window) {
+        (Some(size), None, None) => {
+            if size.0 == 0 {
+                errors.push(err(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`"));
+            }
+        }
+        (None, Some(_), Some(window)) => {
+            if window_ms(&window.value()).is_none() {
+                errors.push(err(
+                    window.span(),
+                    format!(
+                        "unknown window `{}`: write `window = \"minute\"`, `\"hour\"` or `\"day\"`",
+                        window.value()
+                    ),
+                ));
+            }
+        }
+        _ => errors.push(err(
+            span,
+            format!(
+                "`#[bucket]` on `{}` needs either a size or a time window: `#[bucket(size = 50)]` for pages of 50, or \
+             `#[bucket(by = time, window = \"day\")]` for one bucket per day of the elements' `time`",
+                f.ident
+            ),
+        )),
+    }
+}

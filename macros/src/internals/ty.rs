@@ -1,0 +1,110 @@
+//! What docrel reads from a field's type as written: the element of a `Vec`,
+//! the inner type of an `Option`, whether it is an id type, and its name as
+//! the schema report prints it.
+
+use quote::ToTokens;
+use syn::{GenericArgument, Path, PathArguments, Type};
+
+/// `T` of `Vec<T>` (by the last path segment, as users write it).
+pub fn vec_element(ty: &Type) -> Option<&Type> {
+    generic_arg(ty, "Vec")
+}
+
+/// `T` of `Option<T>`.
+pub fn option_inner(ty: &Type) -> Option<&Type> {
+    generic_arg(ty, "Option")
+}
+
+fn generic_arg<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != wrapper {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// The name of the type's last path segment (`ObjectId` of `bson::oid::ObjectId`).
+pub fn last_ident(ty: &Type) -> Option<String> {
+    let Type::Path(p) = ty else { return None };
+    p.path.segments.last().map(|s| s.ident.to_string())
+}
+
+/// Whether a type is written as one of the `_id` types docrel knows, so an
+/// array of it holds ids rather than `{id, ...}` structs.
+pub fn is_id_type(ty: &Type) -> bool {
+    last_ident(ty).is_some_and(|name| matches!(name.as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
+}
+
+/// A type as written, printed the way rustdoc would: `Vec<ObjectId>`,
+/// `Option<&'static str>`, `crate::catalog::Part`.
+pub fn type_name(ty: &Type) -> String {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => path_name(&p.path),
+        Type::Reference(r) => {
+            let lifetime = r.lifetime.as_ref().map(|l| format!("{l} ")).unwrap_or_default();
+            let mutability = if r.mutability.is_some() { "mut " } else { "" };
+            format!("&{lifetime}{mutability}{}", type_name(&r.elem))
+        }
+        Type::Slice(s) => format!("[{}]", type_name(&s.elem)),
+        Type::Array(a) => format!("[{}; {}]", type_name(&a.elem), a.len.to_token_stream()),
+        Type::Tuple(t) if t.elems.len() == 1 => format!("({},)", type_name(&t.elems[0])),
+        Type::Tuple(t) => format!("({})", t.elems.iter().map(type_name).collect::<Vec<_>>().join(", ")),
+        Type::Paren(p) => format!("({})", type_name(&p.elem)),
+        Type::Group(g) => type_name(&g.elem),
+        other => other.to_token_stream().to_string(),
+    }
+}
+
+/// A path as written: `catalog::Product`, `Vec<PartRef>`.
+pub fn path_name(path: &Path) -> String {
+    let segments = path.segments.iter().map(|s| {
+        let args = match &s.arguments {
+            PathArguments::None => String::new(),
+            PathArguments::AngleBracketed(a) => {
+                format!("<{}>", a.args.iter().map(argument_name).collect::<Vec<_>>().join(", "))
+            }
+            PathArguments::Parenthesized(p) => {
+                let inputs = p.inputs.iter().map(type_name).collect::<Vec<_>>().join(", ");
+                match &p.output {
+                    syn::ReturnType::Default => format!("({inputs})"),
+                    syn::ReturnType::Type(_, out) => format!("({inputs}) -> {}", type_name(out)),
+                }
+            }
+        };
+        format!("{}{args}", s.ident)
+    });
+    let leading = if path.leading_colon.is_some() { "::" } else { "" };
+    format!("{leading}{}", segments.collect::<Vec<_>>().join("::"))
+}
+
+fn argument_name(arg: &GenericArgument) -> String {
+    match arg {
+        GenericArgument::Type(t) => type_name(t),
+        GenericArgument::Lifetime(l) => l.to_string(),
+        GenericArgument::AssocType(a) => format!("{} = {}", a.ident, type_name(&a.ty)),
+        other => other.to_token_stream().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{path_name, type_name};
+    use syn::parse_quote;
+
+    #[test]
+    fn names_print_as_written() {
+        assert_eq!(type_name(&parse_quote!(Vec<ObjectId>)), "Vec<ObjectId>");
+        assert_eq!(type_name(&parse_quote!(Option<&'static str>)), "Option<&'static str>");
+        assert_eq!(
+            type_name(&parse_quote!(std::collections::HashMap<String, (i32, bool)>)),
+            "std::collections::HashMap<String, (i32, bool)>"
+        );
+        assert_eq!(type_name(&parse_quote!([u8; 16])), "[u8; 16]");
+        assert_eq!(path_name(&parse_quote!(::catalog::Product)), "::catalog::Product");
+    }
+}
