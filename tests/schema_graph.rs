@@ -28,7 +28,10 @@ mod reviews;
 #[path = "../examples/tasks.rs"]
 mod tasks;
 
-fn shapes(targets: &[Target]) -> Vec<(&'static str, Shape, Vec<(&'static str, &'static str)>)> {
+/// A target as `(collection, shape, [(copy field, source field)])`.
+type Described = (&'static str, Shape, Vec<(&'static str, &'static str)>);
+
+fn shapes(targets: &[Target]) -> Vec<Described> {
     targets.iter().map(|t| (t.collection, t.shape, t.fields.clone())).collect()
 }
 

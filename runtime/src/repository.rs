@@ -631,12 +631,19 @@ impl<T: Document> Repository<T> {
     }
 
     /// Deletes every document matching a filter, applying the `on_delete`
-    /// rules to each. Returns how many were deleted.
+    /// rules to each. The documents are found first and exactly those are
+    /// deleted, so one inserted while the rules run is not deleted without
+    /// its rules. Returns how many were deleted.
     pub async fn delete_many(&self, filter: impl Into<Filter>) -> Result<u64> {
-        let filter = filter.into().into_document()?;
+        let mut filter = filter.into().into_document()?;
         if !graph().references_to(T::COLLECTION).is_empty() {
             let ids = self.ids_matching(filter.clone()).await?;
+            if ids.is_empty() {
+                return Ok(0);
+            }
             crate::relations::on_delete::apply::<T>(&self.db, &ids).await?;
+            let ids: Vec<bson::Bson> = ids.iter().map(DocId::to_bson).collect();
+            filter = doc! {"$and": [filter, {"_id": {"$in": ids}}]};
         }
         let parents = self.subset_parents(&filter).await?;
         let r = self.raw.delete_many(filter).await.map_err(self.err("delete_many"))?;
@@ -655,7 +662,13 @@ impl<T: Document> Repository<T> {
     }
 
     async fn ids_matching(&self, filter: bson::Document) -> Result<Vec<T::Id>> {
-        let mut cursor = self.raw.find(filter).projection(doc! {"_id": 1}).await.map_err(self.err("find"))?;
+        let mut cursor = self
+            .raw
+            .find(filter)
+            .projection(doc! {"_id": 1})
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(self.err("find"))?;
         let mut ids = Vec::new();
         while cursor.advance().await.map_err(self.err("find"))? {
             if let Some(id) = cursor.current().get("_id").ok().flatten().and_then(T::Id::from_raw) {
