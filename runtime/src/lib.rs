@@ -58,4 +58,5 @@ pub use schema::document::{
     Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
 };
 pub use store::find::Find;
-pub use store::query::{Field, Filter, Sort, Update};
+pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};
+pub use store::update::{DateLike, Update};

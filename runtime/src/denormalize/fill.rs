@@ -285,7 +285,14 @@ pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
     let mut rewrites = Vec::new();
     for (_, target) in graph().held_by(schema) {
         let Shape::Array { array, key } = target.shape else { continue };
-        let ids: Vec<Bson> = match pulls.get(array) {
+        let pulled = match pulls.get(array) {
+            // `{$eq: element}`: the value-safe form of a whole element.
+            Some(Bson::Document(eq)) if eq.len() == 1 && matches!(eq.get("$eq"), Some(Bson::Document(_))) => {
+                eq.get("$eq")
+            }
+            other => other,
+        };
+        let ids: Vec<Bson> = match pulled {
             // A whole element: its copies may be stale, so pull by its id.
             Some(Bson::Document(element)) if !element.keys().any(|k| k.starts_with('$')) => {
                 element.get(key).cloned().into_iter().collect()

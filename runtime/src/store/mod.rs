@@ -1,11 +1,13 @@
-//! How every capability reads and writes: typed field handles, filters,
-//! updates and sorts, the `Find` builder, decoding, and BSON path helpers.
+//! How every capability reads and writes: typed field handles, filters and
+//! sorts (`query`), updates (`update`), the `Find` builder, decoding, and
+//! BSON path helpers.
 
 pub mod codec;
 pub mod find;
 pub mod path;
 pub mod query;
 pub mod transaction;
+pub mod update;
 
 /// Reads that decide a write go to the primary, whatever the client's read
 /// preference: a secondary may be behind, and a guard checked against old

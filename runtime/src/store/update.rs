@@ -1,0 +1,547 @@
+//! Updates built from typed field handles, and what docrel reads from an
+//! update before sending it:
+//!
+//! - **touched**: every stored path the update writes, exactly (a `$rename`
+//!   touches both names). The write path compares them with the copied
+//!   fields to decide whether a fan-out follows, so a path missing here is a
+//!   stale copy and a path too many is a wasted read.
+//! - **pushes**: every top-level array a `$push` or `$addToSet` may grow,
+//!   with how many elements and its bound; the write path turns a bounded
+//!   one into an atomic guard (the push happens only while there is room).
+//! - **bounds passed for sure**: a whole bounded array written longer than
+//!   its `max` (`set`, `set_on_insert`, `set_min`, `set_max`), or a write at
+//!   index `max` or beyond (through [`Field::at`]), makes the update an
+//!   [`Error::EmbedFull`] before any round trip.
+//!
+//! [`Update::raw`] gets the same reading for the forms the document shows
+//! (`$push`/`$addToSet` with or without `$each`, a `$slice` within the bound
+//! counts as safe; whole-array and indexed writes). Not checked: a
+//! `$rename` onto a bounded array, and anything the server computes
+//! (aggregation-pipeline updates are not offered).
+
+use super::query::{to_bson, Element, Field, Filter};
+use crate::error::{Error, Result};
+use crate::schema::document::{Document, RelationKind, Schema};
+use bson::{doc, Bson, Document as BsonDoc};
+use serde::Serialize;
+use std::marker::PhantomData;
+
+/// An update of documents of type `D`; combine with [`Update::and`].
+///
+/// ```
+/// use docrel::{Document, bson::doc};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Document, Serialize, Deserialize)]
+/// # #[document(collection = "parts")]
+/// # struct Part { #[serde(rename = "_id")] id: i32, name: String, qty: i32 }
+/// let u = Part::fields().name.set("bolt".into()).and(Part::fields().qty.inc(1));
+/// assert_eq!(u.to_document()?, doc! {"$set": {"name": "bolt"}, "$inc": {"qty": 1}});
+/// assert_eq!(u.touched().collect::<Vec<_>>(), ["name", "qty"]);
+/// # Ok::<(), docrel::Error>(())
+/// ```
+pub struct Update<D> {
+    doc: BsonDoc,
+    touched: Vec<String>,
+    pushes: Vec<Push>,
+    problem: Option<Problem>,
+    _doc: PhantomData<fn() -> D>,
+}
+
+/// Why an update cannot be sent, kept until it is used.
+#[derive(Debug, Clone)]
+enum Problem {
+    Invalid(String),
+    Full { collection: &'static str, field: &'static str, max: u32, len: usize },
+}
+
+impl<D> Clone for Update<D> {
+    fn clone(&self) -> Self {
+        Update {
+            doc: self.doc.clone(),
+            touched: self.touched.clone(),
+            pushes: self.pushes.clone(),
+            problem: self.problem.clone(),
+            _doc: PhantomData,
+        }
+    }
+}
+
+impl<D> std::fmt::Debug for Update<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Update").field("doc", &self.doc).field("problem", &self.problem).finish()
+    }
+}
+
+/// An array an update may grow, with its bound.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Push {
+    pub(crate) path: &'static str,
+    pub(crate) count: usize,
+    pub(crate) max: Option<u32>,
+}
+
+/// Field types `$currentDate` can write ([`Field::current_date`]): a BSON
+/// date, or a BSON timestamp when [`DateLike::TIMESTAMP`] is true. Implement
+/// it for your own type when it is stored as one of them (a
+/// `chrono::DateTime` stored through `bson::serde_helpers`, say).
+pub trait DateLike {
+    /// Whether the field holds a BSON timestamp rather than a date.
+    const TIMESTAMP: bool = false;
+}
+impl DateLike for bson::DateTime {}
+impl DateLike for bson::Timestamp {
+    const TIMESTAMP: bool = true;
+}
+impl<T: DateLike> DateLike for Option<T> {
+    const TIMESTAMP: bool = T::TIMESTAMP;
+}
+
+/// The bound declared on a top-level array of the schema, by stored name.
+fn declared_bound(schema: &'static Schema, field: &str) -> Option<(&'static str, u32)> {
+    schema.relations.iter().find_map(|r| match r.kind {
+        RelationKind::Embed { many: true, max: Some(max) } | RelationKind::RefMany { max: Some(max), .. }
+            if r.field == field =>
+        {
+            Some((r.field, max))
+        }
+        _ => None,
+    })
+}
+
+/// How many elements a `$push`/`$addToSet` value adds at most, and its `$slice`.
+fn pushed(value: &Bson) -> (usize, Option<i64>) {
+    match value {
+        Bson::Document(d) if d.contains_key("$each") => {
+            let count = match d.get("$each") {
+                Some(Bson::Array(items)) => items.len(),
+                _ => 0,
+            };
+            let slice = match d.get("$slice") {
+                Some(Bson::Int32(n)) => Some(i64::from(*n)),
+                Some(Bson::Int64(n)) => Some(*n),
+                _ => None,
+            };
+            (count, slice)
+        }
+        _ => (1, None),
+    }
+}
+
+/// What writing `value` at `path` with `op` does to the bounds of `D`: the
+/// top-level array it may grow, or the bound it passes for sure. `handle`
+/// is the typed handle's own path and bound, when there is one.
+fn check<D: Document>(
+    op: &str,
+    path: &str,
+    handle: Option<(&'static str, Option<u32>)>,
+    value: &Bson,
+) -> std::result::Result<Option<Push>, Problem> {
+    let schema = D::schema();
+    let full = |field, max, len| Problem::Full { collection: D::COLLECTION, field, max, len };
+    match path.split_once('.') {
+        None => {
+            let (field, max) = match handle {
+                Some(known) => known,
+                None => match schema.fields.iter().find(|f| f.bson == path) {
+                    Some(f) => (f.bson, declared_bound(schema, path).map(|(_, max)| max)),
+                    None => return Ok(None),
+                },
+            };
+            match op {
+                "$push" | "$addToSet" => {
+                    let (count, slice) = pushed(value);
+                    let trimmed = |max: &u32| slice.is_some_and(|s| s.unsigned_abs() <= u64::from(*max));
+                    Ok(Some(Push { path: field, count, max: max.filter(|m| !trimmed(m)) }))
+                }
+                "$set" | "$setOnInsert" | "$min" | "$max" => match (max, value) {
+                    (Some(max), Bson::Array(items)) if items.len() > max as usize => Err(full(field, max, items.len())),
+                    _ => Ok(None),
+                },
+                _ => Ok(None),
+            }
+        }
+        Some((head, rest)) => {
+            let Some((field, max)) = declared_bound(schema, head) else { return Ok(None) };
+            if matches!(op, "$unset" | "$pull" | "$pullAll" | "$pop" | "$rename") {
+                return Ok(None);
+            }
+            match rest.split('.').next().and_then(|i| i.parse::<usize>().ok()) {
+                Some(index) if index >= max as usize => Err(full(field, max, index + 1)),
+                _ => Ok(None),
+            }
+        }
+    }
+}
+
+impl<D> Update<D> {
+    fn empty() -> Self {
+        Update { doc: BsonDoc::new(), touched: vec![], pushes: vec![], problem: None, _doc: PhantomData }
+    }
+
+    /// Both updates. One path given twice to the same operator is an error
+    /// when the update is used (the second would silently replace the first).
+    ///
+    /// ```
+    /// use docrel::{Document, Error, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "parts")]
+    /// # struct Part { #[serde(rename = "_id")] id: i32, qty: i32 }
+    /// let twice = Part::fields().qty.inc(1).and(Part::fields().qty.inc(2));
+    /// assert!(matches!(twice.to_document(), Err(Error::Invalid { .. })));
+    /// ```
+    pub fn and(mut self, other: Update<D>) -> Self {
+        if self.problem.is_none() {
+            self.problem = other.problem;
+        }
+        for (op, fields) in other.doc {
+            match (self.doc.get_mut(&op), fields) {
+                (Some(Bson::Document(mine)), Bson::Document(theirs)) => {
+                    for (path, value) in theirs {
+                        if mine.contains_key(&path) && self.problem.is_none() {
+                            self.problem = Some(Problem::Invalid(format!(
+                                "`{path}` is given to `{op}` twice, and the second would replace the first; \
+                                 give it once (with `$each` for several elements)"
+                            )));
+                        }
+                        mine.insert(path, value);
+                    }
+                }
+                (_, fields) => {
+                    self.doc.insert(op, fields);
+                }
+            }
+        }
+        self.touched.extend(other.touched);
+        self.pushes.extend(other.pushes);
+        self
+    }
+
+    /// The stored paths this update writes.
+    pub fn touched(&self) -> impl Iterator<Item = &str> + '_ {
+        self.touched.iter().map(String::as_str)
+    }
+
+    /// The arrays this update pushes to, with how many elements each.
+    pub(crate) fn pushes(&self) -> &[Push] {
+        &self.pushes
+    }
+
+    /// The BSON update document, or the error met while building it: a
+    /// bound passed for sure is [`Error::EmbedFull`] (its id is `(any)`: the
+    /// update was refused before any document was read).
+    pub fn to_document(&self) -> Result<BsonDoc> {
+        match &self.problem {
+            Some(Problem::Invalid(message)) => Err(Error::Invalid { what: "update", message: message.clone() }),
+            Some(Problem::Full { collection, field, max, len }) => {
+                Err(Error::EmbedFull { collection, id: "(any)".into(), field, max: *max, len: *len })
+            }
+            None if self.doc.is_empty() => {
+                Err(Error::Invalid { what: "update", message: "it changes nothing; add at least one operation".into() })
+            }
+            None => Ok(self.doc.clone()),
+        }
+    }
+}
+
+impl<D: Document> Update<D> {
+    /// One operation on one path of a typed handle, checked against the bounds.
+    fn one(handle: (&'static str, Option<u32>), op: &'static str, value: std::result::Result<Bson, String>) -> Self {
+        let path = handle.0;
+        let mut u = Update::empty();
+        u.touched.push(path.to_owned());
+        match value {
+            Err(message) => u.problem = Some(Problem::Invalid(message)),
+            Ok(v) => {
+                match check::<D>(op, path, Some(handle), &v) {
+                    Ok(push) => u.pushes.extend(push),
+                    Err(p) => u.problem = Some(p),
+                }
+                u.doc.insert(op, doc! { path: v });
+            }
+        }
+        u
+    }
+
+    /// An update from a raw BSON update document, sent as given. docrel
+    /// still reads the paths it writes (for fan-outs) and the bounded
+    /// arrays it can see it grow: a `$push`/`$addToSet` on one is guarded
+    /// like a typed push (unless a `$slice` keeps it within the bound), a
+    /// whole-array write longer than the bound or a write at an index past
+    /// it is [`Error::EmbedFull`]. A `$rename` onto a bounded array is not
+    /// checked. Prefer the typed handles.
+    ///
+    /// ```
+    /// use docrel::{Document, Error, Update, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "patrons")]
+    /// struct Patron {
+    ///     #[serde(rename = "_id")]
+    ///     id: String,
+    ///     #[embed(max = 2)]
+    ///     addresses: Vec<String>,
+    /// }
+    ///
+    /// let over = Update::<Patron>::raw(doc! {"$set": {"addresses": ["a", "b", "c"]}});
+    /// assert!(matches!(over.to_document(), Err(Error::EmbedFull { max: 2, len: 3, .. })));
+    /// let past = Update::<Patron>::raw(doc! {"$set": {"addresses.2": "c"}});
+    /// assert!(matches!(past.to_document(), Err(Error::EmbedFull { len: 3, .. })));
+    /// let u = Update::<Patron>::raw(doc! {"$rename": {"old": "new"}});
+    /// assert_eq!(u.touched().collect::<Vec<_>>(), ["old", "new"]);
+    /// ```
+    pub fn raw(doc: BsonDoc) -> Self {
+        let mut u = Update::empty();
+        for (op, fields) in &doc {
+            let Bson::Document(fields) = fields else { continue };
+            for (path, value) in fields {
+                u.touched.push(path.clone());
+                if let ("$rename", Bson::String(to)) = (op.as_str(), value) {
+                    u.touched.push(to.clone());
+                }
+                match check::<D>(op, path, None, value) {
+                    Ok(push) => u.pushes.extend(push),
+                    Err(p) => {
+                        u.problem.get_or_insert(p);
+                    }
+                }
+            }
+        }
+        u.doc = doc;
+        u
+    }
+}
+
+/// Updates of one field. Each records the path it touches; writes of a
+/// whole bounded array are checked against the bound when built.
+impl<D: Document, V> Field<D, V> {
+    fn update(&self, op: &'static str, value: Result<Bson>) -> Update<D> {
+        Update::one((self.path(), self.max()), op, value.map_err(|e| e.to_string()))
+    }
+
+    /// `{$set: {path: value}}`. A whole bounded array longer than its `max`
+    /// is [`Error::EmbedFull`] when the update is used, before any round trip.
+    ///
+    /// ```
+    /// use docrel::{Document, Error, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "patrons")]
+    /// # struct Patron { #[serde(rename = "_id")] id: String, #[embed(max = 2)] addresses: Vec<String> }
+    /// let f = Patron::fields();
+    /// assert_eq!(f.addresses.set(vec!["a".into()]).to_document()?, doc! {"$set": {"addresses": ["a"]}});
+    /// let over = f.addresses.set(vec!["a".into(), "b".into(), "c".into()]);
+    /// assert!(matches!(over.to_document(), Err(Error::EmbedFull { max: 2, len: 3, .. })));
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn set(&self, value: V) -> Update<D>
+    where
+        V: Serialize,
+    {
+        self.update("$set", to_bson(self.path(), &value))
+    }
+
+    /// `{$setOnInsert: {path: value}}`: written only when the update inserts
+    /// the document (an upsert), ignored otherwise. docrel's `update_*` do
+    /// not upsert, so through them it changes nothing; it is for updates run
+    /// with `upsert` from [`Update::to_document`]. Bounds as in [`Field::set`].
+    ///
+    /// ```
+    /// use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "parts")]
+    /// # struct Part { #[serde(rename = "_id")] id: i32, qty: i32 }
+    /// let u = Part::fields().qty.set_on_insert(0);
+    /// assert_eq!(u.to_document()?, doc! {"$setOnInsert": {"qty": 0}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn set_on_insert(&self, value: V) -> Update<D>
+    where
+        V: Serialize,
+    {
+        self.update("$setOnInsert", to_bson(self.path(), &value))
+    }
+
+    /// `{$min: {path: value}}`: stores `value` when it is less than the
+    /// stored one (or the field is absent), so the field becomes the smaller
+    /// of the two. Named `set_min` because [`Field::max`] is the bound.
+    ///
+    /// ```
+    /// use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "scores")]
+    /// # struct Score { #[serde(rename = "_id")] id: i32, low: i32, high: i32 }
+    /// let f = Score::fields();
+    /// let u = f.low.set_min(3).and(f.high.set_max(90));
+    /// assert_eq!(u.to_document()?, doc! {"$min": {"low": 3}, "$max": {"high": 90}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    #[doc(alias = "min")]
+    pub fn set_min(&self, value: V) -> Update<D>
+    where
+        V: Serialize + PartialOrd,
+    {
+        self.update("$min", to_bson(self.path(), &value))
+    }
+
+    /// `{$max: {path: value}}`: stores `value` when it is greater than the
+    /// stored one (or the field is absent). See [`Field::set_min`].
+    #[doc(alias = "max")]
+    pub fn set_max(&self, value: V) -> Update<D>
+    where
+        V: Serialize + PartialOrd,
+    {
+        self.update("$max", to_bson(self.path(), &value))
+    }
+
+    /// `{$unset: {path: ""}}`.
+    pub fn unset(&self) -> Update<D> {
+        self.update("$unset", Ok(Bson::String(String::new())))
+    }
+
+    /// `{$inc: {path: by}}`.
+    pub fn inc(&self, by: V) -> Update<D>
+    where
+        V: Serialize + std::ops::Add<Output = V>,
+    {
+        self.update("$inc", to_bson(self.path(), &by))
+    }
+
+    /// `{$currentDate: {path: true}}`: the server's clock at the write, as
+    /// a date (`{$type: "timestamp"}` for a timestamp field).
+    ///
+    /// ```
+    /// use docrel::{Document, bson::{doc, DateTime, Timestamp}};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "parts")]
+    /// # struct Part { #[serde(rename = "_id")] id: i32, seen: Option<DateTime>, ts: Timestamp }
+    /// let f = Part::fields();
+    /// let u = f.seen.current_date().and(f.ts.current_date());
+    /// assert_eq!(u.to_document()?, doc! {"$currentDate": {"seen": true, "ts": {"$type": "timestamp"}}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn current_date(&self) -> Update<D>
+    where
+        V: DateLike,
+    {
+        let kind = if V::TIMESTAMP { Bson::Document(doc! {"$type": "timestamp"}) } else { Bson::Boolean(true) };
+        self.update("$currentDate", Ok(kind))
+    }
+}
+
+/// Updates of an array field. A push into a bounded array is guarded when
+/// it is written (see [`crate::Repository::update_by_id`]).
+impl<D: Document, E> Field<D, Vec<E>> {
+    /// `{$push: {path: {$each: elements}}}`. Through docrel, a push into a
+    /// bounded array only happens while the array has room for every element
+    /// (see [`crate::Repository::update_by_id`]).
+    pub fn push(&self, elements: impl IntoIterator<Item = E>) -> Update<D>
+    where
+        E: Serialize,
+    {
+        let elements: Vec<E> = elements.into_iter().collect();
+        self.update("$push", to_bson(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
+    }
+
+    /// `{$addToSet: {path: {$each: elements}}}`: adds the elements not there
+    /// yet. A bounded array is guarded as for [`Field::push`], counting every
+    /// element (some may turn out to be there already).
+    pub fn add_to_set(&self, elements: impl IntoIterator<Item = E>) -> Update<D>
+    where
+        E: Serialize,
+    {
+        let elements: Vec<E> = elements.into_iter().collect();
+        self.update("$addToSet", to_bson(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
+    }
+
+    /// `{$pull: {path: {$eq: element}}}`: removes every element equal to this
+    /// one (for a struct, equal in every field and their order). The element
+    /// is a value, never a condition; for conditions see [`Field::pull_where`].
+    ///
+    /// ```
+    /// use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "posts")]
+    /// # struct Post { #[serde(rename = "_id")] id: i32, tags: Vec<String> }
+    /// let u = Post::fields().tags.pull(&"old".to_owned());
+    /// assert_eq!(u.to_document()?, doc! {"$pull": {"tags": {"$eq": "old"}}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn pull(&self, element: &E) -> Update<D>
+    where
+        E: Serialize,
+    {
+        self.update("$pull", to_bson(self.path(), element).map(|v| Bson::Document(doc! {"$eq": v})))
+    }
+
+    /// `{$pullAll: {path: [elements]}}`: removes every element equal to one of these.
+    ///
+    /// ```
+    /// use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "posts")]
+    /// # struct Post { #[serde(rename = "_id")] id: i32, tags: Vec<String> }
+    /// let u = Post::fields().tags.pull_all(&["a".to_owned(), "b".to_owned()]);
+    /// assert_eq!(u.to_document()?, doc! {"$pullAll": {"tags": ["a", "b"]}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn pull_all(&self, elements: &[E]) -> Update<D>
+    where
+        E: Serialize,
+    {
+        self.update("$pullAll", to_bson(self.path(), elements))
+    }
+
+    /// `{$pull: {path: condition}}`: removes every element that meets the
+    /// condition, built on the element's handle as for [`Field::elem_match`]
+    /// (compare a scalar element directly; name a struct element's fields
+    /// with [`Field::at`]).
+    ///
+    /// ```
+    /// use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Line { sku: String, qty: i32 }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "orders")]
+    /// struct Order {
+    ///     #[serde(rename = "_id")]
+    ///     id: i32,
+    ///     scores: Vec<i32>,
+    ///     #[embed(max = 50)]
+    ///     lines: Vec<Line>,
+    /// }
+    ///
+    /// let f = Order::fields();
+    /// let u = f.scores.pull_where(|s| s.lt(50)).and(f.lines.pull_where(|l| l.at::<i32>("qty").lte(0)));
+    /// assert_eq!(u.to_document()?, doc! {"$pull": {"scores": {"$lt": 50}, "lines": {"qty": {"$lte": 0}}}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn pull_where(&self, condition: impl FnOnce(Field<Element<E>, E>) -> Filter) -> Update<D> {
+        let condition = condition(Field::new("", None))
+            .element_condition()
+            .map(Bson::Document)
+            .map_err(|message| format!("in the `$pull` on `{}`: {message}", self.path()));
+        Update::one((self.path(), self.max()), "$pull", condition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pushed;
+    use bson::{doc, Bson};
+
+    #[test]
+    fn pushed_counts_each_and_reads_slice() {
+        assert_eq!(pushed(&Bson::Int32(1)), (1, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"n": 1})), (1, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"$each": [1, 2, 3]})), (3, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"$each": [1, 2], "$slice": -5_i64})), (2, Some(-5)));
+    }
+}
