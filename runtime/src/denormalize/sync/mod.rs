@@ -19,6 +19,23 @@
 //! impossible: the worker stops with [`Error::SyncHistoryLost`], or, with
 //! [`HistoryLost::RepairAndContinue`], repairs every source and goes on
 //! from the present.
+//!
+//! When its stream is invalidated (the database dropped), the worker saves
+//! the invalidate's token as a `startAfter` position and opens a new stream
+//! after it: resuming before the invalidate would meet it again at every
+//! start.
+//!
+//! # Limits
+//!
+//! - A change event of a deleted child carries only its `_id`. Its parent is
+//!   known from the pre-image where the child collection keeps them
+//!   (`collMod` with `changeStreamPreAndPostImages: {enabled: true}`), or
+//!   from the subsets holding a summary with that `_id` when summaries
+//!   carry it; otherwise the parent's subset stays as it was until its next
+//!   change or a repair. Deletes through docrel rebuild subsets themselves,
+//!   in deferred mode too: this concerns deletes made outside docrel.
+//! - With subsets in the schema, the stream asks for pre-images
+//!   (`fullDocumentBeforeChange: whenAvailable`), which needs MongoDB 6.0.
 
 mod apply;
 
@@ -81,6 +98,13 @@ struct Position {
     /// (`resumeAfter` would be refused, and would mean resuming inside a
     /// stream the server has ended).
     start_after: bool,
+}
+
+/// The position last saved, and when.
+#[derive(Debug)]
+struct Saved {
+    position: Option<Position>,
+    at: Instant,
 }
 
 /// The collections a worker watches, from the schema graph.
@@ -295,8 +319,10 @@ impl SyncWorker {
         loop {
             let mut stream = match self.open(&watched, position.as_ref()).await {
                 Ok(stream) => stream,
+                // Lost history is about a stored position; a stream opened
+                // from now that fails this way is not cured by a repair.
                 Err(e) if history_lost(&e) => {
-                    self.on_lost(&watched, e)?;
+                    self.on_lost(&watched, e, repair || position.is_none())?;
                     position = None;
                     repair = true;
                     continue;
@@ -304,24 +330,25 @@ impl SyncWorker {
                 Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
             };
             let opened = stream.resume_token().map(|token| Position { token, start_after: false });
+            let opened_after_repair = repair;
             if repair {
                 // Before the new position is saved: if the repair fails, the
                 // lost token stays stored and the next start repairs again.
                 self.repair(&watched).await?;
                 repair = false;
             }
-            let mut saved = position.clone();
+            let mut saved = Saved { position: position.clone(), at: Instant::now() };
             if position.is_none() {
-                if let Some(p) = &opened {
-                    self.save(p).await?;
-                    saved = Some(p.clone());
-                }
+                position = opened;
+                self.save_moved(&mut saved, position.as_ref()).await?;
             }
             if let Some(ready) = &self.on_ready {
                 ready();
             }
-            let mut last_save = Instant::now();
             let mut unsaved_work = false;
+            // Whether the stream was just opened from now after a repair
+            // and has not answered yet.
+            let mut fresh = opened_after_repair;
             // Follow the stream until it ends (an invalidate) or fails.
             loop {
                 if !stream.is_alive() {
@@ -330,14 +357,14 @@ impl SyncWorker {
                 let next = tokio::select! {
                     biased;
                     () = &mut shutdown => {
-                        let current = current(&stream, position.as_ref());
-                        if current.is_some() && current != saved {
-                            self.save(current.as_ref().expect("checked")).await?;
-                        }
+                        self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
                         return Ok(());
                     }
                     next = stream.next_if_any() => next,
                 };
+                if next.is_ok() {
+                    fresh = false;
+                }
                 match next {
                     Ok(Some(event)) => {
                         if event.operation_type == OperationType::Invalidate {
@@ -360,17 +387,15 @@ impl SyncWorker {
                         // Idle: the batch is drained. Save what was applied
                         // now rather than at the next tick.
                         if unsaved_work {
-                            let current = current(&stream, position.as_ref());
-                            if current.is_some() && current != saved {
-                                self.save(current.as_ref().expect("checked")).await?;
-                                saved = current;
-                                last_save = Instant::now();
-                            }
+                            self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
                             unsaved_work = false;
                         }
                     }
                     Err(e) if history_lost(&e) => {
-                        self.on_lost(&watched, e)?;
+                        // Again before the stream moved after a repair: the
+                        // stream itself is failing, and repairing in a loop
+                        // would not help.
+                        self.on_lost(&watched, e, fresh)?;
                         position = None;
                         repair = true;
                         break;
@@ -378,10 +403,8 @@ impl SyncWorker {
                     Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
                 }
                 position = current(&stream, position.as_ref());
-                if last_save.elapsed() >= self.checkpoint_every && position.is_some() && position != saved {
-                    self.save(position.as_ref().expect("checked")).await?;
-                    saved = position.clone();
-                    last_save = Instant::now();
+                if saved.at.elapsed() >= self.checkpoint_every {
+                    self.save_moved(&mut saved, position.as_ref()).await?;
                     unsaved_work = false;
                 }
             }
@@ -399,11 +422,23 @@ impl SyncWorker {
         apply::apply(&self.db, &Watched::of_graph(), event).await
     }
 
-    /// What to do with lost history: an error, or go on to repair.
-    fn on_lost(&self, watched: &Watched, e: mongodb::error::Error) -> Result<()> {
+    /// Saves `now` unless it is what was saved last.
+    async fn save_moved(&self, saved: &mut Saved, now: Option<&Position>) -> Result<()> {
+        if let Some(now) = now {
+            if saved.position.as_ref() != Some(now) {
+                self.save(now).await?;
+                *saved = Saved { position: Some(now.clone()), at: Instant::now() };
+            }
+        }
+        Ok(())
+    }
+
+    /// What to do with lost history: an error, or go on to repair (not
+    /// when the stream failing is one `again` opened from now).
+    fn on_lost(&self, watched: &Watched, e: mongodb::error::Error, again: bool) -> Result<()> {
         match self.history_lost {
-            HistoryLost::RepairAndContinue => Ok(()),
-            HistoryLost::Fail => Err(Error::SyncHistoryLost {
+            HistoryLost::RepairAndContinue if !again => Ok(()),
+            _ => Err(Error::SyncHistoryLost {
                 worker: self.name.clone(),
                 database: self.db.name().to_owned(),
                 sources: watched.all().join(", "),
@@ -433,8 +468,21 @@ impl SyncWorker {
     /// Repairs everything derived, after lost history: the copies of every
     /// source, then the subsets of every parent.
     async fn repair(&self, watched: &Watched) -> Result<()> {
-        for source in &watched.sources {
-            crate::denormalize::repair::repair_collection(&self.db, source)?.run().await?;
+        for source in watched.sources.iter().copied() {
+            // `Repair` is not `Sync` (its progress callback), so awaiting it
+            // here would make this future unsendable and the worker
+            // impossible to spawn: it runs on a blocking thread, driven by
+            // this runtime's handle, while this task waits.
+            let db = self.db.clone();
+            let handle = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                handle.block_on(async move { crate::denormalize::repair::repair_collection(&db, source)?.run().await })
+            })
+            .await
+            .map_err(|e| Error::Invalid {
+                what: "repair after lost history",
+                message: format!("the repair of `{source}` stopped: {e}; start the worker again to retry it"),
+            })??;
         }
         for child in &watched.children {
             apply::rebuild_all_subsets(&self.db, child).await?;
