@@ -223,6 +223,29 @@ pub enum Error {
         /// Why, and how to fix it.
         message: String,
     },
+
+    /// A sync worker cannot resume its change stream: the point it stopped
+    /// at is no longer in the oplog (server code 286, ChangeStreamHistoryLost)
+    /// or the stream failed for good (280, ChangeStreamFatalError). Writes
+    /// made in the gap never reached their copies or subsets, and nothing
+    /// will replay them.
+    #[error(
+        "sync worker `{worker}` cannot resume its change stream on database `{database}`: {source}. Changes made \
+         while it was behind may never have reached their denormalized copies and subsets: run \
+         `docrel::fanout::repair` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
+         again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both"
+    )]
+    SyncHistoryLost {
+        /// The worker's name (its entry in `_docrel_sync`).
+        worker: String,
+        /// The database it follows.
+        database: String,
+        /// The collections whose derived data may be stale.
+        sources: String,
+        /// What the server said.
+        #[source]
+        source: Box<mongodb::error::Error>,
+    },
 }
 
 impl Error {

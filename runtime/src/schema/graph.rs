@@ -292,6 +292,16 @@ impl Graph {
         out
     }
 
+    /// Every collection whose documents some parent's subset summarizes,
+    /// sorted: what a change-stream follower must watch, besides the
+    /// sources of copies, to keep subsets true when children are written
+    /// without docrel's synchronous hooks.
+    pub fn subset_children(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self.subsets.keys().copied().collect();
+        out.sort_unstable();
+        out
+    }
+
     /// Every collection that is the source of copies or summaries, sorted.
     pub fn sources(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = self.targets.keys().copied().collect();
