@@ -469,20 +469,7 @@ impl SyncWorker {
     /// source, then the subsets of every parent.
     async fn repair(&self, watched: &Watched) -> Result<()> {
         for source in watched.sources.iter().copied() {
-            // `Repair` is not `Sync` (its progress callback), so awaiting it
-            // here would make this future unsendable and the worker
-            // impossible to spawn: it runs on a blocking thread, driven by
-            // this runtime's handle, while this task waits.
-            let db = self.db.clone();
-            let handle = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || {
-                handle.block_on(async move { crate::denormalize::repair::repair_collection(&db, source)?.run().await })
-            })
-            .await
-            .map_err(|e| Error::Invalid {
-                what: "repair after lost history",
-                message: format!("the repair of `{source}` stopped: {e}; start the worker again to retry it"),
-            })??;
+            crate::denormalize::repair::repair_collection(&self.db, source)?.run().await?;
         }
         for child in &watched.children {
             apply::rebuild_all_subsets(&self.db, child).await?;
