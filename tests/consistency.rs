@@ -328,3 +328,78 @@ async fn moving_a_child_moves_its_summary() -> docrel::Result<()> {
     assert!(Shop::rels().top.check(&t.db, &1).await?);
     Ok(())
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(many, to = Task, inverse = owner, max = 500)]
+    tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "tasks")]
+struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    #[reference(to = Person, inverse = tasks)]
+    owner: ObjectId,
+    #[denormalize(from = Person::name, via = owner)]
+    owner_name: String,
+}
+
+/// Sequences 1 and 13 for two-way references: concurrent reassigns of the
+/// same tasks between the same people all return `Ok` (conflicts retried),
+/// both sides agree afterwards (I2), and each task's copy of its owner's
+/// name follows the owner it was reassigned to (I1).
+#[tokio::test]
+async fn concurrent_reassigns_all_succeed_and_both_sides_agree() -> docrel::Result<()> {
+    let t = TestDb::new("reassign_contention").await?;
+    let people: Vec<Person> =
+        (0..3).map(|i| Person { id: ObjectId::new(), name: format!("person {i}"), tasks: vec![] }).collect();
+    Person::repo(&t.db).insert_many(&people).await?;
+    let tasks: Vec<Task> = (0..4)
+        .map(|i| Task {
+            id: ObjectId::new(),
+            title: format!("task {i}"),
+            owner: people[0].id,
+            owner_name: String::new(),
+        })
+        .collect();
+    Task::repo(&t.db).insert_many(&tasks).await?;
+    for task in &tasks {
+        Task::rels().owner.reassign(&t.db, &task.id, &people[0].id).await?;
+    }
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let db = t.db.clone();
+            let (tasks, people) = (tasks.clone(), people.clone());
+            tokio::spawn(async move {
+                for i in 0..5 {
+                    let task = &tasks[(w + i) % tasks.len()];
+                    let to = &people[(w * 7 + i) % people.len()];
+                    let outcome = Task::rels().owner.reassign(&db, &task.id, &to.id).await?;
+                    assert!(outcome.transactional);
+                }
+                docrel::Result::Ok(())
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.expect("worker")?;
+    }
+    for task in &tasks {
+        let stored = raw(&t, "tasks", task.id).await;
+        let owner = stored.get_object_id("owner").unwrap();
+        let person = raw(&t, "people", owner).await;
+        assert_eq!(stored.get_str("owner_name").unwrap(), person.get_str("name").unwrap());
+        for p in &people {
+            let holds = raw(&t, "people", p.id).await.get_array("tasks").unwrap().contains(&Bson::ObjectId(task.id));
+            assert_eq!(holds, p.id == owner, "task {} in {}'s array: {holds}, owner {owner}", task.id, p.id);
+        }
+    }
+    Ok(())
+}
