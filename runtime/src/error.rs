@@ -215,6 +215,25 @@ pub enum Error {
         namespace: String,
     },
 
+    /// An update tried to write one side of a two-way reference, which
+    /// would leave the other side disagreeing.
+    #[error(
+        "`{collection}.{field}` is one side of a two-way reference (its other side is `{inverse}`): an update of it \
+         would leave the other side behind, so nothing was written. Change it with the relation handle, which \
+         writes both sides in one call: `rels().{rust_field}.reassign(..)` for a single reference, \
+         `rels().{rust_field}.link(..)` / `.unlink(..)` for an array"
+    )]
+    TwoWayField {
+        /// The collection.
+        collection: &'static str,
+        /// The stored name of the field.
+        field: &'static str,
+        /// The stored name of the field on the other side.
+        inverse: &'static str,
+        /// The Rust name of the field (for the handle).
+        rust_field: &'static str,
+    },
+
     /// A filter, update or sort built from typed handles is malformed.
     #[error("invalid {what}: {message}")]
     Invalid {
