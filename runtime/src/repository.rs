@@ -623,7 +623,13 @@ impl<T: Document> Repository<T> {
                     Some(id) => vec![id.clone()],
                 };
                 for y in targets {
-                    crate::relations::two_way::link(&self.db, T::schema(), rel, x.clone(), y).await?;
+                    match crate::relations::two_way::link(&self.db, T::schema(), rel, x.clone(), y).await {
+                        // A reference to a document not there yet: it links back when it is inserted.
+                        Err(Error::NotFound { collection, .. }) if Some(collection) == rel.target => {}
+                        other => {
+                            other?;
+                        }
+                    }
                 }
             }
         }
