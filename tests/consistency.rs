@@ -455,3 +455,21 @@ async fn appends_after_a_parent_is_deleted_leave_no_gap() -> docrel::Result<()> 
     assert_eq!(pages.len(), 1);
     Ok(())
 }
+
+/// I1 for arrays of copies, found by the history checker (seed 4): a
+/// product replaced with a reference to a part that did not exist yet gets
+/// the part's name when the part is inserted.
+#[tokio::test]
+async fn an_element_copy_of_a_part_inserted_later_is_filled_then() -> docrel::Result<()> {
+    let t = TestDb::new("late_element_source").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    let with_ref = Product { parts: vec![PartRef { id: p.id, name: "(stale)".into() }], ..a.clone() };
+    Product::repo(&t.db).replace(&with_ref).await?;
+    assert_eq!(raw(&t, "products", a.id).await.get_array("parts").unwrap().len(), 1);
+    Part::repo(&t.db).insert(&p).await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
+    Ok(())
+}

@@ -307,6 +307,7 @@ pub fn classify(e: &Error) -> Res {
         | Error::StillReferenced { .. }
         | Error::NotFound { .. }
         | Error::Invalid { .. }
+        | Error::TwoWayField { .. }
         | Error::Decode { .. } => Res::Refused(text),
         Error::Driver { source, .. } if is_duplicate_key(source) => Res::Refused(text),
         _ => Res::Failed(text),
