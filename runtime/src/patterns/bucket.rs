@@ -1,7 +1,8 @@
 //! The bucket pattern: children stored in bucket documents of one parent,
 //! in pages of a fixed size (`{blog_entry_id, page, count, comments}`) or
 //! by time window (`{sensor, start, count, readings}`). An append is one
-//! upsert; a unique index on (parent, page) makes concurrent appends safe.
+//! update of the page it appended to last, or an upsert from the stored last
+//! page; a unique index on (parent, page) makes concurrent appends safe.
 
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
@@ -39,6 +40,7 @@ use std::sync::{Mutex, OnceLock};
 /// }
 ///
 /// CommentPage::repo(&db).ensure_indexes().await?; // unique {blog_entry_id, page}
+/// Post::repo(&db).insert(&Post { id: 1, title: "Bucketing".into() }).await?;
 /// let comments = CommentPage::rels().comments;
 /// for text in ["Awesome blog post", "Not so awesome blog", "Meh"] {
 ///     let c = Comment { name: "Peter Critic".into(), created_on: DateTime::now(), comment: text.into() };
@@ -135,8 +137,9 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     }
 
     /// Appends one element to the parent's open bucket, or opens the next:
-    /// one upsert (more only when the page is full and the next must be
-    /// found). Never more than `size` per bucket, never one page twice, no
+    /// one update of the page this process appended to last; otherwise a check
+    /// that the parent exists ([`Error::NotFound`] if not) and an upsert from
+    /// the stored last page (more when that page is full). Never more than `size` per bucket, never one page twice, no
     /// element lost, under any concurrency (given `ensure_indexes`).
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         let spec = self.spec()?;
