@@ -512,7 +512,7 @@ fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -599,7 +599,7 @@ async fn coverage(db: &Database, collection: &str, limit: u64) -> Result<(Covera
 ///     #[embed(max = 3)] addresses: Vec<String>,
 /// }
 /// // Written behind docrel's back: 5 addresses where 3 are allowed.
-/// db.collection("patrons").insert_one(doc! {"_id": 1, "addresses": ["a", "b", "c", "d", "e"]}).await?;
+/// db.collection("patrons").insert_one(doc! {"_id": 1, "addresses": ["a", "b", "c", "d", "e"]}).await.unwrap();
 ///
 /// use docrel::admin::doctor::{run, Options, Severity};
 /// let report = run(&db, &Options::default()).await?;

@@ -206,7 +206,7 @@ impl std::fmt::Debug for BucketScan<'_> {
 /// db.collection("comment_pages").insert_many([
 ///     doc! {"post": 1, "page": 1, "count": 5, "comments": ["hi"]},
 ///     doc! {"post": 1, "page": 3, "count": 1, "comments": ["late"]},
-/// ]).await?;
+/// ]).await.unwrap();
 ///
 /// let found = docrel::bucket_check::verify::<CommentPage>(&db).run().await?;
 /// assert_eq!((found.miscounted, found.gaps), (1, 1));

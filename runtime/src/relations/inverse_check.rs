@@ -312,8 +312,8 @@ impl std::fmt::Debug for InverseScan<'_> {
 ///     #[reference(to = Person, inverse = tasks)] owner: i32,
 /// }
 /// // Written behind docrel's back: task 7 names person 1, who does not list it.
-/// db.collection("people").insert_one(doc! {"_id": 1, "tasks": []}).await?;
-/// db.collection("tasks").insert_one(doc! {"_id": 7, "owner": 1}).await?;
+/// db.collection("people").insert_one(doc! {"_id": 1, "tasks": []}).await.unwrap();
+/// db.collection("tasks").insert_one(doc! {"_id": 7, "owner": 1}).await.unwrap();
 ///
 /// let found = docrel::inverse_check::verify::<Person>(&db).run().await?;
 /// assert_eq!((found.mismatched, found.fixed), (1, 0));
