@@ -574,22 +574,24 @@ async fn drive(
     };
     // The rate of this run (a resumed one starts past zero), for the ETA.
     let mut first: Option<(Instant, u64)> = None;
-    let mut last_line: Option<(Instant, u64)> = None;
+    let mut last_line: Option<(Instant, u64, String)> = None;
     let err = &mut console.err;
     let progress_bar = bar.clone();
     let result = run
         .run(
             || shutdown.requested(),
             move |p| {
+                let (t0, done0) = *first.get_or_insert((Instant::now(), p.done));
                 if let Some(bar) = &progress_bar {
                     bar.set_length(p.total);
                     bar.set_position(p.done);
                     bar.set_message(p.job.name.clone());
-                } else if last_line.is_none_or(|(t, done)| {
-                    done != p.done && (t.elapsed() >= Duration::from_millis(200) || p.done >= p.total)
+                } else if last_line.as_ref().is_none_or(|(t, done, job)| {
+                    // A line per job, every 2 s, and at the end: enough for a log.
+                    *done != p.done
+                        && (*job != p.job.name || t.elapsed() >= Duration::from_secs(2) || p.done >= p.total)
                 }) {
-                    last_line = Some((Instant::now(), p.done));
-                    let (t0, done0) = *first.get_or_insert((Instant::now(), p.done));
+                    last_line = Some((Instant::now(), p.done, p.job.name.clone()));
                     let eta = if p.done > done0 && p.total > p.done {
                         let per = t0.elapsed().as_secs_f64() / (p.done - done0) as f64;
                         format!(", ETA {:.1} s", per * (p.total - p.done) as f64)

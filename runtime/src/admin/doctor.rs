@@ -628,6 +628,8 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
     };
     let existing: Vec<String> =
         db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    // Rule 5 first: the doctor's own reads must not count as reads of the copies.
+    rule_five(db, &existing, &mut report).await?;
     for (collection, types) in collections() {
         if !existing.iter().any(|c| c == collection) {
             continue;
@@ -642,7 +644,6 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
             .notes
             .push(format!("collections of the schema that do not exist yet, skipped: [{}]", skipped.join(", ")));
     }
-    rule_five(db, &existing, &mut report).await?;
     balance(&mut report);
     report.findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.field.cmp(&b.field)));
     Ok(report)
@@ -776,7 +777,7 @@ async fn measure(
                         f.kind, f.field
                     ),
                 });
-            } else if lengths.p99 * 10 >= max * 9 && max > 1 {
+            } else if lengths.p99 * 10 >= max * 9 && max > 1 && f.kind != "subset" {
                 report.findings.push(Finding {
                     severity: Severity::Warning,
                     rule: "bound".into(),
@@ -1116,15 +1117,17 @@ async fn rule_five(db: &Database, existing: &[String], report: &mut DoctorReport
                     findAndModify of the source that set a copied field; reads are finds and getMores of the holders";
         report.notes.push(note.into());
         for (source, fields, copy, holder) in copies {
-            let rows = aggregate(
-                db,
-                "system.profile",
-                vec![
-                    doc! {"$match": {"ns": {"$in": [format!("{}.{source}", db.name()), format!("{}.{holder}", db.name())]}}},
-                    doc! {"$project": {"ns": 1, "op": 1, "command": 1}},
-                ],
-            )
-            .await?;
+            let namespaces = [format!("{}.{source}", db.name()), format!("{}.{holder}", db.name())];
+            let mut cursor = db
+                .collection::<BsonDoc>("system.profile")
+                .find(doc! {"ns": {"$in": namespaces.to_vec()}})
+                .projection(doc! {"ns": 1, "op": 1, "command": 1})
+                .await
+                .map_err(|e| Error::driver("find", "system.profile", e))?;
+            let mut rows = Vec::new();
+            while cursor.advance().await.map_err(|e| Error::driver("find", "system.profile", e))? {
+                rows.push(cursor.deserialize_current().map_err(|e| Error::driver("find", "system.profile", e))?);
+            }
             let mut writes = 0;
             let mut reads = 0;
             for r in rows {
@@ -1179,7 +1182,9 @@ async fn rule_five(db: &Database, existing: &[String], report: &mut DoctorReport
     Ok(())
 }
 
-/// Whether an update command sets one of `fields` (any operator, any depth).
+/// Whether an update or findAndModify command (as the profiler records
+/// it) sets one of `fields`, through any operator, at any depth of its
+/// update document (filters are not looked at).
 fn sets_any(command: &BsonDoc, fields: &[&str]) -> bool {
     fn walk(v: &Bson, fields: &[&str]) -> bool {
         match v {
@@ -1191,7 +1196,11 @@ fn sets_any(command: &BsonDoc, fields: &[&str]) -> bool {
             _ => false,
         }
     }
-    ["updates", "update", "u"].iter().any(|k| command.get(*k).is_some_and(|v| walk(v, fields)))
+    let updates = command.get_array("updates").map(|u| u.iter().filter_map(Bson::as_document).collect::<Vec<_>>());
+    match updates {
+        Ok(list) => list.iter().any(|u| u.get("u").is_some_and(|u| walk(u, fields))),
+        Err(_) => command.get("update").filter(|_| !command.contains_key("updates")).is_some_and(|u| walk(u, fields)),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1207,13 +1216,16 @@ fn push_copy(
 ) {
     if let (Some(w), Some(r)) = (writes, reads) {
         if w >= MIN_WRITES && w > r {
+            // `top` counts writes of any field: a hint, not a measure of the copied field.
+            let exact = from == "profiler";
             report.findings.push(Finding {
-                severity: Severity::Warning,
+                severity: if exact { Severity::Warning } else { Severity::Info },
                 rule: "rule 5".into(),
                 field: copy.clone(),
                 figure: format!(
-                    "`{source}` written {w} times, the copies' collection `{holder}` read {r} times (from {from}): the \
-                     copy costs more writes than it saves reads"
+                    "`{source}` written {w} times{}, the copies' collection `{holder}` read {r} times (from {from}): \
+                     the copy costs more writes than it saves reads",
+                    if exact { format!(" in `{}`", fields.join("`, `")) } else { " (any field)".to_owned() }
                 ),
                 fix: format!(
                     "rule 5 denormalizes only what is read much more than written: drop the copy `{copy}` and load \

@@ -23,10 +23,23 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Escapes text, and shows its `backticked` spans as code.
+fn rich(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push_str(&format!("<code>{}</code>", escape(part)));
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1d2330;\
 max-width:1140px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid \
 #dde2ea;padding-bottom:4px}.sub{color:#5b6474;font-size:13px}table{border-collapse:collapse;font-size:13px;width:100%}\
-td,th{border-bottom:1px solid #e6e9ef;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f4f6f9}\
+td,th{border-bottom:1px solid #e6e9ef;padding:4px 6px;text-align:left;vertical-align:top}td.k{white-space:nowrap}th{background:#f4f6f9}\
 .sev{font-weight:600;border-radius:3px;padding:1px 6px;font-size:12px;color:#fff}.error{background:#c62828}\
 .warning{background:#e08a00}.info{background:#3d6fb6}.grid{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px \
 solid #dde2ea;border-radius:6px;padding:8px 10px}.card h3{font-size:13px;margin:0 0 2px}.card p{margin:0;font-size:\
@@ -182,6 +195,8 @@ pub fn schema_svg(schemas: &[&'static Schema]) -> String {
             .or_else(|| candidates.first().copied())
     };
     let mut edges = String::new();
+    // Edges already drawn between two boxes: the next one is drawn beside them.
+    let mut drawn: Vec<(usize, usize)> = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         for rel in node.schema.relations {
             let (target, label) = match (rel.kind, &rel.subset) {
@@ -207,9 +222,16 @@ pub fn schema_svg(schemas: &[&'static Schema]) -> String {
                 let s = sx.min(sy);
                 (cx + dx * s, cy + dy * s)
             };
+            let pair = (i.min(j), i.max(j));
+            let k = drawn.iter().filter(|p| **p == pair).count() as f64;
+            drawn.push(pair);
             let (dx, dy) = (bx - ax, by - ay);
+            let len = (dx * dx + dy * dy).sqrt().max(1.0);
+            // Perpendicular offset of 14 px per earlier edge between the same boxes.
+            let (ox, oy) = (-dy / len * 14.0 * k, dx / len * 14.0 * k);
             let (x1, y1) = clip(ax, ay, a, dx, dy);
             let (x2, y2) = clip(bx, by, b, -dx, -dy);
+            let (x1, y1, x2, y2) = (x1 + ox, y1 + oy, x2 + ox, y2 + oy);
             let dash = if rel.subset.is_some() { " stroke-dasharray='5 3'" } else { "" };
             edges.push_str(&format!(
                 "<line x1='{x1:.1}' y1='{y1:.1}' x2='{x2:.1}' y2='{y2:.1}' stroke='#5b6474' stroke-width='1.4'{dash} \
@@ -317,13 +339,13 @@ pub fn doctor_page(report: &DoctorReport) -> String {
                 Severity::Info => "info",
             };
             body.push_str(&format!(
-                "<tr><td><span class='sev {class}'>{}</span></td><td>{}</td><td><code>{}</code></td><td>{}</td>\
-                 <td>{}</td></tr>",
+                "<tr><td class='k'><span class='sev {class}'>{}</span></td><td class='k'>{}</td><td class='k'><code>{}\
+                 </code></td><td>{}</td><td>{}</td></tr>",
                 f.severity.name(),
                 escape(&f.rule),
                 escape(&f.field),
-                escape(&f.figure),
-                escape(&f.fix)
+                rich(&f.figure),
+                rich(&f.fix)
             ));
         }
         body.push_str("</table>");
@@ -422,7 +444,7 @@ pub fn doctor_page(report: &DoctorReport) -> String {
     body.push_str(&schema_svg(&sorted()));
     body.push_str("<h2>How it was measured</h2><ul>");
     for n in &report.notes {
-        body.push_str(&format!("<li>{}</li>", escape(n)));
+        body.push_str(&format!("<li>{}</li>", rich(n)));
     }
     body.push_str("</ul>");
     page("docrel doctor", &body)
