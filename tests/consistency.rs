@@ -473,3 +473,158 @@ async fn an_element_copy_of_a_part_inserted_later_is_filled_then() -> docrel::Re
     assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
     Ok(())
 }
+
+/// I4, found by the history checker (seed 31): an append that opened a
+/// new page while its parent's delete cascaded left an orphan page 2 with
+/// no page 1, and later appends landed on it. Invariant: once both calls
+/// return, a parent that is gone has no pages, and a parent that is there
+/// has pages 1..=n, none over its size, each `count` its array's length.
+#[tokio::test]
+async fn appends_racing_a_parent_delete_leave_no_orphan_page() -> docrel::Result<()> {
+    let t = TestDb::new("bucket_race").await?;
+    CommentPage::repo(&t.db).ensure_indexes().await?;
+    let comments = CommentPage::rels().comments;
+    for round in 0..12 {
+        let post = Post { id: round, title: "hello".into() };
+        Post::repo(&t.db).insert(&post).await?;
+        let db = t.db.clone();
+        let appends = tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            for i in 0..5 {
+                outcomes.push(comments.append(&db, &round, &Comment { text: format!("c{i}") }).await);
+            }
+            outcomes
+        });
+        // Let some appends land first, on alternate rounds.
+        if round % 2 == 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        Post::repo(&t.db).delete_by_id(&round).await?;
+        for outcome in appends.await.expect("the appends ran") {
+            match outcome {
+                Ok(_) | Err(docrel::Error::NotFound { collection: "posts", .. }) => {}
+                Err(e) => panic!("round {round}: an append failed with {e}"),
+            }
+        }
+        let pages = t.db.collection::<BsonDoc>("comment_pages").count_documents(doc! {"post": round}).await.unwrap();
+        assert_eq!(pages, 0, "round {round}: the post is gone but {pages} page(s) of it are stored");
+    }
+    let err = comments.append(&t.db, &99, &Comment { text: "nobody".into() }).await.unwrap_err();
+    assert!(matches!(err, docrel::Error::NotFound { collection: "posts", .. }), "{err}");
+    assert_eq!(t.db.collection::<BsonDoc>("comment_pages").count_documents(doc! {"post": 99}).await.unwrap(), 0);
+    Ok(())
+}
+
+/// I1, found by the history checker (seed 13): a replace and a save of the
+/// same part, racing, fanned out the same version with different values
+/// (the embedded server's pre-image is read before its write), and the
+/// copies kept the value that lost. Invariant: once every call returned,
+/// each copy equals the part's stored name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_replaces_of_a_source_leave_its_copies_at_its_final_value() -> docrel::Result<()> {
+    let t = TestDb::new("replace_race").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    Product::repo(&t.db)
+        .update_by_id(&a.id, Product::fields().parts.push([PartRef { id: p.id, name: String::new() }]))
+        .await?;
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (db, p) = (t.db.clone(), p.clone());
+            tokio::spawn(async move {
+                for i in 0..25 {
+                    let next = Part { name: format!("w{w}.{i}"), ..p.clone() };
+                    match i % 2 {
+                        0 => Part::repo(&db).replace(&next).await?,
+                        _ => Part::repo(&db).save(&next).await?,
+                    }
+                }
+                docrel::Result::Ok(())
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.expect("the writer ran")?;
+    }
+    let name = raw(&t, "parts", p.id).await.get_str("name").unwrap().to_owned();
+    let stored = raw(&t, "products", a.id).await;
+    let copy = stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap().to_owned();
+    assert_eq!(copy, name, "the copy in the product is not the part's final name");
+    Ok(())
+}
+
+/// A replace that changes no copied field leaves the source's version
+/// where it was, so its fan-out finds nothing to rewrite; one that does
+/// moves it on.
+#[tokio::test]
+async fn a_replace_moves_the_version_only_when_a_copied_field_changes() -> docrel::Result<()> {
+    let t = TestDb::new("replace_version").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    Part::repo(&t.db).insert(&p).await?;
+    let version = |d: BsonDoc| d.get_document("_docrel").unwrap().get_i64("v").unwrap();
+    let v0 = version(raw(&t, "parts", p.id).await);
+    Part::repo(&t.db).replace(&Part { product_name: "ignored: filled from the product".into(), ..p.clone() }).await?;
+    assert_eq!(version(raw(&t, "parts", p.id).await), v0, "nothing copied changed");
+    Part::repo(&t.db).replace(&Part { name: "nut".into(), ..p.clone() }).await?;
+    assert!(version(raw(&t, "parts", p.id).await) > v0, "the name is copied and changed");
+    Ok(())
+}
+
+/// I3, found by the history checker (seed 35, shrunk to three calls): a
+/// parent inserted after its children started with an empty subset when
+/// nothing else about it needed its BSON form.
+#[tokio::test]
+async fn a_parent_inserted_after_its_children_starts_with_their_subset() -> docrel::Result<()> {
+    let t = TestDb::new("late_parent").await?;
+    let review = Review { id: ObjectId::new(), review_id: 7, shop: 3, stars: 4, at: DateTime::now() };
+    Review::repo(&t.db).save(&review).await?;
+    Shop::repo(&t.db).insert(&Shop { id: 3, name: "late".into(), top: vec![] }).await?;
+    let stored = raw(&t, "shops", 3).await;
+    let top: Vec<i32> = stored
+        .get_array("top")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_i32("review_id").unwrap())
+        .collect();
+    assert_eq!(top, vec![7]);
+    Ok(())
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "teams")]
+struct Team {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[serde(default)]
+    #[reference(many, to = Member, inverse = team, max = 100)]
+    members: Vec<i32>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "members")]
+struct Member {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[reference(to = Team, inverse = members)]
+    team: i32,
+}
+
+/// I2: inserting either side of a two-way reference links the other side,
+/// whichever is inserted first, also for types that hold no copies.
+#[tokio::test]
+async fn inserting_either_side_of_a_two_way_reference_links_the_other() -> docrel::Result<()> {
+    let t = TestDb::new("two_way_insert").await?;
+    Team::repo(&t.db).insert(&Team { id: 1, members: vec![] }).await?;
+    Member::repo(&t.db).insert(&Member { id: 10, team: 1 }).await?;
+    assert_eq!(raw(&t, "teams", 1).await.get_array("members").unwrap(), &vec![Bson::Int32(10)]);
+
+    Team::repo(&t.db).insert(&Team { id: 2, members: vec![20] }).await?;
+    Member::repo(&t.db).insert(&Member { id: 20, team: 2 }).await?;
+    assert_eq!(raw(&t, "teams", 2).await.get_array("members").unwrap(), &vec![Bson::Int32(20)]);
+    assert_eq!(raw(&t, "members", 20).await.get_i32("team").unwrap(), 2);
+    Ok(())
+}

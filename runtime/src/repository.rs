@@ -137,7 +137,14 @@ impl<T: Document> Repository<T> {
         let g = graph();
         let fills = g.holds_copies(T::schema());
         let versioned = inserting && !g.targets_of(T::COLLECTION).is_empty();
-        if !fills && !versioned && g.subsets_of(T::COLLECTION).is_empty() {
+        // A new document owes something to the documents around it (see
+        // `after_insert`) when it is a source, a subset child, the holder of
+        // a two-way reference or the keeper of a subset.
+        let owes = versioned
+            || !g.subsets_of(T::COLLECTION).is_empty()
+            || !g.two_way_of(T::schema()).is_empty()
+            || !g.subsets_kept_by(T::schema()).is_empty();
+        if !fills && !owes {
             let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
             return Ok(Encoded { raws, plain: Vec::new(), filled: None });
         }
@@ -499,10 +506,18 @@ impl<T: Document> Repository<T> {
     }
 
     /// A replace (or upsert) of a document something is derived from: in
-    /// the same atomic write the version is incremented (the first version
-    /// when it is new) and the copy records are those of the fill, not the
-    /// stored ones; then the copies and summaries of the fields whose values
-    /// changed are rewritten.
+    /// the same atomic write the copy records are those of the fill, not
+    /// the stored ones, and (for a source with copies elsewhere) the version
+    /// moves on when a derived field changes; then the copies and summaries
+    /// of the changed fields are rewritten.
+    ///
+    /// A source's fan-out takes its version and values from the image
+    /// *after* the write, never from the one before it: both are atomic
+    /// with the write on MongoDB, but the embedded test server returns a
+    /// pre-image read before it takes its lock, so two racing replaces
+    /// could both fan out the same version with different values. Which
+    /// fields changed and whether the document is new are then told by the
+    /// version itself (see [`fanout::replace_version`]).
     async fn replace_source(&self, doc: &T, new: bson::Document, upsert: bool) -> Result<Option<bool>> {
         let g = graph();
         let versioned = !g.targets_of(T::COLLECTION).is_empty();
@@ -511,22 +526,20 @@ impl<T: Document> Repository<T> {
             let copies = new.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok()).cloned();
             bookkeeping.push(doc! {"copies": {"$literal": copies.unwrap_or_default()}}.into());
         }
-        let first = fanout::first_version();
-        if versioned {
-            let v = doc! {"$add": [{"$ifNull": [format!("${}", fanout::VERSION_PATH), first - 1]}, 1_i64]};
-            bookkeeping.push(doc! {"v": v}.into());
-        }
         let mut body = new.clone();
         body.remove("_docrel");
+        let stamp = fanout::first_version();
+        if versioned {
+            bookkeeping.push(doc! {"v": fanout::replace_version(g.derived_fields(T::COLLECTION), &body, stamp)}.into());
+        }
         // What docrel keeps is taken from the stored document, not the
         // caller's copy of it: two-way references (changed through
         // link/unlink/reassign) and subsets (kept from the children).
-        let g2 = graph();
         let mut kept = bson::Document::new();
-        for rel in g2.two_way_of(T::schema()) {
+        for rel in g.two_way_of(T::schema()) {
             kept.insert(rel.field, format!("${}", rel.field));
         }
-        for subset in g2.subsets_kept_by(T::schema()) {
+        for subset in g.subsets_kept_by(T::schema()) {
             kept.insert(subset.rel.field, format!("${}", subset.rel.field));
         }
         let bookkeeping = if bookkeeping.len() == 1 {
@@ -539,19 +552,30 @@ impl<T: Document> Repository<T> {
             kept,
             {"_docrel": bookkeeping},
         ]}}];
-        let before = self
+        let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
+        let image = self
             .raw
             .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
             .upsert(upsert)
-            .return_document(ReturnDocument::Before)
+            .return_document(image)
             .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p))
             .await
             .map_err(self.err("findAndModify"))?;
-        let before = match before {
+        let image = match image {
             Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
             None if upsert => None,
             None => return Ok(None),
         };
+        if versioned {
+            let after = image.unwrap_or_default();
+            let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
+            if changed && !self.deferred {
+                fanout::fan_out_copies(&self.db, T::COLLECTION, &after, None, None).await?;
+                crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, None).await?;
+            }
+            return Ok(Some(created));
+        }
+        let before = image;
         let empty = bson::Document::new();
         let old = before.as_ref().unwrap_or(&empty);
         let touched: Vec<String> = match g.derived_fields(T::COLLECTION) {
@@ -561,11 +585,7 @@ impl<T: Document> Repository<T> {
             None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
         };
         if !touched.is_empty() && !self.deferred {
-            let mut after = new;
-            let version = if before.is_some() { fanout::version_of(old) + 1 } else { first };
-            after.insert("_docrel", doc! {"v": version});
-            fanout::fan_out_copies(&self.db, T::COLLECTION, &after, Some(&touched), None).await?;
-            crate::patterns::subset::after_change(&self.db, T::COLLECTION, before.as_ref(), &after, Some(&touched))
+            crate::patterns::subset::after_change(&self.db, T::COLLECTION, before.as_ref(), &new, Some(&touched))
                 .await?;
         }
         Ok(Some(before.is_none()))

@@ -12,8 +12,9 @@
 //! - a source document holds `_docrel.v`, set when docrel inserts it (from
 //!   the clock, in microseconds, so a source deleted and inserted again
 //!   with the same `_id` starts above every version its earlier life
-//!   reached) and incremented by each docrel write of a copied field, in
-//!   the same atomic write;
+//!   reached) and moved on by each docrel write of a copied field, in the
+//!   same atomic write (an update adds one; a replace that changes a
+//!   copied field moves it past the clock as well, see [`replace_version`]);
 //! - a document holding copies records, per source document, the version
 //!   it copied: `_docrel.copies.<via>.<source id>` for top-level copies and
 //!   `_docrel.copies.<array>.<source id>` for copies inside reference
@@ -139,6 +140,45 @@ pub(crate) fn first_version() -> i64 {
 /// The version a source document carries (0 when docrel never wrote it).
 pub(crate) fn version_of(source: &BsonDoc) -> i64 {
     lookup(source, VERSION_PATH).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)
+}
+
+/// The version a replace (or upsert) of a source writes, as an aggregation
+/// expression over the stored document: `stamp` (the clock, see
+/// [`first_version`]) when the document is new or never versioned; past
+/// both the stored version and `stamp` when a field something is derived
+/// from (`derived`, `None`: any field) differs from `body`; the stored
+/// version otherwise. So the image after the write tells what it did
+/// (see [`replace_outcome`]) without the image before it.
+pub(crate) fn replace_version(derived: Option<&[&str]>, body: &BsonDoc, stamp: i64) -> Bson {
+    let stored = format!("${VERSION_PATH}");
+    let changed: Bson = match derived {
+        None => true.into(),
+        Some(fields) => {
+            let differs: Vec<Bson> = fields
+                .iter()
+                .map(|f| match lookup(body, f) {
+                    Some(value) => doc! {"$ne": [format!("${f}"), {"$literal": value.clone()}]},
+                    None => doc! {"$ne": [{"$type": format!("${f}")}, "missing"]},
+                })
+                .map(Bson::Document)
+                .collect();
+            doc! {"$or": differs}.into()
+        }
+    };
+    doc! {"$cond": [
+        {"$eq": [{"$type": &stored}, "missing"]},
+        stamp,
+        {"$cond": [changed, {"$max": [{"$add": [&stored, 1_i64]}, stamp + 1]}, &stored]},
+    ]}
+    .into()
+}
+
+/// What a replace written with [`replace_version`] did, from the version
+/// read back after it: `(created, changed)`. A version from a concurrent
+/// writer's later clock can only make it say "changed" where nothing did,
+/// which costs a fan-out that finds nothing stale, never a missed one.
+pub(crate) fn replace_outcome(after: i64, stamp: i64) -> (bool, bool) {
+    (after == stamp, after >= stamp)
 }
 
 /// Every target path of the copies of `source` (a collection), from the

@@ -137,9 +137,11 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     }
 
     /// Appends one element to the parent's open bucket, or opens the next:
-    /// one update of the page this process appended to last; otherwise a check
-    /// that the parent exists ([`Error::NotFound`] if not) and an upsert from
-    /// the stored last page (more when that page is full). Never more than `size` per bucket, never one page twice, no
+    /// one update of the page this process appended to last; otherwise an
+    /// upsert from the stored last page (more when that page is full). An
+    /// append that opens a new bucket (page or time window) checks that the
+    /// parent exists, one more round trip, and is refused with
+    /// [`Error::NotFound`] if not. Never more than `size` per bucket, never one page twice, no
     /// element lost, under any concurrency (given `ensure_indexes`).
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         let spec = self.spec()?;
@@ -155,10 +157,14 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         if let (Some(window), Some(time)) = (spec.window_ms, self.time) {
             let t = time(element).timestamp_millis();
             let start = DateTime::from_millis(t.div_euclid(window) * window);
-            coll.update_one(doc! { spec.parent: parent.to_bson(), spec.start: start }, push)
+            let r = coll
+                .update_one(doc! { spec.parent: parent.to_bson(), spec.start: start }, push)
                 .upsert(true)
                 .await
                 .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
+            if r.upserted_id.is_some() {
+                self.confirm_parent(db, parent).await?;
+            }
             return Ok(Appended { page: None, start: Some(start) });
         }
         let size = spec.size.unwrap_or(u32::MAX);
@@ -180,20 +186,13 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             }
         }
         // Otherwise from the stored last page, so no page is ever skipped.
-        let parents = db.collection::<BsonDoc>(P::COLLECTION);
-        let exists = parents
-            .count_documents(doc! {"_id": parent.to_bson()})
-            .limit(1)
-            .selection_criteria(crate::store::primary())
-            .await
-            .map_err(|e| Error::driver("count", P::COLLECTION, e))?;
-        if exists == 0 {
-            return Err(Error::NotFound { collection: P::COLLECTION, id: show_id(&parent.to_bson()) });
-        }
         let mut page = self.last_page(db, parent).await?.unwrap_or(1);
         for _ in 0..1_000 {
             match coll.update_one(open(page), push.clone()).upsert(true).await {
-                Ok(_) => {
+                Ok(r) => {
+                    if r.upserted_id.is_some() {
+                        self.confirm_parent(db, parent).await?;
+                    }
                     if let Ok(mut m) = open_pages().lock() {
                         m.insert(key, page);
                     }
@@ -213,6 +212,36 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 show_id(&parent.to_bson())
             ),
         })
+    }
+
+    /// After this append opened a bucket: the parent must still exist. A
+    /// bucket opened for a parent that is gone (never inserted, or deleted
+    /// while this append ran, after its cascade had removed the buckets it
+    /// saw) would be an orphan page and, later, a gap; so the buckets of a
+    /// missing parent are removed again, as its cascade would have, and the
+    /// append is refused. An append that reached such a bucket through the
+    /// page cache in the meantime is removed with it: it raced the delete
+    /// of its parent and is ordered before it.
+    async fn confirm_parent(&self, db: &Database, parent: &P::Id) -> Result<()> {
+        let spec = self.spec()?;
+        let exists = db
+            .collection::<BsonDoc>(P::COLLECTION)
+            .count_documents(doc! {"_id": parent.to_bson()})
+            .limit(1)
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(|e| Error::driver("count", P::COLLECTION, e))?;
+        if exists > 0 {
+            return Ok(());
+        }
+        db.collection::<BsonDoc>(B::COLLECTION)
+            .delete_many(doc! { spec.parent: parent.to_bson() })
+            .await
+            .map_err(|e| Error::driver("delete", B::COLLECTION, e))?;
+        if let Ok(mut m) = open_pages().lock() {
+            m.remove(&(db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson())));
+        }
+        Err(Error::NotFound { collection: P::COLLECTION, id: show_id(&parent.to_bson()) })
     }
 
     async fn last_page(&self, db: &Database, parent: &P::Id) -> Result<Option<i64>> {
