@@ -345,8 +345,14 @@ fn subset_sort_and_key_are_read_from_the_child() {
         assert!(matches!(&subset.key, Some(StoredName::OfDocument { field, .. }) if field == "review_id"));
     });
     let expanded = crate::derive_document_inner(&input).to_string();
-    assert!(expanded.contains("sort : & [(Review :: fields () . published_date . path () , - 1i32)"), "{expanded}");
-    assert!(expanded.contains("key : :: core :: option :: Option :: Some (Review :: fields () . review_id . path ())"));
+    // `Review` is read through its checked alias (`__DocrelDoc0`).
+    assert!(expanded.contains("type __DocrelDoc0 = < :: docrel :: __private :: Pick < Review ,"), "{expanded}");
+    assert!(
+        expanded.contains("sort : & [(< __DocrelDoc0 > :: fields () . published_date . path () , - 1i32)"),
+        "{expanded}"
+    );
+    assert!(expanded
+        .contains("key : :: core :: option :: Option :: Some (< __DocrelDoc0 > :: fields () . review_id . path ())"));
 }
 
 #[test]

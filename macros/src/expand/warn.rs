@@ -1,64 +1,86 @@
-//! Warnings on stable Rust: each unacknowledged piece of advice becomes a
-//! use of a `#[deprecated]` item spanned at the attribute, so a plain
-//! `cargo build` shows it there. Advice that depends on another type (is it
-//! a document? is the other side an array? is the source field write-heavy?)
-//! probes for it, and warns only when it holds.
+//! Warnings on stable Rust. `proc_macro::Diagnostic` (a derive's own
+//! warnings) is nightly-only; what stable offers is the `deprecated` lint,
+//! which prints "use of deprecated method `<path>`: <note>" where a
+//! deprecated item is used. So each unacknowledged piece of advice becomes
+//! a hidden deprecated method of the user's own type, named after the rule
+//! (`Patron::docrel_rule_3_unbounded_embed`: declared next to the type, it
+//! is the shortest path rustc prints), whose note names the rule, the field
+//! and the fix; the derive uses it at the attribute's span, which is where
+//! rustc reports it. A second field breaking the same rule gets the field in
+//! the name (`docrel_rule_3_unbounded_embed_notes`). Advice that depends on
+//! another type (is it a document? is the other side an array? is the
+//! source field write-heavy?) probes for it and calls the deprecated method
+//! only when it holds; otherwise a quiet twin of the same name. Acknowledge
+//! with the attribute's `allow_..` key (`#[allow(deprecated)]` on the struct
+//! does not reach code a derive generates).
 
+use super::Checked;
 use crate::internals::advice::{Advice, When};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
 
-/// The warning items (inside the derive's `const _` block).
-pub fn warnings(advice: &[Advice]) -> TokenStream {
-    let blocks = advice.iter().enumerate().filter(|(_, a)| !a.acknowledged).map(|(i, a)| {
-        let fn_name = format_ident!("__docrel_advice_{}", i);
+/// The deprecated methods (at module level, next to the type) and their
+/// uses (inside the derive's `const _` block).
+pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (TokenStream, TokenStream) {
+    let pending: Vec<&Advice> = advice.iter().filter(|a| !a.acknowledged).collect();
+    if pending.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let names: Vec<Ident> = pending
+        .iter()
+        .map(|a| {
+            let shared = pending.iter().filter(|b| b.name == a.name).count() > 1;
+            let field = a.field.trim_start_matches("r#");
+            let name = if shared { format!("{}_{field}", a.name) } else { a.name.to_owned() };
+            Ident::new(&name, a.span)
+        })
+        .collect();
+    let methods = pending.iter().zip(&names).map(|(a, name)| {
         let note = &a.note;
-        let span = a.span;
-        // The name is the token rustc reports at: it carries the user's span.
-        let name = proc_macro2::Ident::new(a.name, span);
-        // The items are the derive's own; only the use carries the user's
-        // span, which is where rustc reports the deprecation.
+        quote! {
+            #[deprecated(note = #note)]
+            fn #name(&self) {}
+        }
+    });
+    let declared = quote! {
+        #[allow(dead_code, non_snake_case)]
+        impl #ident {
+            #(#methods)*
+        }
+    };
+    let uses = pending.iter().zip(&names).enumerate().map(|(i, (a, name))| {
+        let fn_name = format_ident!("__docrel_advice_{}", i);
         let body = match &a.when {
-            When::Always => {
-                let use_ = quote_spanned!(span=> #name);
-                quote! {
-                    #[deprecated(note = #note)]
-                    #[allow(non_upper_case_globals)]
-                    const #name: () = ();
-                    #use_
-                }
-            }
+            When::Always => quote_spanned!(a.span=> let _ = #ident::#name;),
             When::IsDocument(ty) => {
-                let use_ = quote_spanned!(span=> (&Probe::<#ty>(::core::marker::PhantomData)).#name());
+                let call = quote_spanned!(a.span=> .#name());
                 quote! {
-                    struct Probe<T>(::core::marker::PhantomData<T>);
-                    trait Holds { #[deprecated(note = #note)] fn #name(&self) {} }
-                    impl<T: ::docrel::Document> Holds for Probe<T> {}
-                    trait Not { fn #name(&self) {} }
-                    impl<T> Not for &Probe<T> {}
-                    #use_
+                    struct __DocrelQuiet;
+                    impl __DocrelQuiet { fn #name(&self) {} }
+                    struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
+                    trait __DocrelHolds {
+                        fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
+                    }
+                    impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
+                    trait __DocrelNot {
+                        fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
+                    }
+                    impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
+                    (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_pick()#call;
                 }
             }
             When::InverseIsArray { to, inverse } => {
-                let use_ = quote_spanned!(span=> (&Probe(#to::fields().#inverse)).#name());
-                quote! {
-                    struct Probe<F>(F);
-                    trait Holds { #[deprecated(note = #note)] fn #name(&self) {} }
-                    impl<D, E> Holds for Probe<::docrel::Field<D, ::std::vec::Vec<E>>> {}
-                    trait Not { fn #name(&self) {} }
-                    impl<F> Not for &Probe<F> {}
-                    #use_
-                }
+                let links = checked.with_field(to, inverse);
+                let rust = inverse.to_string();
+                let rust = rust.trim_start_matches("r#");
+                select(ident, name, a, quote!(::docrel::__private::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
             }
             When::WriteHeavy { src, field } => {
+                let src = checked.doc(src);
                 let field = field.to_string();
-                let use_ = quote_spanned!(span=> Select::<{ ::docrel::__private::contains(#src::__DOCREL_WRITE_HEAVY, #field) }>::#name());
-                quote! {
-                    struct Select<const HOLDS: bool>;
-                    impl Select<true> { #[deprecated(note = #note)] fn #name() {} }
-                    impl Select<false> { fn #name() {} }
-                    #use_
-                }
+                let field = field.trim_start_matches("r#");
+                select(ident, name, a, quote!(::docrel::__private::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
             }
         };
         quote! {
@@ -66,11 +88,28 @@ pub fn warnings(advice: &[Advice]) -> TokenStream {
             fn #fn_name() { #body }
         }
     });
-    quote! { #(#blocks)* }
+    (declared, quote! { #(#uses)* })
+}
+
+/// Calls the deprecated method when the `const` condition holds.
+fn select(ident: &Ident, name: &Ident, a: &Advice, condition: TokenStream) -> TokenStream {
+    let call = quote_spanned!(a.span=> .#name());
+    quote! {
+        struct __DocrelQuiet;
+        impl __DocrelQuiet { fn #name(&self) {} }
+        struct __DocrelSelect<const HOLDS: bool>;
+        impl __DocrelSelect<true> {
+            fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
+        }
+        impl __DocrelSelect<false> {
+            fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
+        }
+        __DocrelSelect::<{ #condition }>.__docrel_pick()#call;
+    }
 }
 
 /// The advice descriptors of the schema, for the runtime report.
-pub fn descriptors(advice: &[Advice]) -> Vec<TokenStream> {
+pub fn descriptors(advice: &[Advice], checked: &mut Checked) -> Vec<TokenStream> {
     advice
         .iter()
         .map(|a| {
@@ -82,27 +121,25 @@ pub fn descriptors(advice: &[Advice]) -> Vec<TokenStream> {
                 When::Always => quote!(|| true),
                 When::IsDocument(ty) => quote! {
                     || {
-                        struct Probe<T>(::core::marker::PhantomData<T>);
-                        trait Holds { fn holds(&self) -> bool { true } }
-                        impl<T: ::docrel::Document> Holds for Probe<T> {}
-                        trait Not { fn holds(&self) -> bool { false } }
-                        impl<T> Not for &Probe<T> {}
-                        (&Probe::<#ty>(::core::marker::PhantomData)).holds()
+                        struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
+                        trait __DocrelHolds { fn __docrel_holds(&self) -> bool { true } }
+                        impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
+                        trait __DocrelNot { fn __docrel_holds(&self) -> bool { false } }
+                        impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
+                        (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_holds()
                     }
                 },
-                When::InverseIsArray { to, inverse } => quote! {
-                    || {
-                        struct Probe<F>(F);
-                        trait Holds { fn holds(&self) -> bool { true } }
-                        impl<D, E> Holds for Probe<::docrel::Field<D, ::std::vec::Vec<E>>> {}
-                        trait Not { fn holds(&self) -> bool { false } }
-                        impl<F> Not for &Probe<F> {}
-                        (&Probe(#to::fields().#inverse)).holds()
-                    }
-                },
+                When::InverseIsArray { to, inverse } => {
+                    let links = checked.with_field(to, inverse);
+                    let rust = inverse.to_string();
+                    let rust = rust.trim_start_matches("r#");
+                    quote!(|| ::docrel::__private::link_is_array(<#links>::__DOCREL_LINKS, #rust))
+                }
                 When::WriteHeavy { src, field } => {
+                    let src = checked.doc(src);
                     let field = field.to_string();
-                    quote!(|| ::docrel::__private::contains(#src::__DOCREL_WRITE_HEAVY, #field))
+                    let field = field.trim_start_matches("r#");
+                    quote!(|| ::docrel::__private::contains(<#src>::__DOCREL_WRITE_HEAVY, #field))
                 }
             };
             quote! {

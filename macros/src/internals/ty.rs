@@ -5,6 +5,18 @@
 use quote::ToTokens;
 use syn::{GenericArgument, Path, PathArguments, Type};
 
+/// The type as written, without the invisible group a `macro_rules!`
+/// `$t:ty` wraps it in, or parentheses (as serde reads it).
+pub fn ungroup(mut ty: &Type) -> &Type {
+    loop {
+        match ty {
+            Type::Group(g) => ty = &g.elem,
+            Type::Paren(p) => ty = &p.elem,
+            _ => return ty,
+        }
+    }
+}
+
 /// `T` of `Vec<T>` (by the last path segment, as users write it).
 pub fn vec_element(ty: &Type) -> Option<&Type> {
     generic_arg(ty, "Vec")
@@ -15,22 +27,31 @@ pub fn option_inner(ty: &Type) -> Option<&Type> {
     generic_arg(ty, "Option")
 }
 
+/// The element of an array field: `T` of `Vec<T>` or of `Option<Vec<T>>`,
+/// with whether the array may be absent.
+pub fn array_element(ty: &Type) -> Option<(&Type, bool)> {
+    match vec_element(ty) {
+        Some(elem) => Some((elem, false)),
+        None => option_inner(ty).and_then(vec_element).map(|elem| (elem, true)),
+    }
+}
+
 fn generic_arg<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
-    let Type::Path(p) = ty else { return None };
+    let Type::Path(p) = ungroup(ty) else { return None };
     let last = p.path.segments.last()?;
     if last.ident != wrapper {
         return None;
     }
     let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
     match args.args.first()? {
-        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(ungroup(t)),
         _ => None,
     }
 }
 
 /// The name of the type's last path segment (`ObjectId` of `bson::oid::ObjectId`).
 pub fn last_ident(ty: &Type) -> Option<String> {
-    let Type::Path(p) = ty else { return None };
+    let Type::Path(p) = ungroup(ty) else { return None };
     p.path.segments.last().map(|s| s.ident.to_string())
 }
 
@@ -95,6 +116,22 @@ fn argument_name(arg: &GenericArgument) -> String {
 mod tests {
     use super::{path_name, type_name};
     use syn::parse_quote;
+
+    #[test]
+    fn types_through_macro_rules_are_read_as_written() {
+        use super::{array_element, option_inner, ungroup, vec_element};
+        use quote::quote;
+        // `$t:ty` arrives as an invisible group.
+        let group =
+            |ty: syn::Type| syn::Type::Group(syn::TypeGroup { group_token: Default::default(), elem: Box::new(ty) });
+        let vec = group(parse_quote!(Vec<ObjectId>));
+        assert!(vec_element(&vec).is_some());
+        let opt = group(parse_quote!(Option<Vec<PartRef>>));
+        let (elem, optional) = array_element(&opt).expect("an array");
+        assert_eq!((quote!(#elem).to_string(), optional), ("PartRef".to_owned(), true));
+        assert!(option_inner(&parse_quote!((Option<i32>))).is_some());
+        assert_eq!(type_name(ungroup(&group(parse_quote!(String)))), "String");
+    }
 
     #[test]
     fn names_print_as_written() {
