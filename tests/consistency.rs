@@ -328,3 +328,148 @@ async fn moving_a_child_moves_its_summary() -> docrel::Result<()> {
     assert!(Shop::rels().top.check(&t.db, &1).await?);
     Ok(())
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(many, to = Task, inverse = owner, max = 500)]
+    tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "tasks")]
+struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    #[reference(to = Person, inverse = tasks)]
+    owner: ObjectId,
+    #[denormalize(from = Person::name, via = owner)]
+    owner_name: String,
+}
+
+/// Sequences 1 and 13 for two-way references: concurrent reassigns of the
+/// same tasks between the same people all return `Ok` (conflicts retried),
+/// both sides agree afterwards (I2), and each task's copy of its owner's
+/// name follows the owner it was reassigned to (I1).
+#[tokio::test]
+async fn concurrent_reassigns_all_succeed_and_both_sides_agree() -> docrel::Result<()> {
+    let t = TestDb::new("reassign_contention").await?;
+    let people: Vec<Person> =
+        (0..3).map(|i| Person { id: ObjectId::new(), name: format!("person {i}"), tasks: vec![] }).collect();
+    Person::repo(&t.db).insert_many(&people).await?;
+    let tasks: Vec<Task> = (0..4)
+        .map(|i| Task {
+            id: ObjectId::new(),
+            title: format!("task {i}"),
+            owner: people[0].id,
+            owner_name: String::new(),
+        })
+        .collect();
+    Task::repo(&t.db).insert_many(&tasks).await?;
+    for task in &tasks {
+        Task::rels().owner.reassign(&t.db, &task.id, &people[0].id).await?;
+    }
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let db = t.db.clone();
+            let (tasks, people) = (tasks.clone(), people.clone());
+            tokio::spawn(async move {
+                for i in 0..5 {
+                    let task = &tasks[(w + i) % tasks.len()];
+                    let to = &people[(w * 7 + i) % people.len()];
+                    let outcome = Task::rels().owner.reassign(&db, &task.id, &to.id).await?;
+                    assert!(outcome.transactional);
+                }
+                docrel::Result::Ok(())
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.expect("worker")?;
+    }
+    for task in &tasks {
+        let stored = raw(&t, "tasks", task.id).await;
+        let owner = stored.get_object_id("owner").unwrap();
+        let person = raw(&t, "people", owner).await;
+        assert_eq!(stored.get_str("owner_name").unwrap(), person.get_str("name").unwrap());
+        for p in &people {
+            let holds = raw(&t, "people", p.id).await.get_array("tasks").unwrap().contains(&Bson::ObjectId(task.id));
+            assert_eq!(holds, p.id == owner, "task {} in {}'s array: {holds}, owner {owner}", task.id, p.id);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "posts")]
+struct Post {
+    #[serde(rename = "_id")]
+    id: i32,
+    title: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Comment {
+    text: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "comment_pages")]
+struct CommentPage {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Post, on_delete = cascade)]
+    post: i32,
+    page: i32,
+    count: i32,
+    #[bucket(size = 2)]
+    comments: Vec<Comment>,
+}
+
+/// I4, found by the history checker (seed 9, shrunk to two calls): after a
+/// parent and its pages were deleted, an append used the page it had
+/// cached and opened page 2 with no page 1. Now an append to a parent that
+/// is gone is refused, and pages start again from the stored last page.
+#[tokio::test]
+async fn appends_after_a_parent_is_deleted_leave_no_gap() -> docrel::Result<()> {
+    let t = TestDb::new("bucket_gap").await?;
+    CommentPage::repo(&t.db).ensure_indexes().await?;
+    let post = Post { id: 1, title: "hello".into() };
+    Post::repo(&t.db).insert(&post).await?;
+    let comments = CommentPage::rels().comments;
+    for i in 0..3 {
+        comments.append(&t.db, &1, &Comment { text: format!("c{i}") }).await?;
+    }
+    Post::repo(&t.db).delete_by_id(&1).await?;
+    assert_eq!(t.db.collection::<BsonDoc>("comment_pages").count_documents(doc! {}).await.unwrap(), 0);
+    let err = comments.append(&t.db, &1, &Comment { text: "late".into() }).await.unwrap_err();
+    assert!(matches!(err, docrel::Error::NotFound { collection: "posts", .. }), "{err}");
+    Post::repo(&t.db).insert(&post).await?;
+    let at = comments.append(&t.db, &1, &Comment { text: "again".into() }).await?;
+    assert_eq!(at.page, Some(1));
+    let pages: Vec<i32> = comments.all(&t.db, &1).await?.iter().map(|_| 1).collect();
+    assert_eq!(pages.len(), 1);
+    Ok(())
+}
+
+/// I1 for arrays of copies, found by the history checker (seed 4): a
+/// product replaced with a reference to a part that did not exist yet gets
+/// the part's name when the part is inserted.
+#[tokio::test]
+async fn an_element_copy_of_a_part_inserted_later_is_filled_then() -> docrel::Result<()> {
+    let t = TestDb::new("late_element_source").await?;
+    let a = product("alpha");
+    Product::repo(&t.db).insert(&a).await?;
+    let p = part("bolt", a.id);
+    let with_ref = Product { parts: vec![PartRef { id: p.id, name: "(stale)".into() }], ..a.clone() };
+    Product::repo(&t.db).replace(&with_ref).await?;
+    assert_eq!(raw(&t, "products", a.id).await.get_array("parts").unwrap().len(), 1);
+    Part::repo(&t.db).insert(&p).await?;
+    let stored = raw(&t, "products", a.id).await;
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
+    Ok(())
+}

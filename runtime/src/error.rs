@@ -215,6 +215,25 @@ pub enum Error {
         namespace: String,
     },
 
+    /// An update tried to write one side of a two-way reference, which
+    /// would leave the other side disagreeing.
+    #[error(
+        "`{collection}.{field}` is one side of a two-way reference (its other side is `{inverse}`): an update of it \
+         would leave the other side behind, so nothing was written. Change it with the relation handle, which \
+         writes both sides in one call: `rels().{rust_field}.reassign(..)` for a single reference, \
+         `rels().{rust_field}.link(..)` / `.unlink(..)` for an array"
+    )]
+    TwoWayField {
+        /// The collection.
+        collection: &'static str,
+        /// The stored name of the field.
+        field: &'static str,
+        /// The stored name of the field on the other side.
+        inverse: &'static str,
+        /// The Rust name of the field (for the handle).
+        rust_field: &'static str,
+    },
+
     /// A filter, update or sort built from typed handles is malformed.
     #[error("invalid {what}: {message}")]
     Invalid {
@@ -222,6 +241,29 @@ pub enum Error {
         what: &'static str,
         /// Why, and how to fix it.
         message: String,
+    },
+
+    /// A sync worker cannot resume its change stream: the point it stopped
+    /// at is no longer in the oplog (server code 286, ChangeStreamHistoryLost)
+    /// or the stream failed for good (280, ChangeStreamFatalError). Writes
+    /// made in the gap never reached their copies or subsets, and nothing
+    /// will replay them.
+    #[error(
+        "sync worker `{worker}` cannot resume its change stream on database `{database}`: {source}. Changes made \
+         while it was behind may never have reached their denormalized copies and subsets: run \
+         `docrel::fanout::repair` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
+         again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both"
+    )]
+    SyncHistoryLost {
+        /// The worker's name (its entry in `_docrel_sync`).
+        worker: String,
+        /// The database it follows.
+        database: String,
+        /// The collections whose derived data may be stale.
+        sources: String,
+        /// What the server said.
+        #[source]
+        source: Box<mongodb::error::Error>,
     },
 }
 

@@ -7,7 +7,7 @@
 //! | layer | modules | what lives there |
 //! |---|---|---|
 //! | facade | [`Repository`], `client`, `testing` | the write lifecycle: each write calls the hooks of the capabilities |
-//! | admin | `admin` | the schema report |
+//! | admin | [`admin`] | the schema report, the doctor, verify/repair of everything, the command line |
 //! | relations | `relations` | handles, loaders, joins, two-way writes, `on_delete` |
 //! | denormalize | `denormalize` (public as [`fanout`]) | fan-out, fill, verify/repair, sync worker |
 //! | patterns | `patterns` | subset, bucket |
@@ -15,7 +15,7 @@
 //! | schema | `schema` | descriptors, the registry, the schema graph, indexes |
 //! | base | `error`, `id` | errors, id types |
 
-mod admin;
+pub mod admin;
 mod client;
 mod denormalize;
 mod error;
@@ -37,6 +37,10 @@ pub mod fanout {
     pub use crate::denormalize::*;
 }
 pub use admin::report;
+/// Verify and repair of bucket documents: counts, sizes, pages (I4).
+pub use patterns::bucket_check;
+/// Verify and repair of two-way references: both sides agree (I2).
+pub use relations::inverse_check;
 pub use schema::{graph, indexes, registry};
 
 pub use bson;

@@ -181,6 +181,7 @@ impl<T: Document> Repository<T> {
             crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled).await?;
         }
         crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written).await?;
+        self.after_new(written).await?;
         if !graph().subsets_of(T::COLLECTION).is_empty() {
             // The summaries in the parents' subsets: one push per parent.
             crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written).await?;
@@ -299,6 +300,18 @@ impl<T: Document> Repository<T> {
         id: Option<bson::Bson>,
     ) -> Result<UpdateOutcome> {
         let mut body = update.to_document()?;
+        if let Some(rel) = graph()
+            .two_way_of(T::schema())
+            .into_iter()
+            .find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
+        {
+            return Err(Error::TwoWayField {
+                collection: T::COLLECTION,
+                field: rel.field,
+                inverse: rel.inverse.unwrap_or_default(),
+                rust_field: rel.rust_field,
+            });
+        }
         let mut guards = Vec::new();
         for push in update.pushes() {
             if let Some(max) = push.max {
@@ -490,7 +503,7 @@ impl<T: Document> Repository<T> {
     /// when it is new) and the copy records are those of the fill, not the
     /// stored ones; then the copies and summaries of the fields whose values
     /// changed are rewritten.
-    async fn replace_source(&self, doc: &T, new: bson::Document, upsert: bool) -> Result<bool> {
+    async fn replace_source(&self, doc: &T, new: bson::Document, upsert: bool) -> Result<Option<bool>> {
         let g = graph();
         let versioned = !g.targets_of(T::COLLECTION).is_empty();
         let mut bookkeeping = vec![bson::Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
@@ -505,9 +518,26 @@ impl<T: Document> Repository<T> {
         }
         let mut body = new.clone();
         body.remove("_docrel");
+        // What docrel keeps is taken from the stored document, not the
+        // caller's copy of it: two-way references (changed through
+        // link/unlink/reassign) and subsets (kept from the children).
+        let g2 = graph();
+        let mut kept = bson::Document::new();
+        for rel in g2.two_way_of(T::schema()) {
+            kept.insert(rel.field, format!("${}", rel.field));
+        }
+        for subset in g2.subsets_kept_by(T::schema()) {
+            kept.insert(subset.rel.field, format!("${}", subset.rel.field));
+        }
+        let bookkeeping = if bookkeeping.len() == 1 {
+            bson::Bson::String("$_docrel".into())
+        } else {
+            doc! {"$mergeObjects": bookkeeping}.into()
+        };
         let pipeline = vec![doc! {"$replaceWith": {"$mergeObjects": [
             {"$literal": body},
-            {"_docrel": {"$mergeObjects": bookkeeping}},
+            kept,
+            {"_docrel": bookkeeping},
         ]}}];
         let before = self
             .raw
@@ -520,7 +550,7 @@ impl<T: Document> Repository<T> {
         let before = match before {
             Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
             None if upsert => None,
-            None => return Ok(false),
+            None => return Ok(None),
         };
         let empty = bson::Document::new();
         let old = before.as_ref().unwrap_or(&empty);
@@ -538,14 +568,18 @@ impl<T: Document> Repository<T> {
             crate::patterns::subset::after_change(&self.db, T::COLLECTION, before.as_ref(), &after, Some(&touched))
                 .await?;
         }
-        Ok(true)
+        Ok(Some(before.is_none()))
     }
 
     /// Replace or save: fill, write, confirm.
     async fn put(&self, doc: &T, upsert: bool) -> Result<bool> {
         let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert).await?;
         let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "replace", message: "nothing encoded".into() })?;
-        let written = if graph().has_derived(T::COLLECTION) {
+        let g = graph();
+        let keeps = g.holds_copies(T::schema())
+            || !g.two_way_of(T::schema()).is_empty()
+            || !g.subsets_kept_by(T::schema()).is_empty();
+        let written = if g.has_derived(T::COLLECTION) || keeps {
             let new = match plain.first() {
                 Some(p) => p.clone(),
                 None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
@@ -557,18 +591,62 @@ impl<T: Document> Repository<T> {
         } else {
             let r = self
                 .raw
-                .replace_one(doc! {"_id": doc.id().to_bson()}, raw)
+                .replace_one(doc! {"_id": doc.id().to_bson()}, raw.clone())
                 .upsert(upsert)
                 .await
                 .map_err(self.err("replace"))?;
-            r.matched_count > 0 || r.upserted_id.is_some()
+            (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
         };
+        if written == Some(true) {
+            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?)).await?;
+        }
+        let written = written.is_some();
         if written {
             if let Some(filled) = filled {
                 crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled).await?;
             }
         }
         Ok(written)
+    }
+
+    /// What a new document of `T` owes the documents around it: the other
+    /// side of its two-way references, and the subsets it keeps of children
+    /// that already exist.
+    async fn after_new(&self, docs: &[bson::Document]) -> Result<()> {
+        let g = graph();
+        for rel in g.two_way_of(T::schema()) {
+            for d in docs {
+                let Some(x) = d.get("_id") else { continue };
+                let targets: Vec<bson::Bson> = match d.get(rel.field) {
+                    Some(bson::Bson::Array(ids)) => ids.clone(),
+                    Some(bson::Bson::Null) | None => Vec::new(),
+                    Some(id) => vec![id.clone()],
+                };
+                for y in targets {
+                    match crate::relations::two_way::link(&self.db, T::schema(), rel, x.clone(), y).await {
+                        // A reference to a document not there yet: it links back when it is inserted.
+                        Err(Error::NotFound { collection, .. }) if Some(collection) == rel.target => {}
+                        other => {
+                            other?;
+                        }
+                    }
+                }
+            }
+        }
+        for subset in g.subsets_kept_by(T::schema()) {
+            let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+            let with_children = self
+                .db
+                .collection::<bson::Document>(subset.spec.child)
+                .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
+                .selection_criteria(crate::store::primary())
+                .await
+                .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
+            for parent in with_children {
+                subset.rebuild(&self.db, &parent).await?;
+            }
+        }
+        Ok(())
     }
 
     #[cold]
@@ -711,6 +789,15 @@ impl<T: Document> Repository<T> {
             Err(e) => return Err(Error::driver("collMod", T::COLLECTION, e)),
         }
         Ok(Some(validator))
+    }
+}
+
+/// The document as BSON: the encoded one when there is one.
+fn plain_or(plain: &[bson::Document], raw: &RawDocumentBuf) -> Result<bson::Document> {
+    match plain.first() {
+        Some(p) => Ok(p.clone()),
+        None => bson::Document::try_from(raw.as_ref())
+            .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() }),
     }
 }
 

@@ -39,7 +39,7 @@ fn pattern(kind: RelationKind, subset: bool) -> &'static str {
 ///
 /// let report = docrel::report::report_of(&[Host::schema(), LogMsg::schema()]);
 /// assert!(report.contains("| logmsg | host | one-to-squillions (parent reference) |"));
-/// assert!(report.contains("hosts ||--o{ logmsg : host"));
+/// assert!(report.contains("hosts ||--o{ logmsg : \"host\""));
 /// assert!(report.contains("`logmsg`: `{host: 1, time: -1}`"));
 /// ```
 pub fn report_of(schemas: &[&Schema]) -> String {
@@ -118,33 +118,101 @@ pub fn report_of(schemas: &[&Schema]) -> String {
     if !any {
         out.push_str("- none: every rule of thumb is followed\n");
     }
-    out.push_str("\n## Diagram\n\n```mermaid\nerDiagram\n");
-    for s in schemas {
-        out.push_str(&format!("    {} {{\n", s.collection));
+    out.push_str("\n## Diagram\n\n```mermaid\n");
+    out.push_str(&mermaid(schemas));
+    out.push_str("```\n");
+    out
+}
+
+/// A name Mermaid parses as an entity or attribute: letters, digits and
+/// `_`, starting with a letter or `_`.
+fn ident(text: &str) -> String {
+    let mut out: String = text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        out.insert(0, 'x');
+    }
+    out
+}
+
+/// The entity name of each schema: its collection, or, for a collection
+/// that several types share, the collection with the type's module and
+/// name (`products_catalog_Product`), so two types are never merged.
+fn entities(schemas: &[&Schema]) -> Vec<String> {
+    schemas
+        .iter()
+        .map(|s| {
+            let shared = schemas.iter().filter(|o| o.collection == s.collection).count() > 1;
+            if shared {
+                let module = s.module.rsplit("::").next().unwrap_or(s.module);
+                ident(&format!("{}_{module}_{}", s.collection, s.rust_name))
+            } else {
+                ident(s.collection)
+            }
+        })
+        .collect()
+}
+
+/// The Mermaid `erDiagram` of `schemas`: an entity per document type, a
+/// line per reference, parent reference and subset. Every name is made of
+/// letters, digits and `_`, and every label is quoted, so it always parses.
+///
+/// ```
+/// # use docrel::{Document, bson::oid::ObjectId};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "log-msgs")]
+/// struct LogMsg { #[serde(rename = "_id")] id: ObjectId }
+/// let diagram = docrel::report::mermaid(&[LogMsg::schema()]);
+/// assert!(diagram.starts_with("erDiagram\n    log_msgs {\n"));
+/// ```
+pub fn mermaid(schemas: &[&Schema]) -> String {
+    let names = entities(schemas);
+    let mut out = String::from("erDiagram\n");
+    for (s, name) in schemas.iter().zip(&names) {
+        out.push_str(&format!("    {name} {{\n"));
         for f in s.fields {
             let ty: String = f.rust_type.chars().filter(|c| c.is_alphanumeric() || *c == '_').collect();
-            out.push_str(&format!("        {} {}\n", ty, f.bson));
+            out.push_str(&format!("        {} {}\n", ident(if ty.is_empty() { "unit" } else { &ty }), ident(f.bson)));
         }
         out.push_str("    }\n");
     }
-    for s in schemas {
+    // The entity a relation leads to: the type it names in that collection,
+    // preferring one declared next to the referring type.
+    let find = |collection: &str, type_name: Option<&str>, from: &Schema| -> Option<&String> {
+        let candidates: Vec<usize> = (0..schemas.len()).filter(|i| schemas[*i].collection == collection).collect();
+        let named: Vec<usize> =
+            candidates.iter().copied().filter(|i| Some(schemas[*i].rust_name) == type_name).collect();
+        named
+            .iter()
+            .copied()
+            .find(|i| schemas[*i].module == from.module)
+            .or_else(|| named.first().copied())
+            .or_else(|| candidates.first().copied())
+            .map(|i| &names[i])
+    };
+    let label = |text: &str| format!("\"{}\"", text.replace('"', "'"));
+    for (s, name) in schemas.iter().zip(&names) {
         for rel in s.relations {
-            let Some(target) = rel.target else { continue };
+            let Some(target) = rel.target.and_then(|t| find(t, rel.target_type, s)) else { continue };
             let line = match rel.kind {
-                RelationKind::RefMany { .. } => format!("    {} }}o--o{{ {} : {}\n", s.collection, target, rel.field),
-                RelationKind::RefOne { .. } => format!("    {} }}o--o| {} : {}\n", s.collection, target, rel.field),
-                RelationKind::ParentRef => format!("    {} ||--o{{ {} : {}\n", target, s.collection, rel.field),
+                RelationKind::RefMany { .. } => format!("    {name} }}o--o{{ {target} : {}\n", label(rel.field)),
+                RelationKind::RefOne { .. } => format!("    {name} }}o--o| {target} : {}\n", label(rel.field)),
+                RelationKind::ParentRef => format!("    {target} ||--o{{ {name} : {}\n", label(rel.field)),
                 _ => continue,
             };
             out.push_str(&line);
         }
         for rel in s.relations {
             if let Some(sub) = &rel.subset {
-                out.push_str(&format!("    {} ||--o{{ {} : \"{} (subset)\"\n", s.collection, sub.child, rel.field));
+                if let Some(child) = find(sub.child, Some(sub.child_type), s) {
+                    out.push_str(&format!(
+                        "    {name} ||--o{{ {child} : {}\n",
+                        label(&format!("{} (subset)", rel.field))
+                    ));
+                }
             }
         }
     }
-    out.push_str("```\n");
     out
 }
 

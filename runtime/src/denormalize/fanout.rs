@@ -218,12 +218,7 @@ pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: 
     }
     let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
     for target in targets {
-        let referenced = db
-            .collection::<BsonDoc>(target.collection)
-            .distinct(target.id_path(), doc! { target.id_path(): {"$in": ids.clone()} })
-            .selection_criteria(crate::denormalize::fill::primary())
-            .await
-            .map_err(|e| Error::driver("distinct", target.collection, e))?;
+        let referenced = referenced_ids(db, target, &ids).await?;
         if referenced.is_empty() {
             continue;
         }
@@ -245,6 +240,40 @@ pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: 
         }
     }
     Ok(())
+}
+
+/// Which of `ids` some document of `target` refers to. A `distinct` on the
+/// reference field; for arrays the holders' element ids are read instead,
+/// since `distinct` through an array of documents is not answered the same
+/// by every MongoDB-wire server (the embedded test server misses it).
+async fn referenced_ids(db: &Database, target: &Target, ids: &[Bson]) -> Result<Vec<Bson>> {
+    let coll = db.collection::<BsonDoc>(target.collection);
+    let filter = doc! { target.id_path(): {"$in": ids} };
+    match target.shape {
+        Shape::Top { .. } => coll
+            .distinct(target.id_path(), filter)
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(|e| Error::driver("distinct", target.collection, e)),
+        Shape::Array { .. } => {
+            let mut cursor = coll
+                .find(filter)
+                .projection(doc! { target.id_path(): 1 })
+                .batch_size(i32::MAX as u32)
+                .selection_criteria(crate::store::primary())
+                .await
+                .map_err(|e| Error::driver("find", target.collection, e))?;
+            let mut out = Vec::new();
+            while cursor.advance().await.map_err(|e| Error::driver("find", target.collection, e))? {
+                let holder: BsonDoc =
+                    cursor.deserialize_current().map_err(|e| Error::driver("find", target.collection, e))?;
+                out.extend(
+                    crate::denormalize::fill::held_copies(target, &holder).into_iter().map(|(id, _)| id.clone()),
+                );
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// [`fan_out_copies`] and then the summaries of the source in its parents'

@@ -10,4 +10,4 @@ pub mod sync;
 pub use crate::schema::graph::{Shape, Target};
 pub use fanout::{FanOutReport, VERSION_PATH};
 pub use repair::{repair, repair_collection, verify, verify_collection, Checkpoint, Progress, Repair, RepairReport};
-pub use sync::{Applied, SyncWorker, SYNC_COLLECTION};
+pub use sync::{touched_fields, Applied, HistoryLost, SyncWorker, SYNC_COLLECTION};

@@ -48,7 +48,7 @@ pub struct Progress<'a> {
     pub report: &'a RepairReport,
 }
 
-type OnProgress<'a> = Box<dyn FnMut(&Progress<'_>) + Send + 'a>;
+type OnProgress<'a> = Box<dyn FnMut(&Progress<'_>) + Send + Sync + 'a>;
 
 /// A verify or repair of the copies of one source collection; from
 /// [`verify`] or [`repair`].
@@ -139,7 +139,7 @@ impl<'a> Repair<'a> {
         self
     }
     /// Calls `f` after each batch.
-    pub fn on_progress(mut self, f: impl FnMut(&Progress<'_>) + Send + 'a) -> Self {
+    pub fn on_progress(mut self, f: impl FnMut(&Progress<'_>) + Send + Sync + 'a) -> Self {
         self.on_progress = Some(Box::new(f));
         self
     }

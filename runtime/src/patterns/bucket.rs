@@ -1,7 +1,8 @@
 //! The bucket pattern: children stored in bucket documents of one parent,
 //! in pages of a fixed size (`{blog_entry_id, page, count, comments}`) or
 //! by time window (`{sensor, start, count, readings}`). An append is one
-//! upsert; a unique index on (parent, page) makes concurrent appends safe.
+//! update of the page it appended to last, or an upsert from the stored last
+//! page; a unique index on (parent, page) makes concurrent appends safe.
 
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
@@ -39,6 +40,7 @@ use std::sync::{Mutex, OnceLock};
 /// }
 ///
 /// CommentPage::repo(&db).ensure_indexes().await?; // unique {blog_entry_id, page}
+/// Post::repo(&db).insert(&Post { id: 1, title: "Bucketing".into() }).await?;
 /// let comments = CommentPage::rels().comments;
 /// for text in ["Awesome blog post", "Not so awesome blog", "Meh"] {
 ///     let c = Comment { name: "Peter Critic".into(), created_on: DateTime::now(), comment: text.into() };
@@ -135,8 +137,9 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     }
 
     /// Appends one element to the parent's open bucket, or opens the next:
-    /// one upsert (more only when the page is full and the next must be
-    /// found). Never more than `size` per bucket, never one page twice, no
+    /// one update of the page this process appended to last; otherwise a check
+    /// that the parent exists ([`Error::NotFound`] if not) and an upsert from
+    /// the stored last page (more when that page is full). Never more than `size` per bucket, never one page twice, no
     /// element lost, under any concurrency (given `ensure_indexes`).
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         let spec = self.spec()?;
@@ -160,17 +163,36 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         }
         let size = spec.size.unwrap_or(u32::MAX);
         let key = (db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson()));
-        let cached = open_pages().lock().ok().and_then(|m| m.get(&key).copied());
-        let mut page = match cached {
-            Some(p) => p,
-            None => self.last_page(db, parent).await?.unwrap_or(1),
-        };
-        for _ in 0..100_000 {
-            // Pages are stored as 32-bit integers, like the reference text's.
+        // Pages are stored as 32-bit integers, like the reference text's.
+        let open = |page: i64| {
             let stored_page = Bson::Int32(i32::try_from(page).unwrap_or(i32::MAX));
-            let filter =
-                doc! { spec.parent: parent.to_bson(), spec.page: stored_page, spec.count: {"$lt": size as i64} };
-            match coll.update_one(filter, push.clone()).upsert(true).await {
+            doc! { spec.parent: parent.to_bson(), spec.page: stored_page, spec.count: {"$lt": size as i64} }
+        };
+        // The page this process appended to last, if it still has room: one
+        // round trip, and never a new page (the cache may be stale).
+        if let Some(page) = open_pages().lock().ok().and_then(|m| m.get(&key).copied()) {
+            let r = coll
+                .update_one(open(page), push.clone())
+                .await
+                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
+            if r.matched_count == 1 {
+                return Ok(Appended { page: Some(page), start: None });
+            }
+        }
+        // Otherwise from the stored last page, so no page is ever skipped.
+        let parents = db.collection::<BsonDoc>(P::COLLECTION);
+        let exists = parents
+            .count_documents(doc! {"_id": parent.to_bson()})
+            .limit(1)
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(|e| Error::driver("count", P::COLLECTION, e))?;
+        if exists == 0 {
+            return Err(Error::NotFound { collection: P::COLLECTION, id: show_id(&parent.to_bson()) });
+        }
+        let mut page = self.last_page(db, parent).await?.unwrap_or(1);
+        for _ in 0..1_000 {
+            match coll.update_one(open(page), push.clone()).upsert(true).await {
                 Ok(_) => {
                     if let Ok(mut m) = open_pages().lock() {
                         m.insert(key, page);
@@ -182,7 +204,15 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 Err(e) => return Err(Error::driver("update", B::COLLECTION, e)),
             }
         }
-        Err(Error::Invalid { what: "bucket", message: "no open page found after 100000 attempts".into() })
+        Err(Error::Invalid {
+            what: "bucket",
+            message: format!(
+                "no page of `{}` with room found after 1000 tries for parent {}; run `ensure_indexes` (the unique \
+                 index on parent and page is what makes a full page refuse the upsert)",
+                B::COLLECTION,
+                show_id(&parent.to_bson())
+            ),
+        })
     }
 
     async fn last_page(&self, db: &Database, parent: &P::Id) -> Result<Option<i64>> {
@@ -192,6 +222,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             .find_one(doc! { spec.parent: parent.to_bson() })
             .sort(doc! { spec.page: -1 })
             .projection(doc! { spec.page: 1 })
+            .selection_criteria(crate::store::primary())
             .await
             .map_err(|e| Error::driver("find", B::COLLECTION, e))?;
         Ok(last.and_then(|d| d.get(spec.page).and_then(|p| p.as_i64().or_else(|| p.as_i32().map(i64::from)))))

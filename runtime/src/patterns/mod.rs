@@ -2,4 +2,5 @@
 //! collection, and children stored in pages or time windows.
 
 pub mod bucket;
+pub mod bucket_check;
 pub mod subset;

@@ -184,13 +184,13 @@ impl<P: Document, T: Document> RefMany<P, T> {
     /// (the previous holder's array loses it). Both sides in one transaction
     /// when the deployment supports one ([`LinkOutcome::transactional`]).
     pub async fn link(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::link(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+        crate::relations::two_way::link(db, P::schema(), self.rel, parent.to_bson(), target.to_bson()).await
     }
 
     /// Removes `target` from the array of `parent`, and the back-reference
     /// from `target` for a two-way reference.
     pub async fn unlink(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::unlink(db, P::COLLECTION, self.rel, parent.to_bson(), target.to_bson()).await
+        crate::relations::two_way::unlink(db, P::schema(), self.rel, parent.to_bson(), target.to_bson()).await
     }
 
     /// The parents whose array holds `target`: the reverse lookup of a
@@ -206,11 +206,11 @@ impl<P: Document, T: Document> RefOne<P, T> {
     /// "reassign a task to another person" of the reference texts, both
     /// sides in one call (in a transaction when the deployment supports one).
     pub async fn reassign(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::link(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
+        crate::relations::two_way::link(db, P::schema(), self.rel, child.to_bson(), target.to_bson()).await
     }
 
     /// Clears an optional reference (and the back-reference of a two-way one).
     pub async fn unlink(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::unlink(db, P::COLLECTION, self.rel, child.to_bson(), target.to_bson()).await
+        crate::relations::two_way::unlink(db, P::schema(), self.rel, child.to_bson(), target.to_bson()).await
     }
 }

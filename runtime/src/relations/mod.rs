@@ -2,6 +2,7 @@
 //! loaders and joins, two-way link/unlink/reassign, and `on_delete` rules.
 
 pub mod handles;
+pub mod inverse_check;
 pub mod join;
 pub mod loaded;
 pub mod on_delete;

@@ -16,13 +16,24 @@ const MAX_CASCADE_DEPTH: usize = 16;
 /// Applies the rules of every reference to `T` for the documents `ids`
 /// about to be deleted (the caller deletes them afterwards).
 pub(crate) async fn apply<T: Document>(db: &Database, ids: &[T::Id]) -> Result<()> {
-    if ids.is_empty() || graph().references_to(T::COLLECTION).iter().all(|(_, r)| r.on_delete == OnDelete::Nothing) {
+    if ids.is_empty() || graph().references_to(T::COLLECTION).iter().all(|(_, r)| rule(r) == OnDelete::Nothing) {
         return Ok(());
     }
     let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
     let mut plan = Plan::default();
     plan.visit(db, T::COLLECTION, ids, 0).await?;
     plan.run(db).await
+}
+
+/// The rule applied to `rel`: as declared, except that the array or
+/// optional side of a two-way reference is pulled by default, so both
+/// sides keep agreeing when a document is deleted.
+fn rule(rel: &Relation) -> OnDelete {
+    let pullable = matches!(rel.kind, RelationKind::RefMany { .. } | RelationKind::RefOne { optional: true });
+    match rel.on_delete {
+        OnDelete::Nothing if rel.inverse.is_some() && pullable => OnDelete::Pull,
+        declared => declared,
+    }
 }
 
 #[derive(Default)]
@@ -52,7 +63,7 @@ impl Plan {
             for &(schema, rel) in graph().references_to(collection) {
                 let referrers = db.collection::<RawDocumentBuf>(schema.collection);
                 let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
-                match rel.on_delete {
+                match rule(rel) {
                     OnDelete::Nothing => {}
                     OnDelete::Restrict => {
                         let count = referrers
@@ -98,7 +109,21 @@ impl Plan {
             let coll = db.collection::<BsonDoc>(collection);
             let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
             let update = match rel.kind {
-                RelationKind::RefMany { key: Some(key), .. } => doc! {"$pull": { rel.field: { key: {"$in": ids} } }},
+                RelationKind::RefMany { key: Some(key), .. } => {
+                    // The elements' version records go with them.
+                    let records: BsonDoc = ids
+                        .iter()
+                        .map(|id| {
+                            let path = format!("_docrel.copies.{}.{}", rel.field, crate::store::path::id_key(id));
+                            (path, Bson::String(String::new()))
+                        })
+                        .collect();
+                    if rel.copies.is_empty() {
+                        doc! {"$pull": { rel.field: { key: {"$in": ids} } }}
+                    } else {
+                        doc! {"$pull": { rel.field: { key: {"$in": ids} } }, "$unset": records}
+                    }
+                }
                 RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
                 _ => doc! {"$unset": { rel.field: "" }},
             };

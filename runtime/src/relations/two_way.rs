@@ -3,7 +3,7 @@
 //! transaction when the deployment supports one, and saying whether it did.
 
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::{Relation, RelationKind};
+use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
@@ -74,29 +74,88 @@ impl Side {
     }
 }
 
-/// The writes of one call, in a transaction when the deployment has them.
-struct Writes<'a> {
-    db: &'a Database,
-    session: Option<ClientSession>,
+/// The writes of one call: inside a transaction (`session`), or, on a
+/// deployment without transactions, one after the other with a log of how
+/// to undo each, applied in reverse if a later write fails.
+struct Writes<'s> {
+    db: Database,
+    session: Option<&'s mut ClientSession>,
+    undo: Vec<(Side, BsonDoc, BsonDoc)>,
 }
 
-impl<'a> Writes<'a> {
-    async fn begin(db: &'a Database) -> Result<Writes<'a>> {
-        let mut session = db.client().start_session().await.map_err(|e| Error::driver("startSession", db.name(), e))?;
-        match session.start_transaction().await {
-            Ok(()) => Ok(Writes { db, session: Some(session) }),
-            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) => {
-                Ok(Writes { db, session: None })
-            }
-            Err(e) => Err(Error::driver("startTransaction", db.name(), e)),
+/// One link or unlink, owned so that a transaction can run it again.
+#[derive(Clone)]
+enum Op {
+    Link { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
+    Unlink { near: Side, far: Option<Side>, x: Bson, y: Bson },
+}
+
+impl Op {
+    async fn run(self, w: &mut Writes<'_>) -> Result<bool> {
+        match self {
+            Op::Link { rel, near, far, x, y } => link_body(w, rel, near, far, &x, &y).await,
+            Op::Unlink { near, far, x, y } => unlink_body(w, near, far, &x, &y).await,
         }
     }
+}
 
+/// Runs `op` over both sides: in a transaction through the driver's
+/// convenient API (a conflict with a concurrent reassign is retried, the
+/// commit alone on an unknown result), or, when the server has no
+/// transactions (a standalone), once without one, undone on failure.
+async fn run_writes(db: &Database, what: &'static str, op: Op) -> Result<LinkOutcome> {
+    if !standalone(db) {
+        let result = crate::store::transaction::run(db, what, &mut |session| {
+            let (db, op) = (db.clone(), op.clone());
+            Box::pin(async move {
+                let mut w = Writes { db, session: Some(session), undo: Vec::new() };
+                op.run(&mut w).await
+            })
+        })
+        .await;
+        match result {
+            Ok(changed) => return Ok(LinkOutcome { transactional: true, changed }),
+            // Refused at its first write: nothing was written.
+            Err(e) if crate::store::transaction::unsupported(&e) => remember_standalone(db),
+            Err(e) => return Err(e),
+        }
+    }
+    let mut w = Writes { db: db.clone(), session: None, undo: Vec::new() };
+    match op.run(&mut w).await {
+        Ok(changed) => Ok(LinkOutcome { transactional: false, changed }),
+        Err(e) => {
+            // Undo what was written, newest first; the first error is the one to report.
+            while let Some((side, filter, update)) = w.undo.pop() {
+                let _ = w.db.collection::<BsonDoc>(side.collection).update_one(filter, update).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Databases whose server refused a transaction as a standalone, so later
+/// calls skip the attempt.
+fn standalones() -> &'static std::sync::Mutex<std::collections::HashSet<String>> {
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = std::sync::OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+fn standalone(db: &Database) -> bool {
+    standalones().lock().map(|s| s.contains(db.name())).unwrap_or(false)
+}
+
+fn remember_standalone(db: &Database) {
+    if let Ok(mut s) = standalones().lock() {
+        s.insert(db.name().to_owned());
+    }
+}
+
+impl Writes<'_> {
     async fn update(&mut self, side: Side, filter: BsonDoc, update: BsonDoc) -> Result<(u64, u64)> {
         let coll = self.db.collection::<BsonDoc>(side.collection);
         let action = coll.update_one(filter, update);
         let r = match &mut self.session {
-            Some(s) => action.session(s).await,
+            Some(s) => action.session(&mut **s).await,
             None => action.await,
         }
         .map_err(|e| Error::driver("update", side.collection, e))?;
@@ -111,7 +170,7 @@ impl<'a> Writes<'a> {
             .projection(doc! { side.field: 1 })
             .return_document(ReturnDocument::Before);
         match &mut self.session {
-            Some(s) => action.session(s).await,
+            Some(s) => action.session(&mut **s).await,
             None => action.await,
         }
         .map_err(|e| Error::driver("findAndModify", side.collection, e))
@@ -121,27 +180,18 @@ impl<'a> Writes<'a> {
         let coll = self.db.collection::<BsonDoc>(side.collection);
         let action = coll.count_documents(doc! {"_id": id.clone()}).limit(1);
         let n = match &mut self.session {
-            Some(s) => action.session(s).await,
+            Some(s) => action.session(&mut **s).await,
             None => action.await,
         }
         .map_err(|e| Error::driver("count", side.collection, e))?;
         Ok(n > 0)
     }
 
-    async fn commit(self, changed: bool) -> Result<LinkOutcome> {
-        let transactional = self.session.is_some();
-        if let Some(mut s) = self.session {
-            s.commit_transaction().await.map_err(|e| Error::driver("commitTransaction", self.db.name(), e))?;
+    /// Records how to undo a write, when there is no transaction to abort.
+    fn log_undo(&mut self, side: Side, filter: BsonDoc, update: BsonDoc) {
+        if self.session.is_none() {
+            self.undo.push((side, filter, update));
         }
-        Ok(LinkOutcome { transactional, changed })
-    }
-
-    async fn fail(self, error: Error) -> Result<LinkOutcome> {
-        if let Some(mut s) = self.session {
-            // The transaction is abandoned either way; the first error is the one to report.
-            let _ = s.abort_transaction().await;
-        }
-        Err(error)
     }
 
     /// Adds `value` to `side` of document `id`: `$addToSet` for arrays (only
@@ -174,12 +224,21 @@ impl<'a> Writes<'a> {
                 }
                 return Err(Error::NotFound { collection: side.collection, id: show_id(id) });
             }
+            if modified > 0 {
+                self.log_undo(side, doc! {"_id": id.clone()}, doc! {"$pull": { side.field: value.clone() }});
+            }
             Ok(Attached { changed: modified > 0, replaced: None })
         } else {
             let before = self.swap(side, id, doc! {"$set": { side.field: value.clone() }}).await?;
             let Some(before) = before else {
                 return Err(Error::NotFound { collection: side.collection, id: show_id(id) });
             };
+            // Undo restores the previous owner; a required reference is never unset.
+            let restore = match before.get(side.field) {
+                Some(previous) => doc! {"$set": { side.field: previous.clone() }},
+                None => doc! {"$unset": { side.field: "" }},
+            };
+            self.log_undo(side, doc! {"_id": id.clone()}, restore);
             let replaced = before.get(side.field).filter(|b| *b != value && **b != Bson::Null).cloned();
             Ok(Attached { changed: before.get(side.field) != Some(value), replaced })
         }
@@ -202,6 +261,14 @@ impl<'a> Writes<'a> {
         if matched == 0 {
             return Err(Error::NotFound { collection: side.collection, id: show_id(id) });
         }
+        if modified > 0 {
+            let restore = if side.many {
+                doc! {"$addToSet": { side.field: value.clone() }}
+            } else {
+                doc! {"$set": { side.field: value.clone() }}
+            };
+            self.log_undo(side, doc! {"_id": id.clone()}, restore);
+        }
         Ok(modified > 0)
     }
 }
@@ -217,57 +284,72 @@ struct Attached {
 /// moved: the old target's inverse array loses `x`.
 pub(crate) async fn link(
     db: &Database,
-    collection: &'static str,
+    schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(collection, rel)?;
+    let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
-    let mut w = Writes::begin(db).await?;
-    let result = async {
-        // The target first: a missing target fails before anything else is written.
-        let far_result = match far {
-            Some(far) => Some(w.attach(far, &y, &x).await?),
-            None => {
-                if !w.exists(target_side(rel, near), &y).await? {
-                    return Err(Error::NotFound { collection: rel.target.unwrap_or_default(), id: show_id(&y) });
-                }
-                None
-            }
-        };
-        let near_result = match w.attach(near, &x, &y).await {
-            Ok(r) => r,
-            Err(e) => {
-                // Without a transaction, undo the far side so nothing is half-linked.
-                if let (Some(far), Some(fr), None) = (far, &far_result, &w.session) {
-                    if fr.changed {
-                        let _ = w.detach(far, &y, &x).await;
-                    }
-                }
-                return Err(e);
-            }
-        };
-        let mut changed = near_result.changed || far_result.as_ref().is_some_and(|r| r.changed);
-        // x held another single target: that one's inverse array loses x.
-        if let (Some(old), Some(far)) = (&near_result.replaced, far) {
-            if far.many {
-                changed |= w.detach(far, old, &x).await?;
-            }
-        }
-        // y held another single back-reference: that one's array loses y.
-        if let Some(old) = far_result.and_then(|r| r.replaced) {
-            if near.many {
-                changed |= w.detach(near, &old, &y).await?;
-            }
-        }
-        Ok(changed)
+    let outcome = run_writes(db, "link", Op::Link { rel, near, far, x: x.clone(), y: y.clone() }).await?;
+    refresh_copies(db, schema, rel, &x, &y).await?;
+    Ok(outcome)
+}
+
+/// Copies that come through the references just changed follow their new
+/// source: `x`'s through `rel`, and `y`'s through the inverse.
+async fn refresh_copies(
+    db: &Database,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: &Bson,
+    y: &Bson,
+) -> Result<()> {
+    let through = |s: &'static Schema, field: &str| s.copies.iter().any(|c| c.via == field);
+    if through(schema, rel.field) {
+        crate::denormalize::fill::refresh(db, schema, std::slice::from_ref(x)).await?;
     }
-    .await;
-    match result {
-        Ok(changed) => w.commit(changed).await,
-        Err(e) => w.fail(e).await,
+    if let Some((other, inverse)) = graph().inverse_of(rel) {
+        if through(other, inverse.field) {
+            crate::denormalize::fill::refresh(db, other, std::slice::from_ref(y)).await?;
+        }
     }
+    Ok(())
+}
+
+async fn link_body(
+    w: &mut Writes<'_>,
+    rel: &'static Relation,
+    near: Side,
+    far: Option<Side>,
+    x: &Bson,
+    y: &Bson,
+) -> Result<bool> {
+    // The target first: a missing target fails before anything else is written.
+    let far_result = match far {
+        Some(far) => Some(w.attach(far, y, x).await?),
+        None => {
+            if !w.exists(target_side(rel, near), y).await? {
+                return Err(Error::NotFound { collection: rel.target.unwrap_or_default(), id: show_id(y) });
+            }
+            None
+        }
+    };
+    let near_result = w.attach(near, x, y).await?;
+    let mut changed = near_result.changed || far_result.as_ref().is_some_and(|r| r.changed);
+    // x held another single target: that one's inverse array loses x.
+    if let (Some(old), Some(far)) = (&near_result.replaced, far) {
+        if far.many {
+            changed |= w.detach(far, old, x).await?;
+        }
+    }
+    // y held another single back-reference: that one's array loses y.
+    if let Some(old) = far_result.and_then(|r| r.replaced) {
+        if near.many {
+            changed |= w.detach(near, &old, y).await?;
+        }
+    }
+    Ok(changed)
 }
 
 fn target_side(rel: &Relation, near: Side) -> Side {
@@ -277,12 +359,12 @@ fn target_side(rel: &Relation, near: Side) -> Side {
 /// Unlinks `x` from `y` on both sides of the reference.
 pub(crate) async fn unlink(
     db: &Database,
-    collection: &'static str,
+    schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(collection, rel)?;
+    let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
     for side in std::iter::once(near).chain(far) {
         if !side.many && !side.optional {
@@ -296,20 +378,18 @@ pub(crate) async fn unlink(
             });
         }
     }
-    let mut w = Writes::begin(db).await?;
-    let result = async {
-        let mut changed = w.detach(near, &x, &y).await?;
-        if let Some(far) = far {
-            changed |= match w.detach(far, &y, &x).await {
-                Err(Error::NotFound { .. }) => false, // a dangling reference: nothing to detach there
-                other => other?,
-            };
-        }
-        Ok(changed)
+    let outcome = run_writes(db, "unlink", Op::Unlink { near, far, x: x.clone(), y: y.clone() }).await?;
+    refresh_copies(db, schema, rel, &x, &y).await?;
+    Ok(outcome)
+}
+
+async fn unlink_body(w: &mut Writes<'_>, near: Side, far: Option<Side>, x: &Bson, y: &Bson) -> Result<bool> {
+    let mut changed = w.detach(near, x, y).await?;
+    if let Some(far) = far {
+        changed |= match w.detach(far, y, x).await {
+            Err(Error::NotFound { .. }) => false, // a dangling reference: nothing to detach there
+            other => other?,
+        };
     }
-    .await;
-    match result {
-        Ok(changed) => w.commit(changed).await,
-        Err(e) => w.fail(e).await,
-    }
+    Ok(changed)
 }

@@ -266,6 +266,21 @@ impl Graph {
             .collect()
     }
 
+    /// The two-way references a type declares (those whose inverse exists).
+    pub fn two_way_of(&self, schema: &'static Schema) -> Vec<&'static Relation> {
+        schema.relations.iter().filter(|r| self.inverse_of(r).is_some()).collect()
+    }
+
+    /// The subsets a type keeps, as parent.
+    pub fn subsets_kept_by(&self, schema: &'static Schema) -> Vec<&SubsetTarget> {
+        schema
+            .relations
+            .iter()
+            .filter(|r| r.subset.is_some())
+            .filter_map(|r| self.subsets.values().flatten().find(|t| std::ptr::eq(t.rel, r)))
+            .collect()
+    }
+
     /// Every reference, from any document type, whose target is `collection`,
     /// with the schema declaring it.
     pub fn references_to(&self, collection: &str) -> &[(&'static Schema, &'static Relation)] {
@@ -289,6 +304,16 @@ impl Graph {
         let mut out: Vec<_> =
             self.by_collection.iter().filter(|(_, v)| v.len() > 1).map(|(c, v)| (*c, v.as_slice())).collect();
         out.sort_by_key(|(c, _)| *c);
+        out
+    }
+
+    /// Every collection whose documents some parent's subset summarizes,
+    /// sorted: what a change-stream follower must watch, besides the
+    /// sources of copies, to keep subsets true when children are written
+    /// without docrel's synchronous hooks.
+    pub fn subset_children(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self.subsets.keys().copied().collect();
+        out.sort_unstable();
         out
     }
 

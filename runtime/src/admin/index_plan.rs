@@ -1,0 +1,223 @@
+//! The index plan: the indexes every document type declares or its
+//! relationships need ([`crate::schema::indexes::needed_by`]) against the
+//! ones that exist, per collection, and the changes that would bring them
+//! together. Nothing is written until [`IndexPlan::apply`].
+//!
+//! Indexes that exist but that no type declares are listed as such and
+//! dropped only when asked (`drop_undeclared`): another program may use them.
+
+use crate::error::{Error, Result};
+use crate::schema::indexes::needed_by;
+use crate::schema::registry::sorted;
+use bson::{doc, Document as BsonDoc};
+use mongodb::options::IndexOptions;
+use mongodb::{Database, IndexModel};
+use serde::Serialize;
+
+/// What the plan does with one index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// It exists as declared.
+    Keep,
+    /// It is declared (or needed) and missing.
+    Create,
+    /// It exists with other options than declared (a unique one that is
+    /// not): dropped and created again.
+    Recreate,
+    /// It exists and nothing declares it.
+    Undeclared,
+}
+
+/// One line of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// The collection.
+    pub collection: String,
+    /// The keys, `{parts.id: 1}`.
+    pub keys: String,
+    /// The index's name on the server (existing ones).
+    pub name: Option<String>,
+    /// Declared unique.
+    pub unique: bool,
+    /// What happens.
+    pub action: Action,
+    /// Why, in words.
+    pub reason: String,
+    #[serde(skip)]
+    model: Option<BsonDoc>,
+}
+
+/// The plan of every collection of the program.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexPlan {
+    /// The changes, by collection.
+    pub changes: Vec<Change>,
+}
+
+fn show(keys: &BsonDoc) -> String {
+    let parts: Vec<String> = keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// Reads the existing indexes and makes the plan (one `listIndexes` per collection).
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// # use docrel::{Document, bson::oid::ObjectId};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "hosts")]
+/// struct Host { #[serde(rename = "_id")] id: i32, #[document(unique)] name: String }
+///
+/// use docrel::admin::index_plan::{plan, Action};
+/// let before = plan(&db).await?;
+/// let host = before.changes.iter().find(|c| c.collection == "hosts").unwrap();
+/// assert_eq!((host.keys.as_str(), host.action), ("{name: 1}", Action::Create));
+/// before.apply(&db, false).await?;
+/// let after = plan(&db).await?;
+/// assert!(after.changes.iter().filter(|c| c.collection == "hosts").all(|c| c.action == Action::Keep));
+/// # Ok(()) });
+/// ```
+pub async fn plan(db: &Database) -> Result<IndexPlan> {
+    let existing: Vec<String> =
+        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let mut collections: Vec<&'static str> = sorted().iter().map(|s| s.collection).collect();
+    collections.dedup();
+    let mut changes = Vec::new();
+    for collection in collections {
+        let mut needed: Vec<(BsonDoc, bool)> = Vec::new();
+        for s in sorted().into_iter().filter(|s| s.collection == collection) {
+            for m in needed_by(s) {
+                let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+                match needed.iter_mut().find(|(k, _)| *k == m.keys) {
+                    Some((_, u)) => *u |= unique,
+                    None => needed.push((m.keys, unique)),
+                }
+            }
+        }
+        let mut present: Vec<(BsonDoc, bool, String)> = Vec::new();
+        if existing.iter().any(|c| c == collection) {
+            let mut cursor = db
+                .collection::<BsonDoc>(collection)
+                .list_indexes()
+                .await
+                .map_err(|e| Error::driver("listIndexes", collection, e))?;
+            while cursor.advance().await.map_err(|e| Error::driver("listIndexes", collection, e))? {
+                let m = cursor.deserialize_current().map_err(|e| Error::driver("listIndexes", collection, e))?;
+                let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+                let name = m.options.as_ref().and_then(|o| o.name.clone()).unwrap_or_default();
+                present.push((m.keys, unique, name));
+            }
+        }
+        for (keys, unique) in &needed {
+            let found = present.iter().find(|(k, _, _)| k == keys);
+            let (action, name, reason) = match found {
+                None => (Action::Create, None, "declared or needed by a relationship, and missing".to_owned()),
+                Some((_, u, name)) if *unique && !u => {
+                    (Action::Recreate, Some(name.clone()), "exists, but not unique as declared".to_owned())
+                }
+                Some((_, _, name)) => (Action::Keep, Some(name.clone()), "exists as declared".to_owned()),
+            };
+            changes.push(Change {
+                collection: collection.to_owned(),
+                keys: show(keys),
+                name,
+                unique: *unique,
+                action,
+                reason,
+                model: Some(keys.clone()),
+            });
+        }
+        for (keys, unique, name) in &present {
+            if name == "_id_" || needed.iter().any(|(k, _)| k == keys) {
+                continue;
+            }
+            changes.push(Change {
+                collection: collection.to_owned(),
+                keys: show(keys),
+                name: Some(name.clone()),
+                unique: *unique,
+                action: Action::Undeclared,
+                reason: "exists, and no document type declares it (dropped only with --drop-undeclared)".to_owned(),
+                model: None,
+            });
+        }
+    }
+    Ok(IndexPlan { changes })
+}
+
+/// What [`IndexPlan::apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Applied {
+    /// `collection {keys}` created.
+    pub created: Vec<String>,
+    /// `collection name` dropped.
+    pub dropped: Vec<String>,
+}
+
+impl IndexPlan {
+    /// Whether applying the plan would change anything (undeclared indexes
+    /// count only with `drop_undeclared`).
+    pub fn has_changes(&self, drop_undeclared: bool) -> bool {
+        self.changes.iter().any(|c| match c.action {
+            Action::Keep => false,
+            Action::Undeclared => drop_undeclared,
+            Action::Create | Action::Recreate => true,
+        })
+    }
+
+    /// The plan as text, one line per index: `+` create, `~` recreate,
+    /// `=` keep, `?` undeclared (`-` when it would be dropped).
+    pub fn to_text(&self, drop_undeclared: bool) -> String {
+        let mut out = String::new();
+        for c in &self.changes {
+            let sign = match c.action {
+                Action::Keep => "=",
+                Action::Create => "+",
+                Action::Recreate => "~",
+                Action::Undeclared if drop_undeclared => "-",
+                Action::Undeclared => "?",
+            };
+            out.push_str(&format!(
+                "{sign} {:<16} {:<40} {}\n",
+                c.collection,
+                format!("{}{}", c.keys, if c.unique { " unique" } else { "" }),
+                c.reason
+            ));
+        }
+        if out.is_empty() {
+            out.push_str("no document type declares or needs an index\n");
+        }
+        out
+    }
+
+    /// Creates what is missing, recreates what differs, and drops the
+    /// undeclared indexes when `drop_undeclared`.
+    pub async fn apply(&self, db: &Database, drop_undeclared: bool) -> Result<Applied> {
+        let mut out = Applied::default();
+        for c in &self.changes {
+            let coll = db.collection::<BsonDoc>(&c.collection);
+            let drop = match c.action {
+                Action::Recreate => true,
+                Action::Undeclared => drop_undeclared,
+                _ => false,
+            };
+            if drop {
+                if let Some(name) = &c.name {
+                    coll.drop_index(name).await.map_err(|e| Error::driver("dropIndexes", &c.collection, e))?;
+                    out.dropped.push(format!("{} {name}", c.collection));
+                }
+            }
+            if matches!(c.action, Action::Create | Action::Recreate) {
+                let keys = c.model.clone().unwrap_or_else(|| doc! {});
+                let options = c.unique.then(|| IndexOptions::builder().unique(true).build());
+                coll.create_index(IndexModel::builder().keys(keys).options(options).build())
+                    .await
+                    .map_err(|e| Error::driver("createIndexes", &c.collection, e))?;
+                out.created.push(format!("{} {}", c.collection, c.keys));
+            }
+        }
+        Ok(out)
+    }
+}

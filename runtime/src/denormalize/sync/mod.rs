@@ -1,0 +1,496 @@
+//! The asynchronous mode of derived data: a sync worker follows the change
+//! stream of the collections something is derived from and applies what a
+//! write through a deferred repository left undone — the fan-out of copies,
+//! and the maintenance of subsets when their children change.
+//!
+//! Why a change stream and a stored resume token: a fan-out must never be
+//! lost when the application stops between a source write and its copies.
+//! The token (in [`SYNC_COLLECTION`]) says how far the copies are known to
+//! follow; the next worker resumes there and replays what is missing.
+//! Replaying is harmless: fan-outs are guarded by versions and subsets are
+//! rebuilt from the full collection, so applying an event twice, or late,
+//! never makes derived data older.
+//!
+//! A token is only useful while the oplog still holds its position, so the
+//! worker keeps it near the present even when no write it cares about
+//! arrives (the server's post-batch token moves with any write), at most
+//! every [`SyncWorker::checkpoint_every`]. When history is lost anyway (the
+//! worker was stopped for longer than the oplog window), replay is
+//! impossible: the worker stops with [`Error::SyncHistoryLost`], or, with
+//! [`HistoryLost::RepairAndContinue`], repairs every source and goes on
+//! from the present.
+//!
+//! When its stream is invalidated (the database dropped), the worker saves
+//! the invalidate's token as a `startAfter` position and opens a new stream
+//! after it: resuming before the invalidate would meet it again at every
+//! start.
+//!
+//! # Limits
+//!
+//! - A change event of a deleted child carries only its `_id`. Its parent is
+//!   known from the pre-image where the child collection keeps them
+//!   (`collMod` with `changeStreamPreAndPostImages: {enabled: true}`), or
+//!   from the subsets holding a summary with that `_id` when summaries
+//!   carry it; otherwise the parent's subset stays as it was until its next
+//!   change or a repair. Deletes through docrel rebuild subsets themselves,
+//!   in deferred mode too: this concerns deletes made outside docrel.
+//! - With subsets in the schema, the stream asks for pre-images
+//!   (`fullDocumentBeforeChange: whenAvailable`), which needs MongoDB 6.0.
+
+mod apply;
+
+pub use apply::touched_fields;
+
+use crate::error::{Error, Result};
+use crate::schema::graph::graph;
+use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
+use mongodb::change_stream::ChangeStream;
+use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
+use mongodb::Database;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The collection the workers keep their resume tokens in.
+pub const SYNC_COLLECTION: &str = "_docrel_sync";
+
+/// Server code of a resume point that fell off the oplog.
+const CHANGE_STREAM_HISTORY_LOST: i32 = 286;
+/// Server code of a change stream that cannot go on (for example the
+/// resume point is gone on a server that says so this way).
+const CHANGE_STREAM_FATAL_ERROR: i32 = 280;
+
+/// Something derived the worker brought up to date.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The collection written: a source of copies, or a child of a subset.
+    pub source: &'static str,
+    /// The written document's `_id`.
+    pub id: Bson,
+    /// The source's version the copies now carry (0 for a document that
+    /// carries none: a subset child, or a deleted child).
+    pub version: i64,
+}
+
+/// What a worker does when its resume point is no longer in the oplog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HistoryLost {
+    /// Stop with [`Error::SyncHistoryLost`], leaving the stored token as it
+    /// was, so the operator decides when to pay for a repair (the default:
+    /// a full repair scans every copy and rebuilds every subset).
+    #[default]
+    Fail,
+    /// Open the stream from the present, repair the copies of every source
+    /// ([`crate::denormalize::repair::repair_collection`]) and rebuild every
+    /// subset, then save the new position and go on. Writes made during the
+    /// repair are in the new stream, so none is missed. If the repair fails,
+    /// the old token stays stored and the next start repairs again.
+    RepairAndContinue,
+}
+
+/// Where the stream goes on from.
+#[derive(Debug, Clone, PartialEq)]
+struct Position {
+    token: ResumeToken,
+    /// The token is an invalidate event's: only `startAfter` may pass it
+    /// (`resumeAfter` would be refused, and would mean resuming inside a
+    /// stream the server has ended).
+    start_after: bool,
+}
+
+/// The position last saved, and when.
+#[derive(Debug)]
+struct Saved {
+    position: Option<Position>,
+    at: Instant,
+}
+
+/// The collections a worker watches, from the schema graph.
+#[derive(Debug, Clone)]
+struct Watched {
+    /// Sources of copies.
+    sources: Vec<&'static str>,
+    /// Children of subsets.
+    children: Vec<&'static str>,
+}
+
+impl Watched {
+    fn of_graph() -> Self {
+        let g = graph();
+        Watched { sources: g.sources(), children: g.subset_children() }
+    }
+
+    fn find(&self, coll: &str) -> Option<&'static str> {
+        self.sources.iter().chain(&self.children).copied().find(|c| *c == coll)
+    }
+
+    fn is_child(&self, coll: &str) -> bool {
+        self.children.contains(&coll)
+    }
+
+    fn all(&self) -> Vec<&'static str> {
+        let mut all: Vec<&'static str> = self.sources.iter().chain(&self.children).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// The server-side filter: only events the worker acts on travel. Copy
+    /// sources need writes that create or change a document (a deleted
+    /// source leaves dangling copies that verify reports; nothing to
+    /// rewrite); subset children need deletes too. Invalidate always passes:
+    /// the worker must see where its stream ended.
+    fn pipeline(&self) -> Vec<BsonDoc> {
+        let mut or = vec![doc! {"operationType": "invalidate"}];
+        if !self.sources.is_empty() {
+            or.push(doc! {
+                "ns.coll": {"$in": self.sources.clone()},
+                "operationType": {"$in": ["insert", "update", "replace"]},
+            });
+        }
+        if !self.children.is_empty() {
+            or.push(doc! {
+                "ns.coll": {"$in": self.children.clone()},
+                "operationType": {"$in": ["insert", "update", "replace", "delete"]},
+            });
+        }
+        vec![doc! {"$match": {"$or": or}}]
+    }
+}
+
+type OnReady = Arc<dyn Fn() + Send + Sync>;
+
+/// Follows the change stream of a database and brings the derived data of
+/// what changed up to date: the copies of every registered source, and the
+/// subsets summarizing every registered child collection. Pair it with
+/// repositories in deferred mode
+/// ([`crate::repository::Repository::deferred_fan_out`]); running it beside
+/// synchronous writes is harmless too (it redoes what they did).
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// use docrel::fanout::{HistoryLost, SyncWorker};
+/// // Runs until the task is dropped or it fails; restarted, it resumes from its token.
+/// SyncWorker::new(&db, "catalog-sync")
+///     .on_history_lost(HistoryLost::RepairAndContinue)
+///     .run(|applied| println!("{applied:?}"))
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// With a ready signal and a graceful shutdown (this one stops as soon as
+/// its stream is open, leaving its position saved):
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// use docrel::fanout::SyncWorker;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// let opened = Arc::new(AtomicUsize::new(0));
+/// let seen = opened.clone();
+/// let worker = SyncWorker::new(&db, "catalog-sync").on_ready(move || {
+///     seen.fetch_add(1, Ordering::SeqCst);
+/// });
+/// worker.run_until(async {}, |_| {}).await?;
+/// assert_eq!(opened.load(Ordering::SeqCst), 1);
+/// assert!(worker.stored_token().await?.is_some());
+/// # Ok(()) });
+/// ```
+#[derive(Clone)]
+pub struct SyncWorker {
+    db: Database,
+    name: String,
+    checkpoint_every: Duration,
+    history_lost: HistoryLost,
+    on_ready: Option<OnReady>,
+}
+
+impl std::fmt::Debug for SyncWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncWorker")
+            .field("database", &self.db.name())
+            .field("name", &self.name)
+            .field("checkpoint_every", &self.checkpoint_every)
+            .field("history_lost", &self.history_lost)
+            .field("on_ready", &self.on_ready.is_some())
+            .finish()
+    }
+}
+
+impl SyncWorker {
+    /// A worker whose resume token is stored under `name` in `_docrel_sync`.
+    pub fn new(db: &Database, name: &str) -> Self {
+        SyncWorker {
+            db: db.clone(),
+            name: name.to_owned(),
+            checkpoint_every: Duration::from_secs(10),
+            history_lost: HistoryLost::Fail,
+            on_ready: None,
+        }
+    }
+
+    /// How often, at most, the position is saved while the stream moves
+    /// (10 s by default). Each save is one small write; between saves a
+    /// killed worker replays at most this much, harmlessly. The position is
+    /// also saved when the stream falls idle after a fan-out, and on a
+    /// graceful shutdown. Saving while nothing relevant happens is what
+    /// keeps a quiet source's token inside the oplog window.
+    pub fn checkpoint_every(mut self, every: Duration) -> Self {
+        self.checkpoint_every = every;
+        self
+    }
+
+    /// What to do when the stored position is no longer in the oplog
+    /// ([`HistoryLost::Fail`] by default).
+    pub fn on_history_lost(mut self, what: HistoryLost) -> Self {
+        self.history_lost = what;
+        self
+    }
+
+    /// Called each time the change stream is open and its starting position
+    /// saved: writes made after it are sure to be followed. It is called
+    /// again when the worker reopens its stream (after an invalidate, or a
+    /// repair on lost history).
+    pub fn on_ready(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_ready = Some(Arc::new(f));
+        self
+    }
+
+    /// The resume token stored by the last run, if any.
+    pub async fn stored_token(&self) -> Result<Option<ResumeToken>> {
+        Ok(self.stored_position().await?.map(|p| p.token))
+    }
+
+    async fn stored_position(&self) -> Result<Option<Position>> {
+        let stored = self
+            .db
+            .collection::<BsonDoc>(SYNC_COLLECTION)
+            .find_one(doc! {"_id": &self.name})
+            .await
+            .map_err(|e| Error::driver("find", SYNC_COLLECTION, e))?;
+        let Some(stored) = stored else { return Ok(None) };
+        let Some(token) = stored.get("token").cloned().and_then(|t| bson::from_bson(t).ok()) else {
+            return Ok(None);
+        };
+        Ok(Some(Position { token, start_after: stored.get_bool("start_after").unwrap_or(false) }))
+    }
+
+    async fn save(&self, position: &Position) -> Result<()> {
+        let token = bson::to_bson(&position.token)
+            .map_err(|e| Error::Encode { what: "a resume token".into(), message: e.to_string() })?;
+        self.db
+            .collection::<BsonDoc>(SYNC_COLLECTION)
+            .update_one(
+                doc! {"_id": &self.name},
+                doc! {"$set": {"token": token, "start_after": position.start_after, "saved": bson::DateTime::now()}},
+            )
+            .upsert(true)
+            .await
+            .map_err(|e| Error::driver("update", SYNC_COLLECTION, e))?;
+        Ok(())
+    }
+
+    /// Opens the change stream (from the stored token, or from now, saving
+    /// that position at once) and applies what changed until it fails,
+    /// calling `on_applied` after each change brought up to date. It never
+    /// returns `Ok` on its own: stop it by dropping the future (a killed
+    /// worker; the next one replays from the last saved position), or use
+    /// [`SyncWorker::run_until`] to stop gracefully.
+    pub async fn run(&self, on_applied: impl FnMut(&Applied)) -> Result<()> {
+        self.run_until(std::future::pending::<()>(), on_applied).await
+    }
+
+    /// [`SyncWorker::run`] until `shutdown` completes: the change being
+    /// applied is finished, the position saved, and `Ok(())` returned. A
+    /// fan-out is never cut in the middle; only the wait for the next event
+    /// is.
+    pub async fn run_until(
+        &self,
+        shutdown: impl Future<Output = ()>,
+        mut on_applied: impl FnMut(&Applied),
+    ) -> Result<()> {
+        let watched = Watched::of_graph();
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut position = self.stored_position().await?;
+        let mut repair = false;
+        loop {
+            let mut stream = match self.open(&watched, position.as_ref()).await {
+                Ok(stream) => stream,
+                // Lost history is about a stored position; a stream opened
+                // from now that fails this way is not cured by a repair.
+                Err(e) if history_lost(&e) => {
+                    self.on_lost(&watched, e, repair || position.is_none())?;
+                    position = None;
+                    repair = true;
+                    continue;
+                }
+                Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
+            };
+            let opened = stream.resume_token().map(|token| Position { token, start_after: false });
+            let opened_after_repair = repair;
+            if repair {
+                // Before the new position is saved: if the repair fails, the
+                // lost token stays stored and the next start repairs again.
+                self.repair(&watched).await?;
+                repair = false;
+            }
+            let mut saved = Saved { position: position.clone(), at: Instant::now() };
+            if position.is_none() {
+                position = opened;
+                self.save_moved(&mut saved, position.as_ref()).await?;
+            }
+            if let Some(ready) = &self.on_ready {
+                ready();
+            }
+            let mut unsaved_work = false;
+            // Whether the stream was just opened from now after a repair
+            // and has not answered yet.
+            let mut fresh = opened_after_repair;
+            // Follow the stream until it ends (an invalidate) or fails.
+            loop {
+                if !stream.is_alive() {
+                    break;
+                }
+                let next = tokio::select! {
+                    biased;
+                    () = &mut shutdown => {
+                        self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
+                        return Ok(());
+                    }
+                    next = stream.next_if_any() => next,
+                };
+                if next.is_ok() {
+                    fresh = false;
+                }
+                match next {
+                    Ok(Some(event)) => {
+                        if event.operation_type == OperationType::Invalidate {
+                            // The stream is over (its database was dropped,
+                            // or its collection renamed or dropped). Go on
+                            // after the invalidate, never before it: a
+                            // restart from an earlier token would meet it
+                            // again, forever.
+                            let after = Position { token: event.id.clone(), start_after: true };
+                            self.save(&after).await?;
+                            position = Some(after);
+                            break;
+                        }
+                        if let Some(applied) = apply::apply(&self.db, &watched, &event).await? {
+                            on_applied(&applied);
+                            unsaved_work = true;
+                        }
+                    }
+                    Ok(None) => {
+                        // Idle: the batch is drained. Save what was applied
+                        // now rather than at the next tick.
+                        if unsaved_work {
+                            self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
+                            unsaved_work = false;
+                        }
+                    }
+                    Err(e) if history_lost(&e) => {
+                        // Again before the stream moved after a repair: the
+                        // stream itself is failing, and repairing in a loop
+                        // would not help.
+                        self.on_lost(&watched, e, fresh)?;
+                        position = None;
+                        repair = true;
+                        break;
+                    }
+                    Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
+                }
+                position = current(&stream, position.as_ref());
+                if saved.at.elapsed() >= self.checkpoint_every {
+                    self.save_moved(&mut saved, position.as_ref()).await?;
+                    unsaved_work = false;
+                }
+            }
+        }
+    }
+
+    /// Applies one change event the way the worker does; `None` when
+    /// nothing derived depends on what it changed. For programs that read
+    /// change events some other way (a queue fed by a connector, a stream of
+    /// their own): the event needs `fullDocument` (`updateLookup`), and for
+    /// deletes of subset children `fullDocumentBeforeChange` where the
+    /// collection keeps pre-images. Applying an event twice, or out of
+    /// order, is harmless.
+    pub async fn apply_event(&self, event: &ChangeStreamEvent<BsonDoc>) -> Result<Option<Applied>> {
+        apply::apply(&self.db, &Watched::of_graph(), event).await
+    }
+
+    /// Saves `now` unless it is what was saved last.
+    async fn save_moved(&self, saved: &mut Saved, now: Option<&Position>) -> Result<()> {
+        if let Some(now) = now {
+            if saved.position.as_ref() != Some(now) {
+                self.save(now).await?;
+                *saved = Saved { position: Some(now.clone()), at: Instant::now() };
+            }
+        }
+        Ok(())
+    }
+
+    /// What to do with lost history: an error, or go on to repair (not
+    /// when the stream failing is one `again` opened from now).
+    fn on_lost(&self, watched: &Watched, e: mongodb::error::Error, again: bool) -> Result<()> {
+        match self.history_lost {
+            HistoryLost::RepairAndContinue if !again => Ok(()),
+            _ => Err(Error::SyncHistoryLost {
+                worker: self.name.clone(),
+                database: self.db.name().to_owned(),
+                sources: watched.all().join(", "),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    async fn open(
+        &self,
+        watched: &Watched,
+        position: Option<&Position>,
+    ) -> mongodb::error::Result<ChangeStream<ChangeStreamEvent<BsonDoc>>> {
+        let mut watch = self.db.watch().pipeline(watched.pipeline()).full_document(FullDocumentType::UpdateLookup);
+        if !watched.children.is_empty() {
+            // A deleted child's event holds only its `_id`; its pre-image
+            // names its parent, where the collection keeps pre-images.
+            watch = watch.full_document_before_change(FullDocumentBeforeChangeType::WhenAvailable);
+        }
+        match position {
+            Some(p) if p.start_after => watch.start_after(p.token.clone()).await,
+            Some(p) => watch.resume_after(p.token.clone()).await,
+            None => watch.await,
+        }
+    }
+
+    /// Repairs everything derived, after lost history: the copies of every
+    /// source, then the subsets of every parent.
+    async fn repair(&self, watched: &Watched) -> Result<()> {
+        for source in watched.sources.iter().copied() {
+            crate::denormalize::repair::repair_collection(&self.db, source)?.run().await?;
+        }
+        for child in &watched.children {
+            apply::rebuild_all_subsets(&self.db, child).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The stream's position now: its resume token (after the last event
+/// returned, or the server's post-batch token when the batch is drained).
+fn current(stream: &ChangeStream<ChangeStreamEvent<BsonDoc>>, before: Option<&Position>) -> Option<Position> {
+    match stream.resume_token() {
+        Some(token) => Some(Position { token, start_after: false }),
+        None => before.cloned(),
+    }
+}
+
+/// Whether the server says the stream cannot resume from where it was.
+fn history_lost(e: &mongodb::error::Error) -> bool {
+    matches!(
+        e.kind.as_ref(),
+        mongodb::error::ErrorKind::Command(c) if c.code == CHANGE_STREAM_HISTORY_LOST || c.code == CHANGE_STREAM_FATAL_ERROR
+    )
+}

@@ -1,0 +1,261 @@
+//! The randomized history checker of issue 12 (see `tests/history/mod.rs`
+//! for the design and the `DOCREL_HISTORY_*` knobs), and the tests that keep
+//! the checker honest: a checker that cannot fail is a defect.
+//!
+//! Run: `cargo test -p docrel --test history -- --nocapture` (the CI size,
+//! 3 seeds x 150 operations); a big run: `cargo run --example history --
+//! --seeds 20 --ops 2000 --faults`.
+
+#[path = "history/mod.rs"]
+mod history;
+
+use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document};
+use docrel::testing::TestDb;
+use history::check::{self, Facts, Inv, Snapshot};
+use history::plan::{self, OpKind, PlanConfig};
+use std::collections::BTreeSet;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randomized_histories_keep_derived_data_true() {
+    let settings = history::Settings::from_env().expect("the DOCREL_HISTORY_* variables");
+    let reports = history::run_all(&settings).await.expect("the histories ran");
+    let failures = history::failures(&reports);
+    assert!(
+        failures.is_empty(),
+        "{} of {} histories broke the contract of issue 12 (details above):\n{}",
+        failures.len(),
+        reports.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn a_seed_always_makes_the_same_history_and_every_kind_is_made() {
+    let cfg = |seed| PlanConfig {
+        seed,
+        ops: 3000,
+        workers: 3,
+        faults: Some(true),
+        deferred: None,
+        skip: vec![],
+        serial_transactions: true,
+    };
+    let a = plan::generate(&cfg(7));
+    let b = plan::generate(&cfg(7));
+    assert_eq!(a.workers, b.workers);
+    assert_eq!((a.mode, a.faults), (b.mode, b.faults));
+    assert_ne!(plan::generate(&cfg(8)).workers, a.workers);
+    let made: BTreeSet<OpKind> = a.workers.iter().flatten().map(|op| op.kind()).collect();
+    let all: BTreeSet<OpKind> = OpKind::ALL.iter().copied().collect();
+    assert_eq!(made, all, "a long history makes every kind of operation");
+    // Skipped kinds, and fault injection when faults are off, are never made.
+    let skipped =
+        plan::generate(&PlanConfig { faults: Some(false), skip: vec![OpKind::MovePart, OpKind::Reassign], ..cfg(7) });
+    assert!(skipped
+        .workers
+        .iter()
+        .flatten()
+        .all(|op| !matches!(op.kind(), OpKind::MovePart | OpKind::Reassign) && !op.is_fault()));
+    assert_eq!(history::parse_seeds("3"), Ok(vec![1, 2, 3]));
+    assert_eq!(history::parse_seeds("42,"), Ok(vec![42]));
+    assert_eq!(history::parse_seeds("7, 9"), Ok(vec![7, 9]));
+    assert_eq!(history::parse_seeds("10..12"), Ok(vec![10, 11, 12]));
+    assert_eq!(history::parse_skip("movepart,Reassign"), Ok(vec![OpKind::MovePart, OpKind::Reassign]));
+    assert!(history::parse_skip("Teleport").is_err());
+    let shown = history::run::short_ids(
+        r#"task ObjectId("b20000000000000000000005") of ObjectId("b1000000000000000000000c") in ObjectId("ffffffffffffffffffffffff")"#,
+    );
+    assert_eq!(shown, r#"task T5 of H12 in ObjectId("ffffffffffffffffffffffff")"#);
+}
+
+fn oid(i: u8) -> ObjectId {
+    ObjectId::from_bytes([0xdd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, i])
+}
+
+fn at(minutes: i64) -> DateTime {
+    DateTime::from_millis(plan::BASE_DATE_MS + minutes * 60_000)
+}
+
+fn review(rid: i32, minutes: i64) -> Document {
+    doc! {"_id": oid(100 + rid as u8), "rid": rid, "product_id": 1, "author": format!("a{rid}"),
+    "text": format!("text {rid}"), "published_date": at(minutes)}
+}
+
+fn summary(r: &Document) -> Bson {
+    let mut s = Document::new();
+    for f in ["rid", "author", "text", "published_date"] {
+        s.insert(f, r.get(f).cloned().unwrap_or(Bson::Null));
+    }
+    Bson::Document(s)
+}
+
+/// A small state that keeps every invariant, written with the raw driver
+/// (no docrel code involved, so this test does not depend on docrel's bugs).
+async fn clean_state(t: &TestDb) -> Facts {
+    let db = &t.db;
+    for c in ["parts", "products", "people", "tasks", "items", "reviews", "comment_pages"] {
+        db.collection::<Document>(c).drop().await.unwrap();
+    }
+    let (p0, r0, h0, h1, t0) = (oid(1), oid(2), oid(3), oid(4), oid(5));
+    db.collection::<Document>("parts")
+        .insert_one(doc! {"_id": p0, "name": "bolt", "product": r0, "productName": "shifter", "qty": 1})
+        .await
+        .unwrap();
+    db.collection::<Document>("products")
+        .insert_one(doc! {"_id": r0, "name": "shifter", "parts": [{"id": p0, "pname": "bolt"}, {"id": oid(99), "pname": "gone"}]})
+        .await
+        .unwrap();
+    // Two people called kate, so that moving a task between them leaves its copy right.
+    db.collection::<Document>("people")
+        .insert_many([doc! {"_id": h0, "name": "kate", "tasks": [t0]}, doc! {"_id": h1, "name": "kate", "tasks": []}])
+        .await
+        .unwrap();
+    db.collection::<Document>("tasks")
+        .insert_one(doc! {"_id": t0, "description": "chalk", "owner": h0, "owner_name": "kate"})
+        .await
+        .unwrap();
+    // Five reviews of item 1, the 4 newest kept newest first; one of item 2 (absent).
+    let reviews = [review(1, 10), review(2, 50), review(3, 30), review(4, 40), review(5, 20)];
+    db.collection::<Document>("reviews").insert_many(reviews.clone()).await.unwrap();
+    let kept: Vec<Bson> = [1, 3, 2, 4].iter().map(|&k| summary(&reviews[k])).collect();
+    db.collection::<Document>("items").insert_one(doc! {"_id": 1, "name": "widget", "reviews": kept}).await.unwrap();
+    let comment = |k: i32| doc! {"name": "reader", "text": format!("c{k}")};
+    db.collection::<Document>("comment_pages")
+        .insert_many([
+            doc! {"_id": oid(50), "blog_entry_id": 1, "page": 1, "count": 3, "comments": [comment(1), comment(2), comment(3)]},
+            doc! {"_id": oid(51), "blog_entry_id": 1, "page": 2, "count": 1, "comments": [comment(4)]},
+        ])
+        .await
+        .unwrap();
+    Facts { appended: (1..=4).map(|k| (1, format!("c{k}"))).collect(), posts_deleted: vec![] }
+}
+
+async fn broken(t: &TestDb, facts: &Facts) -> (BTreeSet<Inv>, Vec<String>) {
+    let snapshot = Snapshot::read(&t.db).await.unwrap();
+    let found = check::check(&snapshot, facts, &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5]);
+    (found.iter().map(|v| v.inv).collect(), found.iter().map(ToString::to_string).collect())
+}
+
+async fn upd(t: &TestDb, coll: &str, filter: Document, update: Document) {
+    let r = t.db.collection::<Document>(coll).update_one(filter, update).await.unwrap();
+    assert_eq!(r.modified_count, 1, "the corruption applied");
+}
+
+/// Each corruption, and the invariants the checker must report for it.
+const CORRUPTIONS: &[(&str, &[Inv])] = &[
+    ("an element copy overwritten", &[Inv::I1]),
+    ("an element copy removed", &[Inv::I1]),
+    ("a top-level copy overwritten", &[Inv::I1]),
+    ("a copy through a two-way reference overwritten", &[Inv::I1]),
+    ("a source renamed behind docrel's back", &[Inv::I1]),
+    ("the inverse side lost", &[Inv::I2]),
+    ("the owner moved on one side only", &[Inv::I2]),
+    ("a task listed twice", &[Inv::I2]),
+    ("a task listed by someone else too", &[Inv::I2]),
+    ("a dangling task id", &[Inv::I2]),
+    ("an owner that does not exist", &[Inv::I2]),
+    ("a subset out of order", &[Inv::I3]),
+    ("a subset missing one", &[Inv::I3]),
+    ("a stale summary", &[Inv::I3]),
+    ("a summary with an extra field", &[Inv::I3]),
+    ("a newer child not in the subset", &[Inv::I3]),
+    ("a child moved away still summarized", &[Inv::I3]),
+    ("a count off", &[Inv::I4]),
+    ("a gap between pages", &[Inv::I4]),
+    ("a page twice", &[Inv::I4]),
+    ("a page over its size (also a bound)", &[Inv::I4, Inv::I5]),
+    ("an appended comment lost", &[Inv::I4]),
+    ("a comment stored twice", &[Inv::I4]),
+    ("a reference array over its bound", &[Inv::I5]),
+    ("a two-way array over its bound", &[Inv::I5]),
+];
+
+/// Applies corruption `case` (an index into [`CORRUPTIONS`]) with the raw driver.
+async fn corrupt(t: &TestDb, case: usize) {
+    let coll = |c: &str| t.db.collection::<Document>(c);
+    match CORRUPTIONS[case].0 {
+        "an element copy overwritten" => upd(t, "products", doc! {}, doc! {"$set": {"parts.0.pname": "corrupt"}}).await,
+        "an element copy removed" => upd(t, "products", doc! {}, doc! {"$unset": {"parts.0.pname": ""}}).await,
+        "a top-level copy overwritten" => upd(t, "parts", doc! {}, doc! {"$set": {"productName": "corrupt"}}).await,
+        "a copy through a two-way reference overwritten" => {
+            upd(t, "tasks", doc! {}, doc! {"$set": {"owner_name": "corrupt"}}).await
+        }
+        "a source renamed behind docrel's back" => upd(t, "parts", doc! {}, doc! {"$set": {"name": "nut"}}).await,
+        "the inverse side lost" => upd(t, "people", doc! {"_id": oid(3)}, doc! {"$set": {"tasks": []}}).await,
+        "the owner moved on one side only" => upd(t, "tasks", doc! {}, doc! {"$set": {"owner": oid(4)}}).await,
+        "a task listed twice" => upd(t, "people", doc! {"_id": oid(3)}, doc! {"$push": {"tasks": oid(5)}}).await,
+        "a task listed by someone else too" => {
+            upd(t, "people", doc! {"_id": oid(4)}, doc! {"$push": {"tasks": oid(5)}}).await
+        }
+        "a dangling task id" => upd(t, "people", doc! {"_id": oid(4)}, doc! {"$push": {"tasks": oid(77)}}).await,
+        "an owner that does not exist" => {
+            coll("people").delete_one(doc! {"_id": oid(3)}).await.unwrap();
+        }
+        "a subset out of order" => {
+            let item = coll("items").find_one(doc! {}).await.unwrap().unwrap();
+            let mut kept = item.get_array("reviews").unwrap().clone();
+            kept.swap(1, 2);
+            upd(t, "items", doc! {"_id": 1}, doc! {"$set": {"reviews": kept}}).await
+        }
+        "a subset missing one" => upd(t, "items", doc! {}, doc! {"$pop": {"reviews": 1}}).await,
+        "a stale summary" => upd(t, "items", doc! {}, doc! {"$set": {"reviews.2.text": "old"}}).await,
+        "a summary with an extra field" => upd(t, "items", doc! {}, doc! {"$set": {"reviews.0.product_id": 1}}).await,
+        "a newer child not in the subset" => {
+            coll("reviews").insert_one(review(6, 45)).await.unwrap();
+        }
+        "a child moved away still summarized" => {
+            upd(t, "reviews", doc! {"rid": 2}, doc! {"$set": {"product_id": 2}}).await
+        }
+        "a count off" => upd(t, "comment_pages", doc! {"page": 1}, doc! {"$set": {"count": 2}}).await,
+        "a gap between pages" => upd(t, "comment_pages", doc! {"page": 2}, doc! {"$set": {"page": 3}}).await,
+        "a page twice" => {
+            let page = doc! {"_id": oid(52), "blog_entry_id": 1, "page": 2, "count": 1,
+            "comments": [{"name": "reader", "text": "c5"}]};
+            coll("comment_pages").insert_one(page).await.unwrap();
+        }
+        "a page over its size (also a bound)" => {
+            let update = doc! {"$push": {"comments": {"name": "reader", "text": "c9"}}, "$set": {"count": 4}};
+            upd(t, "comment_pages", doc! {"page": 1}, update).await
+        }
+        "an appended comment lost" => {
+            upd(t, "comment_pages", doc! {"page": 2}, doc! {"$set": {"comments": [], "count": 0}}).await
+        }
+        "a comment stored twice" => {
+            let update = doc! {"$push": {"comments": {"name": "reader", "text": "c1"}}, "$set": {"count": 2}};
+            upd(t, "comment_pages", doc! {"page": 2}, update).await
+        }
+        "a reference array over its bound" => {
+            let elements: Vec<Document> = (0..7).map(|_| doc! {"id": oid(1), "pname": "bolt"}).collect();
+            upd(t, "products", doc! {}, doc! {"$set": {"parts": elements}}).await
+        }
+        "a two-way array over its bound" => {
+            let ids: Vec<ObjectId> = (20..23).map(oid).collect();
+            let tasks: Vec<Document> = ids
+                .iter()
+                .map(|id| doc! {"_id": *id, "description": "more", "owner": oid(3), "owner_name": "kate"})
+                .collect();
+            coll("tasks").insert_many(tasks).await.unwrap();
+            upd(t, "people", doc! {"_id": oid(3)}, doc! {"$push": {"tasks": {"$each": ids}}}).await
+        }
+        other => unreachable!("no corruption named {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_checker_reports_every_corrupted_invariant() -> docrel::Result<()> {
+    let t = TestDb::new("history_checker").await?;
+    let facts = clean_state(&t).await;
+    let (found, what) = broken(&t, &facts).await;
+    assert!(found.is_empty(), "the clean state keeps every invariant: {what:#?}");
+    let mut reported = BTreeSet::new();
+    for (case, (name, expected)) in CORRUPTIONS.iter().enumerate() {
+        let facts = clean_state(&t).await;
+        corrupt(&t, case).await;
+        let (found, what) = broken(&t, &facts).await;
+        let expected: BTreeSet<Inv> = expected.iter().copied().collect();
+        assert_eq!(found, expected, "{name}: the checker reported {what:#?}");
+        reported.extend(found);
+    }
+    assert_eq!(reported, [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5].into_iter().collect());
+    Ok(())
+}

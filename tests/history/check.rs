@@ -1,0 +1,462 @@
+//! The invariants of issue 12, checked on the documents as stored, read
+//! with the raw driver. Nothing here calls docrel or reads its schema
+//! descriptors: the stored names of the schemas in `schema.rs` are written
+//! out below, so the checker stays an independent witness.
+//!
+//! - I1 every denormalized copy equals the current value of its source, or
+//!   its source is gone (dangling);
+//! - I2 two-way references agree on both sides;
+//! - I3 a subset equals the top N of its children in the declared order,
+//!   nothing else;
+//! - I4 buckets: `count` = array length, no page over `size`, no gap or
+//!   duplicate page (and, from the history: no appended comment lost or
+//!   stored twice);
+//! - I5 no bounded array over its bound.
+
+use super::schema::{PAGE_SIZE, PARTS_MAX, SUBSET_MAX, TASKS_MAX};
+use docrel::bson::{doc, Bson, Document};
+use docrel::mongodb::Database;
+use futures::TryStreamExt;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// Which invariant a violation breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Inv {
+    I1,
+    I2,
+    I3,
+    I4,
+    I5,
+    /// Not an invariant of the data: the sync worker did not catch up, or
+    /// setup itself left derived data wrong.
+    Liveness,
+}
+
+impl Inv {
+    pub const ALL: [Inv; 6] = [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Liveness];
+
+    pub fn about(self) -> &'static str {
+        match self {
+            Inv::I1 => "I1 copies equal their sources",
+            Inv::I2 => "I2 two-way references agree",
+            Inv::I3 => "I3 subsets are the top N of their children",
+            Inv::I4 => "I4 buckets are well-formed",
+            Inv::I5 => "I5 bounded arrays within their bounds",
+            Inv::Liveness => "liveness",
+        }
+    }
+}
+
+/// One broken invariant, with what was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub inv: Inv,
+    pub what: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.inv, self.what)
+    }
+}
+
+fn v(inv: Inv, what: String) -> Violation {
+    Violation { inv, what }
+}
+
+/// The collections the invariants read, as stored.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub parts: Vec<Document>,
+    pub products: Vec<Document>,
+    pub people: Vec<Document>,
+    pub tasks: Vec<Document>,
+    pub items: Vec<Document>,
+    pub reviews: Vec<Document>,
+    pub pages: Vec<Document>,
+}
+
+async fn all(db: &Database, name: &str) -> Result<Vec<Document>, String> {
+    let coll = db.collection::<Document>(name);
+    let cursor = coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(|e| format!("find {name}: {e}"))?;
+    cursor.try_collect().await.map_err(|e| format!("find {name}: {e}"))
+}
+
+impl Snapshot {
+    /// Reads every collection the invariants need (primary, raw driver).
+    pub async fn read(db: &Database) -> Result<Snapshot, String> {
+        Ok(Snapshot {
+            parts: all(db, "parts").await?,
+            products: all(db, "products").await?,
+            people: all(db, "people").await?,
+            tasks: all(db, "tasks").await?,
+            items: all(db, "items").await?,
+            reviews: all(db, "reviews").await?,
+            pages: all(db, "comment_pages").await?,
+        })
+    }
+}
+
+/// What the history adds to I4: the comments appended with `Ok`, by post,
+/// and the posts a delete was tried on (their comments may be gone).
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub appended: Vec<(i32, String)>,
+    pub posts_deleted: Vec<i32>,
+}
+
+/// `Bson` as shown in a message.
+fn show(b: Option<&Bson>) -> String {
+    match b {
+        None => "(missing)".into(),
+        Some(b) => b.to_string(),
+    }
+}
+
+fn key(b: &Bson) -> String {
+    b.to_string()
+}
+
+fn by_id(docs: &[Document]) -> HashMap<String, &Document> {
+    docs.iter().filter_map(|d| Some((key(d.get("_id")?), d))).collect()
+}
+
+fn array<'a>(d: &'a Document, field: &str) -> Vec<&'a Bson> {
+    match d.get(field) {
+        Some(Bson::Array(a)) => a.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn int(b: Option<&Bson>) -> Option<i64> {
+    match b? {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(f) if f.fract() == 0.0 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+fn is_set(b: Option<&Bson>) -> Option<&Bson> {
+    b.filter(|b| !matches!(b, Bson::Null))
+}
+
+/// I1: `products.parts[].pname` = `parts.name`; `parts.productName` =
+/// `products.name` via `parts.product`; `tasks.owner_name` = `people.name`
+/// via `tasks.owner`. A copy whose source does not exist is dangling: allowed.
+pub fn copies(s: &Snapshot) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let parts = by_id(&s.parts);
+    let products = by_id(&s.products);
+    let people = by_id(&s.people);
+    for product in &s.products {
+        for (k, e) in array(product, "parts").into_iter().enumerate() {
+            let Some(e) = e.as_document() else {
+                out.push(v(Inv::I1, format!("product {} parts[{k}] is not a document: {e}", show(product.get("_id")))));
+                continue;
+            };
+            let Some(part) = e.get("id").and_then(|id| parts.get(&key(id))) else { continue };
+            if e.get("pname") != part.get("name") {
+                out.push(v(
+                    Inv::I1,
+                    format!(
+                        "product {} parts[{k}] (part {}): pname {} but the part's name is {}",
+                        show(product.get("_id")),
+                        show(e.get("id")),
+                        show(e.get("pname")),
+                        show(part.get("name"))
+                    ),
+                ));
+            }
+        }
+    }
+    for part in &s.parts {
+        let Some(product) = is_set(part.get("product")).and_then(|id| products.get(&key(id))) else { continue };
+        if part.get("productName") != product.get("name") {
+            out.push(v(
+                Inv::I1,
+                format!(
+                    "part {} (product {}): productName {} but the product's name is {}",
+                    show(part.get("_id")),
+                    show(part.get("product")),
+                    show(part.get("productName")),
+                    show(product.get("name"))
+                ),
+            ));
+        }
+    }
+    for task in &s.tasks {
+        let Some(person) = is_set(task.get("owner")).and_then(|id| people.get(&key(id))) else { continue };
+        if task.get("owner_name") != person.get("name") {
+            out.push(v(
+                Inv::I1,
+                format!(
+                    "task {} (owner {}): owner_name {} but the owner's name is {}",
+                    show(task.get("_id")),
+                    show(task.get("owner")),
+                    show(task.get("owner_name")),
+                    show(person.get("name"))
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// I2: a task id is in `people.tasks` of exactly the person its `owner`
+/// names, and only there, once; both documents exist.
+pub fn two_way(s: &Snapshot) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let tasks = by_id(&s.tasks);
+    let people = by_id(&s.people);
+    for person in &s.people {
+        let pid = person.get("_id");
+        let mut seen: Vec<String> = Vec::new();
+        for t in array(person, "tasks") {
+            if seen.contains(&key(t)) {
+                out.push(v(Inv::I2, format!("person {} lists task {t} twice", show(pid))));
+                continue;
+            }
+            seen.push(key(t));
+            match tasks.get(&key(t)) {
+                None => out.push(v(Inv::I2, format!("person {} lists task {t}, which does not exist", show(pid)))),
+                Some(task) if is_set(task.get("owner")) != pid => out.push(v(
+                    Inv::I2,
+                    format!("person {} lists task {t}, whose owner is {}", show(pid), show(task.get("owner"))),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for task in &s.tasks {
+        let Some(owner) = is_set(task.get("owner")) else { continue };
+        match people.get(&key(owner)) {
+            None => out.push(v(
+                Inv::I2,
+                format!("task {} is owned by person {owner}, who does not exist", show(task.get("_id"))),
+            )),
+            Some(person) => {
+                let listed = task.get("_id").is_some_and(|id| array(person, "tasks").contains(&id));
+                if !listed {
+                    out.push(v(
+                        Inv::I2,
+                        format!(
+                            "task {} is owned by person {owner}, whose tasks {} do not list it",
+                            show(task.get("_id")),
+                            show(person.get("tasks"))
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The summary an item keeps of a review: `{rid, author, text, published_date}`.
+const SUMMARY_FIELDS: [&str; 4] = ["rid", "author", "text", "published_date"];
+
+fn summary(review: &Document) -> BTreeMap<String, Option<Bson>> {
+    SUMMARY_FIELDS.iter().map(|f| ((*f).to_owned(), review.get(*f).cloned())).collect()
+}
+
+fn as_summary(e: &Document) -> BTreeMap<String, Option<Bson>> {
+    let mut m: BTreeMap<String, Option<Bson>> = SUMMARY_FIELDS.iter().map(|f| ((*f).to_owned(), None)).collect();
+    for (k, val) in e {
+        m.insert(k.clone(), Some(val.clone()));
+    }
+    m
+}
+
+fn date(b: Option<&Bson>) -> Option<i64> {
+    match b? {
+        Bson::DateTime(d) => Some(d.timestamp_millis()),
+        _ => None,
+    }
+}
+
+/// I3: `items.reviews` holds the summaries of the item's 4 newest reviews
+/// (by `published_date`, descending), in that order, and nothing else.
+/// Ties in the date may come in either order.
+pub fn subsets(s: &Snapshot) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for item in &s.items {
+        let id = item.get("_id");
+        let mut children: Vec<&Document> =
+            s.reviews.iter().filter(|r| r.get("product_id").is_some() && r.get("product_id") == id).collect();
+        children.sort_by_key(|r| std::cmp::Reverse(date(r.get("published_date"))));
+        let expected: Vec<&Document> = children.iter().take(SUBSET_MAX).copied().collect();
+        let stored = array(item, "reviews");
+        let rids = |docs: &[&Document]| docs.iter().map(|d| show(d.get("rid"))).collect::<Vec<_>>().join(" ");
+        let stored_rids: Vec<String> =
+            stored.iter().map(|e| e.as_document().map_or("?".into(), |d| show(d.get("rid")))).collect();
+        let context = format!("stored [{}], expected [{}]", stored_rids.join(" "), rids(&expected));
+        if stored.len() != expected.len() {
+            out.push(v(
+                Inv::I3,
+                format!(
+                    "item {} keeps {} summaries, but has {} reviews (top {SUBSET_MAX}: {}): {context}",
+                    show(id),
+                    stored.len(),
+                    children.len(),
+                    expected.len()
+                ),
+            ));
+            continue;
+        }
+        let mut seen: Vec<Option<Bson>> = Vec::new();
+        for (k, (e, want)) in stored.iter().zip(&expected).enumerate() {
+            let Some(e) = e.as_document() else {
+                out.push(v(Inv::I3, format!("item {} reviews[{k}] is not a document: {context}", show(id))));
+                break;
+            };
+            let rid = e.get("rid").cloned();
+            if seen.contains(&rid) {
+                out.push(v(Inv::I3, format!("item {} keeps rid {} twice: {context}", show(id), show(rid.as_ref()))));
+                break;
+            }
+            seen.push(rid.clone());
+            let child = children.iter().find(|c| c.get("rid").is_some() && c.get("rid") == rid.as_ref());
+            match child {
+                None => {
+                    out.push(v(
+                        Inv::I3,
+                        format!(
+                            "item {} reviews[{k}] (rid {}) is no review of it: {context}",
+                            show(id),
+                            show(rid.as_ref())
+                        ),
+                    ));
+                    break;
+                }
+                Some(c) if as_summary(e) != summary(c) => {
+                    out.push(v(
+                        Inv::I3,
+                        format!(
+                            "item {} reviews[{k}] (rid {}) is stale: {} but the review is {}: {context}",
+                            show(id),
+                            show(rid.as_ref()),
+                            Bson::Document(e.clone()),
+                            Bson::Document((*c).clone())
+                        ),
+                    ));
+                    break;
+                }
+                Some(_) => {}
+            }
+            if date(e.get("published_date")) != date(want.get("published_date")) {
+                out.push(v(
+                    Inv::I3,
+                    format!("item {} reviews[{k}] is out of the top {SUBSET_MAX} or out of order: {context}", show(id)),
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// I4: per post, pages 1..=n each once, `count` = the array's length, no
+/// page over the size; every comment appended with `Ok` (to a post never
+/// deleted) stored once, and no comment stored twice.
+pub fn buckets(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut pages_of: BTreeMap<String, Vec<&Document>> = BTreeMap::new();
+    for page in &s.pages {
+        pages_of.entry(show(page.get("blog_entry_id"))).or_default().push(page);
+    }
+    let mut stored: HashMap<String, usize> = HashMap::new();
+    for (post, pages) in &pages_of {
+        let mut numbers: Vec<i64> = Vec::new();
+        for page in pages {
+            let n = int(page.get("page"));
+            let comments = array(page, "comments");
+            if int(page.get("count")) != Some(comments.len() as i64) {
+                out.push(v(
+                    Inv::I4,
+                    format!(
+                        "post {post} page {}: count {} but {} comments",
+                        show(page.get("page")),
+                        show(page.get("count")),
+                        comments.len()
+                    ),
+                ));
+            }
+            if comments.len() > PAGE_SIZE {
+                out.push(v(
+                    Inv::I4,
+                    format!(
+                        "post {post} page {}: {} comments, over {PAGE_SIZE}",
+                        show(page.get("page")),
+                        comments.len()
+                    ),
+                ));
+            }
+            for c in comments {
+                if let Some(text) = c.as_document().and_then(|d| d.get_str("text").ok()) {
+                    *stored.entry(text.to_owned()).or_default() += 1;
+                }
+            }
+            match n {
+                Some(n) => numbers.push(n),
+                None => out
+                    .push(v(Inv::I4, format!("post {post}: a page without a page number: {}", show(page.get("page"))))),
+            }
+        }
+        numbers.sort_unstable();
+        let want: Vec<i64> = (1..=numbers.len() as i64).collect();
+        if numbers != want {
+            out.push(v(Inv::I4, format!("post {post}: pages {numbers:?}, expected {want:?} (a gap or a duplicate)")));
+        }
+    }
+    for (text, n) in &stored {
+        if *n > 1 {
+            out.push(v(Inv::I4, format!("comment {text:?} is stored {n} times")));
+        }
+    }
+    for (post, text) in &facts.appended {
+        if facts.posts_deleted.contains(post) {
+            continue;
+        }
+        if !stored.contains_key(text) {
+            out.push(v(Inv::I4, format!("comment {text:?} was appended to post {post} (Ok) but is stored nowhere")));
+        }
+    }
+    out
+}
+
+/// I5: `products.parts` <= 6, `people.tasks` <= 3, `items.reviews` <= 4,
+/// `comment_pages.comments` <= 3.
+pub fn bounds(s: &Snapshot) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut over = |what: &str, docs: &[Document], field: &str, max: usize| {
+        for d in docs {
+            let n = array(d, field).len();
+            if n > max {
+                out.push(v(Inv::I5, format!("{what} {}: {field} holds {n}, over its bound {max}", show(d.get("_id")))));
+            }
+        }
+    };
+    over("product", &s.products, "parts", PARTS_MAX);
+    over("person", &s.people, "tasks", TASKS_MAX);
+    over("item", &s.items, "reviews", SUBSET_MAX);
+    over("comment page", &s.pages, "comments", PAGE_SIZE);
+    out
+}
+
+/// Every invariant in `which`, in order.
+pub fn check(s: &Snapshot, facts: &Facts, which: &[Inv]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for inv in which {
+        out.extend(match inv {
+            Inv::I1 => copies(s),
+            Inv::I2 => two_way(s),
+            Inv::I3 => subsets(s),
+            Inv::I4 => buckets(s, facts),
+            Inv::I5 => bounds(s),
+            Inv::Liveness => Vec::new(),
+        });
+    }
+    out
+}

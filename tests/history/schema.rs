@@ -1,0 +1,156 @@
+//! The schemas the histories run on, small versions of the examples:
+//!
+//! - catalog (`examples/catalog.rs`): products list their parts as
+//!   `[{id, pname}]` (`pname` a copy of `Part::name`), parts keep
+//!   `productName` (a copy of `Product::name` via `product`);
+//! - tasks (`examples/tasks.rs`): `people.tasks` two-way with `tasks.owner`,
+//!   and `tasks.owner_name` copied from `Person::name` via `owner`;
+//! - reviews (`examples/reviews.rs`): an item keeps the 4 newest of its
+//!   reviews, keyed by `rid`;
+//! - blog (`examples/blog.rs`): comments in pages of 3.
+//!
+//! Bounds are small so that histories reach them. Three fields are renamed
+//! with `#[serde(rename)]` (a known bug area): the copies `pname` and
+//! `productName`, and the subset key `rid`.
+//!
+//! The checker (`check.rs`) does not read these declarations: it knows the
+//! stored names below by heart, so a macro or runtime that gets a name wrong
+//! cannot agree with itself and pass.
+
+use docrel::bson::{oid::ObjectId, DateTime};
+use docrel::{Document, Embedded, View};
+use serde::{Deserialize, Serialize};
+
+/// Bound of `products.parts`.
+pub const PARTS_MAX: usize = 6;
+/// Bound of `people.tasks`.
+pub const TASKS_MAX: usize = 3;
+/// Size of the subset `items.reviews`.
+pub const SUBSET_MAX: usize = 4;
+/// Comments per page of `comment_pages`.
+pub const PAGE_SIZE: usize = 3;
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "parts")]
+pub struct Part {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    /// Deleting the product deletes its parts.
+    #[reference(to = Product, on_delete = cascade)]
+    pub product: ObjectId,
+    #[denormalize(from = Product::name, via = product)]
+    #[serde(rename = "productName")]
+    pub product_name: String,
+    pub qty: i32,
+}
+
+/// An element of `products.parts`: the part's id and a copy of its name.
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PartRef {
+    pub id: ObjectId,
+    #[denormalize(from = Part::name)]
+    #[serde(rename = "pname")]
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "products")]
+pub struct Product {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    /// Deleting a part pulls it from every product.
+    #[reference(many, to = Part, max = 6, on_delete = pull)]
+    pub parts: Vec<PartRef>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "people")]
+pub struct Person {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    /// Deleting a task pulls it from its person.
+    #[reference(many, to = Task, inverse = owner, max = 3, on_delete = pull)]
+    pub tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "tasks")]
+pub struct Task {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub description: String,
+    /// A person who still owns tasks cannot be deleted.
+    #[reference(to = Person, inverse = tasks, on_delete = restrict)]
+    pub owner: Option<ObjectId>,
+    #[denormalize(from = Person::name, via = owner)]
+    pub owner_name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "items")]
+pub struct Item {
+    #[serde(rename = "_id")]
+    pub id: i32,
+    pub name: String,
+    #[embed(max = 4, subset_of = Review, sort = "-published_date", key = review_id, max_bytes = 400)]
+    pub reviews: Vec<ReviewSummary>,
+}
+
+/// A review as its item keeps it.
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Review)]
+pub struct ReviewSummary {
+    #[serde(rename = "rid")]
+    pub review_id: i32,
+    pub author: String,
+    pub text: String,
+    pub published_date: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "reviews")]
+pub struct Review {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[document(unique)]
+    #[serde(rename = "rid")]
+    pub review_id: i32,
+    /// Deleting the item deletes its reviews.
+    #[parent_ref(to = Item, sort = "-published_date", on_delete = cascade)]
+    pub product_id: i32,
+    pub author: String,
+    pub text: String,
+    pub published_date: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "posts")]
+pub struct Post {
+    #[serde(rename = "_id")]
+    pub id: i32,
+    pub title: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Comment {
+    pub name: String,
+    pub text: String,
+}
+
+/// One page of up to 3 comments of a post.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "comment_pages")]
+pub struct CommentPage {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    /// Deleting the post deletes its pages.
+    #[parent_ref(to = Post, on_delete = cascade)]
+    pub blog_entry_id: i32,
+    pub page: i32,
+    pub count: i32,
+    #[bucket(size = 3)]
+    pub comments: Vec<Comment>,
+}
