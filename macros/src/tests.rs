@@ -404,3 +404,104 @@ fn a_sort_that_names_no_field_is_an_error_not_a_panic() {
     });
     assert!(expanded.contains("`sort` names ``, which is not a field name"), "{expanded}");
 }
+
+/// Every impl in `expanded` carries `#[automatically_derived]`.
+fn assert_impls_marked(expanded: &str) {
+    let lines: Vec<&str> = expanded.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.trim_start().starts_with("impl") {
+            continue;
+        }
+        let attrs = lines[..i].iter().rev().take_while(|l| l.trim_start().starts_with("#["));
+        let marked = attrs.into_iter().any(|l| l.contains("automatically_derived"));
+        assert!(marked, "`{}` is not marked:\n{expanded}", line.trim());
+    }
+}
+
+/// Inputs that reach every part of the generation: warnings and their
+/// probes, copies, two-way references, an element struct, a view, and the
+/// fallbacks of a failed struct and of an enum.
+fn every_kind_of_expansion(krate: Option<&str>) -> Vec<String> {
+    let krate: Option<syn::Attribute> = krate.map(|k| parse_quote!(#[document(crate = #k)]));
+    let ekrate: Option<syn::Attribute> = krate.as_ref().map(|a| {
+        let k = a.parse_args::<syn::MetaNameValue>().unwrap().value;
+        parse_quote!(#[embedded(crate = #k)])
+    });
+    let vkrate = krate.as_ref().map(|a| a.parse_args::<syn::MetaNameValue>().unwrap().value);
+    let view_attr: syn::Attribute = match &vkrate {
+        Some(k) => parse_quote!(#[view(of = Part, crate = #k)]),
+        None => parse_quote!(#[view(of = Part)]),
+    };
+    vec![
+        document(parse_quote! {
+            #krate
+            #[document(collection = "products")]
+            struct Product {
+                #[serde(rename = "_id")]
+                id: ObjectId,
+                #[embed]
+                notes: Option<Vec<String>>,
+                #[embed]
+                main_part: Part,
+                #[reference(many, to = Part, inverse = products, max = 5000)]
+                parts: Vec<ObjectId>,
+                #[reference(to = Part)]
+                part: Option<ObjectId>,
+                #[denormalize(from = Part::qty, via = part)]
+                part_qty: Option<i32>,
+                #[reference(many, to = Part, max = 10)]
+                lines: Vec<PartRef>,
+            }
+        }),
+        pretty(crate::derive_embedded_inner(&parse_quote! {
+            #ekrate
+            struct PartRef {
+                id: ObjectId,
+                #[denormalize(from = Part::qty)]
+                qty: i32,
+            }
+        })),
+        pretty(crate::derive_view_inner(&parse_quote! {
+            #view_attr
+            struct PartView { name: String }
+        })),
+        document(parse_quote! {
+            #krate
+            #[document(collection = "parts")]
+            struct Broken {
+                #[serde(rename = "_id")]
+                id: ObjectId,
+                #[embed(max = 0)]
+                tags: Vec<String>,
+            }
+        }),
+        document(parse_quote! {
+            #krate
+            #[document(collection = "events")]
+            enum Event { Started }
+        }),
+        pretty(crate::derive_embedded_inner(&parse_quote! {
+            #ekrate
+            struct BadRef {
+                #[serde(rename = "a.b")]
+                id: ObjectId,
+            }
+        })),
+    ]
+}
+
+#[test]
+fn every_generated_impl_is_marked_automatically_derived() {
+    for expanded in every_kind_of_expansion(None) {
+        assert!(expanded.contains("impl"), "{expanded}");
+        assert_impls_marked(&expanded);
+    }
+}
+
+#[test]
+fn a_renamed_crate_replaces_every_docrel_path() {
+    for expanded in every_kind_of_expansion(Some("my_docrel")) {
+        assert!(!expanded.contains("::docrel::"), "{expanded}");
+        assert!(expanded.contains("my_docrel::"), "{expanded}");
+    }
+}

@@ -162,6 +162,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             #(#handle_decls)*
         }
 
+        #[automatically_derived]
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the stored fields: their paths, and filters,
@@ -228,6 +229,7 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
 
         #[allow(non_upper_case_globals)]
         trait __DocrelElementKeys { #(#fallbacks)* }
+        #[automatically_derived]
         impl<T: ?::core::marker::Sized> __DocrelElementKeys for T {}
     }
 }

@@ -165,8 +165,7 @@ fn replace_crate(tokens: TokenStream, krate: &TokenStream) -> TokenStream {
     let mut out = Vec::with_capacity(tts.len());
     let mut i = 0;
     while i < tts.len() {
-        let continues_a_path = matches!(out.last(), Some(TokenTree::Ident(_)))
-            || matches!(out.last(), Some(TokenTree::Punct(p)) if p.as_char() == '>');
+        let continues_a_path = continues_a_path(&out);
         if let (TokenTree::Punct(a), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(name))) =
             (&tts[i], tts.get(i + 1), tts.get(i + 2))
         {
@@ -194,6 +193,19 @@ fn replace_crate(tokens: TokenStream, krate: &TokenStream) -> TokenStream {
     out.into_iter().collect()
 }
 
+/// Whether a `::` after `out` continues a path (`a::docrel`) rather than
+/// starting one: after a name, but not after a keyword (`as ::docrel`) or a
+/// lifetime (`&'static ::docrel`).
+fn continues_a_path(out: &[TokenTree]) -> bool {
+    let Some((TokenTree::Ident(name), before)) = out.split_last() else { return false };
+    let lifetime = matches!(before.last(), Some(TokenTree::Punct(p)) if p.as_char() == '\'');
+    let name = name.to_string();
+    // syn refuses keywords as names, path roots (`crate`, `self`) included.
+    let segment =
+        matches!(name.as_str(), "crate" | "self" | "super" | "Self") || syn::parse_str::<Ident>(&name).is_ok();
+    !lifetime && segment
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_crate;
@@ -202,7 +214,12 @@ mod tests {
     #[test]
     fn the_crate_path_replaces_docrel_at_the_root_of_paths_only() {
         let krate: syn::Path = syn::parse_quote!(my::docrel_again);
-        let out = with_crate(quote!(::docrel::Field<a::docrel::X, (::docrel::Y)>), Some(&krate));
-        assert_eq!(out.to_string(), quote!(my::docrel_again::Field<a::docrel::X, (my::docrel_again::Y)>).to_string());
+        let out = with_crate(
+            quote!(::docrel::Field<a::docrel::X, (::docrel::Y)> as ::docrel::Z -> ::docrel::W, if ::docrel::U, &'static ::docrel::V),
+            Some(&krate),
+        );
+        let expected = quote!(my::docrel_again::Field<a::docrel::X, (my::docrel_again::Y)> as my::docrel_again::Z
+            -> my::docrel_again::W, if my::docrel_again::U, &'static my::docrel_again::V);
+        assert_eq!(out.to_string(), expected.to_string());
     }
 }

@@ -44,6 +44,7 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
         }
     });
     let declared = quote! {
+        #[automatically_derived]
         #[allow(dead_code, non_snake_case)]
         impl #ident {
             #(#methods)*
@@ -57,15 +58,18 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
                 let call = quote_spanned!(a.span=> .#name());
                 quote! {
                     struct __DocrelQuiet;
+                    #[automatically_derived]
                     impl __DocrelQuiet { fn #name(&self) {} }
                     struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
                     trait __DocrelHolds {
                         fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
                     }
+                    #[automatically_derived]
                     impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
                     trait __DocrelNot {
                         fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
                     }
+                    #[automatically_derived]
                     impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
                     (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_pick()#call;
                 }
@@ -96,11 +100,14 @@ fn select(ident: &Ident, name: &Ident, a: &Advice, condition: TokenStream) -> To
     let call = quote_spanned!(a.span=> .#name());
     quote! {
         struct __DocrelQuiet;
+        #[automatically_derived]
         impl __DocrelQuiet { fn #name(&self) {} }
         struct __DocrelSelect<const HOLDS: bool>;
+        #[automatically_derived]
         impl __DocrelSelect<true> {
             fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
         }
+        #[automatically_derived]
         impl __DocrelSelect<false> {
             fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
         }
@@ -123,8 +130,10 @@ pub fn descriptors(advice: &[Advice], checked: &mut Checked) -> Vec<TokenStream>
                     || {
                         struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
                         trait __DocrelHolds { fn __docrel_holds(&self) -> bool { true } }
+                        #[automatically_derived]
                         impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
                         trait __DocrelNot { fn __docrel_holds(&self) -> bool { false } }
+                        #[automatically_derived]
                         impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
                         (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_holds()
                     }
