@@ -16,9 +16,9 @@ pub fn expand(m: &ViewModel) -> TokenStream {
     let checks = m.fields.iter().map(|f| {
         let (name, ty, stored) = (f.ident, f.ty, &f.stored);
         let message = format!(
-            "`{name}` of the view `{ident}` is read as `{stored}`, which is not how `{of_name}` stores its \
-             `{name}`: a view reads the document's stored names, so give it the document's `#[serde(rename = ..)]` \
-             (or none)"
+            "`{name}` of the view `{ident}` is read from the stored field `{stored}`, but `{of_name}` stores its \
+             `{name}` under another name: a view reads the document's stored names, so give `{name}` the \
+             document's `#[serde(rename = ..)]` (or none)"
         );
         // A view field is a field of the document, of the same type and the
         // same stored name: the handle says so, or this does not compile.

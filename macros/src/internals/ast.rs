@@ -106,7 +106,11 @@ impl<'a> Container<'a> {
                         "#[derive({derive})] needs a struct with named fields: a document is stored as \
                          `{{field: value}}`, so give each field a name (`struct Part {{ id: ObjectId, name: String }}`)"
                     ))
-                    .with_span(&s.fields),
+                    // A unit struct has no field tokens: its name, then.
+                    .with_span(&match &s.fields {
+                        syn::Fields::Unit => input.ident.span(),
+                        fields => syn::spanned::Spanned::span(fields),
+                    }),
                 );
                 return None;
             }

@@ -140,6 +140,8 @@ impl FromMeta for OnDeleteAttr {
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Path(p) if p.path.get_ident().is_some() => {
                 let word = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
                 Self::from_string(&word).map_err(|_| {
@@ -182,6 +184,8 @@ impl FromMeta for CollectionName {
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Self::from_string(&s.value()),
             other => {
                 let written = quote::ToTokens::to_token_stream(other).to_string();
@@ -209,6 +213,8 @@ impl std::ops::Deref for Bound {
 impl FromMeta for Bound {
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>().map(Bound).map_err(|_| {
                 darling::Error::custom(format!(
                     "bound `{i}` is out of range: write a whole number from 1 to {}",
