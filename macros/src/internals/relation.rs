@@ -64,8 +64,8 @@ fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Acc
         errors.push(err(
             span,
             format!(
-                "a subset is kept with `$push`, which fails on a missing array: make `{}` a `Vec<..>` (with \
-                 `#[serde(default)]` to read documents without it)",
+                "a subset is kept with `$push`, which fails on the `null` serde stores for `None`: make `{}` a \
+                 `Vec<..>` (with `#[serde(default)]` to read documents without it)",
                 f.ident
             ),
         ));
@@ -193,8 +193,9 @@ fn reference<'a>(
             errors.push(err(
                 inverse.span(),
                 format!(
-                    "a two-way array is written with `$addToSet` and `$pull`, which fail on a missing array: make \
-                     `{}` a `Vec<..>` (with `#[serde(default)]` to read documents without it), or remove `inverse`",
+                    "a two-way array is written with `$addToSet` and `$pull`, which fail on the `null` serde stores \
+                     for `None`: make `{}` a `Vec<..>` (with `#[serde(default)]` to read documents without it), or \
+                     remove `inverse`",
                     f.ident
                 ),
             ));
