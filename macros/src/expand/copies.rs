@@ -87,7 +87,6 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
                 const COPIES: &'static [::docrel::__private::ElemCopy] = &[#(#descriptors),*];
             }
 
-            #[automatically_derived]
             #[allow(non_upper_case_globals)]
             #[doc(hidden)]
             impl #ident {

@@ -162,7 +162,6 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             #(#handle_decls)*
         }
 
-        #[automatically_derived]
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the stored fields: their paths, and filters,

@@ -33,7 +33,6 @@ pub fn document(s: &Stub) -> TokenStream {
             #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
             #vis struct #fields_ty { #(#decls)* }
 
-            #[automatically_derived]
             #[allow(dead_code)]
             impl #ident {
                 pub const fn fields() -> #fields_ty { #fields_ty { #(#inits)* } }
@@ -100,7 +99,6 @@ pub fn embedded(s: &Stub) -> TokenStream {
                 const COPIES: &'static [::docrel::__private::ElemCopy] = &[];
             }
 
-            #[automatically_derived]
             #[allow(non_upper_case_globals, dead_code)]
             #[doc(hidden)]
             impl #ident {

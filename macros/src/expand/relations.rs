@@ -33,7 +33,6 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             #(#decls)*
         }
 
-        #[automatically_derived]
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and

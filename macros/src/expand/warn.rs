@@ -44,7 +44,6 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
         }
     });
     let declared = quote! {
-        #[automatically_derived]
         #[allow(dead_code, non_snake_case)]
         impl #ident {
             #(#methods)*
@@ -58,7 +57,6 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
                 let call = quote_spanned!(a.span=> .#name());
                 quote! {
                     struct __DocrelQuiet;
-                    #[automatically_derived]
                     impl __DocrelQuiet { fn #name(&self) {} }
                     struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
                     trait __DocrelHolds {
@@ -100,14 +98,11 @@ fn select(ident: &Ident, name: &Ident, a: &Advice, condition: TokenStream) -> To
     let call = quote_spanned!(a.span=> .#name());
     quote! {
         struct __DocrelQuiet;
-        #[automatically_derived]
         impl __DocrelQuiet { fn #name(&self) {} }
         struct __DocrelSelect<const HOLDS: bool>;
-        #[automatically_derived]
         impl __DocrelSelect<true> {
             fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
         }
-        #[automatically_derived]
         impl __DocrelSelect<false> {
             fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
         }
