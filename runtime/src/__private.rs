@@ -11,8 +11,11 @@ pub use inventory;
 pub use mongodb;
 pub use serde;
 
-use crate::schema::document::{Document, Embedded, View};
-use crate::store::query::Field;
+// The facade's items, so that generated code names everything through the
+// one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
+// tokens for every derive to emit and rustc to read.
+pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, Subset, View};
+pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
 
 /// Checks a bound before a write (generated `check_bounds` calls it).
@@ -71,6 +74,89 @@ pub const fn contains(names: &[&str], name: &str) -> bool {
 // derive writes `type __DocrelTo0 = <Pick<Part, { is_document::<Part>() }>
 // as Resolve>::Out;` once and uses the alias everywhere else, so a `Part`
 // that is not a document is reported once, at `to = Part`, in words.
+
+// ---- the probes of the warnings ------------------------------------------
+//
+// A warning is the use of a deprecated method of the user's type; advice
+// that holds only for some types (is the embedded type a document? is the
+// source field write-heavy?) reaches either that method or a quiet twin of
+// the same name, through `pick`, decided when the program is compiled.
+
+/// Picks `Y` when `T` is a document, `N` otherwise: `WhenDocument` applies
+/// to the probe itself, `Otherwise` only after an autoref, so method lookup
+/// tries the first and falls back to the second (both must be in scope).
+pub struct Probe<T: ?Sized, Y, N>(PhantomData<fn() -> Y>, PhantomData<fn() -> N>, PhantomData<fn() -> *const T>);
+
+impl<T: ?Sized, Y, N> Probe<T, Y, N> {
+    /// The probe.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Probe(PhantomData, PhantomData, PhantomData)
+    }
+}
+
+/// The probe of a document type.
+pub trait WhenDocument {
+    /// What is picked.
+    type Pick: 'static;
+    /// Whether the advice applies.
+    fn holds(&self) -> bool;
+    /// A value of the picked type, for its method to be named (never called).
+    fn pick(&self) -> &'static Self::Pick {
+        unreachable!("docrel: a probe is only type-checked")
+    }
+}
+
+impl<T: Document, Y: 'static, N> WhenDocument for Probe<T, Y, N> {
+    type Pick = Y;
+    fn holds(&self) -> bool {
+        true
+    }
+}
+
+/// The probe of any other type.
+pub trait Otherwise {
+    /// What is picked.
+    type Pick: 'static;
+    /// Whether the advice applies.
+    fn holds(&self) -> bool;
+    /// A value of the picked type, for its method to be named (never called).
+    fn pick(&self) -> &'static Self::Pick {
+        unreachable!("docrel: a probe is only type-checked")
+    }
+}
+
+impl<T: ?Sized, Y, N: 'static> Otherwise for &Probe<T, Y, N> {
+    type Pick = N;
+    fn holds(&self) -> bool {
+        false
+    }
+}
+
+/// Picks `Y` when `HOLDS`, `N` otherwise.
+pub struct Select<const HOLDS: bool, Y, N>(PhantomData<fn() -> (Y, N)>);
+
+impl<const HOLDS: bool, Y, N> Select<HOLDS, Y, N> {
+    /// The selector.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Select(PhantomData)
+    }
+}
+
+impl<Y: 'static, N> Select<true, Y, N> {
+    /// A value of `Y`, for its method to be named (never called).
+    pub fn pick(&self) -> &'static Y {
+        unreachable!("docrel: a selection is only type-checked")
+    }
+}
+
+impl<Y, N: 'static> Select<false, Y, N> {
+    /// A value of `N`, for its method to be named (never called).
+    pub fn pick(&self) -> &'static N {
+        unreachable!("docrel: a selection is only type-checked")
+    }
+}
 
 /// `T`, once a check on it holds (see [`Resolve`]).
 pub struct Pick<T: ?Sized, const OK: bool>(PhantomData<T>);

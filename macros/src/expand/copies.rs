@@ -16,9 +16,9 @@ pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<Toke
         let (src_name, src_field) = (&copied.source.name, &copied.source_field);
         let (stored, via_stored) = (&copied.stored, &via.stored);
         descriptors.push(quote! {
-            ::docrel::__private::Copy {
+            __docrel::Copy {
                 field: #stored,
-                source: <#src as ::docrel::Document>::COLLECTION,
+                source: <#src as __docrel::Document>::COLLECTION,
                 source_type: #src_name,
                 source_field: <#src>::fields().#src_field.path(),
                 via: #via_stored,
@@ -27,7 +27,7 @@ pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<Toke
         // rustc reports an unmet bound at the type argument: the `via` key's.
         let via_to = super::respan(checked.doc(&via.to), via.ident.span());
         checks.push(quote_spanned! {via.ident.span()=>
-            const _: bool = ::docrel::__private::leads_to::<#via_to, #src>();
+            const _: bool = __docrel::leads_to::<#via_to, #src>();
         });
     }
     (descriptors, quote!(#(#checks)*))
@@ -39,8 +39,7 @@ fn source(copied: &Copied, checked: &mut Checked) -> TokenStream {
     let src = checked.doc(&copied.source.path);
     let (field, ty) = (&copied.source_field, copied.ty);
     let key = format!("copy {} {}", copied.ident, src);
-    let check =
-        quote_spanned!(field.span()=> ::docrel::__private::Named::field(<#src>::fields().#field).copied_as::<#ty>());
+    let check = quote_spanned!(field.span()=> __docrel::Named::field(<#src>::fields().#field).copied_as::<#ty>());
     checked.checked(key, src, check)
 }
 
@@ -58,9 +57,9 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
             let src = source(c, &mut checked);
             let (stored, src_name, src_field) = (&c.stored, &c.source.name, &c.source_field);
             quote! {
-                ::docrel::__private::ElemCopy {
+                __docrel::ElemCopy {
                     field: #stored,
-                    source: <#src as ::docrel::Document>::COLLECTION,
+                    source: <#src as __docrel::Document>::COLLECTION,
                     source_type: #src_name,
                     source_field: <#src>::fields().#src_field.path(),
                 }
@@ -78,13 +77,14 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
         #advice_methods
 
         const _: () = {
+            use ::docrel::__private as __docrel;
             #aliases
 
             #warnings
 
             #[automatically_derived]
-            impl ::docrel::Embedded for #ident {
-                const COPIES: &'static [::docrel::__private::ElemCopy] = &[#(#descriptors),*];
+            impl __docrel::Embedded for #ident {
+                const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
             }
 
             #[allow(non_upper_case_globals)]

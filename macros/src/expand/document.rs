@@ -15,12 +15,12 @@ pub fn expand(m: &Model) -> TokenStream {
     let rust_name = ident.to_string();
     let field_infos = m.fields.iter().map(|f| {
         let (rust, bson, ty) = (f.ident.to_string(), &f.stored, &f.type_name);
-        quote! { ::docrel::__private::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
+        quote! { __docrel::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
     });
     let relations: Vec<_> = m.relations.iter().map(|rel| relation(rel, &mut checked)).collect();
     let indexes = m.fields.iter().filter(|f| f.index != Index::None).map(|f| {
         let (name, unique) = (&f.stored, f.index == Index::Unique);
-        quote! { ::docrel::__private::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
+        quote! { __docrel::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
     });
     let fields = fields(m, &mut checked);
     let rels = super::relations::expand(m, &mut checked);
@@ -36,13 +36,14 @@ pub fn expand(m: &Model) -> TokenStream {
         #advice_methods
 
         const _: () = {
+            use ::docrel::__private as __docrel;
             #aliases
 
             #fields
 
             #rels
 
-            static __DOCREL_SCHEMA: ::docrel::__private::Schema = ::docrel::__private::Schema {
+            static __DOCREL_SCHEMA: __docrel::Schema = __docrel::Schema {
                 rust_name: #rust_name,
                 module: ::core::module_path!(),
                 collection: #collection,
@@ -59,8 +60,8 @@ pub fn expand(m: &Model) -> TokenStream {
             #element_checks
             #inverse_checks
 
-            ::docrel::__private::inventory::submit! {
-                ::docrel::__private::Registered(&__DOCREL_SCHEMA)
+            __docrel::inventory::submit! {
+                __docrel::Registered(&__DOCREL_SCHEMA)
             }
 
             #impls
@@ -80,19 +81,19 @@ fn trait_impls(m: &Model) -> TokenStream {
             quote!(self.#name.len())
         };
         Some(quote! {
-            ::docrel::__private::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
+            __docrel::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
         })
     });
     let stored = super::stored_bounds(ident);
     quote! {
         #[automatically_derived]
-        impl ::docrel::View for #ident #stored {
+        impl __docrel::View for #ident #stored {
             type Of = #ident;
-            const PROJECTION: ::core::option::Option<&'static [&'static str]> = ::core::option::Option::None;
+            const PROJECTION: ::core::option::Option<&'static [&'static str]> = __docrel::None;
         }
 
         #[automatically_derived]
-        impl ::docrel::Document for #ident #stored {
+        impl __docrel::Document for #ident #stored {
             type Id = #id_ty;
             const COLLECTION: &'static str = #collection;
 
@@ -100,11 +101,11 @@ fn trait_impls(m: &Model) -> TokenStream {
                 &self.#id_ident
             }
 
-            fn schema() -> &'static ::docrel::__private::Schema {
+            fn schema() -> &'static __docrel::Schema {
                 &__DOCREL_SCHEMA
             }
 
-            fn check_bounds(&self) -> ::docrel::__private::Result<()> {
+            fn check_bounds(&self) -> __docrel::Result<()> {
                 #(#bound_checks)*
                 ::core::result::Result::Ok(())
             }
@@ -123,11 +124,11 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let handle_decls = m.fields.iter().map(|f| {
         let (name, ty) = (f.ident, f.ty);
         let doc = format!("`{}` (stored as `{}`).", name, f.stored);
-        quote! { #[doc = #doc] pub #name: ::docrel::Field<#ident, #ty>, }
+        quote! { #[doc = #doc] pub #name: __docrel::Field<#ident, #ty>, }
     });
     let handle_inits = m.fields.iter().map(|f| {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
-        quote! { #name: ::docrel::Field::new(#path, #max), }
+        quote! { #name: __docrel::Field::new(#path, #max), }
     });
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| rust_name(f.ident));
@@ -143,13 +144,13 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
         };
         let target = option(rel.and_then(|r| r.kind.target()).map(|t| {
             let to = checked.doc(&t.path);
-            quote!(<#to as ::docrel::Document>::COLLECTION)
+            quote!(<#to as __docrel::Document>::COLLECTION)
         }));
         quote! {
-            ::docrel::__private::Link {
+            __docrel::Link {
                 rust: #rust,
                 stored: #stored,
-                kind: ::docrel::__private::LinkKind::#kind,
+                kind: __docrel::LinkKind::#kind,
                 target: #target,
             }
         }
@@ -174,11 +175,11 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
 
             #[doc(hidden)]
-            pub const __DOCREL_LINKS: &'static [::docrel::__private::Link] = &[#(#links),*];
+            pub const __DOCREL_LINKS: &'static [__docrel::Link] = &[#(#links),*];
 
             /// The typed repository of this document type in `db`.
-            pub fn repo(db: &::docrel::__private::mongodb::Database) -> ::docrel::Repository<#ident> #stored {
-                ::docrel::Repository::new(db)
+            pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> #stored {
+                __docrel::Repository::new(db)
             }
         }
     }
@@ -207,7 +208,7 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
         let (elem, to) = (checked.embedded(elem), checked.doc(&to.path));
         checks.push(quote_spanned! {span=>
             const _: () = ::core::assert!(
-                ::docrel::__private::copies_come_from(<#elem as ::docrel::Embedded>::COPIES, <#to as ::docrel::Document>::COLLECTION),
+                __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION),
                 #message
             );
         });
@@ -261,7 +262,7 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
              link/unlink cannot make: {shape}"
         );
         Some(quote_spanned! {inverse.span()=>
-            const _: () = match ::docrel::__private::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
+            const _: () = match __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
                 0 => (),
                 1 => ::core::panic!("{}", #unknown),
                 2 => ::core::panic!("{}", #plain),
@@ -280,19 +281,19 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let kind = relation_kind(&rel.kind, checked);
     let target = option(rel.kind.target().map(|t| {
         let to = checked.doc(&t.path);
-        quote!(<#to as ::docrel::Document>::COLLECTION)
+        quote!(<#to as __docrel::Document>::COLLECTION)
     }));
     let target_type = option(rel.kind.target().map(|t| &t.name));
     let inverse = option(rel.kind.inverse().map(|(to, inverse)| {
         let links = checked.with_field(&to.path, inverse);
         let rust = rust_name(inverse);
-        quote!(::docrel::__private::link_path(<#links>::__DOCREL_LINKS, #rust))
+        quote!(__docrel::link_path(<#links>::__DOCREL_LINKS, #rust))
     }));
     let on_delete = match rel.on_delete {
-        OnDelete::Nothing => quote!(::docrel::__private::OnDelete::Nothing),
-        OnDelete::Pull => quote!(::docrel::__private::OnDelete::Pull),
-        OnDelete::Cascade => quote!(::docrel::__private::OnDelete::Cascade),
-        OnDelete::Restrict => quote!(::docrel::__private::OnDelete::Restrict),
+        OnDelete::Nothing => quote!(__docrel::OnDelete::Nothing),
+        OnDelete::Pull => quote!(__docrel::OnDelete::Pull),
+        OnDelete::Cascade => quote!(__docrel::OnDelete::Cascade),
+        OnDelete::Restrict => quote!(__docrel::OnDelete::Restrict),
     };
     let order = match &rel.kind {
         RelationKind::ParentRef { order, .. } => sort_pairs(order, checked),
@@ -301,7 +302,7 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let copies = match &rel.kind {
         RelationKind::RefMany { element: Element::Structs { ty, .. }, .. } => {
             let elem = checked.embedded(ty);
-            quote!(<#elem as ::docrel::Embedded>::COPIES)
+            quote!(<#elem as __docrel::Embedded>::COPIES)
         }
         _ => quote!(&[]),
     };
@@ -314,7 +315,7 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
         _ => None,
     });
     quote! {
-        ::docrel::__private::Relation {
+        __docrel::Relation {
             field: #field,
             rust_field: #rust_field,
             kind: #kind,
@@ -334,18 +335,18 @@ fn relation_kind(kind: &RelationKind, checked: &mut Checked) -> TokenStream {
     match kind {
         RelationKind::Embed { many, max, .. } => {
             let max = option(*max);
-            quote!(::docrel::__private::RelationKind::Embed { many: #many, max: #max })
+            quote!(__docrel::RelationKind::Embed { many: #many, max: #max })
         }
         RelationKind::RefMany { max, element, .. } => {
             let max = option(*max);
             let key = option(element.key().as_ref().map(|k| stored_name(k, checked)));
-            quote!(::docrel::__private::RelationKind::RefMany { max: #max, key: #key })
+            quote!(__docrel::RelationKind::RefMany { max: #max, key: #key })
         }
         RelationKind::RefOne { optional, .. } => {
-            quote!(::docrel::__private::RelationKind::RefOne { optional: #optional })
+            quote!(__docrel::RelationKind::RefOne { optional: #optional })
         }
-        RelationKind::ParentRef { .. } => quote!(::docrel::__private::RelationKind::ParentRef),
-        RelationKind::Bucket(_) => quote!(::docrel::__private::RelationKind::Bucket),
+        RelationKind::ParentRef { .. } => quote!(__docrel::RelationKind::ParentRef),
+        RelationKind::Bucket(_) => quote!(__docrel::RelationKind::Bucket),
     }
 }
 
@@ -368,13 +369,13 @@ fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
     let key = option(s.key.as_ref().map(|k| stored_name(k, checked)));
     let max_bytes = option(s.max_bytes);
     quote! {
-        ::docrel::__private::SubsetSpec {
-            child: <#child as ::docrel::Document>::COLLECTION,
+        __docrel::SubsetSpec {
+            child: <#child as __docrel::Document>::COLLECTION,
             child_type: #child_name,
             sort: #sort,
             keep_last: #keep_last,
             key: #key,
-            fields: <#elem as ::docrel::View>::PROJECTION,
+            fields: <#elem as __docrel::View>::PROJECTION,
             max_bytes: #max_bytes,
         }
     }
@@ -384,7 +385,7 @@ fn bucket_spec(b: &Bucket) -> TokenStream {
     let (parent, count, page, start) = (&b.parent_field, &b.count, &b.page, &b.start);
     let (size, window, max_bytes) = (option(b.size), option(b.window_ms), option(b.max_bytes));
     quote! {
-        ::docrel::__private::BucketSpec {
+        __docrel::BucketSpec {
             parent: #parent,
             count: #count,
             page: #page,

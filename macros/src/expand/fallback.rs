@@ -16,19 +16,20 @@ pub fn document(s: &Stub) -> TokenStream {
     let vis = s.vis;
     let id_ty = match s.id_ty {
         Some(ty) => quote!(#ty),
-        None => quote!(::docrel::bson::oid::ObjectId),
+        None => quote!(__docrel::bson::oid::ObjectId),
     };
     let fields_ty = &s.names.fields;
     let decls = s.fields.iter().map(|f| {
         let (name, ty) = (f.ident, f.ty);
-        quote!(pub #name: ::docrel::Field<#ident, #ty>,)
+        quote!(pub #name: __docrel::Field<#ident, #ty>,)
     });
     let inits = s.fields.iter().map(|f| {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
-        quote!(#name: ::docrel::Field::new(#path, #max),)
+        quote!(#name: __docrel::Field::new(#path, #max),)
     });
     let out = quote! {
         const _: () = {
+            use ::docrel::__private as __docrel;
             #[allow(dead_code)]
             #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
             #vis struct #fields_ty { #(#decls)* }
@@ -36,32 +37,32 @@ pub fn document(s: &Stub) -> TokenStream {
             #[allow(dead_code)]
             impl #ident {
                 pub const fn fields() -> #fields_ty { #fields_ty { #(#inits)* } }
-                pub fn repo(db: &::docrel::__private::mongodb::Database) -> ::docrel::Repository<#ident> {
-                    ::docrel::Repository::new(db)
+                pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> {
+                    __docrel::Repository::new(db)
                 }
                 #[doc(hidden)]
                 pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[];
                 #[doc(hidden)]
-                pub const __DOCREL_LINKS: &'static [::docrel::__private::Link] = ::docrel::__private::STUB_LINKS;
+                pub const __DOCREL_LINKS: &'static [__docrel::Link] = __docrel::STUB_LINKS;
             }
 
             #[automatically_derived]
-            impl ::docrel::View for #ident {
+            impl __docrel::View for #ident {
                 type Of = #ident;
-                const PROJECTION: ::core::option::Option<&'static [&'static str]> = ::core::option::Option::None;
+                const PROJECTION: ::core::option::Option<&'static [&'static str]> = __docrel::None;
             }
 
             #[automatically_derived]
-            impl ::docrel::Document for #ident {
+            impl __docrel::Document for #ident {
                 type Id = #id_ty;
                 const COLLECTION: &'static str = "";
                 fn id(&self) -> &Self::Id {
                     ::core::unreachable!("docrel: this type failed to derive Document")
                 }
-                fn schema() -> &'static ::docrel::__private::Schema {
+                fn schema() -> &'static __docrel::Schema {
                     ::core::unreachable!("docrel: this type failed to derive Document")
                 }
-                fn check_bounds(&self) -> ::docrel::__private::Result<()> {
+                fn check_bounds(&self) -> __docrel::Result<()> {
                     ::core::unreachable!("docrel: this type failed to derive Document")
                 }
             }
@@ -74,10 +75,11 @@ pub fn document(s: &Stub) -> TokenStream {
 pub fn view(ident: &Ident, of: &Path, krate: Option<&Path>) -> TokenStream {
     let out = quote! {
         const _: () = {
+            use ::docrel::__private as __docrel;
             #[automatically_derived]
-            impl ::docrel::View for #ident {
+            impl __docrel::View for #ident {
                 type Of = #of;
-                const PROJECTION: ::core::option::Option<&'static [&'static str]> = ::core::option::Option::None;
+                const PROJECTION: ::core::option::Option<&'static [&'static str]> = __docrel::None;
             }
         };
     };
@@ -94,9 +96,10 @@ pub fn embedded(s: &Stub) -> TokenStream {
     });
     let out = quote! {
         const _: () = {
+            use ::docrel::__private as __docrel;
             #[automatically_derived]
-            impl ::docrel::Embedded for #ident {
-                const COPIES: &'static [::docrel::__private::ElemCopy] = &[];
+            impl __docrel::Embedded for #ident {
+                const COPIES: &'static [__docrel::ElemCopy] = &[];
             }
 
             #[allow(non_upper_case_globals, dead_code)]

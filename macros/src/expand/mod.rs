@@ -5,8 +5,11 @@
 //! { .. };` block (its handle types too, so they never clash with the
 //! user's), except the advice methods, which are inherent methods of the
 //! user's type so that rustc prints their shortest path (see `warn.rs`).
-//! Local names start with `__docrel`/`__Docrel`, paths are absolute, and
-//! `::docrel` becomes the path of `#[document(crate = "..")]` when given.
+//! Local names start with `__docrel`/`__Docrel`; docrel is reached through
+//! one alias per block, `use ::docrel::__private as __docrel;` (short paths
+//! are fewer tokens to emit and parse, for every document), the rest by
+//! absolute path; `::docrel` becomes the path of
+//! `#[document(crate = "..")]` when given.
 
 pub mod copies;
 pub mod document;
@@ -24,8 +27,8 @@ use syn::{Ident, Path, Type};
 /// `Some(v)` or `None`, by absolute path.
 fn option(value: Option<impl ToTokens>) -> TokenStream {
     match value {
-        Some(v) => quote!(::core::option::Option::Some(#v)),
-        None => quote!(::core::option::Option::None),
+        Some(v) => quote!(__docrel::Some(#v)),
+        None => quote!(__docrel::None),
     }
 }
 
@@ -61,8 +64,8 @@ fn element_stored_const(field: &Ident) -> Ident {
 fn stored_bounds(ident: &Ident) -> TokenStream {
     quote_spanned! {ident.span()=>
         where
-            #ident: ::docrel::__private::serde::Serialize,
-            #ident: ::docrel::__private::serde::de::DeserializeOwned,
+            #ident: __docrel::serde::Serialize,
+            #ident: __docrel::serde::de::DeserializeOwned,
     }
 }
 
@@ -82,14 +85,14 @@ impl Checked {
     /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`).
     pub fn doc(&mut self, path: &Path) -> TokenStream {
         let key = format!("doc {}", path.to_token_stream());
-        let check = quote_spanned!(path.span()=> ::docrel::__private::is_document::<#path>());
+        let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
         self.alias(key, "Doc", quote!(#path), check)
     }
 
     /// `ty` as the element struct of a reference array.
     pub fn embedded(&mut self, ty: &Type) -> TokenStream {
         let key = format!("elem {}", ty.to_token_stream());
-        let check = quote_spanned!(ty.span()=> ::docrel::__private::is_embedded::<#ty>());
+        let check = quote_spanned!(ty.span()=> __docrel::is_embedded::<#ty>());
         self.alias(key, "Elem", quote!(#ty), check)
     }
 
@@ -97,7 +100,7 @@ impl Checked {
     pub fn view_of(&mut self, ty: &Type, of: &Path) -> TokenStream {
         let key = format!("view {} of {}", ty.to_token_stream(), of.to_token_stream());
         let of = self.doc(of);
-        let check = quote_spanned!(ty.span()=> ::docrel::__private::is_view_of::<#ty, #of>());
+        let check = quote_spanned!(ty.span()=> __docrel::is_view_of::<#ty, #of>());
         self.alias(key, "View", quote!(#ty), check)
     }
 
@@ -105,7 +108,7 @@ impl Checked {
     pub fn with_field(&mut self, to: &Path, field: &Ident) -> TokenStream {
         let key = format!("field {} {}", to.to_token_stream(), field);
         let to = self.doc(to);
-        let check = quote_spanned!(field.span()=> ::docrel::__private::has_field(<#to>::fields().#field));
+        let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::fields().#field));
         self.alias(key, "Field", to, check)
     }
 
@@ -122,7 +125,7 @@ impl Checked {
         let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
         self.decls.push(quote! {
             #[allow(dead_code, non_camel_case_types)]
-            type #alias = <::docrel::__private::Pick<#base, { #check }> as ::docrel::__private::Resolve>::Out;
+            type #alias = <__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out;
         });
         self.seen.push((key, alias.clone()));
         alias.to_token_stream()

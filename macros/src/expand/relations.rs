@@ -44,11 +44,11 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
 
         /// The schema entry of the relationship stored as `field`. Evaluated
         /// at compile time: a handle without its entry would stop the build.
-        const fn __docrel_relation(field: &str) -> &'static ::docrel::__private::Relation {
+        const fn __docrel_relation(field: &str) -> &'static __docrel::Relation {
             let relations = __DOCREL_SCHEMA.relations;
             let mut i = 0;
             while i < relations.len() {
-                if ::docrel::__private::contains(&[relations[i].field], field) {
+                if __docrel::contains(&[relations[i].field], field) {
                     return &relations[i];
                 }
                 i += 1;
@@ -70,31 +70,31 @@ fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(Toke
         RelationKind::Embed { subset: Some(subset), .. } => {
             let child = checked.doc(&subset.child.path);
             let doc = format!("The subset kept in `{name}`.");
-            (doc, quote!(::docrel::Subset<#ident, #child>), quote!(::docrel::Subset::new(#entry)))
+            (doc, quote!(__docrel::Subset<#ident, #child>), quote!(__docrel::Subset::new(#entry)))
         }
         RelationKind::Bucket(bucket) => {
             let (parent, elem) = (checked.doc(&bucket.parent), bucket.elem);
             let time = match bucket.by {
                 Some(by) => quote_spanned! {by.span()=>
-                    ::core::option::Option::Some(|__e: &#elem| -> ::docrel::bson::DateTime { __e.#by })
+                    __docrel::Some(|__e: &#elem| -> __docrel::bson::DateTime { __e.#by })
                 },
-                None => quote!(::core::option::Option::None),
+                None => quote!(__docrel::None),
             };
             let doc = format!("The buckets of `{name}`.");
-            (doc, quote!(::docrel::Bucket<#ident, #parent, #elem>), quote!(::docrel::Bucket::new(#entry, #time)))
+            (doc, quote!(__docrel::Bucket<#ident, #parent, #elem>), quote!(__docrel::Bucket::new(#entry, #time)))
         }
         RelationKind::RefMany { to, element, optional, .. } => {
             let to = checked.doc(&to.path);
             let visit = many_visit(ident, rel, &to, element, *optional, checked);
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(::docrel::RefMany<#ident, #to>), quote!(::docrel::RefMany::new(#entry, #visit)))
+            (doc, quote!(__docrel::RefMany<#ident, #to>), quote!(__docrel::RefMany::new(#entry, #visit)))
         }
         RelationKind::RefOne { to, id, .. } | RelationKind::ParentRef { to, id, .. } => {
             let to = checked.doc(&to.path);
             let visit = single_visit(ident, rel, &to, id, checked);
             let handle = match rel.kind {
-                RelationKind::RefOne { .. } => quote!(::docrel::RefOne),
-                _ => quote!(::docrel::ParentRef),
+                RelationKind::RefOne { .. } => quote!(__docrel::RefOne),
+                _ => quote!(__docrel::ParentRef),
             };
             let doc = format!("The relationship declared on `{name}`.");
             (doc, quote!(#handle<#ident, #to>), quote!(#handle::new(#entry, #visit)))
@@ -106,9 +106,9 @@ fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(Toke
 /// The id type of `to`, once the ids a field holds (`held`, as written) are
 /// of that type: the one check of a reference's id type, at the field's type.
 fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
-    let id = quote!(<#to as ::docrel::Document>::Id);
+    let id = quote!(<#to as __docrel::Document>::Id);
     let key = format!("id {to} {}", quote!(#held));
-    let check = quote_spanned!(held.span()=> ::docrel::__private::holds_id::<#held, #id>());
+    let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());
     checked.checked(key, id, check)
 }
 
@@ -122,7 +122,7 @@ fn many_visit(
     checked: &mut Checked,
 ) -> TokenStream {
     let name = rel.ident;
-    let id = quote!(<#to as ::docrel::Document>::Id);
+    let id = quote!(<#to as __docrel::Document>::Id);
     let each = match element {
         Element::Structs { key, .. } => quote_spanned!(key.span()=> __f(&__e.#key)),
         Element::Ids { ty } => {
@@ -150,12 +150,12 @@ fn single_visit(
     checked: &mut Checked,
 ) -> TokenStream {
     let name = rel.ident;
-    let id = quote!(<#to as ::docrel::Document>::Id);
+    let id = quote!(<#to as __docrel::Document>::Id);
     let held = checked_id(to, held, checked);
     if rel.kind.optional() {
         quote! {
             |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                if let ::core::option::Option::Some(__x) = &__p.#name {
+                if let __docrel::Some(__x) = &__p.#name {
                     let __x: &#held = __x;
                     __f(__x)
                 }

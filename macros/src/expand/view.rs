@@ -23,7 +23,7 @@ pub fn expand(m: &ViewModel) -> TokenStream {
         // A view field is a field of the document, of the same type and the
         // same stored name: the handle says so, or this does not compile.
         quote_spanned! {name.span()=>
-            const _: () = if !::docrel::__private::Named::field(<#of>::fields().#name).viewed_as::<#ty>(#stored) {
+            const _: () = if !__docrel::Named::field(<#of>::fields().#name).viewed_as::<#ty>(#stored) {
                 ::core::panic!("{}", #message)
             };
         }
@@ -31,15 +31,16 @@ pub fn expand(m: &ViewModel) -> TokenStream {
     let aliases = checked.decls();
     let out = quote! {
         const _: () = {
+            use ::docrel::__private as __docrel;
             #aliases
 
             #(#checks)*
 
             #[automatically_derived]
-            impl ::docrel::View for #ident {
+            impl __docrel::View for #ident {
                 type Of = #of;
                 const PROJECTION: ::core::option::Option<&'static [&'static str]> =
-                    ::core::option::Option::Some(&[#(#names),*]);
+                    __docrel::Some(&[#(#names),*]);
             }
         };
     };

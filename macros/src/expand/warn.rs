@@ -49,40 +49,39 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
             #(#methods)*
         }
     };
+    // The twin of each probed method that says nothing, called when the
+    // probe finds the advice does not apply; one per derive.
+    let probed: Vec<&Ident> =
+        pending.iter().zip(&names).filter(|(a, _)| !matches!(a.when, When::Always)).map(|(_, n)| n).collect();
+    let quiet = if probed.is_empty() {
+        TokenStream::new()
+    } else {
+        quote! {
+            struct __DocrelQuiet;
+            #[allow(dead_code, non_snake_case)]
+            impl __DocrelQuiet { #(fn #probed(&self) {})* }
+        }
+    };
     let uses = pending.iter().zip(&names).enumerate().map(|(i, (a, name))| {
         let fn_name = format_ident!("__docrel_advice_{}", i);
+        let call = quote_spanned!(a.span=> .#name());
         let body = match &a.when {
             When::Always => quote_spanned!(a.span=> let _ = #ident::#name;),
-            When::IsDocument(ty) => {
-                let call = quote_spanned!(a.span=> .#name());
-                quote! {
-                    struct __DocrelQuiet;
-                    impl __DocrelQuiet { fn #name(&self) {} }
-                    struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
-                    trait __DocrelHolds {
-                        fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
-                    }
-                    #[automatically_derived]
-                    impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
-                    trait __DocrelNot {
-                        fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
-                    }
-                    #[automatically_derived]
-                    impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
-                    (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_pick()#call;
-                }
-            }
+            When::IsDocument(ty) => quote! {
+                use __docrel::{Otherwise as _, WhenDocument as _};
+                (&__docrel::Probe::<#ty, #ident, __DocrelQuiet>::new()).pick()#call;
+            },
             When::InverseIsArray { to, inverse } => {
                 let links = checked.with_field(to, inverse);
                 let rust = inverse.to_string();
                 let rust = rust.trim_start_matches("r#");
-                select(ident, name, a, quote!(::docrel::__private::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
+                select(ident, &call, quote!(__docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
             }
             When::WriteHeavy { src, field } => {
                 let src = checked.doc(src);
                 let field = field.to_string();
                 let field = field.trim_start_matches("r#");
-                select(ident, name, a, quote!(::docrel::__private::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
+                select(ident, &call, quote!(__docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
             }
         };
         quote! {
@@ -90,23 +89,14 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
             fn #fn_name() { #body }
         }
     });
-    (declared, quote! { #(#uses)* })
+    (declared, quote! { #quiet #(#uses)* })
 }
 
-/// Calls the deprecated method when the `const` condition holds.
-fn select(ident: &Ident, name: &Ident, a: &Advice, condition: TokenStream) -> TokenStream {
-    let call = quote_spanned!(a.span=> .#name());
+/// Calls the deprecated method when the `const` condition holds, its quiet
+/// twin otherwise.
+fn select(ident: &Ident, call: &TokenStream, condition: TokenStream) -> TokenStream {
     quote! {
-        struct __DocrelQuiet;
-        impl __DocrelQuiet { fn #name(&self) {} }
-        struct __DocrelSelect<const HOLDS: bool>;
-        impl __DocrelSelect<true> {
-            fn __docrel_pick(&self) -> &'static #ident { ::core::unreachable!() }
-        }
-        impl __DocrelSelect<false> {
-            fn __docrel_pick(&self) -> &'static __DocrelQuiet { ::core::unreachable!() }
-        }
-        __DocrelSelect::<{ #condition }>.__docrel_pick()#call;
+        __docrel::Select::<{ #condition }, #ident, __DocrelQuiet>::new().pick()#call;
     }
 }
 
@@ -123,31 +113,25 @@ pub fn descriptors(advice: &[Advice], checked: &mut Checked) -> Vec<TokenStream>
                 When::Always => quote!(|| true),
                 When::IsDocument(ty) => quote! {
                     || {
-                        struct __DocrelProbe<T: ?::core::marker::Sized>(::core::marker::PhantomData<T>);
-                        trait __DocrelHolds { fn __docrel_holds(&self) -> bool { true } }
-                        #[automatically_derived]
-                        impl<T: ?::core::marker::Sized + ::docrel::Document> __DocrelHolds for __DocrelProbe<T> {}
-                        trait __DocrelNot { fn __docrel_holds(&self) -> bool { false } }
-                        #[automatically_derived]
-                        impl<T: ?::core::marker::Sized> __DocrelNot for &__DocrelProbe<T> {}
-                        (&__DocrelProbe::<#ty>(::core::marker::PhantomData)).__docrel_holds()
+                        use __docrel::{Otherwise as _, WhenDocument as _};
+                        (&__docrel::Probe::<#ty, (), ()>::new()).holds()
                     }
                 },
                 When::InverseIsArray { to, inverse } => {
                     let links = checked.with_field(to, inverse);
                     let rust = inverse.to_string();
                     let rust = rust.trim_start_matches("r#");
-                    quote!(|| ::docrel::__private::link_is_array(<#links>::__DOCREL_LINKS, #rust))
+                    quote!(|| __docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust))
                 }
                 When::WriteHeavy { src, field } => {
                     let src = checked.doc(src);
                     let field = field.to_string();
                     let field = field.trim_start_matches("r#");
-                    quote!(|| ::docrel::__private::contains(<#src>::__DOCREL_WRITE_HEAVY, #field))
+                    quote!(|| __docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field))
                 }
             };
             quote! {
-                ::docrel::__private::Advice {
+                __docrel::Advice {
                     rule: #rule,
                     field: #field,
                     note: #note,

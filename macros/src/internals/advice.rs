@@ -4,7 +4,7 @@
 
 use super::ast::{Container, Copy, Field, Role};
 use super::attr::{EmbedAttr, ReferenceAttr};
-use super::ty::{array_element, is_id_type, last_ident, option_inner, path_name};
+use super::ty::{array_element, is_id_type, is_plain_value, last_ident, option_inner, path_name};
 use proc_macro2::Span;
 use syn::{Ident, Path, Type};
 
@@ -92,6 +92,9 @@ fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
         _ => {}
     }
     let inner = array_element(f.ty).map(|(elem, _)| elem).or_else(|| option_inner(f.ty)).unwrap_or(f.ty);
+    if is_plain_value(inner) {
+        return;
+    }
     out.push(Advice {
         name: "docrel_rule_2_embedded_document",
         field: field.clone(),

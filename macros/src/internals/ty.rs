@@ -61,6 +61,53 @@ pub fn is_id_type(ty: &Type) -> bool {
     last_ident(ty).is_some_and(|name| matches!(name.as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
 }
 
+/// A type that is certainly not a `Document`: a number, text, a BSON value,
+/// or a std collection (a user crate cannot implement the trait for those).
+/// The rule 2 probe is left out for these: it costs compile time and would
+/// always find nothing.
+pub fn is_plain_value(ty: &Type) -> bool {
+    if let Type::Reference(_) | Type::Slice(_) | Type::Array(_) | Type::Tuple(_) = ungroup(ty) {
+        return true;
+    }
+    last_ident(ty).is_some_and(|name| {
+        matches!(
+            name.as_str(),
+            "bool"
+                | "char"
+                | "str"
+                | "String"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "u8"
+                | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "f32"
+                | "f64"
+                | "ObjectId"
+                | "DateTime"
+                | "Uuid"
+                | "Decimal128"
+                | "Bson"
+                | "Binary"
+                | "Timestamp"
+                | "Vec"
+                | "VecDeque"
+                | "Option"
+                | "HashMap"
+                | "BTreeMap"
+                | "HashSet"
+                | "BTreeSet"
+        )
+    })
+}
+
 /// A type as written, printed the way rustdoc would: `Vec<ObjectId>`,
 /// `Option<&'static str>`, `crate::catalog::Part`.
 pub fn type_name(ty: &Type) -> String {
