@@ -199,6 +199,45 @@ struct CompanyName {
     name: String,
 }
 
+/// Arrays that may be absent (`Option<Vec<T>>`): bounded when present.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "shelves")]
+struct Shelf {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 3)]
+    labels: Option<Vec<String>>,
+    #[reference(many, to = Part, max = 2)]
+    parts: Option<Vec<ObjectId>>,
+}
+
+#[tokio::test]
+async fn optional_arrays_are_bounded_when_present_and_load_when_absent() -> docrel::Result<()> {
+    let t = TestDb::new("optional_arrays").await?;
+    let repo = Shelf::repo(&t.db);
+    let part = part(0);
+    Part::repo(&t.db).insert(&part).await?;
+    let empty = Shelf { id: 1, labels: None, parts: None };
+    let full = Shelf { id: 2, labels: Some(vec!["a".into(); 3]), parts: Some(vec![part.id]) };
+    repo.insert_many(&[empty.clone(), full.clone()]).await?;
+    let crowded = Shelf { id: 3, labels: Some(vec!["a".into(); 4]), parts: None };
+    let err = repo.insert(&crowded).await.unwrap_err();
+    assert!(matches!(err, Error::EmbedFull { field: "labels", max: 3, len: 4, .. }), "{err}");
+    let too_many = Shelf { id: 4, labels: None, parts: Some(vec![part.id; 3]) };
+    assert!(matches!(repo.insert(&too_many).await, Err(Error::EmbedFull { field: "parts", max: 2, .. })));
+
+    let loaded = Shelf::rels().parts.load::<Part>(&t.db, &[empty, full]).await?;
+    assert_eq!(loaded.of(0).count(), 0);
+    assert_eq!(loaded.of(1).map(|p| p.id).collect::<Vec<_>>(), [part.id]);
+
+    // The server's validator lets an absent array (`null`) through, and no more than the bound.
+    repo.ensure_validator().await?.expect("Shelf has bounds");
+    let raw = t.db.collection::<BsonDoc>("shelves");
+    assert!(raw.insert_one(doc! {"_id": 5, "labels": Bson::Null, "parts": Bson::Null}).await.is_ok());
+    assert!(raw.insert_one(doc! {"_id": 6, "labels": ["a", "b", "c", "d"], "parts": Bson::Null}).await.is_err());
+    Ok(())
+}
+
 fn part(i: usize) -> Part {
     Part {
         id: ObjectId::new(),

@@ -30,7 +30,13 @@ fn derive_document_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     match errors.finish() {
         Ok(()) => model.map(|m| expand::document::expand(&m)).unwrap_or_default(),
         Err(e) => {
-            let fallback = container.as_ref().map(|c| expand::fallback::document(&check::stub(c))).unwrap_or_default();
+            // The items other code refers to, for every shape, so the one
+            // mistake is the one error.
+            let stub = match &container {
+                Some(c) => Some(check::stub(c)),
+                None => check::stub_of_shape(input, internals::symbol::DOCUMENT),
+            };
+            let fallback = stub.map(|s| expand::fallback::document(&s)).unwrap_or_default();
             let errors = e.write_errors();
             quote::quote!(#errors #fallback)
         }
@@ -47,17 +53,24 @@ pub fn derive_view(input: TokenStream) -> TokenStream {
 fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
     let container = Container::from_ast(input, "View", &mut errors);
-    let of = internals::ast::view_of(input, &mut errors);
-    let model = container.as_ref().zip(of).map(|(c, of)| check::view(c, of));
+    let (of, krate) = internals::ast::view_of(input, &mut errors);
+    let model = container.as_ref().zip(of.clone()).map(|(c, of)| check::view(c, of, krate.clone()));
     match errors.finish() {
         Ok(()) => model.map(|m| expand::view::expand(&m)).unwrap_or_default(),
-        Err(e) => e.write_errors(),
+        Err(e) => {
+            let errors = e.write_errors();
+            let fallback = match (&of, input.generics.params.is_empty()) {
+                (Some(of), true) => expand::fallback::view(&input.ident, of, krate.as_ref()),
+                _ => proc_macro2::TokenStream::new(),
+            };
+            quote::quote!(#errors #fallback)
+        }
     }
 }
 
 /// Derives `docrel::Embedded` for the element struct of a reference array
 /// (`{id, name}`), whose fields may be copies: `#[denormalize(from = Part::name)]`.
-#[proc_macro_derive(Embedded, attributes(denormalize))]
+#[proc_macro_derive(Embedded, attributes(denormalize, embedded))]
 pub fn derive_embedded(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     derive_embedded_inner(&input).into()
@@ -69,6 +82,16 @@ fn derive_embedded_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let model = container.as_ref().map(|c| check::embedded(c, &mut errors));
     match errors.finish() {
         Ok(()) => model.map(|m| expand::copies::embedded(&m)).unwrap_or_default(),
-        Err(e) => e.write_errors(),
+        Err(e) => {
+            let errors = e.write_errors();
+            let fallback = match (&container, input.generics.params.is_empty()) {
+                (Some(c), _) => expand::fallback::embedded(&check::stub(c)),
+                (None, true) => check::stub_of_shape(input, internals::symbol::EMBEDDED)
+                    .map(|s| expand::fallback::embedded(&s))
+                    .unwrap_or_default(),
+                (None, false) => proc_macro2::TokenStream::new(),
+            };
+            quote::quote!(#errors #fallback)
+        }
     }
 }

@@ -345,8 +345,13 @@ fn subset_sort_and_key_are_read_from_the_child() {
         assert!(matches!(&subset.key, Some(StoredName::OfDocument { field, .. }) if field == "review_id"));
     });
     let expanded = crate::derive_document_inner(&input).to_string();
-    assert!(expanded.contains("sort : & [(Review :: fields () . published_date . path () , - 1i32)"), "{expanded}");
-    assert!(expanded.contains("key : :: core :: option :: Option :: Some (Review :: fields () . review_id . path ())"));
+    // `Review` is read through its checked alias (`__DocrelDoc0`).
+    assert!(expanded.contains("type __DocrelDoc0 = < __docrel :: Pick < Review ,"), "{expanded}");
+    assert!(
+        expanded.contains("sort : & [(< __DocrelDoc0 > :: fields () . published_date . path () , - 1i32)"),
+        "{expanded}"
+    );
+    assert!(expanded.contains("key : __docrel :: Some (< __DocrelDoc0 > :: fields () . review_id . path ())"));
 }
 
 #[test]
@@ -397,4 +402,115 @@ fn a_sort_that_names_no_field_is_an_error_not_a_panic() {
         }
     });
     assert!(expanded.contains("`sort` names ``, which is not a field name"), "{expanded}");
+}
+
+/// Every trait impl in `expanded` carries `#[automatically_derived]`, and no
+/// inherent impl does (rustc accepts it on trait impls only, and warns that
+/// it will refuse it elsewhere).
+fn assert_impls_marked(expanded: &str) {
+    let lines: Vec<&str> = expanded.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.trim_start().starts_with("impl") {
+            continue;
+        }
+        let attrs = lines[..i].iter().rev().take_while(|l| l.trim_start().starts_with("#["));
+        let marked = attrs.into_iter().any(|l| l.contains("automatically_derived"));
+        // A trait impl's header may wrap: read it up to its `{`.
+        let header: String = lines[i..]
+            .iter()
+            .take_while(|l| !l.contains('{'))
+            .chain(lines[i..].iter().find(|l| l.contains('{')))
+            .copied()
+            .collect();
+        let trait_impl = header.contains(" for ");
+        assert_eq!(marked, trait_impl, "`{}`:\n{expanded}", line.trim());
+    }
+}
+
+/// Inputs that reach every part of the generation: warnings and their
+/// probes, copies, two-way references, an element struct, a view, and the
+/// fallbacks of a failed struct and of an enum.
+fn every_kind_of_expansion(krate: Option<&str>) -> Vec<String> {
+    let krate: Option<syn::Attribute> = krate.map(|k| parse_quote!(#[document(crate = #k)]));
+    let ekrate: Option<syn::Attribute> = krate.as_ref().map(|a| {
+        let k = a.parse_args::<syn::MetaNameValue>().unwrap().value;
+        parse_quote!(#[embedded(crate = #k)])
+    });
+    let vkrate = krate.as_ref().map(|a| a.parse_args::<syn::MetaNameValue>().unwrap().value);
+    let view_attr: syn::Attribute = match &vkrate {
+        Some(k) => parse_quote!(#[view(of = Part, crate = #k)]),
+        None => parse_quote!(#[view(of = Part)]),
+    };
+    vec![
+        document(parse_quote! {
+            #krate
+            #[document(collection = "products")]
+            struct Product {
+                #[serde(rename = "_id")]
+                id: ObjectId,
+                #[embed]
+                notes: Option<Vec<String>>,
+                #[embed]
+                main_part: Part,
+                #[reference(many, to = Part, inverse = products, max = 5000)]
+                parts: Vec<ObjectId>,
+                #[reference(to = Part)]
+                part: Option<ObjectId>,
+                #[denormalize(from = Part::qty, via = part)]
+                part_qty: Option<i32>,
+                #[reference(many, to = Part, max = 10)]
+                lines: Vec<PartRef>,
+            }
+        }),
+        pretty(crate::derive_embedded_inner(&parse_quote! {
+            #ekrate
+            struct PartRef {
+                id: ObjectId,
+                #[denormalize(from = Part::qty)]
+                qty: i32,
+            }
+        })),
+        pretty(crate::derive_view_inner(&parse_quote! {
+            #view_attr
+            struct PartView { name: String }
+        })),
+        document(parse_quote! {
+            #krate
+            #[document(collection = "parts")]
+            struct Broken {
+                #[serde(rename = "_id")]
+                id: ObjectId,
+                #[embed(max = 0)]
+                tags: Vec<String>,
+            }
+        }),
+        document(parse_quote! {
+            #krate
+            #[document(collection = "events")]
+            enum Event { Started }
+        }),
+        pretty(crate::derive_embedded_inner(&parse_quote! {
+            #ekrate
+            struct BadRef {
+                #[serde(rename = "a.b")]
+                id: ObjectId,
+            }
+        })),
+    ]
+}
+
+#[test]
+fn every_generated_trait_impl_is_marked_automatically_derived() {
+    for expanded in every_kind_of_expansion(None) {
+        assert!(expanded.contains("impl"), "{expanded}");
+        assert_impls_marked(&expanded);
+    }
+}
+
+#[test]
+fn a_renamed_crate_replaces_every_docrel_path() {
+    for expanded in every_kind_of_expansion(Some("my_docrel")) {
+        assert!(!expanded.contains("::docrel::"), "{expanded}");
+        assert!(expanded.contains("my_docrel::"), "{expanded}");
+    }
 }

@@ -11,6 +11,13 @@ pub use inventory;
 pub use mongodb;
 pub use serde;
 
+// The facade's items, so that generated code names everything through the
+// one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
+// tokens for every derive to emit and rustc to read.
+pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, Subset, View};
+pub use core::option::Option::{None, Some};
+use std::marker::PhantomData;
+
 /// Checks a bound before a write (generated `check_bounds` calls it).
 #[inline]
 pub fn check_len<I: DocId>(collection: &'static str, id: &I, field: &'static str, max: u32, len: usize) -> Result<()> {
@@ -54,6 +61,284 @@ pub const fn contains(names: &[&str], name: &str) -> bool {
     while i < names.len() {
         if str_eq(names[i], name) {
             return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+// ---- compile-time checks of the derives ----------------------------------
+//
+// One mistake, one error: a check that fails makes the type alias built on
+// it an error type, and rustc reports nothing more about an error type. The
+// derive writes `type __DocrelTo0 = <Pick<Part, { is_document::<Part>() }>
+// as Resolve>::Out;` once and uses the alias everywhere else, so a `Part`
+// that is not a document is reported once, at `to = Part`, in words.
+
+// ---- the probes of the warnings ------------------------------------------
+//
+// A warning is the use of a deprecated method of the user's type; advice
+// that holds only for some types (is the embedded type a document? is the
+// source field write-heavy?) reaches either that method or a quiet twin of
+// the same name, through `pick`, decided when the program is compiled.
+
+/// Picks `Y` when `T` is a document, `N` otherwise: `WhenDocument` applies
+/// to the probe itself, `Otherwise` only after an autoref, so method lookup
+/// tries the first and falls back to the second (both must be in scope).
+pub struct Probe<T: ?Sized, Y, N>(PhantomData<fn() -> Y>, PhantomData<fn() -> N>, PhantomData<fn() -> *const T>);
+
+impl<T: ?Sized, Y, N> Probe<T, Y, N> {
+    /// The probe.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Probe(PhantomData, PhantomData, PhantomData)
+    }
+}
+
+/// The probe of a document type.
+pub trait WhenDocument {
+    /// What is picked.
+    type Pick: 'static;
+    /// Whether the advice applies.
+    fn holds(&self) -> bool;
+    /// A value of the picked type, for its method to be named (never called).
+    fn pick(&self) -> &'static Self::Pick {
+        unreachable!("docrel: a probe is only type-checked")
+    }
+}
+
+impl<T: Document, Y: 'static, N> WhenDocument for Probe<T, Y, N> {
+    type Pick = Y;
+    fn holds(&self) -> bool {
+        true
+    }
+}
+
+/// The probe of any other type.
+pub trait Otherwise {
+    /// What is picked.
+    type Pick: 'static;
+    /// Whether the advice applies.
+    fn holds(&self) -> bool;
+    /// A value of the picked type, for its method to be named (never called).
+    fn pick(&self) -> &'static Self::Pick {
+        unreachable!("docrel: a probe is only type-checked")
+    }
+}
+
+impl<T: ?Sized, Y, N: 'static> Otherwise for &Probe<T, Y, N> {
+    type Pick = N;
+    fn holds(&self) -> bool {
+        false
+    }
+}
+
+/// Picks `Y` when `HOLDS`, `N` otherwise.
+pub struct Select<const HOLDS: bool, Y, N>(PhantomData<fn() -> (Y, N)>);
+
+impl<const HOLDS: bool, Y, N> Select<HOLDS, Y, N> {
+    /// The selector.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Select(PhantomData)
+    }
+}
+
+impl<Y: 'static, N> Select<true, Y, N> {
+    /// A value of `Y`, for its method to be named (never called).
+    pub fn pick(&self) -> &'static Y {
+        unreachable!("docrel: a selection is only type-checked")
+    }
+}
+
+impl<Y, N: 'static> Select<false, Y, N> {
+    /// A value of `N`, for its method to be named (never called).
+    pub fn pick(&self) -> &'static N {
+        unreachable!("docrel: a selection is only type-checked")
+    }
+}
+
+/// `T`, once a check on it holds (see [`Resolve`]).
+pub struct Pick<T: ?Sized, const OK: bool>(PhantomData<T>);
+
+/// `<Pick<T, true> as Resolve>::Out` is `T`.
+pub trait Resolve {
+    /// The checked type.
+    type Out: ?Sized;
+}
+
+impl<T: ?Sized> Resolve for Pick<T, true> {
+    type Out = T;
+}
+
+/// `T` is a document (`to = T`, `from = T::field`, `of = T`, `subset_of = T`).
+pub const fn is_document<T: Document>() -> bool {
+    true
+}
+
+/// `T` is the element struct of a reference array.
+pub const fn is_embedded<T: Embedded>() -> bool {
+    true
+}
+
+/// `V` is a view of `D` (the summaries of a subset).
+pub const fn is_view_of<V: View<Of = D>, D: Document>() -> bool {
+    true
+}
+
+/// `D` has the field handed in (a name written in an attribute).
+pub const fn has_field<D, V>(_field: Field<D, V>) -> bool {
+    true
+}
+
+/// A copy holds its source field's type, or an `Option` of it (absent while
+/// the reference leading to the source is).
+#[diagnostic::on_unimplemented(
+    message = "a copy has its source field's type: this copy is `{Self}`, its source field is `{S}`",
+    label = "the source field is `{S}`",
+    note = "write the copy as `{S}` (or `Option<{S}>`), or copy another field"
+)]
+pub trait CopyOf<S> {}
+impl<T> CopyOf<T> for T {}
+impl<T> CopyOf<T> for Option<T> {}
+
+/// A field named in an attribute, checked against the type written next to
+/// it. The field's type is fixed by the receiver before the bound on the
+/// written type is tried, so a mismatch is reported as the unmet bound, in
+/// words, rather than as a mismatch of two `Field` types inferred from it.
+pub struct Named<D, T>(Field<D, T>);
+
+impl<D, T> Named<D, T> {
+    /// The field handle named.
+    pub const fn field(field: Field<D, T>) -> Self {
+        Named(field)
+    }
+
+    /// A copy written as `C` can hold this source field.
+    pub const fn copied_as<C: CopyOf<T>>(self) -> bool {
+        true
+    }
+
+    /// A view field written as `V`, stored as `stored`, reads this field.
+    pub const fn viewed_as<V: ViewFieldOf<T>>(self, stored: &str) -> bool {
+        str_eq(self.0.path(), stored)
+    }
+}
+
+/// A view field has the type of the document's field of the same name.
+#[diagnostic::on_unimplemented(
+    message = "a view field has the type of its document's field: `{Self}` here, `{T}` in the document",
+    label = "the document's field is `{T}`",
+    note = "write the view field as `{T}`"
+)]
+pub trait ViewFieldOf<T> {}
+impl<T> ViewFieldOf<T> for T {}
+
+/// `via` leads to the document a copy is taken from.
+#[diagnostic::on_unimplemented(
+    message = "`via` leads to `{Self}`, but the copy is taken from `{S}`",
+    label = "this reference leads to `{Self}`",
+    note = "name a `#[reference(to = {S})]` or `#[parent_ref(to = {S})]` field with `via`, or copy a field of `{Self}`"
+)]
+pub trait LeadsTo<S> {}
+impl<T> LeadsTo<T> for T {}
+
+/// A reference to `V` leads to `S`.
+pub const fn leads_to<V: LeadsTo<S>, S>() -> bool {
+    true
+}
+
+/// A reference holds its target's `_id` type.
+#[diagnostic::on_unimplemented(
+    message = "a reference holds the `_id` type of its target: this field holds `{Self}`, the target's `_id` is `{I}`",
+    label = "the target's `_id` is `{I}`",
+    note = "write the ids as `{I}` (in a `Vec` or `Option` as the relationship needs)"
+)]
+pub trait IdOf<I> {}
+impl<I> IdOf<I> for I {}
+
+/// A reference holding `H` refers to documents whose `_id` is `I`.
+pub const fn holds_id<H: IdOf<I>, I>() -> bool {
+    true
+}
+
+/// What a stored field of a document is, for the checks other documents
+/// make against it (`inverse = ..`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    /// A plain field, an embed or a bucket.
+    Plain,
+    /// An array of ids (`#[reference(many)]` on `Vec<Id>`).
+    Ids,
+    /// An array of `{id, ..}` structs.
+    Structs,
+    /// A single reference (`#[reference(to = ..)]`).
+    One,
+    /// A parent reference.
+    Parent,
+    /// The type failed its derive: nothing is known, nothing is reported.
+    Stub,
+}
+
+/// A stored field of a document, by Rust name.
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    /// The Rust field.
+    pub rust: &'static str,
+    /// The stored name.
+    pub stored: &'static str,
+    /// What it is.
+    pub kind: LinkKind,
+    /// The collection it refers to (references).
+    pub target: Option<&'static str>,
+}
+
+/// The links of a type whose derive failed.
+pub const STUB_LINKS: &[Link] = &[Link { rust: "", stored: "", kind: LinkKind::Stub, target: None }];
+
+/// What `inverse = rust` finds on a document with `links`, for a reference
+/// declared on collection `back_to`: `0` a reference back (ids or single),
+/// `1` no such stored field, `2` not a reference, `3` a reference to another
+/// collection, `4` an array of `{id, ..}` structs.
+pub const fn inverse_check(links: &[Link], rust: &str, back_to: &str) -> u8 {
+    let mut i = 0;
+    while i < links.len() {
+        let link = &links[i];
+        if matches!(link.kind, LinkKind::Stub) {
+            return 0;
+        }
+        if str_eq(link.rust, rust) {
+            return match (link.kind, link.target) {
+                (LinkKind::Plain, _) | (_, None) => 2,
+                (_, Some(target)) if !str_eq(target, back_to) => 3,
+                (LinkKind::Structs, _) => 4,
+                _ => 0,
+            };
+        }
+        i += 1;
+    }
+    1
+}
+
+/// The stored name of the field `rust` of a document with `links` (`""` when
+/// it has none: a check reports that).
+pub const fn link_path(links: &[Link], rust: &str) -> &'static str {
+    let mut i = 0;
+    while i < links.len() {
+        if str_eq(links[i].rust, rust) {
+            return links[i].stored;
+        }
+        i += 1;
+    }
+    ""
+}
+
+/// Whether the field `rust` of a document with `links` is an array of references.
+pub const fn link_is_array(links: &[Link], rust: &str) -> bool {
+    let mut i = 0;
+    while i < links.len() {
+        if str_eq(links[i].rust, rust) {
+            return matches!(links[i].kind, LinkKind::Ids | LinkKind::Structs);
         }
         i += 1;
     }

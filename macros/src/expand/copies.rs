@@ -2,89 +2,97 @@
 //! updaters find through the registry, and the compile-time checks that a
 //! copy has its source field's type and that `via` leads to the source.
 
+use super::{with_crate, Checked};
 use crate::internals::model::{Copied, EmbeddedModel, ModelCopy};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
 /// The `Copy` descriptors of a document's top-level copies, and their checks.
-pub fn document_copies(copies: &[ModelCopy]) -> (Vec<TokenStream>, TokenStream) {
+pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<TokenStream>, TokenStream) {
     let mut descriptors = Vec::new();
     let mut checks = Vec::new();
     for ModelCopy { copied, via } in copies {
-        let (src, src_name, src_field) = (&copied.source.path, &copied.source.name, &copied.source_field);
-        let (stored, via_stored, via_to) = (&copied.stored, &via.stored, &via.to);
+        let src = source(copied, checked);
+        let (src_name, src_field) = (&copied.source.name, &copied.source_field);
+        let (stored, via_stored) = (&copied.stored, &via.stored);
         descriptors.push(quote! {
-            ::docrel::__private::Copy {
+            __docrel::Copy {
                 field: #stored,
-                source: <#src as ::docrel::Document>::COLLECTION,
+                source: <#src as __docrel::Document>::COLLECTION,
                 source_type: #src_name,
-                source_field: #src::fields().#src_field.path(),
+                source_field: <#src>::fields().#src_field.path(),
                 via: #via_stored,
             }
         });
-        checks.push(type_check(copied));
+        // rustc reports an unmet bound at the type argument: the `via` key's.
+        let via_to = super::respan(checked.doc(&via.to), via.ident.span());
         checks.push(quote_spanned! {via.ident.span()=>
-            let _: ::core::marker::PhantomData<#via_to> = ::core::marker::PhantomData::<#src>;
+            const _: bool = __docrel::leads_to::<#via_to, #src>();
         });
     }
-    let checks = if checks.is_empty() {
-        TokenStream::new()
-    } else {
-        quote! {
-            // A copy has its source field's type, and `via` leads to the source.
-            #[allow(dead_code)]
-            fn __docrel_copies_match_their_sources() { #(#checks)* }
-        }
-    };
-    (descriptors, checks)
+    (descriptors, quote!(#(#checks)*))
 }
 
-/// A copy has its source field's type: the source's field handle says so.
-fn type_check(copied: &Copied) -> TokenStream {
-    let (src, src_field, ty) = (&copied.source.path, &copied.source_field, copied.ty);
-    quote_spanned! {src_field.span()=>
-        let _: ::docrel::Field<#src, #ty> = #src::fields().#src_field;
-    }
+/// The source document of a copy, once the copy has its source field's
+/// type (the one check of a copy, at the source field's name).
+fn source(copied: &Copied, checked: &mut Checked) -> TokenStream {
+    let src = checked.doc(&copied.source.path);
+    let (field, ty) = (&copied.source_field, copied.ty);
+    let key = format!("copy {} {}", copied.ident, src);
+    let check = quote_spanned!(field.span()=> __docrel::Named::field(<#src>::fields().#field).copied_as::<#ty>());
+    checked.checked(key, src, check)
 }
 
 /// `#[derive(Embedded)]`: the copies an element struct of a reference array
-/// holds (`{id, name}` with `name` copied from `Part::name`), and the stored
-/// name of each field, which the array's schema entry reads for its key.
+/// holds (`{id, name}` with `name` copied from `Part::name`), the stored
+/// name of each field, which the array's schema entry reads for its key,
+/// and the advice on its copies.
 pub fn embedded(m: &EmbeddedModel) -> TokenStream {
+    let mut checked = Checked::default();
     let ident = m.ident;
-    let descriptors = m.copies.iter().map(|c| {
-        let (stored, src, src_name, src_field) = (&c.stored, &c.source.path, &c.source.name, &c.source_field);
-        quote! {
-            ::docrel::__private::ElemCopy {
-                field: #stored,
-                source: <#src as ::docrel::Document>::COLLECTION,
-                source_type: #src_name,
-                source_field: #src::fields().#src_field.path(),
+    let descriptors: Vec<_> = m
+        .copies
+        .iter()
+        .map(|c| {
+            let src = source(c, &mut checked);
+            let (stored, src_name, src_field) = (&c.stored, &c.source.name, &c.source_field);
+            quote! {
+                __docrel::ElemCopy {
+                    field: #stored,
+                    source: <#src as __docrel::Document>::COLLECTION,
+                    source_type: #src_name,
+                    source_field: <#src>::fields().#src_field.path(),
+                }
             }
-        }
-    });
-    let checks = m.copies.iter().map(type_check);
+        })
+        .collect();
     let stored_names = m.fields.iter().map(|f| {
         let (constant, stored) = (super::element_stored_const(f.ident), &f.stored);
         let doc = format!("The stored name of `{}`.", f.ident);
         quote! { #[doc = #doc] pub const #constant: &'static str = #stored; }
     });
-    quote! {
+    let (advice_methods, warnings) = super::warn::warnings(ident, &m.advice, &mut checked);
+    let aliases = checked.decls();
+    let out = quote! {
+        #advice_methods
+
         const _: () = {
-            #[allow(dead_code)]
-            fn __docrel_copies_match_their_sources() { #(#checks)* }
+            use ::docrel::__private as __docrel;
+            #aliases
+
+            #warnings
 
             #[automatically_derived]
-            impl ::docrel::Embedded for #ident {
-                const COPIES: &'static [::docrel::__private::ElemCopy] = &[#(#descriptors),*];
+            impl __docrel::Embedded for #ident {
+                const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
             }
 
-            #[automatically_derived]
             #[allow(non_upper_case_globals)]
             #[doc(hidden)]
             impl #ident {
                 #(#stored_names)*
             }
         };
-    }
+    };
+    with_crate(out, m.krate.as_ref())
 }

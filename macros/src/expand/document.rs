@@ -1,41 +1,49 @@
 //! Generation for `#[derive(Document)]`: the trait impls, the static schema
-//! (registered at link time), the typed field handles and relation handles.
+//! (registered at link time), the typed field handles and relation handles,
+//! and the checks against the other types the attributes name.
 
-use super::{option, stored_name};
+use super::{option, stored_name, with_crate, Checked};
 use crate::internals::model::{Bucket, Element, Index, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 
 pub fn expand(m: &Model) -> TokenStream {
+    let mut checked = Checked::default();
     let ident = m.ident;
     let collection = &m.collection;
     let rust_name = ident.to_string();
     let field_infos = m.fields.iter().map(|f| {
         let (rust, bson, ty) = (f.ident.to_string(), &f.stored, &f.type_name);
-        quote! { ::docrel::__private::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
+        quote! { __docrel::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
     });
-    let relations = m.relations.iter().map(relation);
+    let relations: Vec<_> = m.relations.iter().map(|rel| relation(rel, &mut checked)).collect();
     let indexes = m.fields.iter().filter(|f| f.index != Index::None).map(|f| {
         let (name, unique) = (&f.stored, f.index == Index::Unique);
-        quote! { ::docrel::__private::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
+        quote! { __docrel::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
     });
-    let fields = fields(m);
-    let (rels_ty, rels_impl) = super::relations::expand(m);
-    let warnings = super::warn::warnings(&m.advice);
-    let advice = super::warn::descriptors(&m.advice);
-    let (copies, copy_checks) = super::copies::document_copies(&m.copies);
-    let element_checks = element_checks(m);
+    let fields = fields(m, &mut checked);
+    let rels = super::relations::expand(m, &mut checked);
+    let (advice_methods, warnings) = super::warn::warnings(ident, &m.advice, &mut checked);
+    let advice = super::warn::descriptors(&m.advice, &mut checked);
+    let (copies, copy_checks) = super::copies::document_copies(&m.copies, &mut checked);
+    let element_checks = element_checks(m, &mut checked);
+    let inverse_checks = inverse_checks(m, &mut checked);
     let impls = trait_impls(m);
+    let aliases = checked.decls();
 
-    quote! {
-        #fields
-
-        #rels_ty
+    let out = quote! {
+        #advice_methods
 
         const _: () = {
-            #rels_impl
+            use ::docrel::__private as __docrel;
+            #aliases
 
-            static __DOCREL_SCHEMA: ::docrel::__private::Schema = ::docrel::__private::Schema {
+            #fields
+
+            #rels
+
+            static __DOCREL_SCHEMA: __docrel::Schema = __docrel::Schema {
                 rust_name: #rust_name,
                 module: ::core::module_path!(),
                 collection: #collection,
@@ -50,14 +58,16 @@ pub fn expand(m: &Model) -> TokenStream {
 
             #copy_checks
             #element_checks
+            #inverse_checks
 
-            ::docrel::__private::inventory::submit! {
-                ::docrel::__private::Registered(&__DOCREL_SCHEMA)
+            __docrel::inventory::submit! {
+                __docrel::Registered(&__DOCREL_SCHEMA)
             }
 
             #impls
         };
-    }
+    };
+    with_crate(out, m.krate.as_ref())
 }
 
 /// `View` (of itself, unprojected) and `Document`.
@@ -65,19 +75,25 @@ fn trait_impls(m: &Model) -> TokenStream {
     let (ident, collection, id_ident, id_ty) = (m.ident, &m.collection, m.id.ident, m.id.ty);
     let bound_checks = m.fields.iter().filter_map(|f| {
         let (max, name, stored) = (f.bound?, f.ident, &f.stored);
+        let len = if f.optional_array {
+            quote!(self.#name.as_ref().map_or(0, ::std::vec::Vec::len))
+        } else {
+            quote!(self.#name.len())
+        };
         Some(quote! {
-            ::docrel::__private::check_len(#collection, &self.#id_ident, #stored, #max, self.#name.len())?;
+            __docrel::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
         })
     });
+    let stored = super::stored_bounds(ident);
     quote! {
         #[automatically_derived]
-        impl ::docrel::View for #ident {
+        impl __docrel::View for #ident #stored {
             type Of = #ident;
-            const PROJECTION: ::core::option::Option<&'static [&'static str]> = ::core::option::Option::None;
+            const PROJECTION: ::core::option::Option<&'static [&'static str]> = __docrel::None;
         }
 
         #[automatically_derived]
-        impl ::docrel::Document for #ident {
+        impl __docrel::Document for #ident #stored {
             type Id = #id_ty;
             const COLLECTION: &'static str = #collection;
 
@@ -85,11 +101,11 @@ fn trait_impls(m: &Model) -> TokenStream {
                 &self.#id_ident
             }
 
-            fn schema() -> &'static ::docrel::__private::Schema {
+            fn schema() -> &'static __docrel::Schema {
                 &__DOCREL_SCHEMA
             }
 
-            fn check_bounds(&self) -> ::docrel::__private::Result<()> {
+            fn check_bounds(&self) -> __docrel::Result<()> {
                 #(#bound_checks)*
                 ::core::result::Result::Ok(())
             }
@@ -97,27 +113,52 @@ fn trait_impls(m: &Model) -> TokenStream {
     }
 }
 
-/// The typed field handles (`Part::fields().name`), `__DOCREL_WRITE_HEAVY`
-/// and `repo()`.
-fn fields(m: &Model) -> TokenStream {
+/// The typed field handles (`Part::fields().name`), `repo()`, and the
+/// hidden facts other derives read: `__DOCREL_WRITE_HEAVY` and
+/// `__DOCREL_LINKS` (what each stored field refers to).
+fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
+    let stored = super::stored_bounds(ident);
     let vis = m.vis;
-    let fields_ty = format_ident!("{}Fields", ident);
+    let fields_ty = &m.names.fields;
     let handle_decls = m.fields.iter().map(|f| {
         let (name, ty) = (f.ident, f.ty);
         let doc = format!("`{}` (stored as `{}`).", name, f.stored);
-        quote! { #[doc = #doc] pub #name: ::docrel::Field<#ident, #ty>, }
+        quote! { #[doc = #doc] pub #name: __docrel::Field<#ident, #ty>, }
     });
     let handle_inits = m.fields.iter().map(|f| {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
-        quote! { #name: ::docrel::Field::new(#path, #max), }
+        quote! { #name: __docrel::Field::new(#path, #max), }
     });
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
-    let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| f.ident.to_string());
+    let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| rust_name(f.ident));
+    let links = m.fields.iter().map(|f| {
+        let (rust, stored) = (rust_name(f.ident), &f.stored);
+        let rel = m.relations.iter().find(|r| r.ident == f.ident);
+        let kind = match rel.map(|r| &r.kind) {
+            Some(RelationKind::RefMany { element: Element::Ids { .. }, .. }) => quote!(Ids),
+            Some(RelationKind::RefMany { element: Element::Structs { .. }, .. }) => quote!(Structs),
+            Some(RelationKind::RefOne { .. }) => quote!(One),
+            Some(RelationKind::ParentRef { .. }) => quote!(Parent),
+            _ => quote!(Plain),
+        };
+        let target = option(rel.and_then(|r| r.kind.target()).map(|t| {
+            let to = checked.doc(&t.path);
+            quote!(<#to as __docrel::Document>::COLLECTION)
+        }));
+        quote! {
+            __docrel::Link {
+                rust: #rust,
+                stored: #stored,
+                kind: __docrel::LinkKind::#kind,
+                target: #target,
+            }
+        }
+    });
     quote! {
         #[doc = #fields_doc]
         #[allow(dead_code)]
-        #[derive(Clone, Copy, Debug)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
         #vis struct #fields_ty {
             #(#handle_decls)*
         }
@@ -133,19 +174,27 @@ fn fields(m: &Model) -> TokenStream {
             #[doc(hidden)]
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
 
+            #[doc(hidden)]
+            pub const __DOCREL_LINKS: &'static [__docrel::Link] = &[#(#links),*];
+
             /// The typed repository of this document type in `db`.
-            pub fn repo(db: &::docrel::__private::mongodb::Database) -> ::docrel::Repository<#ident> {
-                ::docrel::Repository::new(db)
+            pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> #stored {
+                __docrel::Repository::new(db)
             }
         }
     }
 }
 
+/// A field's name without `r#`.
+fn rust_name(ident: &syn::Ident) -> String {
+    ident.to_string().trim_start_matches("r#").to_owned()
+}
+
 /// Reference arrays of `{id, ..}` structs: every copy an element holds comes
 /// from the document the array refers to; and the element's key, when its
-/// struct lacks `#[derive(Embedded)]` (reported once, at the array's
-/// `Embedded` bound), reads as written rather than failing again.
-fn element_checks(m: &Model) -> TokenStream {
+/// struct has no such field (reported once, at the visit of the handle),
+/// reads as written rather than failing again.
+fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
     let mut checks = Vec::new();
     let mut keys: Vec<&syn::Ident> = Vec::new();
@@ -155,10 +204,11 @@ fn element_checks(m: &Model) -> TokenStream {
             "`{}` of `{ident}`: its elements copy fields from another document than `{}`, which the array refers to",
             rel.ident, to.name
         );
-        let to = &to.path;
-        checks.push(quote! {
+        let span = elem.span();
+        let (elem, to) = (checked.embedded(elem), checked.doc(&to.path));
+        checks.push(quote_spanned! {span=>
             const _: () = ::core::assert!(
-                ::docrel::__private::copies_come_from(<#elem as ::docrel::Embedded>::COPIES, <#to as ::docrel::Document>::COLLECTION),
+                __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION),
                 #message
             );
         });
@@ -171,8 +221,7 @@ fn element_checks(m: &Model) -> TokenStream {
     }
     let fallbacks = keys.iter().map(|key| {
         let constant = super::element_stored_const(key);
-        let written = key.to_string();
-        let written = written.trim_start_matches("r#");
+        let written = rust_name(key);
         quote!(const #constant: &'static str = #written;)
     });
     quote! {
@@ -180,45 +229,85 @@ fn element_checks(m: &Model) -> TokenStream {
 
         #[allow(non_upper_case_globals)]
         trait __DocrelElementKeys { #(#fallbacks)* }
+        #[automatically_derived]
         impl<T: ?::core::marker::Sized> __DocrelElementKeys for T {}
     }
 }
 
+/// `inverse = x` names a reference of the other type back to this one,
+/// holding ids: checked when the program is compiled, against the other
+/// type's `__DOCREL_LINKS`, with the error at the key.
+fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
+    let (ident, collection) = (m.ident, &m.collection);
+    let checks = m.relations.iter().filter_map(|rel| {
+        let (to, inverse) = rel.kind.inverse()?;
+        let (name, other) = (rel.ident, &to.name);
+        let links = checked.with_field(&to.path, inverse);
+        let rust = rust_name(inverse);
+        let shape = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a \
+                     `#[parent_ref(..)]`";
+        let unknown = format!("`inverse = {rust}` on `{name}`: `{other}` stores no field `{rust}`");
+        let plain = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` is not a reference, so it cannot keep the other \
+             side of `{name}`: {shape} to `{ident}`; add `#[reference(.., to = {ident}, inverse = {name})]` to it, \
+             or name the field that has it"
+        );
+        let elsewhere = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` refers to another collection than `{ident}`'s \
+             (`{collection}`), so docrel would write ids of `{ident}` into it: name the reference of `{other}` back \
+             to `{ident}`"
+        );
+        let structs = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` holds `{{id, ..}}` structs, whose other fields \
+             link/unlink cannot make: {shape}"
+        );
+        Some(quote_spanned! {inverse.span()=>
+            const _: () = match __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
+                0 => (),
+                1 => ::core::panic!("{}", #unknown),
+                2 => ::core::panic!("{}", #plain),
+                3 => ::core::panic!("{}", #elsewhere),
+                _ => ::core::panic!("{}", #structs),
+            };
+        })
+    });
+    quote!(#(#checks)*)
+}
+
 /// The schema entry of one relationship.
-fn relation(rel: &ModelRelation) -> TokenStream {
+fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let field = &rel.stored;
     let rust_field = rel.ident.to_string();
-    let kind = relation_kind(&rel.kind);
+    let kind = relation_kind(&rel.kind, checked);
     let target = option(rel.kind.target().map(|t| {
-        let to = &t.path;
-        quote!(<#to as ::docrel::Document>::COLLECTION)
+        let to = checked.doc(&t.path);
+        quote!(<#to as __docrel::Document>::COLLECTION)
     }));
     let target_type = option(rel.kind.target().map(|t| &t.name));
-    let inverse = match rel.kind.inverse() {
-        Some((to, inverse)) => {
-            let to = &to.path;
-            quote_spanned!(inverse.span()=> ::core::option::Option::Some(#to::fields().#inverse.path()))
-        }
-        None => option(None::<TokenStream>),
-    };
+    let inverse = option(rel.kind.inverse().map(|(to, inverse)| {
+        let links = checked.with_field(&to.path, inverse);
+        let rust = rust_name(inverse);
+        quote!(__docrel::link_path(<#links>::__DOCREL_LINKS, #rust))
+    }));
     let on_delete = match rel.on_delete {
-        OnDelete::Nothing => quote!(::docrel::__private::OnDelete::Nothing),
-        OnDelete::Pull => quote!(::docrel::__private::OnDelete::Pull),
-        OnDelete::Cascade => quote!(::docrel::__private::OnDelete::Cascade),
-        OnDelete::Restrict => quote!(::docrel::__private::OnDelete::Restrict),
+        OnDelete::Nothing => quote!(__docrel::OnDelete::Nothing),
+        OnDelete::Pull => quote!(__docrel::OnDelete::Pull),
+        OnDelete::Cascade => quote!(__docrel::OnDelete::Cascade),
+        OnDelete::Restrict => quote!(__docrel::OnDelete::Restrict),
     };
     let order = match &rel.kind {
-        RelationKind::ParentRef { order, .. } => sort_pairs(order),
+        RelationKind::ParentRef { order, .. } => sort_pairs(order, checked),
         _ => quote!(&[]),
     };
     let copies = match &rel.kind {
         RelationKind::RefMany { element: Element::Structs { ty, .. }, .. } => {
-            quote!(<#ty as ::docrel::Embedded>::COPIES)
+            let elem = checked.embedded(ty);
+            quote!(<#elem as __docrel::Embedded>::COPIES)
         }
         _ => quote!(&[]),
     };
     let subset = option(match &rel.kind {
-        RelationKind::Embed { subset: Some(subset), .. } => Some(subset_spec(subset)),
+        RelationKind::Embed { subset: Some(subset), .. } => Some(subset_spec(subset, checked)),
         _ => None,
     });
     let bucket = option(match &rel.kind {
@@ -226,7 +315,7 @@ fn relation(rel: &ModelRelation) -> TokenStream {
         _ => None,
     });
     quote! {
-        ::docrel::__private::Relation {
+        __docrel::Relation {
             field: #field,
             rust_field: #rust_field,
             kind: #kind,
@@ -242,50 +331,51 @@ fn relation(rel: &ModelRelation) -> TokenStream {
     }
 }
 
-fn relation_kind(kind: &RelationKind) -> TokenStream {
+fn relation_kind(kind: &RelationKind, checked: &mut Checked) -> TokenStream {
     match kind {
         RelationKind::Embed { many, max, .. } => {
             let max = option(*max);
-            quote!(::docrel::__private::RelationKind::Embed { many: #many, max: #max })
+            quote!(__docrel::RelationKind::Embed { many: #many, max: #max })
         }
         RelationKind::RefMany { max, element, .. } => {
             let max = option(*max);
-            let key = option(element.key().as_ref().map(stored_name));
-            quote!(::docrel::__private::RelationKind::RefMany { max: #max, key: #key })
+            let key = option(element.key().as_ref().map(|k| stored_name(k, checked)));
+            quote!(__docrel::RelationKind::RefMany { max: #max, key: #key })
         }
         RelationKind::RefOne { optional, .. } => {
-            quote!(::docrel::__private::RelationKind::RefOne { optional: #optional })
+            quote!(__docrel::RelationKind::RefOne { optional: #optional })
         }
-        RelationKind::ParentRef { .. } => quote!(::docrel::__private::RelationKind::ParentRef),
-        RelationKind::Bucket(_) => quote!(::docrel::__private::RelationKind::Bucket),
+        RelationKind::ParentRef { .. } => quote!(__docrel::RelationKind::ParentRef),
+        RelationKind::Bucket(_) => quote!(__docrel::RelationKind::Bucket),
     }
 }
 
 /// `[("time", -1), ("name", 1)]`.
-fn sort_pairs(keys: &[SortKey]) -> TokenStream {
+fn sort_pairs(keys: &[SortKey], checked: &mut Checked) -> TokenStream {
     let pairs = keys.iter().map(|k| {
-        let (name, direction) = (stored_name(&k.name), k.direction);
+        let (name, direction) = (stored_name(&k.name, checked), k.direction);
         quote!((#name, #direction))
     });
+    let pairs: Vec<_> = pairs.collect();
     quote!(&[#(#pairs),*])
 }
 
-fn subset_spec(s: &Subset) -> TokenStream {
-    let child = &s.child.path;
+fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
+    let child = checked.doc(&s.child.path);
     let child_name = &s.child.name;
-    let elem = s.elem;
-    let sort = sort_pairs(&s.sort);
+    let elem = checked.view_of(s.elem, &s.child.path);
+    let sort = sort_pairs(&s.sort, checked);
     let keep_last = s.keep_last;
-    let key = option(s.key.as_ref().map(stored_name));
+    let key = option(s.key.as_ref().map(|k| stored_name(k, checked)));
     let max_bytes = option(s.max_bytes);
     quote! {
-        ::docrel::__private::SubsetSpec {
-            child: <#child as ::docrel::Document>::COLLECTION,
+        __docrel::SubsetSpec {
+            child: <#child as __docrel::Document>::COLLECTION,
             child_type: #child_name,
             sort: #sort,
             keep_last: #keep_last,
             key: #key,
-            fields: <#elem as ::docrel::View>::PROJECTION,
+            fields: <#elem as __docrel::View>::PROJECTION,
             max_bytes: #max_bytes,
         }
     }
@@ -295,7 +385,7 @@ fn bucket_spec(b: &Bucket) -> TokenStream {
     let (parent, count, page, start) = (&b.parent_field, &b.count, &b.page, &b.start);
     let (size, window, max_bytes) = (option(b.size), option(b.window_ms), option(b.max_bytes));
     quote! {
-        ::docrel::__private::BucketSpec {
+        __docrel::BucketSpec {
             parent: #parent,
             count: #count,
             page: #page,

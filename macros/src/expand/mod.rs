@@ -1,5 +1,15 @@
 //! Generate: the code for checked models. Nothing here reports user errors,
 //! and nothing reads the attributes: every fact comes from the model.
+//!
+//! Hygiene: everything a derive generates sits inside one `const _: () =
+//! { .. };` block (its handle types too, so they never clash with the
+//! user's), except the advice methods, which are inherent methods of the
+//! user's type so that rustc prints their shortest path (see `warn.rs`).
+//! Local names start with `__docrel`/`__Docrel`; docrel is reached through
+//! one alias per block, `use ::docrel::__private as __docrel;` (short paths
+//! are fewer tokens to emit and parse, for every document), the rest by
+//! absolute path; `::docrel` becomes the path of
+//! `#[document(crate = "..")]` when given.
 
 pub mod copies;
 pub mod document;
@@ -9,26 +19,31 @@ pub mod view;
 pub mod warn;
 
 use crate::internals::model::StoredName;
-use proc_macro2::TokenStream;
+use proc_macro2::{Spacing, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
-use syn::Ident;
+use syn::spanned::Spanned;
+use syn::{Ident, Path, Type};
 
 /// `Some(v)` or `None`, by absolute path.
 fn option(value: Option<impl ToTokens>) -> TokenStream {
     match value {
-        Some(v) => quote!(::core::option::Option::Some(#v)),
-        None => quote!(::core::option::Option::None),
+        Some(v) => quote!(__docrel::Some(#v)),
+        None => quote!(__docrel::None),
     }
 }
 
 /// A stored name as a `&'static str` constant expression. Another type's
 /// is read from its derive, spanned at the name as written, so a name that
 /// is not a field of that type is reported there.
-fn stored_name(name: &StoredName) -> TokenStream {
+fn stored_name(name: &StoredName, checked: &mut Checked) -> TokenStream {
     match name {
         StoredName::Here(name) => quote!(#name),
-        StoredName::OfDocument { doc, field } => quote_spanned!(field.span()=> #doc::fields().#field.path()),
+        StoredName::OfDocument { doc, field } => {
+            let doc = checked.doc(doc);
+            quote_spanned!(field.span()=> <#doc>::fields().#field.path())
+        }
         StoredName::OfElement { elem, field } => {
+            let elem = checked.embedded(elem);
             let constant = element_stored_const(field);
             quote_spanned!(field.span()=> <#elem>::#constant)
         }
@@ -40,4 +55,174 @@ fn stored_name(name: &StoredName) -> TokenStream {
 fn element_stored_const(field: &Ident) -> Ident {
     let name = field.to_string();
     format_ident!("__docrel_stored_{}", name.trim_start_matches("r#"), span = field.span())
+}
+
+/// `where T: Serialize, T: DeserializeOwned`, at the struct's name, on every
+/// generated item that needs `T: Document`: a document is stored with serde,
+/// and a missing derive is then reported once, there (rustc merges the
+/// identical reports of each item), rather than once per use.
+fn stored_bounds(ident: &Ident) -> TokenStream {
+    quote_spanned! {ident.span()=>
+        where
+            #ident: __docrel::serde::Serialize,
+            #ident: __docrel::serde::de::DeserializeOwned,
+    }
+}
+
+/// The types a derive uses as documents, element structs or views, and the
+/// checks across types, each written once as a type alias:
+/// `type __DocrelDoc0 = <Pick<Part, { is_document::<Part>() }> as Resolve>::Out;`.
+/// The generated code names the alias everywhere else. When a check fails,
+/// its one error is reported at the attribute and the alias is an error
+/// type, about which rustc reports nothing more: one mistake, one error.
+#[derive(Default)]
+pub struct Checked {
+    decls: Vec<TokenStream>,
+    seen: Vec<(String, Ident)>,
+}
+
+impl Checked {
+    /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`).
+    pub fn doc(&mut self, path: &Path) -> TokenStream {
+        let key = format!("doc {}", path.to_token_stream());
+        let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
+        self.alias(key, "Doc", quote!(#path), check)
+    }
+
+    /// `ty` as the element struct of a reference array.
+    pub fn embedded(&mut self, ty: &Type) -> TokenStream {
+        let key = format!("elem {}", ty.to_token_stream());
+        let check = quote_spanned!(ty.span()=> __docrel::is_embedded::<#ty>());
+        self.alias(key, "Elem", quote!(#ty), check)
+    }
+
+    /// `ty` as a view of the document `of` (the summaries of a subset).
+    pub fn view_of(&mut self, ty: &Type, of: &Path) -> TokenStream {
+        let key = format!("view {} of {}", ty.to_token_stream(), of.to_token_stream());
+        let of = self.doc(of);
+        let check = quote_spanned!(ty.span()=> __docrel::is_view_of::<#ty, #of>());
+        self.alias(key, "View", quote!(#ty), check)
+    }
+
+    /// The document `to`, once it has the field `field` (`inverse = field`).
+    pub fn with_field(&mut self, to: &Path, field: &Ident) -> TokenStream {
+        let key = format!("field {} {}", to.to_token_stream(), field);
+        let to = self.doc(to);
+        let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::fields().#field));
+        self.alias(key, "Field", to, check)
+    }
+
+    /// `base`, once `check` (a `const` expression of type `bool`, `true`
+    /// when it compiles) compiles.
+    pub fn checked(&mut self, key: String, base: TokenStream, check: TokenStream) -> TokenStream {
+        self.alias(key, "Check", base, check)
+    }
+
+    fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> TokenStream {
+        if let Some((_, alias)) = self.seen.iter().find(|(k, _)| *k == key) {
+            return alias.to_token_stream();
+        }
+        let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
+        self.decls.push(quote! {
+            #[allow(dead_code, non_camel_case_types)]
+            type #alias = <__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out;
+        });
+        self.seen.push((key, alias.clone()));
+        alias.to_token_stream()
+    }
+
+    /// The alias declarations (inside the derive's `const _` block).
+    pub fn decls(&self) -> TokenStream {
+        let decls = &self.decls;
+        quote!(#(#decls)*)
+    }
+}
+
+/// `tokens`, every one spanned at `span`.
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
+/// `tokens` with every `::docrel` path starting at `krate` instead.
+pub fn with_crate(tokens: TokenStream, krate: Option<&Path>) -> TokenStream {
+    match krate {
+        Some(krate) => replace_crate(tokens, &krate.to_token_stream()),
+        None => tokens,
+    }
+}
+
+fn replace_crate(tokens: TokenStream, krate: &TokenStream) -> TokenStream {
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::with_capacity(tts.len());
+    let mut i = 0;
+    while i < tts.len() {
+        let continues_a_path = continues_a_path(&out);
+        if let (TokenTree::Punct(a), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(name))) =
+            (&tts[i], tts.get(i + 1), tts.get(i + 2))
+        {
+            if a.as_char() == ':'
+                && a.spacing() == Spacing::Joint
+                && b.as_char() == ':'
+                && name == "docrel"
+                && !continues_a_path
+            {
+                out.extend(krate.clone());
+                i += 3;
+                continue;
+            }
+        }
+        match &tts[i] {
+            TokenTree::Group(g) => {
+                let mut group = proc_macro2::Group::new(g.delimiter(), replace_crate(g.stream(), krate));
+                group.set_span(g.span());
+                out.push(TokenTree::Group(group));
+            }
+            other => out.push(other.clone()),
+        }
+        i += 1;
+    }
+    out.into_iter().collect()
+}
+
+/// Whether a `::` after `out` continues a path (`a::docrel`) rather than
+/// starting one: after a name, but not after a keyword (`as ::docrel`) or a
+/// lifetime (`&'static ::docrel`).
+fn continues_a_path(out: &[TokenTree]) -> bool {
+    let Some((TokenTree::Ident(name), before)) = out.split_last() else { return false };
+    let lifetime = matches!(before.last(), Some(TokenTree::Punct(p)) if p.as_char() == '\'');
+    let name = name.to_string();
+    // syn refuses keywords as names, path roots (`crate`, `self`) included.
+    let segment =
+        matches!(name.as_str(), "crate" | "self" | "super" | "Self") || syn::parse_str::<Ident>(&name).is_ok();
+    !lifetime && segment
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_crate;
+    use quote::quote;
+
+    #[test]
+    fn the_crate_path_replaces_docrel_at_the_root_of_paths_only() {
+        let krate: syn::Path = syn::parse_quote!(my::docrel_again);
+        let out = with_crate(
+            quote!(::docrel::Field<a::docrel::X, (::docrel::Y)> as ::docrel::Z -> ::docrel::W, if ::docrel::U, &'static ::docrel::V),
+            Some(&krate),
+        );
+        let expected = quote!(my::docrel_again::Field<a::docrel::X, (my::docrel_again::Y)> as my::docrel_again::Z
+            -> my::docrel_again::W, if my::docrel_again::U, &'static my::docrel_again::V);
+        assert_eq!(out.to_string(), expected.to_string());
+    }
 }

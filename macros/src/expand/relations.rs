@@ -5,65 +5,62 @@
 //! field when the program is compiled (`__docrel_relation("parts")` in a
 //! `const` block): the handles do not depend on the order of the entries.
 
+use super::Checked;
 use crate::internals::model::{Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-/// The handles struct (`ProductRels`), and the `rels()` that builds it, which
-/// goes inside the derive's `const _` block, beside the schema it reads.
-pub fn expand(m: &Model) -> (TokenStream, TokenStream) {
+/// The handles struct (`ProductRels`) and the `rels()` that builds it,
+/// inside the derive's `const _` block, beside the schema it reads.
+pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
     let vis = m.vis;
-    let handles: Vec<_> = m.relations.iter().filter_map(|rel| handle(m, rel)).collect();
+    let handles: Vec<_> = m.relations.iter().filter_map(|rel| handle(m, rel, checked)).collect();
     if handles.is_empty() {
-        return (TokenStream::new(), TokenStream::new());
+        return TokenStream::new();
     }
     let decls = handles.iter().map(|(decl, _)| decl);
     let inits = handles.iter().map(|(_, init)| init);
-    let rels_ty = format_ident!("{}Rels", ident);
+    let rels_ty = &m.names.rels;
+    let stored = super::stored_bounds(ident);
     let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
-    let rels_struct = quote! {
+    quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #[derive(Clone, Copy)]
+        #[derive(::core::clone::Clone, ::core::marker::Copy)]
         #vis struct #rels_ty {
             #(#decls)*
         }
-    };
-    let subset_checks = subset_checks(m);
-    let rels_impl = quote! {
+
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and
             /// reverse lookups.
-            pub fn rels() -> #rels_ty {
+            pub fn rels() -> #rels_ty #stored {
                 #rels_ty { #(#inits)* }
             }
         }
 
         /// The schema entry of the relationship stored as `field`. Evaluated
         /// at compile time: a handle without its entry would stop the build.
-        const fn __docrel_relation(field: &str) -> &'static ::docrel::__private::Relation {
+        const fn __docrel_relation(field: &str) -> &'static __docrel::Relation {
             let relations = __DOCREL_SCHEMA.relations;
             let mut i = 0;
             while i < relations.len() {
-                if ::docrel::__private::contains(&[relations[i].field], field) {
+                if __docrel::contains(&[relations[i].field], field) {
                     return &relations[i];
                 }
                 i += 1;
             }
             ::core::panic!("docrel: a relation handle has no schema entry")
         }
-
-        #subset_checks
-    };
-    (rels_struct, rels_impl)
+    }
 }
 
 /// The declaration and the initializer of one handle; `None` for an embed,
 /// which has no handle.
-fn handle(m: &Model, rel: &ModelRelation) -> Option<(TokenStream, TokenStream)> {
+fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(TokenStream, TokenStream)> {
     let ident = m.ident;
     let name = rel.ident;
     let stored = &rel.stored;
@@ -71,33 +68,33 @@ fn handle(m: &Model, rel: &ModelRelation) -> Option<(TokenStream, TokenStream)> 
     let (doc, handle_ty, init) = match &rel.kind {
         RelationKind::Embed { subset: None, .. } => return None,
         RelationKind::Embed { subset: Some(subset), .. } => {
-            let child = &subset.child.path;
+            let child = checked.doc(&subset.child.path);
             let doc = format!("The subset kept in `{name}`.");
-            (doc, quote!(::docrel::Subset<#ident, #child>), quote!(::docrel::Subset::new(#entry)))
+            (doc, quote!(__docrel::Subset<#ident, #child>), quote!(__docrel::Subset::new(#entry)))
         }
         RelationKind::Bucket(bucket) => {
-            let (parent, elem) = (&bucket.parent, bucket.elem);
+            let (parent, elem) = (checked.doc(&bucket.parent), bucket.elem);
             let time = match bucket.by {
                 Some(by) => quote_spanned! {by.span()=>
-                    ::core::option::Option::Some(|__e: &#elem| -> ::docrel::bson::DateTime { __e.#by })
+                    __docrel::Some(|__e: &#elem| -> __docrel::bson::DateTime { __e.#by })
                 },
-                None => quote!(::core::option::Option::None),
+                None => quote!(__docrel::None),
             };
             let doc = format!("The buckets of `{name}`.");
-            (doc, quote!(::docrel::Bucket<#ident, #parent, #elem>), quote!(::docrel::Bucket::new(#entry, #time)))
+            (doc, quote!(__docrel::Bucket<#ident, #parent, #elem>), quote!(__docrel::Bucket::new(#entry, #time)))
         }
-        RelationKind::RefMany { to, element, .. } => {
-            let to = &to.path;
-            let visit = many_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id), element);
+        RelationKind::RefMany { to, element, optional, .. } => {
+            let to = checked.doc(&to.path);
+            let visit = many_visit(ident, rel, &to, element, *optional, checked);
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(::docrel::RefMany<#ident, #to>), quote!(::docrel::RefMany::new(#entry, #visit)))
+            (doc, quote!(__docrel::RefMany<#ident, #to>), quote!(__docrel::RefMany::new(#entry, #visit)))
         }
-        RelationKind::RefOne { to, .. } | RelationKind::ParentRef { to, .. } => {
-            let to = &to.path;
-            let visit = single_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id));
+        RelationKind::RefOne { to, id, .. } | RelationKind::ParentRef { to, id, .. } => {
+            let to = checked.doc(&to.path);
+            let visit = single_visit(ident, rel, &to, id, checked);
             let handle = match rel.kind {
-                RelationKind::RefOne { .. } => quote!(::docrel::RefOne),
-                _ => quote!(::docrel::ParentRef),
+                RelationKind::RefOne { .. } => quote!(__docrel::RefOne),
+                _ => quote!(__docrel::ParentRef),
             };
             let doc = format!("The relationship declared on `{name}`.");
             (doc, quote!(#handle<#ident, #to>), quote!(#handle::new(#entry, #visit)))
@@ -106,58 +103,70 @@ fn handle(m: &Model, rel: &ModelRelation) -> Option<(TokenStream, TokenStream)> 
     Some((quote! { #[doc = #doc] pub #name: #handle_ty, }, quote! { #name: #init, }))
 }
 
+/// The id type of `to`, once the ids a field holds (`held`, as written) are
+/// of that type: the one check of a reference's id type, at the field's type.
+fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
+    let id = quote!(<#to as __docrel::Document>::Id);
+    let key = format!("id {to} {}", quote!(#held));
+    let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());
+    checked.checked(key, id, check)
+}
+
 /// The visit of a reference array: the ids themselves, or each element's key.
-fn many_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream, element: &Element) -> TokenStream {
-    let (name, ty) = (rel.ident, rel.ty);
-    let access = match element {
-        Element::Structs { key, .. } => quote!(&__e.#key),
-        Element::Ids => quote!(__e),
+fn many_visit(
+    ident: &syn::Ident,
+    rel: &ModelRelation,
+    to: &TokenStream,
+    element: &Element,
+    optional: bool,
+    checked: &mut Checked,
+) -> TokenStream {
+    let name = rel.ident;
+    let id = quote!(<#to as __docrel::Document>::Id);
+    let each = match element {
+        Element::Structs { key, .. } => quote_spanned!(key.span()=> __f(&__e.#key)),
+        Element::Ids { ty } => {
+            let held = checked_id(to, ty, checked);
+            quote!({
+                let __e: &#held = __e;
+                __f(__e)
+            })
+        }
     };
-    quote_spanned! {ty.span()=>
+    let elements = if optional { quote!(__p.#name.iter().flatten()) } else { quote!(&__p.#name) };
+    quote! {
         |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-            for __e in &__p.#name { __f(#access) }
+            for __e in #elements { #each }
         }
     }
 }
 
-/// The visit of a single reference (`Id` or `Option<Id>`), spanned at the
-/// field's type so a wrong id type is reported there.
-fn single_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream) -> TokenStream {
-    let (name, ty) = (rel.ident, rel.ty);
+/// The visit of a single reference (`Id` or `Option<Id>`).
+fn single_visit(
+    ident: &syn::Ident,
+    rel: &ModelRelation,
+    to: &TokenStream,
+    held: &syn::Type,
+    checked: &mut Checked,
+) -> TokenStream {
+    let name = rel.ident;
+    let id = quote!(<#to as __docrel::Document>::Id);
+    let held = checked_id(to, held, checked);
     if rel.kind.optional() {
-        quote_spanned! {ty.span()=>
+        quote! {
             |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
+                if let __docrel::Some(__x) = &__p.#name {
+                    let __x: &#held = __x;
+                    __f(__x)
+                }
             }
         }
     } else {
-        quote_spanned! {ty.span()=>
-            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
-        }
-    }
-}
-
-/// The summaries of a subset are a view of its child.
-fn subset_checks(m: &Model) -> TokenStream {
-    let checks: Vec<_> = m
-        .relations
-        .iter()
-        .filter_map(|rel| match &rel.kind {
-            RelationKind::Embed { subset: Some(subset), .. } => {
-                let (child, elem) = (&subset.child.path, subset.elem);
-                Some(quote_spanned! {elem.span()=>
-                    let _: ::core::marker::PhantomData<<#elem as ::docrel::View>::Of> =
-                        ::core::marker::PhantomData::<#child>;
-                })
+        quote! {
+            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                let __x: &#held = &__p.#name;
+                __f(__x)
             }
-            _ => None,
-        })
-        .collect();
-    if checks.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        #[allow(dead_code)]
-        fn __docrel_subsets_are_views_of_their_child() { #(#checks)* }
+        }
     }
 }

@@ -1,36 +1,48 @@
 //! Generation for `#[derive(View)]`: the projection of a partial view, each
-//! field checked at compile time to exist, with the same type, in the
-//! document it views.
+//! field checked at compile time to be a field of the document it views,
+//! with the same type and the same stored name.
 
+use super::{with_crate, Checked};
 use crate::internals::model::ViewModel;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
 pub fn expand(m: &ViewModel) -> TokenStream {
+    let mut checked = Checked::default();
     let ident = m.ident;
-    let of = &m.of;
+    let of = checked.doc(&m.of);
+    let of_name = crate::internals::ty::path_name(&m.of);
     let names = m.fields.iter().map(|f| &f.stored);
     let checks = m.fields.iter().map(|f| {
-        let (name, ty) = (f.ident, f.ty);
-        // A view field must be a field of the document, of the same type:
-        // the handle's type says so, or this line does not compile.
+        let (name, ty, stored) = (f.ident, f.ty, &f.stored);
+        let message = format!(
+            "`{name}` of the view `{ident}` is read from the stored field `{stored}`, but `{of_name}` stores its \
+             `{name}` under another name: a view reads the document's stored names, so give `{name}` the \
+             document's `#[serde(rename = ..)]` (or none)"
+        );
+        // A view field is a field of the document, of the same type and the
+        // same stored name: the handle says so, or this does not compile.
         quote_spanned! {name.span()=>
-            let _: ::docrel::Field<#of, #ty> = #of::fields().#name;
+            const _: () = if !__docrel::Named::field(<#of>::fields().#name).viewed_as::<#ty>(#stored) {
+                ::core::panic!("{}", #message)
+            };
         }
     });
-    quote! {
+    let aliases = checked.decls();
+    let out = quote! {
         const _: () = {
-            #[allow(dead_code)]
-            fn __docrel_view_fields_exist() {
-                #(#checks)*
-            }
+            use ::docrel::__private as __docrel;
+            #aliases
+
+            #(#checks)*
 
             #[automatically_derived]
-            impl ::docrel::View for #ident {
+            impl __docrel::View for #ident {
                 type Of = #of;
                 const PROJECTION: ::core::option::Option<&'static [&'static str]> =
-                    ::core::option::Option::Some(&[#(#names),*]);
+                    __docrel::Some(&[#(#names),*]);
             }
         };
-    }
+    };
+    with_crate(out, m.krate.as_ref())
 }

@@ -1,64 +1,87 @@
-//! Warnings on stable Rust: each unacknowledged piece of advice becomes a
-//! use of a `#[deprecated]` item spanned at the attribute, so a plain
-//! `cargo build` shows it there. Advice that depends on another type (is it
-//! a document? is the other side an array? is the source field write-heavy?)
-//! probes for it, and warns only when it holds.
+//! Warnings on stable Rust. `proc_macro::Diagnostic` (a derive's own
+//! warnings) is nightly-only; what stable offers is the `deprecated` lint,
+//! which prints "use of deprecated method `<path>`: <note>" where a
+//! deprecated item is used. So each unacknowledged piece of advice becomes
+//! a hidden deprecated method of the user's own type, named after the rule
+//! (`Patron::docrel_rule_3_unbounded_embed`: declared next to the type, it
+//! is the shortest path rustc prints), whose note names the rule, the field
+//! and the fix; the derive uses it at the attribute's span, which is where
+//! rustc reports it. A second field breaking the same rule gets the field in
+//! the name (`docrel_rule_3_unbounded_embed_notes`). Advice that depends on
+//! another type (is it a document? is the other side an array? is the
+//! source field write-heavy?) probes for it and calls the deprecated method
+//! only when it holds; otherwise a quiet twin of the same name. Acknowledge
+//! with the attribute's `allow_..` key (`#[allow(deprecated)]` on the struct
+//! does not reach code a derive generates).
 
+use super::Checked;
 use crate::internals::advice::{Advice, When};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
 
-/// The warning items (inside the derive's `const _` block).
-pub fn warnings(advice: &[Advice]) -> TokenStream {
-    let blocks = advice.iter().enumerate().filter(|(_, a)| !a.acknowledged).map(|(i, a)| {
-        let fn_name = format_ident!("__docrel_advice_{}", i);
+/// The deprecated methods (at module level, next to the type) and their
+/// uses (inside the derive's `const _` block).
+pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (TokenStream, TokenStream) {
+    let pending: Vec<&Advice> = advice.iter().filter(|a| !a.acknowledged).collect();
+    if pending.is_empty() {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let names: Vec<Ident> = pending
+        .iter()
+        .map(|a| {
+            let shared = pending.iter().filter(|b| b.name == a.name).count() > 1;
+            let field = a.field.trim_start_matches("r#");
+            let name = if shared { format!("{}_{field}", a.name) } else { a.name.to_owned() };
+            Ident::new(&name, a.span)
+        })
+        .collect();
+    let methods = pending.iter().zip(&names).map(|(a, name)| {
         let note = &a.note;
-        let span = a.span;
-        // The name is the token rustc reports at: it carries the user's span.
-        let name = proc_macro2::Ident::new(a.name, span);
-        // The items are the derive's own; only the use carries the user's
-        // span, which is where rustc reports the deprecation.
+        quote! {
+            #[deprecated(note = #note)]
+            fn #name(&self) {}
+        }
+    });
+    let declared = quote! {
+        #[allow(dead_code, non_snake_case)]
+        impl #ident {
+            #(#methods)*
+        }
+    };
+    // The twin of each probed method that says nothing, called when the
+    // probe finds the advice does not apply; one per derive.
+    let probed: Vec<&Ident> =
+        pending.iter().zip(&names).filter(|(a, _)| !matches!(a.when, When::Always)).map(|(_, n)| n).collect();
+    let quiet = if probed.is_empty() {
+        TokenStream::new()
+    } else {
+        quote! {
+            struct __DocrelQuiet;
+            #[allow(dead_code, non_snake_case)]
+            impl __DocrelQuiet { #(fn #probed(&self) {})* }
+        }
+    };
+    let uses = pending.iter().zip(&names).enumerate().map(|(i, (a, name))| {
+        let fn_name = format_ident!("__docrel_advice_{}", i);
+        let call = quote_spanned!(a.span=> .#name());
         let body = match &a.when {
-            When::Always => {
-                let use_ = quote_spanned!(span=> #name);
-                quote! {
-                    #[deprecated(note = #note)]
-                    #[allow(non_upper_case_globals)]
-                    const #name: () = ();
-                    #use_
-                }
-            }
-            When::IsDocument(ty) => {
-                let use_ = quote_spanned!(span=> (&Probe::<#ty>(::core::marker::PhantomData)).#name());
-                quote! {
-                    struct Probe<T>(::core::marker::PhantomData<T>);
-                    trait Holds { #[deprecated(note = #note)] fn #name(&self) {} }
-                    impl<T: ::docrel::Document> Holds for Probe<T> {}
-                    trait Not { fn #name(&self) {} }
-                    impl<T> Not for &Probe<T> {}
-                    #use_
-                }
-            }
+            When::Always => quote_spanned!(a.span=> let _ = #ident::#name;),
+            When::IsDocument(ty) => quote! {
+                use __docrel::{Otherwise as _, WhenDocument as _};
+                (&__docrel::Probe::<#ty, #ident, __DocrelQuiet>::new()).pick()#call;
+            },
             When::InverseIsArray { to, inverse } => {
-                let use_ = quote_spanned!(span=> (&Probe(#to::fields().#inverse)).#name());
-                quote! {
-                    struct Probe<F>(F);
-                    trait Holds { #[deprecated(note = #note)] fn #name(&self) {} }
-                    impl<D, E> Holds for Probe<::docrel::Field<D, ::std::vec::Vec<E>>> {}
-                    trait Not { fn #name(&self) {} }
-                    impl<F> Not for &Probe<F> {}
-                    #use_
-                }
+                let links = checked.with_field(to, inverse);
+                let rust = inverse.to_string();
+                let rust = rust.trim_start_matches("r#");
+                select(ident, &call, quote!(__docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
             }
             When::WriteHeavy { src, field } => {
+                let src = checked.doc(src);
                 let field = field.to_string();
-                let use_ = quote_spanned!(span=> Select::<{ ::docrel::__private::contains(#src::__DOCREL_WRITE_HEAVY, #field) }>::#name());
-                quote! {
-                    struct Select<const HOLDS: bool>;
-                    impl Select<true> { #[deprecated(note = #note)] fn #name() {} }
-                    impl Select<false> { fn #name() {} }
-                    #use_
-                }
+                let field = field.trim_start_matches("r#");
+                select(ident, &call, quote!(__docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
             }
         };
         quote! {
@@ -66,11 +89,19 @@ pub fn warnings(advice: &[Advice]) -> TokenStream {
             fn #fn_name() { #body }
         }
     });
-    quote! { #(#blocks)* }
+    (declared, quote! { #quiet #(#uses)* })
+}
+
+/// Calls the deprecated method when the `const` condition holds, its quiet
+/// twin otherwise.
+fn select(ident: &Ident, call: &TokenStream, condition: TokenStream) -> TokenStream {
+    quote! {
+        __docrel::Select::<{ #condition }, #ident, __DocrelQuiet>::new().pick()#call;
+    }
 }
 
 /// The advice descriptors of the schema, for the runtime report.
-pub fn descriptors(advice: &[Advice]) -> Vec<TokenStream> {
+pub fn descriptors(advice: &[Advice], checked: &mut Checked) -> Vec<TokenStream> {
     advice
         .iter()
         .map(|a| {
@@ -82,31 +113,25 @@ pub fn descriptors(advice: &[Advice]) -> Vec<TokenStream> {
                 When::Always => quote!(|| true),
                 When::IsDocument(ty) => quote! {
                     || {
-                        struct Probe<T>(::core::marker::PhantomData<T>);
-                        trait Holds { fn holds(&self) -> bool { true } }
-                        impl<T: ::docrel::Document> Holds for Probe<T> {}
-                        trait Not { fn holds(&self) -> bool { false } }
-                        impl<T> Not for &Probe<T> {}
-                        (&Probe::<#ty>(::core::marker::PhantomData)).holds()
+                        use __docrel::{Otherwise as _, WhenDocument as _};
+                        (&__docrel::Probe::<#ty, (), ()>::new()).holds()
                     }
                 },
-                When::InverseIsArray { to, inverse } => quote! {
-                    || {
-                        struct Probe<F>(F);
-                        trait Holds { fn holds(&self) -> bool { true } }
-                        impl<D, E> Holds for Probe<::docrel::Field<D, ::std::vec::Vec<E>>> {}
-                        trait Not { fn holds(&self) -> bool { false } }
-                        impl<F> Not for &Probe<F> {}
-                        (&Probe(#to::fields().#inverse)).holds()
-                    }
-                },
+                When::InverseIsArray { to, inverse } => {
+                    let links = checked.with_field(to, inverse);
+                    let rust = inverse.to_string();
+                    let rust = rust.trim_start_matches("r#");
+                    quote!(|| __docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust))
+                }
                 When::WriteHeavy { src, field } => {
+                    let src = checked.doc(src);
                     let field = field.to_string();
-                    quote!(|| ::docrel::__private::contains(#src::__DOCREL_WRITE_HEAVY, #field))
+                    let field = field.trim_start_matches("r#");
+                    quote!(|| __docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field))
                 }
             };
             quote! {
-                ::docrel::__private::Advice {
+                __docrel::Advice {
                     rule: #rule,
                     field: #field,
                     note: #note,

@@ -4,7 +4,7 @@
 
 use super::ast::{Container, Copy, Field, Role};
 use super::attr::{EmbedAttr, ReferenceAttr};
-use super::ty::{is_id_type, last_ident, option_inner, path_name, vec_element};
+use super::ty::{array_element, is_id_type, is_plain_value, last_ident, option_inner, path_name};
 use proc_macro2::Span;
 use syn::{Ident, Path, Type};
 
@@ -60,7 +60,7 @@ pub fn advise(c: &Container) -> Vec<Advice> {
 /// Rules 2 and 3 on an embed.
 fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
     let field = f.ident.to_string();
-    let many = vec_element(f.ty).is_some();
+    let many = array_element(f.ty).is_some();
     let threshold = attr.warn_above.map_or(EMBED_WARN_ABOVE, |b| b.0);
     match &attr.max {
         None if many => out.push(Advice {
@@ -91,7 +91,10 @@ fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
         }),
         _ => {}
     }
-    let inner = vec_element(f.ty).or_else(|| option_inner(f.ty)).unwrap_or(f.ty);
+    let inner = array_element(f.ty).map(|(elem, _)| elem).or_else(|| option_inner(f.ty)).unwrap_or(f.ty);
+    if is_plain_value(inner) {
+        return;
+    }
     out.push(Advice {
         name: "docrel_rule_2_embedded_document",
         field: field.clone(),
@@ -193,7 +196,7 @@ pub fn worst_case_bytes(f: &Field) -> Option<(u64, Span)> {
     let element = match max_bytes {
         Some(b) => u64::from(b),
         None => {
-            let elem = vec_element(f.ty)?;
+            let (elem, _) = array_element(f.ty)?;
             if !is_id_type(elem) {
                 return None;
             }

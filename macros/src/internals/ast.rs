@@ -3,11 +3,12 @@
 //! validates it into the model the generation reads (`model.rs`).
 
 use super::attr::{
-    BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr, ViewAttr,
+    BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, EmbeddedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr,
+    ViewAttr,
 };
 use super::serde_names;
-use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS, VIEW};
-use super::ty::vec_element;
+use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, EMBEDDED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS, VIEW};
+use super::ty::array_element;
 use darling::error::Accumulator;
 use darling::FromMeta;
 use proc_macro2::Span;
@@ -15,9 +16,13 @@ use syn::spanned::Spanned;
 use syn::{Attribute, DeriveInput, Ident, Type, Visibility};
 
 pub struct Container<'a> {
+    pub input: &'a DeriveInput,
     pub ident: &'a Ident,
     pub vis: &'a Visibility,
     pub attr: ContainerAttr,
+    /// A `#[document(..)]` on the struct failed to parse (its error is
+    /// reported): say nothing more about what it would have said.
+    pub attr_failed: bool,
     pub fields: Vec<Field<'a>>,
 }
 
@@ -101,7 +106,11 @@ impl<'a> Container<'a> {
                         "#[derive({derive})] needs a struct with named fields: a document is stored as \
                          `{{field: value}}`, so give each field a name (`struct Part {{ id: ObjectId, name: String }}`)"
                     ))
-                    .with_span(&s.fields),
+                    // A unit struct has no field tokens: its name, then.
+                    .with_span(&match &s.fields {
+                        syn::Fields::Unit => input.ident.span(),
+                        fields => syn::spanned::Spanned::span(fields),
+                    }),
                 );
                 return None;
             }
@@ -138,25 +147,48 @@ impl<'a> Container<'a> {
         let serde_container =
             errors.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
 
-        let mut attr = ContainerAttr::default();
-        for a in input.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
-            if let Some(parsed) = errors.handle(parse_attr::<ContainerAttr>(a)) {
-                if parsed.collection.is_some() {
-                    if attr.collection.is_some() {
-                        errors.push(darling::Error::duplicate_field("collection").with_span(a));
-                    }
-                    attr.collection = parsed.collection;
-                }
-            }
-        }
-
+        let (attr, attr_failed) = container_attr(input, derive, errors);
         let fields = named
             .named
             .iter()
             .filter_map(|f| Field::from_ast(f, serde_container.rename_all.as_deref(), errors))
             .collect();
-        Some(Container { ident: &input.ident, vis: &input.vis, attr, fields })
+        Some(Container { input, ident: &input.ident, vis: &input.vis, attr, attr_failed, fields })
     }
+}
+
+/// The container attribute of `derive`: `#[document(..)]` of a document,
+/// `#[embedded(crate = ..)]` of an element struct (a view's is read by
+/// `view_of`); and whether one of them failed to parse.
+fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -> (ContainerAttr, bool) {
+    let mut attr = ContainerAttr::default();
+    let mut failed = false;
+    let name = match derive {
+        "Document" => DOCUMENT,
+        "Embedded" => EMBEDDED,
+        _ => return (attr, failed),
+    };
+    for a in input.attrs.iter().filter(|a| a.path().is_ident(name)) {
+        let parsed = if derive == "Document" {
+            errors.handle(parse_attr::<ContainerAttr>(a))
+        } else {
+            errors.handle(parse_attr::<EmbeddedAttr>(a)).map(|e| ContainerAttr { krate: e.krate, ..Default::default() })
+        };
+        let Some(parsed) = parsed else {
+            failed = true;
+            continue;
+        };
+        if parsed.collection.is_some() {
+            if attr.collection.is_some() {
+                errors.push(darling::Error::duplicate_field("collection").with_span(a));
+            }
+            attr.collection = parsed.collection;
+        }
+        if parsed.krate.is_some() {
+            attr.krate = parsed.krate;
+        }
+    }
+    (attr, failed)
 }
 
 impl<'a> Field<'a> {
@@ -192,7 +224,7 @@ impl<'a> Field<'a> {
     /// `#[reference(many, max)]`).
     pub fn bound(&self) -> Option<u32> {
         match &self.role {
-            Role::Embed { attr, .. } if vec_element(self.ty).is_some() => attr.max.as_ref().map(|m| m.0),
+            Role::Embed { attr, .. } if array_element(self.ty).is_some() => attr.max.as_ref().map(|m| m.0),
             Role::Reference { attr, .. } if attr.many.is_present() => attr.max.as_ref().map(|m| m.0),
             _ => None,
         }
@@ -282,13 +314,17 @@ impl Container<'_> {
     }
 }
 
-/// `#[view(of = Part)]`: the document a view reads; `None` when absent or
-/// malformed (the error is in `errors`).
-pub fn view_of(input: &DeriveInput, errors: &mut Accumulator) -> Option<syn::Path> {
+/// `#[view(of = Part)]`: the document a view reads, and the crate path
+/// (`crate = ".."`); `of` is `None` when absent or malformed (the error is
+/// in `errors`).
+pub fn view_of(input: &DeriveInput, errors: &mut Accumulator) -> (Option<syn::Path>, Option<syn::Path>) {
     let attrs: Vec<&Attribute> = input.attrs.iter().filter(|a| a.path().is_ident(VIEW)).collect();
-    let mut of = None;
+    let (mut of, mut krate) = (None, None);
     for a in &attrs {
-        of = errors.handle(ViewAttr::from_meta(&a.meta)).map(|v| v.of);
+        if let Some(v) = errors.handle(ViewAttr::from_meta(&a.meta)) {
+            of = Some(v.of);
+            krate = v.krate.or(krate);
+        }
     }
     if attrs.is_empty() {
         errors.push(
@@ -299,5 +335,5 @@ pub fn view_of(input: &DeriveInput, errors: &mut Accumulator) -> Option<syn::Pat
             .with_span(&input.ident),
         );
     }
-    of
+    (of, krate)
 }

@@ -8,7 +8,18 @@ use syn::{Expr, Ident, LitStr, Path};
 /// `#[document(...)]` on the struct.
 #[derive(Debug, Default, FromMeta)]
 pub struct ContainerAttr {
-    pub collection: Option<SpannedValue<String>>,
+    pub collection: Option<SpannedValue<CollectionName>>,
+    /// The path of the `docrel` crate, for users who rename the dependency
+    /// (`#[document(crate = "my_docrel")]`).
+    #[darling(rename = "crate")]
+    pub krate: Option<Path>,
+}
+
+/// `#[embedded(...)]` on an element struct.
+#[derive(Debug, Default, FromMeta)]
+pub struct EmbeddedAttr {
+    #[darling(rename = "crate")]
+    pub krate: Option<Path>,
 }
 
 /// `#[document(...)]` on a field.
@@ -105,6 +116,8 @@ pub struct DenormalizeAttr {
 #[derive(Debug, FromMeta)]
 pub struct ViewAttr {
     pub of: Path,
+    #[darling(rename = "crate")]
+    pub krate: Option<Path>,
 }
 
 /// `on_delete = pull | cascade | restrict` (a bare word or a string).
@@ -127,6 +140,8 @@ impl FromMeta for OnDeleteAttr {
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Path(p) if p.path.get_ident().is_some() => {
                 let word = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
                 Self::from_string(&word).map_err(|_| {
@@ -151,6 +166,39 @@ impl FromMeta for OnDeleteAttr {
     }
 }
 
+/// `collection = "parts"`: a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionName(pub String);
+
+impl std::ops::Deref for CollectionName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromMeta for CollectionName {
+    fn from_string(value: &str) -> darling::Result<Self> {
+        Ok(CollectionName(value.to_owned()))
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Self::from_string(&s.value()),
+            other => {
+                let written = quote::ToTokens::to_token_stream(other).to_string();
+                Err(darling::Error::custom(format!(
+                    "the collection name is a string: write `collection = \"{}\"`",
+                    written.trim_matches('"')
+                ))
+                .with_span(expr))
+            }
+        }
+    }
+}
+
 /// A bound: `max = 20`, a whole number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bound(pub u32);
@@ -165,6 +213,8 @@ impl std::ops::Deref for Bound {
 impl FromMeta for Bound {
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
+            // A `macro_rules!` fragment (`$coll:literal`) arrives in an invisible group.
+            Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u32>().map(Bound).map_err(|_| {
                 darling::Error::custom(format!(
                     "bound `{i}` is out of range: write a whole number from 1 to {}",

@@ -3,7 +3,7 @@
 //! What passes becomes the model (`model.rs`) the generation reads.
 
 use super::ast::{Container, Role};
-use super::model::{Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, Stub, Target, Via, ViewModel};
+use super::model::{Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, Names, Stub, Target, Via, ViewModel};
 use darling::error::Accumulator;
 use proc_macro2::Span;
 
@@ -26,6 +26,8 @@ pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Mo
     Some(Model {
         ident: c.ident,
         vis: c.vis,
+        krate: c.attr.krate.clone(),
+        names: Names::new(c.input),
         collection: collection?,
         id: IdField { ident: id.ident, ty: id.ty },
         fields: c.fields.iter().filter_map(ModelField::new).collect(),
@@ -37,17 +39,20 @@ pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Mo
 
 /// Checks an element struct of a reference array (`#[derive(Embedded)]`).
 pub fn embedded<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> EmbeddedModel<'a> {
+    check_stored_names(c, errors);
     let copies = check_copies(c, errors, false);
     EmbeddedModel {
         ident: c.ident,
+        krate: c.attr.krate.clone(),
         fields: c.fields.iter().filter_map(ModelField::new).collect(),
         copies: copies.into_iter().map(|(copied, _)| copied).collect(),
+        advice: super::advice::advise(c),
     }
 }
 
 /// A `#[derive(View)]` struct of the document `of`.
-pub fn view<'a>(c: &'a Container<'a>, of: syn::Path) -> ViewModel<'a> {
-    ViewModel { ident: c.ident, of, fields: c.fields.iter().filter_map(ModelField::new).collect() }
+pub fn view<'a>(c: &'a Container<'a>, of: syn::Path, krate: Option<syn::Path>) -> ViewModel<'a> {
+    ViewModel { ident: c.ident, krate, of, fields: c.fields.iter().filter_map(ModelField::new).collect() }
 }
 
 /// What the fallback emits for a struct that failed its checks.
@@ -55,13 +60,46 @@ pub fn stub<'a>(c: &'a Container<'a>) -> Stub<'a> {
     Stub {
         ident: c.ident,
         vis: c.vis,
+        krate: c.attr.krate.clone(),
+        names: Names::new(c.input),
         id_ty: c.id_candidates().first().map(|&i| c.fields[i].ty),
         fields: c.fields.iter().filter_map(ModelField::new).collect(),
     }
 }
 
+/// What the fallback emits for an input that cannot be a document at all
+/// (an enum, a tuple or unit struct, a union): the same items, with no
+/// fields, so that documents referring to it see only its one error. A
+/// generic type gets none (its impls would need its parameters), nor a union.
+pub fn stub_of_shape<'a>(input: &'a syn::DeriveInput, attr: &str) -> Option<Stub<'a>> {
+    // A union cannot derive serde's traits, which the stub's impls need:
+    // they would add errors, not hide them.
+    if !input.generics.params.is_empty() || matches!(input.data, syn::Data::Union(_)) {
+        return None;
+    }
+    let krate = input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident(attr))
+        .filter_map(|a| darling::FromMeta::from_meta(&a.meta).ok())
+        .filter_map(|attr: super::attr::ContainerAttr| attr.krate)
+        .next_back();
+    Some(Stub {
+        ident: &input.ident,
+        vis: &input.vis,
+        krate,
+        names: Names::new(input),
+        id_ty: None,
+        fields: Vec::new(),
+    })
+}
+
 fn check_collection(c: &Container, errors: &mut Accumulator) -> Option<String> {
     let Some(name) = &c.attr.collection else {
+        // A `#[document(..)]` that failed to parse has its own error.
+        if c.attr_failed {
+            return None;
+        }
         errors.push(err(
             c.ident.span(),
             format!(
@@ -73,7 +111,7 @@ fn check_collection(c: &Container, errors: &mut Accumulator) -> Option<String> {
         return None;
     };
     let span = name.span();
-    let value = name.as_str();
+    let value: &str = name;
     let problem = if value.is_empty() {
         Some("the collection name is empty: name the collection, e.g. `#[document(collection = \"parts\")]`".to_owned())
     } else if value.contains('$') || value.contains('.') || value.contains('\0') {
@@ -219,8 +257,13 @@ fn check_copies<'a>(
         }
         let via = check_via(c, f, copy, errors, in_document);
         if let (Some((src, src_field)), Some(stored)) = (source, &f.stored) {
-            let copied =
-                Copied { ty: f.ty, stored: stored.clone(), source: Target::new(&src), source_field: src_field.clone() };
+            let copied = Copied {
+                ident: f.ident,
+                ty: f.ty,
+                stored: stored.clone(),
+                source: Target::new(&src),
+                source_field: src_field.clone(),
+            };
             out.push((copied, via));
         }
     }
@@ -250,7 +293,24 @@ fn check_via<'a>(
             ),
         )),
         (Some(via), true) => match c.fields.iter().find(|g| g.ident == via) {
-            None => errors.push(err(via.span(), format!("`via = {via}`: `{}` has no field `{via}`", c.ident))),
+            None => {
+                let references = c.fields.iter().filter(|g| match &g.role {
+                    Role::ParentRef { .. } => true,
+                    Role::Reference { attr, .. } => !attr.many.is_present(),
+                    _ => false,
+                });
+                let names: Vec<String> = references.map(|g| g.ident.to_string()).collect();
+                let hint = match did_you_mean(&via.to_string(), names.iter().map(String::as_str)) {
+                    Some(best) => format!("; did you mean `via = {best}`?"),
+                    None if names.is_empty() => format!(
+                        ": `via` names the field carrying `#[reference(to = ..)]` or `#[parent_ref(to = ..)]`, and \
+                         `{}` has none",
+                        c.ident
+                    ),
+                    None => format!("; its single references are {}", list(&names)),
+                };
+                errors.push(err(via.span(), format!("`via = {via}`: `{}` has no field `{via}`{hint}", c.ident)))
+            }
             Some(g) => match &g.role {
                 Role::ParentRef { attr, .. } => return via_to(via, g, attr.to.as_ref()),
                 Role::Reference { attr, .. } if !attr.many.is_present() => return via_to(via, g, attr.to.as_ref()),
@@ -308,5 +368,52 @@ fn check_sizes(c: &Container, errors: &mut Accumulator) {
                 c.ident
             ),
         ));
+    }
+}
+
+/// The candidate closest to `written`, when one is close enough to be a typo.
+pub(super) fn did_you_mean<'c>(written: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+    candidates
+        .map(|c| (edit_distance(written, c), c))
+        .filter(|&(d, c)| d > 0 && d <= written.len().max(c.len()).div_ceil(3))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(here).min(row[j]) };
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// `` `a`, `b` and `c` ``.
+fn list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{did_you_mean, edit_distance};
+
+    #[test]
+    fn suggestions_are_close_names_only() {
+        assert_eq!(edit_distance("prodcut", "product"), 2);
+        assert_eq!(did_you_mean("prodcut", ["product", "maker"].into_iter()), Some("product"));
+        assert_eq!(did_you_mean("hots", ["host"].into_iter()), Some("host"));
+        assert_eq!(did_you_mean("owner", ["product", "maker"].into_iter()), None);
     }
 }

@@ -13,6 +13,11 @@ use syn::{Ident, Path, Type, Visibility};
 pub struct Model<'a> {
     pub ident: &'a Ident,
     pub vis: &'a Visibility,
+    /// `#[document(crate = "..")]`: the path of the `docrel` crate.
+    pub krate: Option<Path>,
+    /// The names of the generated handle types (`PartFields`, `PartRels`),
+    /// unless the struct mentions them itself.
+    pub names: Names,
     pub collection: String,
     /// The `_id` field.
     pub id: IdField<'a>,
@@ -40,6 +45,8 @@ pub struct ModelField<'a> {
     pub stored: String,
     /// The declared bound of an array (`#[embed(max)]`, `#[reference(many, max)]`).
     pub bound: Option<u32>,
+    /// The array is an `Option<Vec<T>>`: its bound holds when it is there.
+    pub optional_array: bool,
     pub index: Index,
     /// `#[document(write_heavy)]`.
     pub write_heavy: bool,
@@ -69,6 +76,7 @@ impl<'a> ModelField<'a> {
             type_name: ty::type_name(f.ty),
             stored,
             bound: f.bound(),
+            optional_array: ty::array_element(f.ty).is_some_and(|(_, optional)| optional),
             index,
             write_heavy: f.doc.write_heavy.is_present(),
         })
@@ -111,7 +119,6 @@ impl Target {
 /// A relationship on a stored field.
 pub struct ModelRelation<'a> {
     pub ident: &'a Ident,
-    pub ty: &'a Type,
     pub stored: String,
     pub on_delete: OnDelete,
     pub kind: RelationKind<'a>,
@@ -128,20 +135,20 @@ pub enum OnDelete {
 pub enum RelationKind<'a> {
     /// `#[embed]`: one struct, or an array (`many`), maybe a subset.
     Embed { many: bool, max: Option<u32>, subset: Option<Subset<'a>> },
-    /// `#[reference(many, to = T)]`.
-    RefMany { to: Target, max: Option<u32>, element: Element<'a>, inverse: Option<&'a Ident> },
-    /// `#[reference(to = T)]` on `Id` or `Option<Id>`.
-    RefOne { to: Target, optional: bool, inverse: Option<&'a Ident> },
+    /// `#[reference(many, to = T)]` on `Vec<..>` or `Option<Vec<..>>` (`optional`).
+    RefMany { to: Target, max: Option<u32>, element: Element<'a>, optional: bool, inverse: Option<&'a Ident> },
+    /// `#[reference(to = T)]` on `Id` or `Option<Id>`; `id` is the id type as written.
+    RefOne { to: Target, optional: bool, id: &'a Type, inverse: Option<&'a Ident> },
     /// `#[parent_ref(to = P)]` on `Id` or `Option<Id>`, with its declared order.
-    ParentRef { to: Target, optional: bool, order: Vec<SortKey<'a>> },
+    ParentRef { to: Target, optional: bool, id: &'a Type, order: Vec<SortKey<'a>> },
     /// `#[bucket(..)]`: the array of a bucket document.
     Bucket(Bucket<'a>),
 }
 
 /// What a reference array holds.
 pub enum Element<'a> {
-    /// The ids themselves (`Vec<ObjectId>`).
-    Ids,
+    /// The ids themselves (`Vec<ObjectId>`), of type `ty`.
+    Ids { ty: &'a Type },
     /// `{id, ..}` structs (`#[derive(Embedded)]`): `key` is the field holding
     /// the id (`id` unless `key = ..` says otherwise).
     Structs { ty: &'a Type, key: Ident },
@@ -151,7 +158,7 @@ impl Element<'_> {
     /// The stored name of the field holding the id in each element.
     pub fn key(&self) -> Option<StoredName<'_>> {
         match self {
-            Element::Ids => None,
+            Element::Ids { .. } => None,
             Element::Structs { ty, key } => Some(StoredName::OfElement { elem: ty, field: key.clone() }),
         }
     }
@@ -192,6 +199,8 @@ pub struct Bucket<'a> {
 /// A field that copies a field of another document:
 /// `#[denormalize(from = Part::name)]`.
 pub struct Copied<'a> {
+    /// The copy field.
+    pub ident: &'a Ident,
     pub ty: &'a Type,
     pub stored: String,
     pub source: Target,
@@ -217,14 +226,17 @@ pub struct Via<'a> {
 /// A `#[derive(Embedded)]` element struct of a reference array.
 pub struct EmbeddedModel<'a> {
     pub ident: &'a Ident,
+    pub krate: Option<Path>,
     pub fields: Vec<ModelField<'a>>,
     /// Fields that copy a field of the referred document.
     pub copies: Vec<Copied<'a>>,
+    pub advice: Vec<Advice>,
 }
 
 /// A `#[derive(View)]` struct.
 pub struct ViewModel<'a> {
     pub ident: &'a Ident,
+    pub krate: Option<Path>,
     pub of: Path,
     pub fields: Vec<ModelField<'a>>,
 }
@@ -233,9 +245,45 @@ pub struct ViewModel<'a> {
 pub struct Stub<'a> {
     pub ident: &'a Ident,
     pub vis: &'a Visibility,
+    pub krate: Option<Path>,
+    pub names: Names,
     /// The type of the field most likely meant as the `_id`, if any.
     pub id_ty: Option<&'a Type>,
     pub fields: Vec<ModelField<'a>>,
+}
+
+/// The names of the handle types a document's derive generates. They live
+/// inside the derive's `const _` block, so they never clash with a type of
+/// the user's module; inside that block they would hide a user type of the
+/// same name, so a struct that mentions `PartFields` gets `__DocrelPartFields`.
+pub struct Names {
+    pub fields: Ident,
+    pub rels: Ident,
+}
+
+impl Names {
+    pub fn new(input: &syn::DeriveInput) -> Self {
+        let mut mentioned = std::collections::HashSet::new();
+        collect_idents(quote::ToTokens::to_token_stream(input), &mut mentioned);
+        let name = |suffix: &str| {
+            let plain = format!("{}{suffix}", input.ident);
+            let name = if mentioned.contains(&plain) { format!("__Docrel{plain}") } else { plain };
+            Ident::new(&name, input.ident.span())
+        };
+        Names { fields: name("Fields"), rels: name("Rels") }
+    }
+}
+
+fn collect_idents(tokens: proc_macro2::TokenStream, out: &mut std::collections::HashSet<String>) {
+    for tt in tokens {
+        match tt {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(i.to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => collect_idents(g.stream(), out),
+            _ => {}
+        }
+    }
 }
 
 impl RelationKind<'_> {

@@ -5,7 +5,7 @@ use super::ast::{Container, Field, Role};
 use super::attr::{BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
 use super::check::err;
 use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
-use super::ty::{is_id_type, option_inner, vec_element};
+use super::ty::{array_element, is_id_type, option_inner, vec_element};
 use darling::error::Accumulator;
 use proc_macro2::Span;
 use syn::{Ident, LitStr};
@@ -39,7 +39,7 @@ pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<V
         };
         match (kind, &mut out) {
             (Some(kind), Some(out)) => {
-                out.push(ModelRelation { ident: f.ident, ty: f.ty, stored: stored.clone(), on_delete, kind })
+                out.push(ModelRelation { ident: f.ident, stored: stored.clone(), on_delete, kind })
             }
             _ => out = None,
         }
@@ -48,9 +48,28 @@ pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<V
 }
 
 fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Accumulator) -> Option<RelationKind<'a>> {
-    let elem = vec_element(f.ty);
+    let array = array_element(f.ty);
+    let elem = array.map(|(elem, _)| elem);
     let mut subset = None;
-    if let Some(child) = &attr.subset_of {
+    if let (Some(max), true) = (&attr.max, attr.allow_unbounded.is_present()) {
+        errors.push(err(
+            attr.allow_unbounded.span(),
+            format!(
+                "`allow_unbounded` acknowledges an array with no bound, but `{}` has `max = {}`: remove one of them",
+                f.ident, max.0
+            ),
+        ));
+    }
+    if let (Some(_), Some((_, true))) = (&attr.subset_of, array) {
+        errors.push(err(
+            span,
+            format!(
+                "a subset is kept with `$push`, which fails on the `null` serde stores for `None`: make `{}` a \
+                 `Vec<..>` (with `#[serde(default)]` to read documents without it)",
+                f.ident
+            ),
+        ));
+    } else if let Some(child) = &attr.subset_of {
         if attr.max.is_none() || elem.is_none() {
             errors.push(err(
                 span,
@@ -95,7 +114,7 @@ fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Acc
         }
         if elem.is_none() {
             errors.push(err(span, format!(
-                "`#[embed(max = ..)]` bounds an array, but `{}` is not a `Vec<T>`: drop `max` to embed one struct, or make the field a `Vec`",
+                "`#[embed(max = ..)]` bounds an array, but `{}` is not a `Vec<T>` (or `Option<Vec<T>>`): drop `max` to embed one struct, or make the field a `Vec`",
                 f.ident
             )));
         }
@@ -147,16 +166,49 @@ fn reference<'a>(
             ),
         ));
     }
-    let elem = vec_element(f.ty);
+    let array = array_element(f.ty);
+    let elem = array.map(|(elem, _)| elem);
+    let optional_array = array.is_some_and(|(_, optional)| optional);
     if many && elem.is_none() {
         errors.push(err(
             span,
             format!(
-            "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>`: \
-             make it `Vec<ObjectId>`, or drop `many` for a single reference",
+            "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>` \
+             (or `Option<Vec<T>>`): make it `Vec<ObjectId>`, or drop `many` for a single reference",
             f.ident
         ),
         ));
+    }
+    if let (Some(max), true) = (&attr.max, attr.allow_unbounded.is_present()) {
+        errors.push(err(
+            attr.allow_unbounded.span(),
+            format!(
+                "`allow_unbounded` acknowledges an array with no bound, but `{}` has `max = {}`: remove one of them",
+                f.ident, max.0
+            ),
+        ));
+    }
+    if let (Some(inverse), true) = (&attr.inverse, many) {
+        if optional_array {
+            errors.push(err(
+                inverse.span(),
+                format!(
+                    "a two-way array is written with `$addToSet` and `$pull`, which fail on the `null` serde stores \
+                     for `None`: make `{}` a `Vec<..>` (with `#[serde(default)]` to read documents without it), or \
+                     remove `inverse`",
+                    f.ident
+                ),
+            ));
+        } else if elem.is_some_and(|e| !is_id_type(e)) {
+            errors.push(err(
+                inverse.span(),
+                format!(
+                    "link/unlink keep two-way references of ids, but `{}` holds `{{id, ..}}` structs whose other \
+                     fields they cannot make: hold the ids (`Vec<ObjectId>`), or remove `inverse`",
+                    f.ident
+                ),
+            ));
+        }
     }
     if !many && elem.is_some() {
         errors.push(err(
@@ -196,15 +248,16 @@ fn reference<'a>(
     let to = Target::new(attr.to.as_ref()?);
     let inverse = attr.inverse.as_ref();
     if !many {
-        return Some(RelationKind::RefOne { to, optional: option_inner(f.ty).is_some(), inverse });
+        let id = option_inner(f.ty).unwrap_or(f.ty);
+        return Some(RelationKind::RefOne { to, optional: option_inner(f.ty).is_some(), id, inverse });
     }
     let element = match elem? {
-        elem if is_id_type(elem) => Element::Ids,
+        elem if is_id_type(elem) => Element::Ids { ty: elem },
         elem => {
             Element::Structs { ty: elem, key: attr.key.clone().unwrap_or_else(|| Ident::new("id", Span::call_site())) }
         }
     };
-    Some(RelationKind::RefMany { to, max: f.bound(), element, inverse })
+    Some(RelationKind::RefMany { to, max: f.bound(), element, optional: optional_array, inverse })
 }
 
 fn parent_ref<'a>(
@@ -223,7 +276,7 @@ fn parent_ref<'a>(
             ),
         ));
     }
-    if vec_element(f.ty).is_some() {
+    if array_element(f.ty).is_some() {
         errors.push(err(span, format!(
             "`#[parent_ref]` holds the one id of the parent, but `{}` is a `Vec`: use `#[reference(many, ..)]` for arrays",
             f.ident
@@ -255,7 +308,8 @@ fn parent_ref<'a>(
         None => Some(Vec::new()),
     };
     let to = Target::new(attr.to.as_ref()?);
-    Some(RelationKind::ParentRef { to, optional: option_inner(f.ty).is_some(), order: order? })
+    let id = option_inner(f.ty).unwrap_or(f.ty);
+    Some(RelationKind::ParentRef { to, optional: option_inner(f.ty).is_some(), id, order: order? })
 }
 
 /// `"-time, name"`: each name resolved by `resolve`, `-` for descending.
@@ -286,8 +340,11 @@ fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
     let mut chars = name.chars();
     let valid =
         chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_');
-    if valid {
+    if valid && syn::parse_str::<Ident>(name).is_ok() {
         Ok(Ident::new(name, span))
+    } else if valid && !matches!(name, "self" | "super" | "crate" | "Self" | "_") {
+        // A keyword names the field `r#type`.
+        Ok(Ident::new_raw(name, span))
     } else {
         Err(err(
             span,

@@ -5,6 +5,18 @@
 use quote::ToTokens;
 use syn::{GenericArgument, Path, PathArguments, Type};
 
+/// The type as written, without the invisible group a `macro_rules!`
+/// `$t:ty` wraps it in, or parentheses (as serde reads it).
+pub fn ungroup(mut ty: &Type) -> &Type {
+    loop {
+        match ty {
+            Type::Group(g) => ty = &g.elem,
+            Type::Paren(p) => ty = &p.elem,
+            _ => return ty,
+        }
+    }
+}
+
 /// `T` of `Vec<T>` (by the last path segment, as users write it).
 pub fn vec_element(ty: &Type) -> Option<&Type> {
     generic_arg(ty, "Vec")
@@ -15,22 +27,31 @@ pub fn option_inner(ty: &Type) -> Option<&Type> {
     generic_arg(ty, "Option")
 }
 
+/// The element of an array field: `T` of `Vec<T>` or of `Option<Vec<T>>`,
+/// with whether the array may be absent.
+pub fn array_element(ty: &Type) -> Option<(&Type, bool)> {
+    match vec_element(ty) {
+        Some(elem) => Some((elem, false)),
+        None => option_inner(ty).and_then(vec_element).map(|elem| (elem, true)),
+    }
+}
+
 fn generic_arg<'t>(ty: &'t Type, wrapper: &str) -> Option<&'t Type> {
-    let Type::Path(p) = ty else { return None };
+    let Type::Path(p) = ungroup(ty) else { return None };
     let last = p.path.segments.last()?;
     if last.ident != wrapper {
         return None;
     }
     let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
     match args.args.first()? {
-        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(ungroup(t)),
         _ => None,
     }
 }
 
 /// The name of the type's last path segment (`ObjectId` of `bson::oid::ObjectId`).
 pub fn last_ident(ty: &Type) -> Option<String> {
-    let Type::Path(p) = ty else { return None };
+    let Type::Path(p) = ungroup(ty) else { return None };
     p.path.segments.last().map(|s| s.ident.to_string())
 }
 
@@ -38,6 +59,53 @@ pub fn last_ident(ty: &Type) -> Option<String> {
 /// array of it holds ids rather than `{id, ...}` structs.
 pub fn is_id_type(ty: &Type) -> bool {
     last_ident(ty).is_some_and(|name| matches!(name.as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
+}
+
+/// A type that is certainly not a `Document`: a number, text, a BSON value,
+/// or a std collection (a user crate cannot implement the trait for those).
+/// The rule 2 probe is left out for these: it costs compile time and would
+/// always find nothing.
+pub fn is_plain_value(ty: &Type) -> bool {
+    if let Type::Reference(_) | Type::Slice(_) | Type::Array(_) | Type::Tuple(_) = ungroup(ty) {
+        return true;
+    }
+    last_ident(ty).is_some_and(|name| {
+        matches!(
+            name.as_str(),
+            "bool"
+                | "char"
+                | "str"
+                | "String"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "u8"
+                | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "f32"
+                | "f64"
+                | "ObjectId"
+                | "DateTime"
+                | "Uuid"
+                | "Decimal128"
+                | "Bson"
+                | "Binary"
+                | "Timestamp"
+                | "Vec"
+                | "VecDeque"
+                | "Option"
+                | "HashMap"
+                | "BTreeMap"
+                | "HashSet"
+                | "BTreeSet"
+        )
+    })
 }
 
 /// A type as written, printed the way rustdoc would: `Vec<ObjectId>`,
@@ -95,6 +163,22 @@ fn argument_name(arg: &GenericArgument) -> String {
 mod tests {
     use super::{path_name, type_name};
     use syn::parse_quote;
+
+    #[test]
+    fn types_through_macro_rules_are_read_as_written() {
+        use super::{array_element, option_inner, ungroup, vec_element};
+        use quote::quote;
+        // `$t:ty` arrives as an invisible group.
+        let group =
+            |ty: syn::Type| syn::Type::Group(syn::TypeGroup { group_token: Default::default(), elem: Box::new(ty) });
+        let vec = group(parse_quote!(Vec<ObjectId>));
+        assert!(vec_element(&vec).is_some());
+        let opt = group(parse_quote!(Option<Vec<PartRef>>));
+        let (elem, optional) = array_element(&opt).expect("an array");
+        assert_eq!((quote!(#elem).to_string(), optional), ("PartRef".to_owned(), true));
+        assert!(option_inner(&parse_quote!((Option<i32>))).is_some());
+        assert_eq!(type_name(ungroup(&group(parse_quote!(String)))), "String");
+    }
 
     #[test]
     fn names_print_as_written() {

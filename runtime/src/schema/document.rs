@@ -26,6 +26,11 @@ use serde::{de::DeserializeOwned, Serialize};
 /// assert_eq!(Part::fields().name.path(), "name");
 /// assert_eq!(Part::fields().id.path(), "_id");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must derive `docrel::Document`",
+    label = "not a document",
+    note = "a document type is a struct with named fields, `#[derive(docrel::Document, Serialize, Deserialize)]` and `#[document(collection = \"..\")]`"
+)]
 pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
     /// The type of the `_id` field.
     type Id: DocId;

@@ -2,7 +2,7 @@
 //! relationships need to stay fast (rule 4: "if you index correctly").
 
 use crate::schema::document::{RelationKind, Schema};
-use bson::Document as BsonDoc;
+use bson::{Bson, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
@@ -70,9 +70,17 @@ pub fn validator(schema: &Schema) -> Option<BsonDoc> {
             RelationKind::Embed { many: true, max: Some(m) } | RelationKind::RefMany { max: Some(m), .. } => m,
             _ => continue,
         };
-        properties.insert(rel.field, bson::doc! {"bsonType": "array", "maxItems": i64::from(max)});
+        // An `Option<Vec<T>>` is stored as `null` when absent (serde's `None`).
+        let optional = schema.fields.iter().any(|f| f.bson == rel.field && is_option(f.rust_type));
+        let kind = if optional { Bson::from(vec!["array", "null"]) } else { Bson::from("array") };
+        properties.insert(rel.field, bson::doc! {"bsonType": kind, "maxItems": i64::from(max)});
     }
     (!properties.is_empty()).then(|| bson::doc! {"$jsonSchema": {"bsonType": "object", "properties": properties}})
+}
+
+/// `Option<..>` as written (`Option<Vec<T>>`, `std::option::Option<..>`).
+fn is_option(rust_type: &str) -> bool {
+    rust_type.split('<').next().is_some_and(|head| head.trim_end().ends_with("Option"))
 }
 
 /// Creates the indexes of every document type linked into the program (one
