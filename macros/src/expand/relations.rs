@@ -32,7 +32,23 @@ pub fn expand(m: &Model) -> (TokenStream, TokenStream) {
         }
     };
     let subset_checks = subset_checks(m);
+    let carries = m.relations.iter().filter(|rel| rel.kind.is_reference()).map(|rel| {
+        let (name, ty) = (rel.ident, rel.ty);
+        let key = field_key(name);
+        quote! {
+            #[automatically_derived]
+            impl ::docrel::__private::Carries<#ident, #key> for #ident {
+                type Value = #ty;
+                #[inline]
+                fn carried(&self) -> &#ty {
+                    &self.#name
+                }
+            }
+        }
+    });
     let rels_impl = quote! {
+        #(#carries)*
+
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and
@@ -59,6 +75,13 @@ pub fn expand(m: &Model) -> (TokenStream, TokenStream) {
         #subset_checks
     };
     (rels_struct, rels_impl)
+}
+
+/// The const argument naming a field in `Carries`: its key, computed by the
+/// runtime's `field_key` from the Rust name.
+pub fn field_key(name: &syn::Ident) -> TokenStream {
+    let name = name.to_string();
+    quote!({ ::docrel::__private::field_key(#name) })
 }
 
 /// The declaration and the initializer of one handle; `None` for an embed,
@@ -88,51 +111,55 @@ fn handle(m: &Model, rel: &ModelRelation) -> Option<(TokenStream, TokenStream)> 
         }
         RelationKind::RefMany { to, element, .. } => {
             let to = &to.path;
-            let visit = many_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id), element);
+            let visit = many_visit(rel, &quote!(<#to as ::docrel::Document>::Id), element);
+            let (ty, key) = (rel.ty, field_key(name));
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(::docrel::RefMany<#ident, #to>), quote!(::docrel::RefMany::new(#entry, #visit)))
+            (doc, quote!(::docrel::RefMany<#ident, #to, #ty, #key>), quote!(::docrel::RefMany::new(#entry, #visit)))
         }
         RelationKind::RefOne { to, .. } | RelationKind::ParentRef { to, .. } => {
             let to = &to.path;
-            let visit = single_visit(ident, rel, &quote!(<#to as ::docrel::Document>::Id));
+            let visit = single_visit(rel, &quote!(<#to as ::docrel::Document>::Id));
             let handle = match rel.kind {
                 RelationKind::RefOne { .. } => quote!(::docrel::RefOne),
                 _ => quote!(::docrel::ParentRef),
             };
+            let (ty, key) = (rel.ty, field_key(name));
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(#handle<#ident, #to>), quote!(#handle::new(#entry, #visit)))
+            (doc, quote!(#handle<#ident, #to, #ty, #key>), quote!(#handle::new(#entry, #visit)))
         }
     };
     Some((quote! { #[doc = #doc] pub #name: #handle_ty, }, quote! { #name: #init, }))
 }
 
-/// The visit of a reference array: the ids themselves, or each element's key.
-fn many_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream, element: &Element) -> TokenStream {
-    let (name, ty) = (rel.ident, rel.ty);
+/// The visit of a reference array (given the field's value, so that any
+/// type carrying the field can be a parent): the ids themselves, or each
+/// element's key.
+fn many_visit(rel: &ModelRelation, id: &TokenStream, element: &Element) -> TokenStream {
+    let ty = rel.ty;
     let access = match element {
         Element::Structs { key, .. } => quote!(&__e.#key),
         Element::Ids => quote!(__e),
     };
     quote_spanned! {ty.span()=>
-        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-            for __e in &__p.#name { __f(#access) }
+        |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+            for __e in __v { __f(#access) }
         }
     }
 }
 
 /// The visit of a single reference (`Id` or `Option<Id>`), spanned at the
 /// field's type so a wrong id type is reported there.
-fn single_visit(ident: &syn::Ident, rel: &ModelRelation, id: &TokenStream) -> TokenStream {
-    let (name, ty) = (rel.ident, rel.ty);
+fn single_visit(rel: &ModelRelation, id: &TokenStream) -> TokenStream {
+    let ty = rel.ty;
     if rel.kind.optional() {
         quote_spanned! {ty.span()=>
-            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                if let ::core::option::Option::Some(__x) = &__p.#name { __f(__x) }
+            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                if let ::core::option::Option::Some(__x) = __v { __f(__x) }
             }
         }
     } else {
         quote_spanned! {ty.span()=>
-            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(&__p.#name) }
+            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| { __f(__v) }
         }
     }
 }

@@ -18,12 +18,30 @@ pub fn expand(m: &ViewModel) -> TokenStream {
             let _: ::docrel::Field<#of, #ty> = #of::fields().#name;
         }
     });
+    // The view carries each of its fields, so a loader of a relation on one
+    // of them takes the view as parents (and only such loaders do).
+    let carries = m.fields.iter().map(|f| {
+        let (name, ty) = (f.ident, f.ty);
+        let key = super::relations::field_key(name);
+        quote! {
+            #[automatically_derived]
+            impl ::docrel::__private::Carries<#of, #key> for #ident {
+                type Value = #ty;
+                #[inline]
+                fn carried(&self) -> &#ty {
+                    &self.#name
+                }
+            }
+        }
+    });
     quote! {
         const _: () = {
             #[allow(dead_code)]
             fn __docrel_view_fields_exist() {
                 #(#checks)*
             }
+
+            #(#carries)*
 
             #[automatically_derived]
             impl ::docrel::View for #ident {

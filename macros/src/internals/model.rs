@@ -239,6 +239,11 @@ pub struct Stub<'a> {
 }
 
 impl RelationKind<'_> {
+    /// A reference that loaders read (an array, a single one, a parent reference).
+    pub fn is_reference(&self) -> bool {
+        matches!(self, RelationKind::RefMany { .. } | RelationKind::RefOne { .. } | RelationKind::ParentRef { .. })
+    }
+
     /// A single reference that may be absent (`Option<Id>`).
     pub fn optional(&self) -> bool {
         matches!(self, RelationKind::RefOne { optional: true, .. } | RelationKind::ParentRef { optional: true, .. })
