@@ -307,3 +307,152 @@ async fn nested_loads_cost_one_round_trip_per_level() -> docrel::Result<()> {
     }
     Ok(())
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "companies")]
+struct Company {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(docrel::Embedded, Serialize, Deserialize, Debug, Clone)]
+struct PartRef {
+    id: ObjectId,
+    #[denormalize(from = Part::name)]
+    name: String,
+}
+
+/// Two relations into two collections, and an array of `{id, name}` copies.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "catalog")]
+struct CatalogProduct {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(to = Company)]
+    maker: ObjectId,
+    #[reference(many, to = Part, max = 100)]
+    parts: Vec<PartRef>,
+}
+
+#[derive(View, Deserialize, Debug)]
+#[view(of = CatalogProduct)]
+struct CatalogCard {
+    name: String,
+    maker: ObjectId,
+    parts: Vec<PartRef>,
+}
+
+async fn catalog(t: &TestDb, f: &Fixture) -> docrel::Result<Vec<Company>> {
+    let makers: Vec<Company> = (0..2).map(|i| Company { id: ObjectId::new(), name: format!("maker {i}") }).collect();
+    Company::repo(&t.db).insert_many(&makers).await?;
+    let products: Vec<CatalogProduct> = (0..6)
+        .map(|i| CatalogProduct {
+            id: ObjectId::new(),
+            name: format!("c{i}"),
+            maker: makers[i % 2].id,
+            parts: (0..4).map(|k| PartRef { id: f.parts[(i + k * 3) % 10].id, name: String::new() }).collect(),
+        })
+        .collect();
+    CatalogProduct::repo(&t.db).insert_many(&products).await?;
+    Ok(makers)
+}
+
+#[tokio::test]
+async fn k_relations_over_n_parents_cost_1_plus_k_round_trips() -> docrel::Result<()> {
+    let t = TestDb::new("load_k").await?;
+    let f = fixture(&t).await?;
+    let makers = catalog(&t, &f).await?;
+    let mark = t.trips.mark();
+    let cards = CatalogProduct::repo(&t.db).find(Filter::all()).view::<CatalogCard>().await?;
+    let (parts, made_by) = docrel::join(
+        &t.db,
+        (CatalogProduct::rels().parts.of::<PartLine>(&cards), CatalogProduct::rels().maker.of::<Company>(&cards)),
+    )
+    .await?;
+    assert_eq!(t.trips.commands_since(mark), ["find catalog", "find parts", "find companies"]);
+    for (i, card) in cards.iter().enumerate() {
+        let ids: Vec<ObjectId> = parts.of(i).map(|p| p.id).collect();
+        assert_eq!(ids, card.parts.iter().map(|p| p.id).collect::<Vec<_>>());
+        assert_eq!(made_by.one(i).map(|m| m.id), Some(card.maker));
+    }
+    assert!(makers.len() == 2 && made_by.distinct().len() == 2);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_lookup_strategy_is_one_round_trip_with_the_same_result() -> docrel::Result<()> {
+    let t = TestDb::new("load_lookup").await?;
+    let f = fixture(&t).await?;
+    catalog(&t, &f).await?;
+    let find = || Product::repo(&t.db).find(Filter::all()).sort(Sort::new(doc! {"name": 1})).view::<ProductCard>();
+
+    let mark = t.trips.mark();
+    let (cards, parts) = Product::rels().parts.with_parents(find()).view::<PartLine>().await?;
+    assert_eq!(t.trips.commands_since(mark), ["find products", "find parts"]);
+    let mark = t.trips.mark();
+    let (cards2, parts2) =
+        Product::rels().parts.with_parents(find()).view::<PartLine>().strategy(docrel::Strategy::Lookup).await?;
+    assert_eq!(t.trips.commands_since(mark), ["aggregate products"]);
+    assert_eq!(cards.iter().map(|c| &c.name).collect::<Vec<_>>(), cards2.iter().map(|c| &c.name).collect::<Vec<_>>());
+    for i in 0..cards.len() {
+        assert_eq!(names(parts.of(i)), names(parts2.of(i)), "in each parent's order, duplicates kept");
+    }
+
+    // An array of `{id, ..}` elements joins on `parts.id`.
+    let mark = t.trips.mark();
+    let (cat, cat_parts) = CatalogProduct::rels()
+        .parts
+        .with_parents(CatalogProduct::repo(&t.db).find(Filter::all()).view::<CatalogCard>())
+        .view::<PartLine>()
+        .strategy(docrel::Strategy::Lookup)
+        .await?;
+    assert_eq!(t.trips.since(mark), 1);
+    for (i, card) in cat.iter().enumerate() {
+        let ids: Vec<ObjectId> = cat_parts.of(i).map(|p| p.id).collect();
+        assert_eq!(ids, card.parts.iter().map(|p| p.id).collect::<Vec<_>>());
+    }
+    Ok(())
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "logmsg")]
+struct LogMsg {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    n: i32,
+    text: String,
+    #[parent_ref(to = Supplier, sort = "-n")]
+    host: ObjectId,
+}
+
+#[derive(View, Deserialize, Debug)]
+#[view(of = LogMsg)]
+struct LogN {
+    n: i32,
+}
+
+#[tokio::test]
+async fn children_and_latest_are_awaited_like_the_drivers_builders() -> docrel::Result<()> {
+    let t = TestDb::new("load_children").await?;
+    let f = fixture(&t).await?;
+    let msgs: Vec<LogMsg> = (0..300)
+        .map(|n| LogMsg { id: ObjectId::new(), n, text: "x".repeat(50), host: f.suppliers[(n % 3) as usize].id })
+        .collect();
+    LogMsg::repo(&t.db).insert_many(&msgs).await?;
+    LogMsg::repo(&t.db).ensure_indexes().await?;
+    let host = f.suppliers[0].id;
+    let mark = t.trips.mark();
+    let all: Vec<LogMsg> = LogMsg::rels().host.children_of(&t.db, &host).await?;
+    assert_eq!((all.len(), t.trips.since(mark)), (100, 1));
+    assert_eq!(all[0].n, 297, "the declared order");
+    let mark = t.trips.mark();
+    let last: Vec<LogN> = LogMsg::rels().host.children_of(&t.db, &host).view::<LogN>().limit(3).await?;
+    assert_eq!(last.iter().map(|m| m.n).collect::<Vec<_>>(), [297, 294, 291]);
+    let ids: Vec<ObjectId> = f.suppliers.iter().map(|s| s.id).collect();
+    let latest = LogMsg::rels().host.latest_per_parent(&t.db, &ids, 2).view::<LogN>().await?;
+    assert_eq!(t.trips.since(mark), 2);
+    assert_eq!(latest.of(1).map(|m| m.n).collect::<Vec<_>>(), [298, 295]);
+    Ok(())
+}

@@ -59,6 +59,7 @@ pub use relations::join::{
 };
 pub use relations::loaded::Loaded;
 pub use relations::two_way::LinkOutcome;
+pub use relations::with_parents::{Strategy, WithParents};
 pub use repository::{Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,

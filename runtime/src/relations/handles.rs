@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::id::DocId;
 use crate::relations::join::{Children, FieldVisit, Latest, Load, Referenced, Referrers};
 use crate::relations::two_way::LinkOutcome;
+use crate::relations::with_parents::WithParents;
 use crate::schema::document::{Carries, Document, Relation, View};
 use crate::store::find::Find;
 use crate::store::query::{Filter, Sort};
@@ -165,6 +166,60 @@ macro_rules! loaders {
                 F: 'p,
             {
                 self.load::<V>(db, parents).filter(filter)
+            }
+
+            /// Reads the parents of `find` and their related documents
+            /// together, by the [`Strategy`](crate::Strategy) chosen with
+            /// [`WithParents::strategy`]: the find then one `$in` (two round
+            /// trips, the default), or one aggregate with a `$lookup` (one
+            /// round trip). The parents are read as the find's view, which
+            /// must carry this field; await it for `(parents, loaded)`.
+            ///
+            /// ```
+            /// # docrel::testing::doc_test(|db| async move {
+            /// use docrel::{Document, Filter, Strategy, View, bson::oid::ObjectId};
+            /// use serde::{Deserialize, Serialize};
+            ///
+            /// #[derive(Document, Serialize, Deserialize)]
+            /// #[document(collection = "parts")]
+            /// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
+            ///
+            /// #[derive(Document, Serialize, Deserialize)]
+            /// #[document(collection = "products")]
+            /// struct Product { #[serde(rename = "_id")] id: ObjectId, name: String, #[reference(many, to = Part, max = 100)] parts: Vec<ObjectId> }
+            ///
+            /// #[derive(View, Deserialize)]
+            /// #[view(of = Product)]
+            /// struct Card { name: String, parts: Vec<ObjectId> }
+            ///
+            /// #[derive(View, Deserialize)]
+            /// #[view(of = Part)]
+            /// struct PartName { name: String }
+            ///
+            /// let bolt = Part { id: ObjectId::new(), name: "bolt".into() };
+            /// Part::repo(&db).insert(&bolt).await?;
+            /// Product::repo(&db).insert(&Product { id: ObjectId::new(), name: "shifter".into(), parts: vec![bolt.id] }).await?;
+            ///
+            /// let trips = docrel::testing::round_trips(&db);
+            /// let mark = trips.mark();
+            /// let (cards, parts) = Product::rels()
+            ///     .parts
+            ///     .with_parents(Product::repo(&db).find(Filter::all()).view::<Card>())
+            ///     .view::<PartName>()
+            ///     .strategy(Strategy::Lookup)
+            ///     .await?;
+            /// assert_eq!(trips.since(mark), 1);
+            /// assert_eq!((cards[0].name.as_str(), parts.one(0).map(|p| p.name.as_str())), ("shifter", Some("bolt")));
+            /// # Ok(()) });
+            /// ```
+            pub fn with_parents<V: View + Carries<P, K, Value = F> + Sync>(
+                &self,
+                find: Find<P, V>,
+            ) -> WithParents<P, V, T, F>
+            where
+                F: 'static,
+            {
+                WithParents::new(find, self.rel, Carries::carried, self.visit)
             }
 
             /// The documents that refer to any of `targets`, grouped by

@@ -143,6 +143,26 @@ impl<T: Document, V: View> Find<T, V> {
         }
     }
 
+    /// The collection read.
+    pub(crate) fn collection(&self) -> &Collection<RawDocumentBuf> {
+        &self.coll
+    }
+
+    /// What the find was built with, for a strategy that runs it as an
+    /// aggregate instead (`$match`, `$sort`, `$skip`, `$limit`, `$project`).
+    pub(crate) fn parts(self) -> FindParts {
+        let projection = self.projection();
+        FindParts {
+            coll: self.coll,
+            filter: self.filter,
+            sort: self.sort,
+            limit: self.limit,
+            skip: self.skip,
+            projection,
+            batch_size: self.batch_size,
+        }
+    }
+
     /// The projection: the view's fields, less the excluded ones; for whole
     /// documents, everything but the excluded fields and docrel's bookkeeping.
     fn projection(&self) -> bson::Document {
@@ -210,6 +230,17 @@ impl<T: Document, V: View> Find<T, V> {
             .map_err(|e| Error::driver("find", T::COLLECTION, e))
             .map(|r| r.and_then(|raw| decode::<V>(T::COLLECTION, &raw))))
     }
+}
+
+/// The pieces of a [`Find`], taken apart by [`Find::parts`].
+pub(crate) struct FindParts {
+    pub coll: Collection<RawDocumentBuf>,
+    pub filter: Filter,
+    pub sort: Option<Sort>,
+    pub limit: Option<i64>,
+    pub skip: Option<u64>,
+    pub projection: bson::Document,
+    pub batch_size: Option<u32>,
 }
 
 impl<T: Document, V: View> std::future::IntoFuture for Find<T, V> {
