@@ -188,7 +188,11 @@ async fn run(db: &Database, mut pendings: Vec<&mut dyn Pending>, chunk: usize) -
         let extra = query.filter.map(Filter::into_document).transpose()?;
         let coll = db.collection::<RawDocumentBuf>(collection);
         let mut remaining = query.limit;
-        for part in ids.chunks(chunk) {
+        // The id list moves into the command; split (and copied) only when
+        // it is longer than a chunk.
+        let parts: Vec<Vec<Bson>> =
+            if ids.len() <= chunk { vec![ids] } else { ids.chunks(chunk).map(<[Bson]>::to_vec).collect() };
+        for part in parts {
             if remaining.is_some_and(|r| r <= 0) {
                 break;
             }
@@ -259,6 +263,8 @@ pub struct Referenced<'p, T: Document, V> {
     slots: IdMap<T::Id, u32>,
     /// The documents found, in the order the server returned them.
     items: Vec<V>,
+    /// How many references the parents hold (counted while collecting ids).
+    refs: usize,
 }
 
 /// The parents of a load, whatever their type: how many, and the ids each
@@ -291,6 +297,25 @@ impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
             query: LoadQuery::default(),
             slots: IdMap::default(),
             items: Vec::new(),
+            refs: 0,
+        }
+    }
+
+    /// The load of `parents` whose documents were already read (by a
+    /// `$lookup`): `slots` maps each id found to its index in `items`.
+    pub(crate) fn found<Q: Sync, F: 'p>(
+        field: fn(&Q) -> &F,
+        visit: FieldVisit<F, T::Id>,
+        parents: &'p [Q],
+        slots: IdMap<T::Id, u32>,
+        items: Vec<V>,
+    ) -> Self {
+        Referenced {
+            parents: Box::new(Parents { parents, field, visit }),
+            query: LoadQuery::default(),
+            slots,
+            items,
+            refs: 0,
         }
     }
 
@@ -344,10 +369,11 @@ impl<T: Document, V: View<Of = T>> Pending for Referenced<'_, T, V> {
         // Each reference visited once: one lookup, and an insert (with the
         // id's only clone) the first time an id is seen; the `$in` list is
         // built in the same pass.
-        let slots = &mut self.slots;
+        let (slots, refs) = (&mut self.slots, &mut self.refs);
         let mut ids = Vec::new();
         for p in 0..self.parents.len() {
             self.parents.visit(p, &mut |id: &T::Id| {
+                *refs += 1;
                 if !slots.contains_key(id) {
                     slots.insert(id.clone(), u32::MAX);
                     ids.push(id.to_bson());
@@ -381,7 +407,7 @@ impl<T: Document, V: View<Of = T>> Request for Referenced<'_, T, V> {
         let mut out = Loaded {
             items: self.items,
             offsets: Vec::with_capacity(n + 1),
-            slots: Vec::with_capacity(self.slots.len()),
+            slots: Vec::with_capacity(self.refs.max(self.slots.len())),
             missing_offsets: Vec::with_capacity(n + 1),
             missing: Vec::new(),
         };

@@ -7,7 +7,8 @@
 //! and the server's join); the benchmark measures both.
 
 use crate::error::{Error, Result};
-use crate::relations::join::{join, FieldVisit, Pending, Referenced, Request, ONE_BATCH};
+use crate::id::DocId;
+use crate::relations::join::{join, FieldVisit, IdMap, Referenced, Request, ONE_BATCH};
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
@@ -31,7 +32,9 @@ pub enum Strategy {
 }
 
 /// The field the `$lookup` strategy puts the joined documents in.
-const JOINED: &str = "__docrel_joined";
+/// docrel's own bookkeeping field, which no parent read here carries (a
+/// view does not name it, whole documents are read without it).
+const JOINED: &str = "_docrel";
 /// The field the ids of an array of `{id, ..}` elements are gathered in.
 const IDS: &str = "__docrel_ids";
 
@@ -143,24 +146,25 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
             .with_type::<RawDocumentBuf>()
             .await
             .map_err(err)?;
-        let (mut parents, mut joined) = (Vec::new(), Vec::new());
+        // One pass: each parent decoded, each joined document decoded the
+        // first time its id comes by (a document several parents refer to
+        // travels once per parent but is decoded once).
+        let mut parents = Vec::new();
+        let mut slots: IdMap<T::Id, u32> = IdMap::default();
+        let mut items = Vec::new();
         while cursor.advance().await.map_err(err)? {
             let raw = cursor.current();
             parents.push(decode::<V>(name, raw)?);
-            if let Ok(docs) = raw.get_array(JOINED) {
-                joined.push(docs.to_owned());
-            }
-        }
-        let loaded = {
-            let mut request = Referenced::<T, W>::new(self.field, self.visit, &parents);
-            request.ids();
-            for docs in &joined {
-                for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
-                    request.absorb(d)?;
+            let Ok(docs) = raw.get_array(JOINED) else { continue };
+            for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
+                let Some(id) = d.get("_id").ok().flatten().and_then(T::Id::from_raw) else { continue };
+                if let std::collections::hash_map::Entry::Vacant(slot) = slots.entry(id) {
+                    slot.insert(items.len() as u32);
+                    items.push(decode::<W>(T::COLLECTION, d)?);
                 }
             }
-            request.finish()
-        };
+        }
+        let loaded = Referenced::<T, W>::found(self.field, self.visit, &parents, slots, items).finish();
         Ok((parents, loaded))
     }
 }
