@@ -78,7 +78,11 @@ struct Step<'a> {
 
 impl Step<'_> {
     /// Runs one step and prints what it cost.
-    async fn run<T>(&self, what: &str, f: impl std::future::Future<Output = docrel::Result<T>>) -> docrel::Result<T> {
+    async fn run<T>(
+        &self,
+        what: &str,
+        f: impl std::future::IntoFuture<Output = docrel::Result<T>>,
+    ) -> docrel::Result<T> {
         let mark = self.trips.mark();
         let out = f.await?;
         println!("  {what:<62} {} round trip(s)", self.trips.since(mark));

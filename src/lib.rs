@@ -37,13 +37,24 @@
 //!     name: String,
 //! }
 //!
+//! /// A product as the page shows it: the name, and the parts to load.
+//! #[derive(View, Deserialize)]
+//! #[view(of = Product)]
+//! struct ProductCard {
+//!     name: String,
+//!     parts: Vec<ObjectId>,
+//! }
+//!
 //! let grommet = Part { id: ObjectId::new(), partno: "123-aff-456".into(), name: "#4 grommet".into(), price: 3.99 };
 //! Part::repo(&db).insert(&grommet).await?;
 //! let product = Product { id: ObjectId::new(), name: "left-handed smoke shifter".into(), parts: vec![grommet.id] };
 //! Product::repo(&db).insert(&product).await?;
 //!
-//! let products = Product::repo(&db).find(docrel::Filter::all()).to_vec().await?;
-//! let parts = Product::rels().parts.load::<PartName>(&db, &products).await?;
+//! let trips = docrel::testing::round_trips(&db);
+//! let mark = trips.mark();
+//! let cards = Product::repo(&db).find(docrel::Filter::all()).view::<ProductCard>().await?;
+//! let parts = Product::rels().parts.load::<PartName>(&db, &cards).await?;
+//! assert_eq!(trips.since(mark), 2); // 1 + K: the parents, then one `$in` per relation
 //! assert_eq!(parts.of(0).next().map(|p| p.name.as_str()), Some("#4 grommet"));
 //! # Ok(()) });
 //! ```

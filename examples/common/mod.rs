@@ -7,7 +7,7 @@
 
 use docrel::mongodb::Database;
 use docrel::RoundTrips;
-use std::future::Future;
+use std::future::IntoFuture;
 use std::sync::Mutex;
 
 /// Where the examples look for a server when `MONGODB_URI` is not set.
@@ -33,7 +33,7 @@ impl Log {
     }
 
     /// Runs one step and prints what it cost.
-    pub async fn step<T>(&self, what: &str, f: impl Future<Output = docrel::Result<T>>) -> docrel::Result<T> {
+    pub async fn step<T>(&self, what: &str, f: impl IntoFuture<Output = docrel::Result<T>>) -> docrel::Result<T> {
         let mark = self.trips.mark();
         let out = f.await?;
         let n = self.trips.since(mark);

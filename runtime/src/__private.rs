@@ -3,7 +3,8 @@
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::schema::document::{
-    Advice, BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
+    Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
 pub use bson;

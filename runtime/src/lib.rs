@@ -54,12 +54,16 @@ pub use mongodb;
 pub use patterns::bucket::{Appended, Bucket};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};
-pub use relations::join::{join, join_chunked, Children, JoinSet, Latest, Referenced, Request, DEFAULT_CHUNK};
+pub use relations::join::{
+    join, join_chunked, Children, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
+};
 pub use relations::loaded::Loaded;
 pub use relations::two_way::LinkOutcome;
+pub use relations::with_parents::{Strategy, WithParents};
 pub use repository::{Repository, UpdateOutcome};
 pub use schema::document::{
-    Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind, Schema, View,
+    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
+    Schema, View,
 };
 pub use store::find::Find;
 pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};

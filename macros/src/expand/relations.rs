@@ -25,6 +25,22 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let rels_ty = &m.names.rels;
     let stored = super::stored_bounds(ident);
     let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
+    // Every type that carries a reference field can be a loader's parent:
+    // the document itself here, its views in the `View` derive.
+    let carries = m.relations.iter().filter(|rel| rel.kind.is_reference()).map(|rel| {
+        let (name, ty) = (rel.ident, rel.ty);
+        let key = field_key(name);
+        quote! {
+            #[automatically_derived]
+            impl __docrel::Carries<#ident, #key> for #ident {
+                type Value = #ty;
+                #[inline]
+                fn carried(&self) -> &#ty {
+                    &self.#name
+                }
+            }
+        }
+    });
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
@@ -32,6 +48,8 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
         #vis struct #rels_ty {
             #(#decls)*
         }
+
+        #(#carries)*
 
         #[allow(dead_code)]
         impl #ident {
@@ -56,6 +74,13 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             ::core::panic!("docrel: a relation handle has no schema entry")
         }
     }
+}
+
+/// The const argument naming a field in `Carries`: its key, computed by the
+/// runtime's `field_key` from the Rust name.
+pub fn field_key(name: &syn::Ident) -> TokenStream {
+    let name = name.to_string();
+    quote!({ __docrel::field_key(#name) })
 }
 
 /// The declaration and the initializer of one handle; `None` for an embed,
@@ -85,19 +110,21 @@ fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(Toke
         }
         RelationKind::RefMany { to, element, optional, .. } => {
             let to = checked.doc(&to.path);
-            let visit = many_visit(ident, rel, &to, element, *optional, checked);
+            let visit = many_visit(rel, &to, element, *optional, checked);
+            let (ty, key) = (rel.ty, field_key(name));
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(__docrel::RefMany<#ident, #to>), quote!(__docrel::RefMany::new(#entry, #visit)))
+            (doc, quote!(__docrel::RefMany<#ident, #to, #ty, #key>), quote!(__docrel::RefMany::new(#entry, #visit)))
         }
         RelationKind::RefOne { to, id, .. } | RelationKind::ParentRef { to, id, .. } => {
             let to = checked.doc(&to.path);
-            let visit = single_visit(ident, rel, &to, id, checked);
+            let visit = single_visit(rel, &to, id, checked);
             let handle = match rel.kind {
                 RelationKind::RefOne { .. } => quote!(__docrel::RefOne),
                 _ => quote!(__docrel::ParentRef),
             };
+            let (ty, key) = (rel.ty, field_key(name));
             let doc = format!("The relationship declared on `{name}`.");
-            (doc, quote!(#handle<#ident, #to>), quote!(#handle::new(#entry, #visit)))
+            (doc, quote!(#handle<#ident, #to, #ty, #key>), quote!(#handle::new(#entry, #visit)))
         }
     };
     Some((quote! { #[doc = #doc] pub #name: #handle_ty, }, quote! { #name: #init, }))
@@ -112,16 +139,17 @@ fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> Toke
     checked.checked(key, id, check)
 }
 
-/// The visit of a reference array: the ids themselves, or each element's key.
+/// The visit of a reference array, given the field's value (so that any
+/// type carrying the field can be a parent): the ids themselves, or each
+/// element's key.
 fn many_visit(
-    ident: &syn::Ident,
     rel: &ModelRelation,
     to: &TokenStream,
     element: &Element,
     optional: bool,
     checked: &mut Checked,
 ) -> TokenStream {
-    let name = rel.ident;
+    let ty = rel.ty;
     let id = quote!(<#to as __docrel::Document>::Id);
     let each = match element {
         Element::Structs { key, .. } => quote_spanned!(key.span()=> __f(&__e.#key)),
@@ -133,29 +161,24 @@ fn many_visit(
             })
         }
     };
-    let elements = if optional { quote!(__p.#name.iter().flatten()) } else { quote!(&__p.#name) };
+    let elements = if optional { quote!(__v.iter().flatten()) } else { quote!(__v) };
     quote! {
-        |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+        |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
             for __e in #elements { #each }
         }
     }
 }
 
-/// The visit of a single reference (`Id` or `Option<Id>`).
-fn single_visit(
-    ident: &syn::Ident,
-    rel: &ModelRelation,
-    to: &TokenStream,
-    held: &syn::Type,
-    checked: &mut Checked,
-) -> TokenStream {
-    let name = rel.ident;
+/// The visit of a single reference (`Id` or `Option<Id>`), given the
+/// field's value.
+fn single_visit(rel: &ModelRelation, to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
+    let ty = rel.ty;
     let id = quote!(<#to as __docrel::Document>::Id);
     let held = checked_id(to, held, checked);
     if rel.kind.optional() {
         quote! {
-            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                if let __docrel::Some(__x) = &__p.#name {
+            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                if let __docrel::Some(__x) = __v {
                     let __x: &#held = __x;
                     __f(__x)
                 }
@@ -163,8 +186,8 @@ fn single_visit(
         }
     } else {
         quote! {
-            |__p: &#ident, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                let __x: &#held = &__p.#name;
+            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                let __x: &#held = __v;
                 __f(__x)
             }
         }

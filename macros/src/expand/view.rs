@@ -28,6 +28,22 @@ pub fn expand(m: &ViewModel) -> TokenStream {
             };
         }
     });
+    // The view carries each of its fields, so a loader of a relation on one
+    // of them takes the view as parents (and only such loaders do).
+    let carries = m.fields.iter().map(|f| {
+        let (name, ty) = (f.ident, f.ty);
+        let key = super::relations::field_key(name);
+        quote! {
+            #[automatically_derived]
+            impl __docrel::Carries<#of, #key> for #ident {
+                type Value = #ty;
+                #[inline]
+                fn carried(&self) -> &#ty {
+                    &self.#name
+                }
+            }
+        }
+    });
     let aliases = checked.decls();
     let out = quote! {
         const _: () = {
@@ -35,6 +51,8 @@ pub fn expand(m: &ViewModel) -> TokenStream {
             #aliases
 
             #(#checks)*
+
+            #(#carries)*
 
             #[automatically_derived]
             impl __docrel::View for #ident {

@@ -119,6 +119,8 @@ impl Target {
 /// A relationship on a stored field.
 pub struct ModelRelation<'a> {
     pub ident: &'a Ident,
+    /// The field's type as written: what a loader's parent must carry.
+    pub ty: &'a Type,
     pub stored: String,
     pub on_delete: OnDelete,
     pub kind: RelationKind<'a>,
@@ -287,6 +289,11 @@ fn collect_idents(tokens: proc_macro2::TokenStream, out: &mut std::collections::
 }
 
 impl RelationKind<'_> {
+    /// A reference that loaders read (an array, a single one, a parent reference).
+    pub fn is_reference(&self) -> bool {
+        matches!(self, RelationKind::RefMany { .. } | RelationKind::RefOne { .. } | RelationKind::ParentRef { .. })
+    }
+
     /// A single reference that may be absent (`Option<Id>`).
     pub fn optional(&self) -> bool {
         matches!(self, RelationKind::RefOne { optional: true, .. } | RelationKind::ParentRef { optional: true, .. })

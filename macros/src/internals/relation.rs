@@ -39,7 +39,7 @@ pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<V
         };
         match (kind, &mut out) {
             (Some(kind), Some(out)) => {
-                out.push(ModelRelation { ident: f.ident, stored: stored.clone(), on_delete, kind })
+                out.push(ModelRelation { ident: f.ident, ty: f.ty, stored: stored.clone(), on_delete, kind })
             }
             _ => out = None,
         }

@@ -3,10 +3,10 @@
 
 use crate::error::Result;
 use crate::id::DocId;
-use crate::relations::join::{join, Children, Latest, Referenced, Visit};
-use crate::relations::loaded::Loaded;
+use crate::relations::join::{Children, FieldVisit, Latest, Load, Referenced, Referrers};
 use crate::relations::two_way::LinkOutcome;
-use crate::schema::document::{Document, Relation, View};
+use crate::relations::with_parents::WithParents;
+use crate::schema::document::{Carries, Document, Relation, View};
 use crate::store::find::Find;
 use crate::store::query::{Filter, Sort};
 use mongodb::Database;
@@ -15,29 +15,33 @@ use std::marker::PhantomData;
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        pub struct $name<P, T: Document> {
+        ///
+        /// `F` is the type of the reference field and `K` its key
+        /// ([`crate::field_key`] of its name): the loaders take as parents
+        /// any type that [`Carries`] it, the document or a view of it.
+        pub struct $name<P, T: Document, F, const K: u64> {
             rel: &'static Relation,
-            visit: Visit<P, T::Id>,
+            visit: FieldVisit<F, T::Id>,
             _types: PhantomData<fn() -> (P, T)>,
         }
 
-        impl<P, T: Document> Clone for $name<P, T> {
+        impl<P, T: Document, F, const K: u64> Clone for $name<P, T, F, K> {
             fn clone(&self) -> Self {
                 *self
             }
         }
-        impl<P, T: Document> Copy for $name<P, T> {}
+        impl<P, T: Document, F, const K: u64> Copy for $name<P, T, F, K> {}
 
-        impl<P, T: Document> std::fmt::Debug for $name<P, T> {
+        impl<P, T: Document, F, const K: u64> std::fmt::Debug for $name<P, T, F, K> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name)).field("relation", self.rel).finish()
             }
         }
 
-        impl<P: Document, T: Document> $name<P, T> {
+        impl<P: Document, T: Document, F, const K: u64> $name<P, T, F, K> {
             /// A handle (generated code calls this).
             #[doc(hidden)]
-            pub fn new(rel: &'static Relation, visit: Visit<P, T::Id>) -> Self {
+            pub const fn new(rel: &'static Relation, visit: FieldVisit<F, T::Id>) -> Self {
                 $name { rel, visit, _types: PhantomData }
             }
 
@@ -46,13 +50,14 @@ macro_rules! handle {
                 self.rel
             }
 
-            /// Calls `f` with each id this parent refers to, in order.
-            pub fn for_each_id(&self, parent: &P, mut f: impl FnMut(&T::Id)) {
-                (self.visit)(parent, &mut f)
+            /// Calls `f` with each id this parent (the document or a view
+            /// that carries the field) refers to, in order.
+            pub fn for_each_id<Q: Carries<P, K, Value = F>>(&self, parent: &Q, mut f: impl FnMut(&T::Id)) {
+                (self.visit)(parent.carried(), &mut f)
             }
 
             /// The ids this parent refers to, in order.
-            pub fn ids(&self, parent: &P) -> Vec<T::Id> {
+            pub fn ids<Q: Carries<P, K, Value = F>>(&self, parent: &Q) -> Vec<T::Id> {
                 let mut out = Vec::new();
                 self.for_each_id(parent, |id| out.push(id.clone()));
                 out
@@ -117,19 +122,114 @@ handle! {
 
 macro_rules! loaders {
     ($name:ident) => {
-        impl<P: Document, T: Document> $name<P, T> {
+        impl<P: Document, T: Document, F, const K: u64> $name<P, T, F, K> {
             /// Prepares the load of the referred documents of `parents` as
             /// the view `V`, to run alone ([`Self::load`]) or with other
-            /// relations in one [`crate::relations::join`].
-            pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [P]) -> Referenced<'p, P, T, V> {
-                Referenced::new(self.rel, self.visit, parents)
+            /// relations in one [`crate::relations::join`]. The parents are
+            /// the documents or any view of them that carries this field.
+            pub fn of<'p, V: View<Of = T>>(
+                &self,
+                parents: &'p [impl Carries<P, K, Value = F> + Sync],
+            ) -> Referenced<'p, T, V>
+            where
+                F: 'p,
+            {
+                Referenced::new(Carries::carried, self.visit, parents)
             }
 
             /// Loads the referred documents of all `parents` with one
             /// `find({_id: {$in: ids}})` (ids deduplicated, projected on the
-            /// view's fields), put back in each parent's order.
-            pub async fn load<V: View<Of = T>>(&self, db: &Database, parents: &[P]) -> Result<Loaded<V, T::Id>> {
-                join(db, self.of::<V>(parents)).await
+            /// view's fields, in one batch), put back in each parent's order.
+            /// Await it, after a [`Load::filter`], [`Load::sort`] or
+            /// [`Load::limit_per_parent`] if needed.
+            pub fn load<'a, 'p, V: View<Of = T>>(
+                &self,
+                db: &'a Database,
+                parents: &'p [impl Carries<P, K, Value = F> + Sync],
+            ) -> Load<'a, 'p, T, V>
+            where
+                F: 'p,
+            {
+                Load::new(db, self.of::<V>(parents))
+            }
+
+            /// [`Self::load`] of only the referred documents that match
+            /// `filter` (Mongoose's `populate({match})`): one query, with the
+            /// filter beside the `$in`.
+            pub fn load_where<'a, 'p, V: View<Of = T>>(
+                &self,
+                db: &'a Database,
+                parents: &'p [impl Carries<P, K, Value = F> + Sync],
+                filter: impl Into<Filter>,
+            ) -> Load<'a, 'p, T, V>
+            where
+                F: 'p,
+            {
+                self.load::<V>(db, parents).filter(filter)
+            }
+
+            /// Reads the parents of `find` and their related documents
+            /// together, by the [`Strategy`](crate::Strategy) chosen with
+            /// [`WithParents::strategy`]: the find then one `$in` (two round
+            /// trips, the default), or one aggregate with a `$lookup` (one
+            /// round trip). The parents are read as the find's view, which
+            /// must carry this field; await it for `(parents, loaded)`.
+            ///
+            /// ```
+            /// # docrel::testing::doc_test(|db| async move {
+            /// use docrel::{Document, Filter, Strategy, View, bson::oid::ObjectId};
+            /// use serde::{Deserialize, Serialize};
+            ///
+            /// #[derive(Document, Serialize, Deserialize)]
+            /// #[document(collection = "parts")]
+            /// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
+            ///
+            /// #[derive(Document, Serialize, Deserialize)]
+            /// #[document(collection = "products")]
+            /// struct Product { #[serde(rename = "_id")] id: ObjectId, name: String, #[reference(many, to = Part, max = 100)] parts: Vec<ObjectId> }
+            ///
+            /// #[derive(View, Deserialize)]
+            /// #[view(of = Product)]
+            /// struct Card { name: String, parts: Vec<ObjectId> }
+            ///
+            /// #[derive(View, Deserialize)]
+            /// #[view(of = Part)]
+            /// struct PartName { name: String }
+            ///
+            /// let bolt = Part { id: ObjectId::new(), name: "bolt".into() };
+            /// Part::repo(&db).insert(&bolt).await?;
+            /// Product::repo(&db).insert(&Product { id: ObjectId::new(), name: "shifter".into(), parts: vec![bolt.id] }).await?;
+            ///
+            /// let trips = docrel::testing::round_trips(&db);
+            /// let mark = trips.mark();
+            /// let (cards, parts) = Product::rels()
+            ///     .parts
+            ///     .with_parents(Product::repo(&db).find(Filter::all()).view::<Card>())
+            ///     .view::<PartName>()
+            ///     .strategy(Strategy::Lookup)
+            ///     .await?;
+            /// assert_eq!(trips.since(mark), 1);
+            /// assert_eq!((cards[0].name.as_str(), parts.one(0).map(|p| p.name.as_str())), ("shifter", Some("bolt")));
+            /// # Ok(()) });
+            /// ```
+            pub fn with_parents<V: View + Carries<P, K, Value = F> + Sync>(
+                &self,
+                find: Find<P, V>,
+            ) -> WithParents<P, V, T, F>
+            where
+                F: 'static,
+            {
+                WithParents::new(find, self.rel, Carries::carried, self.visit)
+            }
+
+            /// The documents that refer to any of `targets`, grouped by
+            /// target (in the order of `targets`): the reverse load for many
+            /// targets in ONE `find({field: {$in: targets}})` through the
+            /// field's index. Await it, after [`Referrers::view`],
+            /// [`Referrers::filter`], [`Referrers::sort`] or
+            /// [`Referrers::limit_per_target`] if needed.
+            pub fn referrers_of_many<'a>(&self, db: &'a Database, targets: &[T::Id]) -> Referrers<'a, P, T> {
+                Referrers::new(db, self.rel, targets.to_vec())
             }
         }
     };
@@ -138,7 +238,7 @@ macro_rules! loaders {
 loaders!(RefMany);
 loaders!(RefOne);
 
-impl<C: Document, P: Document> ParentRef<C, P> {
+impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
     /// The children of one parent: set a filter, an order (by default the
     /// one declared with `sort = ..`) and a limit, then run it. One round trip.
     pub fn children_of<'a>(&self, db: &'a Database, parent: &P::Id) -> Children<'a, C, P> {
@@ -160,9 +260,9 @@ impl<C: Document, P: Document> ParentRef<C, P> {
     }
 
     /// The parent id a child refers to, if set.
-    pub fn parent_of(&self, child: &C) -> Option<P::Id> {
+    pub fn parent_of<Q: Carries<C, K, Value = F>>(&self, child: &Q) -> Option<P::Id> {
         let mut out = None;
-        (self.visit)(child, &mut |id| out = Some(id.clone()));
+        (self.visit)(child.carried(), &mut |id| out = Some(id.clone()));
         out
     }
 
@@ -177,7 +277,7 @@ impl<C: Document, P: Document> ParentRef<C, P> {
     }
 }
 
-impl<P: Document, T: Document> RefMany<P, T> {
+impl<P: Document, T: Document, F, const K: u64> RefMany<P, T, F, K> {
     /// Adds `target` to the array of `parent` (`$addToSet`, under the bound),
     /// and, for a two-way reference, `parent` to the other side: an inverse
     /// array gets it with `$addToSet`, an inverse single reference is moved
@@ -200,7 +300,7 @@ impl<P: Document, T: Document> RefMany<P, T> {
     }
 }
 
-impl<P: Document, T: Document> RefOne<P, T> {
+impl<P: Document, T: Document, F, const K: u64> RefOne<P, T, F, K> {
     /// Points `child`'s reference at `target`, and for a two-way reference
     /// moves `child` from the previous target's array to `target`'s: the
     /// "reassign a task to another person" of the reference texts, both

@@ -10,11 +10,17 @@ use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
 use bson::{doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::Database;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 
-/// The generated function that yields the ids a parent refers to, in order.
-pub(crate) type Visit<P, I> = fn(&P, &mut dyn FnMut(&I));
+/// The generated function that yields the ids held in a reference field
+/// (an id, an `Option` of one, an array of ids or of `{id, ..}` elements), in order.
+pub(crate) type FieldVisit<F, I> = fn(&F, &mut dyn FnMut(&I));
+
+/// The maps of the loaders, keyed by ids that come from the database (the
+/// parents' reference fields and the loaded documents' `_id`s), never from a
+/// party that could choose keys to collide: a fast non-cryptographic hasher
+/// (foldhash, seeded per map) instead of SipHash.
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How many ids one `$in` query carries at most; longer lists are split
 /// into chunks of this size (each one more round trip).
@@ -22,7 +28,27 @@ pub const DEFAULT_CHUNK: usize = 20_000;
 
 /// Asks the server for everything in one batch (it still caps a batch at
 /// 16 MiB): a load costs one round trip, not one per 101 documents.
-const ONE_BATCH: u32 = i32::MAX as u32;
+pub(crate) const ONE_BATCH: u32 = i32::MAX as u32;
+
+/// What a load asks of the loaded documents besides their ids: a filter,
+/// an order, a total limit, a limit per parent (`load_where`, Mongoose's
+/// `match`, `options` and `perDocumentLimit`).
+#[derive(Debug, Clone, Default)]
+#[doc(hidden)]
+pub struct LoadQuery {
+    pub(crate) filter: Option<Filter>,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) limit: Option<i64>,
+    pub(crate) per_parent: Option<usize>,
+}
+
+impl LoadQuery {
+    /// Whether the server query is the plain `$in` (so it can be merged
+    /// with other relations into the same collection).
+    fn is_plain(&self) -> bool {
+        self.filter.is_none() && self.sort.is_none() && self.limit.is_none()
+    }
+}
 
 /// One relation load waiting to run, as the executor sees it.
 #[doc(hidden)]
@@ -38,6 +64,10 @@ pub trait Pending: Send {
     /// Takes one returned document (which may belong to another request of
     /// the same collection).
     fn absorb(&mut self, raw: &RawDocument) -> Result<()>;
+    /// The filter, order and limit on the loaded documents, if any.
+    fn query(&self) -> Option<&LoadQuery> {
+        None
+    }
 }
 
 /// A relation load that yields a result once run.
@@ -134,11 +164,16 @@ pub async fn join_chunked<J: JoinSet>(db: &Database, mut set: J, chunk: usize) -
 }
 
 async fn run(db: &Database, mut pendings: Vec<&mut dyn Pending>, chunk: usize) -> Result<()> {
-    // Group the requests by (collection, key): one query per group.
+    // Group the plain requests by (collection, key): one query per group. A
+    // request with its own filter, order or limit is a query of its own.
     let mut groups: Vec<(&'static str, &'static str, Vec<usize>)> = Vec::new();
     for (i, p) in pendings.iter().enumerate() {
         let (c, k) = (p.collection(), p.key_path());
-        match groups.iter_mut().find(|(gc, gk, _)| *gc == c && *gk == k) {
+        let plain = p.query().is_none_or(LoadQuery::is_plain);
+        match groups
+            .iter_mut()
+            .find(|(gc, gk, m)| plain && *gc == c && *gk == k && pendings[m[0]].query().is_none_or(LoadQuery::is_plain))
+        {
             Some(g) => g.2.push(i),
             None => groups.push((c, k, vec![i])),
         }
@@ -149,14 +184,37 @@ async fn run(db: &Database, mut pendings: Vec<&mut dyn Pending>, chunk: usize) -
             continue;
         }
         let projection = union_projection(members.iter().map(|&i| pendings[i].projection()), key);
+        let query = pendings[members[0]].query().cloned().unwrap_or_default();
+        let extra = query.filter.map(Filter::into_document).transpose()?;
         let coll = db.collection::<RawDocumentBuf>(collection);
-        for part in ids.chunks(chunk) {
-            let mut find = coll.find(doc! { key: {"$in": part} }).batch_size(ONE_BATCH);
+        let mut remaining = query.limit;
+        // The id list moves into the command; split (and copied) only when
+        // it is longer than a chunk.
+        let parts: Vec<Vec<Bson>> =
+            if ids.len() <= chunk { vec![ids] } else { ids.chunks(chunk).map(<[Bson]>::to_vec).collect() };
+        for part in parts {
+            if remaining.is_some_and(|r| r <= 0) {
+                break;
+            }
+            let mut filter = doc! { key: {"$in": part} };
+            if let Some(extra) = &extra {
+                filter = doc! {"$and": [filter, extra.clone()]};
+            }
+            let mut find = coll.find(filter).batch_size(ONE_BATCH);
             if let Some(p) = &projection {
                 find = find.projection(p.clone());
             }
+            if let Some(s) = &query.sort {
+                find = find.sort(s.as_document().clone());
+            }
+            if let Some(r) = remaining {
+                find = find.limit(r);
+            }
             let mut cursor = find.await.map_err(|e| Error::driver("find", collection, e))?;
             while cursor.advance().await.map_err(|e| Error::driver("find", collection, e))? {
+                if let Some(r) = &mut remaining {
+                    *r -= 1;
+                }
                 for &i in &members {
                     pendings[i].absorb(cursor.current())?;
                 }
@@ -171,7 +229,7 @@ fn union_ids(mut lists: Vec<Vec<Bson>>) -> Vec<Bson> {
         return lists.pop().unwrap_or_default();
     }
     // Merged relations: deduplicate across them by the ids' BSON bytes.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
     let mut out = Vec::new();
     for id in lists.into_iter().flatten() {
         let bytes = bson::to_vec(&doc! {"": &id}).unwrap_or_default();
@@ -193,23 +251,114 @@ fn union_projection<'a>(projections: impl Iterator<Item = Option<&'a [&'a str]>>
     Some(out)
 }
 
-/// The load of the documents some parents refer to (from `rels().x.of(..)`).
-pub struct Referenced<'p, P, T: Document, V> {
-    rel: &'static Relation,
-    visit: Visit<P, T::Id>,
-    parents: &'p [P],
-    slots: HashMap<T::Id, u32>,
-    unique: Vec<T::Id>,
-    found: Vec<Option<V>>,
+/// The load of the documents some parents refer to (from `rels().x.of(..)`
+/// or `rels().x.load(..)`): the parents are the documents themselves or any
+/// view of them that carries the reference field.
+#[must_use = "a load does nothing until awaited or run with join"]
+pub struct Referenced<'p, T: Document, V> {
+    parents: Box<dyn ParentIds<T::Id> + 'p>,
+    query: LoadQuery,
+    /// Each referred id, once, with the index of its document in `items`
+    /// (`u32::MAX` until the document arrives).
+    slots: IdMap<T::Id, u32>,
+    /// The documents found, in the order the server returned them.
+    items: Vec<V>,
+    /// How many references the parents hold (counted while collecting ids).
+    refs: usize,
 }
 
-impl<'p, P: Document, T: Document, V: View<Of = T>> Referenced<'p, P, T, V> {
-    pub(crate) fn new(rel: &'static Relation, visit: Visit<P, T::Id>, parents: &'p [P]) -> Self {
-        Referenced { rel, visit, parents, slots: HashMap::new(), unique: Vec::new(), found: Vec::new() }
+/// The parents of a load, whatever their type: how many, and the ids each
+/// refers to.
+trait ParentIds<I>: Send + Sync {
+    fn len(&self) -> usize;
+    fn visit(&self, parent: usize, f: &mut dyn FnMut(&I));
+}
+
+struct Parents<'p, Q, F, I> {
+    parents: &'p [Q],
+    field: fn(&Q) -> &F,
+    visit: FieldVisit<F, I>,
+}
+
+impl<Q: Sync, F, I> ParentIds<I> for Parents<'_, Q, F, I> {
+    fn len(&self) -> usize {
+        self.parents.len()
+    }
+    #[inline]
+    fn visit(&self, parent: usize, f: &mut dyn FnMut(&I)) {
+        (self.visit)((self.field)(&self.parents[parent]), f)
     }
 }
 
-impl<P: Document, T: Document, V: View<Of = T>> Pending for Referenced<'_, P, T, V> {
+impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
+    pub(crate) fn new<Q: Sync, F: 'p>(field: fn(&Q) -> &F, visit: FieldVisit<F, T::Id>, parents: &'p [Q]) -> Self {
+        Referenced {
+            parents: Box::new(Parents { parents, field, visit }),
+            query: LoadQuery::default(),
+            slots: IdMap::default(),
+            items: Vec::new(),
+            refs: 0,
+        }
+    }
+
+    /// The load of `parents` whose documents were already read (by a
+    /// `$lookup`): `slots` maps each id found to its index in `items`.
+    pub(crate) fn found<Q: Sync, F: 'p>(
+        field: fn(&Q) -> &F,
+        visit: FieldVisit<F, T::Id>,
+        parents: &'p [Q],
+        slots: IdMap<T::Id, u32>,
+        items: Vec<V>,
+    ) -> Self {
+        Referenced {
+            parents: Box::new(Parents { parents, field, visit }),
+            query: LoadQuery::default(),
+            slots,
+            items,
+            refs: 0,
+        }
+    }
+
+    /// Only the referred documents that also match `filter` (Mongoose's
+    /// `populate({match})`). An id whose document does not match is left
+    /// out of its parent's list and reported by [`Loaded::missing`], like a
+    /// dangling one. The query is then one of its own, not merged with
+    /// other relations into the same collection.
+    pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
+        let filter = filter.into();
+        self.query.filter = Some(match self.query.filter.take() {
+            Some(f) => f.and(filter),
+            None => filter,
+        });
+        self
+    }
+
+    /// Each parent's documents in this order instead of the order of its
+    /// references (the server sorts; duplicates stay side by side).
+    pub fn sort(mut self, sort: Sort) -> Self {
+        self.query.sort = Some(sort);
+        self
+    }
+
+    /// At most `n` documents loaded in all (the server's `limit`; with a
+    /// [`Self::sort`], the first `n` in that order). Parents whose documents
+    /// fall past the limit find them missing.
+    pub fn limit(mut self, n: i64) -> Self {
+        self.query.limit = Some(n);
+        self
+    }
+
+    /// At most `n` documents per parent: the first `n` of its references
+    /// that have a (matching) document, in the parent's order or in
+    /// [`Self::sort`]'s. Every referred document still travels once (one
+    /// `$in` for all parents); the limit is applied as they are put back.
+    pub fn limit_per_parent(mut self, n: usize) -> Self {
+        self.query.per_parent = Some(n);
+        self
+    }
+}
+
+impl<T: Document, V: View<Of = T>> Pending for Referenced<'_, T, V> {
     fn collection(&self) -> &'static str {
         T::COLLECTION
     }
@@ -217,60 +366,67 @@ impl<P: Document, T: Document, V: View<Of = T>> Pending for Referenced<'_, P, T,
         "_id"
     }
     fn ids(&mut self) -> Vec<Bson> {
-        let (slots, unique) = (&mut self.slots, &mut self.unique);
-        for parent in self.parents {
-            (self.visit)(parent, &mut |id: &T::Id| {
+        // Each reference visited once: one lookup, and an insert (with the
+        // id's only clone) the first time an id is seen; the `$in` list is
+        // built in the same pass.
+        let (slots, refs) = (&mut self.slots, &mut self.refs);
+        let mut ids = Vec::new();
+        for p in 0..self.parents.len() {
+            self.parents.visit(p, &mut |id: &T::Id| {
+                *refs += 1;
                 if !slots.contains_key(id) {
-                    slots.insert(id.clone(), unique.len() as u32);
-                    unique.push(id.clone());
+                    slots.insert(id.clone(), u32::MAX);
+                    ids.push(id.to_bson());
                 }
             });
         }
-        self.found = std::iter::repeat_with(|| None).take(self.unique.len()).collect();
-        self.unique.iter().map(DocId::to_bson).collect()
+        ids
     }
     fn projection(&self) -> Option<&'static [&'static str]> {
         V::PROJECTION
     }
     fn absorb(&mut self, raw: &RawDocument) -> Result<()> {
         let Some(id) = raw.get("_id").ok().flatten().and_then(T::Id::from_raw) else { return Ok(()) };
-        if let Some(&slot) = self.slots.get(&id) {
-            let place = &mut self.found[slot as usize];
-            if place.is_none() {
-                *place = Some(decode::<V>(T::COLLECTION, raw)?);
+        if let Some(slot) = self.slots.get_mut(&id) {
+            if *slot == u32::MAX {
+                *slot = self.items.len() as u32;
+                self.items.push(decode::<V>(T::COLLECTION, raw)?);
             }
         }
         Ok(())
     }
+    fn query(&self) -> Option<&LoadQuery> {
+        Some(&self.query)
+    }
 }
 
-impl<P: Document, T: Document, V: View<Of = T>> Request for Referenced<'_, P, T, V> {
+impl<T: Document, V: View<Of = T>> Request for Referenced<'_, T, V> {
     type Output = Loaded<V, T::Id>;
     fn finish(self) -> Loaded<V, T::Id> {
-        let _ = self.rel;
-        // Compact the found documents; slot -> item index.
-        let mut item_of = vec![u32::MAX; self.found.len()];
-        let mut items = Vec::with_capacity(self.found.len());
-        for (slot, v) in self.found.into_iter().enumerate() {
-            if let Some(v) = v {
-                item_of[slot] = items.len() as u32;
-                items.push(v);
-            }
-        }
+        let n = self.parents.len();
         let mut out = Loaded {
-            items,
-            offsets: Vec::with_capacity(self.parents.len() + 1),
-            slots: Vec::new(),
-            missing_offsets: Vec::with_capacity(self.parents.len() + 1),
+            items: self.items,
+            offsets: Vec::with_capacity(n + 1),
+            slots: Vec::with_capacity(self.refs.max(self.slots.len())),
+            missing_offsets: Vec::with_capacity(n + 1),
             missing: Vec::new(),
         };
         out.offsets.push(0);
         out.missing_offsets.push(0);
-        for parent in self.parents {
-            (self.visit)(parent, &mut |id: &T::Id| match self.slots.get(id).map(|&s| item_of[s as usize]) {
-                Some(item) if item != u32::MAX => out.slots.push(item),
+        let (slots, sorted, per_parent) = (&self.slots, self.query.sort.is_some(), self.query.per_parent);
+        for p in 0..n {
+            let start = out.slots.len();
+            self.parents.visit(p, &mut |id: &T::Id| match slots.get(id) {
+                Some(&item) if item != u32::MAX => out.slots.push(item),
                 _ => out.missing.push(id.clone()),
             });
+            if sorted {
+                // Items are in the server's order: sort this parent's by it.
+                out.slots[start..].sort_unstable();
+            }
+            if let Some(k) = per_parent {
+                out.slots.truncate(start + k.min(out.slots.len() - start));
+            }
             out.offsets.push(out.slots.len());
             out.missing_offsets.push(out.missing.len());
         }
@@ -278,23 +434,100 @@ impl<P: Document, T: Document, V: View<Of = T>> Request for Referenced<'_, P, T,
     }
 }
 
+/// A relation load bound to a database: await it (or call [`Load::run`]).
+/// Built by `rels().x.load(&db, &parents)` and `load_where`; set a
+/// [`filter`](Load::filter), [`sort`](Load::sort), [`limit`](Load::limit)
+/// or [`limit_per_parent`](Load::limit_per_parent) first if needed.
+#[must_use = "a load does nothing until awaited"]
+pub struct Load<'a, 'p, T: Document, V> {
+    db: &'a Database,
+    request: Referenced<'p, T, V>,
+    chunk: usize,
+}
+
+impl<'a, 'p, T: Document, V: View<Of = T>> Load<'a, 'p, T, V> {
+    pub(crate) fn new(db: &'a Database, request: Referenced<'p, T, V>) -> Self {
+        Load { db, request, chunk: DEFAULT_CHUNK }
+    }
+    /// See [`Referenced::filter`].
+    pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
+        self.request = self.request.filter(filter);
+        self
+    }
+    /// See [`Referenced::sort`].
+    pub fn sort(mut self, sort: Sort) -> Self {
+        self.request = self.request.sort(sort);
+        self
+    }
+    /// See [`Referenced::limit`].
+    pub fn limit(mut self, n: i64) -> Self {
+        self.request = self.request.limit(n);
+        self
+    }
+    /// See [`Referenced::limit_per_parent`].
+    pub fn limit_per_parent(mut self, n: usize) -> Self {
+        self.request = self.request.limit_per_parent(n);
+        self
+    }
+    /// Splits the `$in` list into chunks of at most `n` ids (one round trip each).
+    pub fn chunk(mut self, n: usize) -> Self {
+        self.chunk = n;
+        self
+    }
+    /// Runs the load (what `.await` does).
+    pub async fn run(self) -> Result<Loaded<V, T::Id>> {
+        join_chunked(self.db, self.request, self.chunk).await
+    }
+}
+
+impl<'a, 'p, T: Document, V: View<Of = T>> std::future::IntoFuture for Load<'a, 'p, T, V>
+where
+    'p: 'a,
+{
+    type Output = Result<Loaded<V, T::Id>>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
 /// The children of one or many parents through a parent reference; from
 /// [`crate::relations::handles::ParentRef::children_of`].
-#[must_use = "Children does nothing until run with to_vec or load"]
-pub struct Children<'a, C, P: Document> {
+///
+/// Await it for the children as `R` (whole documents unless
+/// [`Children::view`] names a view), in the requested order; or run it
+/// with [`Children::to_vec`] / [`Children::load`] (grouped by parent).
+#[must_use = "Children does nothing until awaited or run with to_vec or load"]
+pub struct Children<'a, C, P: Document, R = C> {
     db: &'a Database,
     rel: &'static Relation,
     parents: Vec<P::Id>,
     filter: Filter,
     sort: Option<Sort>,
     limit: Option<i64>,
-    _child: PhantomData<fn() -> C>,
+    _child: PhantomData<fn() -> (C, R)>,
 }
 
 impl<'a, C: Document, P: Document> Children<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>) -> Self {
         let sort = Sort::declared(rel.order);
         Children { db, rel, parents, filter: Filter::all(), sort, limit: None, _child: PhantomData }
+    }
+}
+
+impl<'a, C: Document, P: Document, R: View<Of = C>> std::future::IntoFuture for Children<'a, C, P, R> {
+    type Output = Result<Vec<R>>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.to_vec::<R>())
+    }
+}
+
+impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
+    /// Reads the children as the view `W` when awaited: only its fields travel.
+    pub fn view<W: View<Of = C>>(self) -> Children<'a, C, P, W> {
+        let Children { db, rel, parents, filter, sort, limit, .. } = self;
+        Children { db, rel, parents, filter, sort, limit, _child: PhantomData }
     }
     /// Only the children matching `filter` too.
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -352,7 +585,7 @@ impl<'a, C: Document, P: Document> Children<'a, C, P> {
     /// The children grouped by parent, in the order of the parents given.
     pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
         let mut cursor = self.cursor::<V>().await?;
-        let mut groups: HashMap<P::Id, Vec<u32>> = HashMap::new();
+        let mut groups: IdMap<P::Id, Vec<u32>> = IdMap::default();
         let mut items = Vec::new();
         while cursor.advance().await.map_err(|e| Error::driver("find", C::COLLECTION, e))? {
             let raw = cursor.current();
@@ -381,21 +614,39 @@ fn grouped<'g, V, I: DocId>(items: Vec<V>, parents: &[I], group: impl Fn(&I) -> 
 
 /// The latest `n` children of each of many parents, in one round trip; from
 /// [`crate::relations::handles::ParentRef::latest_per_parent`].
-#[must_use = "Latest does nothing until run with load"]
-pub struct Latest<'a, C, P: Document> {
+/// Await it for the children as `R` (whole documents unless
+/// [`Latest::view`] names a view), grouped by parent; or run it with [`Latest::load`].
+#[must_use = "Latest does nothing until awaited or run with load"]
+pub struct Latest<'a, C, P: Document, R = C> {
     db: &'a Database,
     rel: &'static Relation,
     parents: Vec<P::Id>,
     n: u32,
     filter: Filter,
     sort: Option<Sort>,
-    _child: PhantomData<fn() -> C>,
+    _child: PhantomData<fn() -> (C, R)>,
 }
 
 impl<'a, C: Document, P: Document> Latest<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>, n: u32) -> Self {
         let sort = Sort::declared(rel.order);
         Latest { db, rel, parents, n, filter: Filter::all(), sort, _child: PhantomData }
+    }
+}
+
+impl<'a, C: Document, P: Document, R: View<Of = C>> std::future::IntoFuture for Latest<'a, C, P, R> {
+    type Output = Result<Loaded<R, P::Id>>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.load::<R>())
+    }
+}
+
+impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
+    /// Reads the children as the view `W` when awaited: only its fields travel.
+    pub fn view<W: View<Of = C>>(self) -> Latest<'a, C, P, W> {
+        let Latest { db, rel, parents, n, filter, sort, .. } = self;
+        Latest { db, rel, parents, n, filter, sort, _child: PhantomData }
     }
     /// Only the children matching `filter` too.
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -412,7 +663,7 @@ impl<'a, C: Document, P: Document> Latest<'a, C, P> {
     /// ids) and a `$lookup` on `{parent field: id}` with `$sort`/`$limit`,
     /// so each parent's lookup reads only its first `n` index entries.
     pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
         let distinct: Vec<&P::Id> = self.parents.iter().filter(|p| seen.insert(*p)).collect();
         if distinct.is_empty() {
             return Ok(grouped(Vec::new(), &self.parents, |_| &[]));
@@ -453,7 +704,7 @@ impl<'a, C: Document, P: Document> Latest<'a, C, P> {
             .with_type::<RawDocumentBuf>()
             .await
             .map_err(|e| Error::driver("aggregate", C::COLLECTION, e))?;
-        let mut groups: HashMap<P::Id, Vec<u32>> = HashMap::new();
+        let mut groups: IdMap<P::Id, Vec<u32>> = IdMap::default();
         let mut items = Vec::new();
         while cursor.advance().await.map_err(|e| Error::driver("aggregate", C::COLLECTION, e))? {
             let raw = cursor.current();
@@ -466,5 +717,132 @@ impl<'a, C: Document, P: Document> Latest<'a, C, P> {
             }
         }
         Ok(grouped(items, &self.parents, |p| groups.get(p).map(Vec::as_slice).unwrap_or(&[])))
+    }
+}
+
+/// The documents whose reference field holds any of many ids, grouped by id:
+/// the reverse load of a reference for many targets at once (all books of
+/// each of 50 categories in a one-way N:M). One `find({field: {$in: ids}})`
+/// on the field's (multikey) index; a document that refers to several of
+/// the ids is read once and listed under each. From
+/// [`crate::relations::handles::RefMany::referrers_of_many`].
+#[must_use = "Referrers does nothing until awaited or run"]
+pub struct Referrers<'a, P, T: Document, R = P> {
+    db: &'a Database,
+    rel: &'static Relation,
+    targets: Vec<T::Id>,
+    filter: Filter,
+    sort: Option<Sort>,
+    per_target: Option<usize>,
+    _types: PhantomData<fn() -> (P, R)>,
+}
+
+impl<'a, P: Document, T: Document> Referrers<'a, P, T> {
+    pub(crate) fn new(db: &'a Database, rel: &'static Relation, targets: Vec<T::Id>) -> Self {
+        Referrers { db, rel, targets, filter: Filter::all(), sort: None, per_target: None, _types: PhantomData }
+    }
+}
+
+impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
+    /// Reads the referrers as the view `W`: only its fields (and the
+    /// reference field, to group them) travel.
+    pub fn view<W: View<Of = P>>(self) -> Referrers<'a, P, T, W> {
+        let Referrers { db, rel, targets, filter, sort, per_target, .. } = self;
+        Referrers { db, rel, targets, filter, sort, per_target, _types: PhantomData }
+    }
+    /// Only the referrers matching `filter` too.
+    pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
+        self.filter = self.filter.and(filter.into());
+        self
+    }
+    /// Each target's referrers in this order (the server sorts).
+    pub fn sort(mut self, sort: Sort) -> Self {
+        self.sort = Some(sort);
+        self
+    }
+    /// At most `n` referrers listed per target (all matching ones travel).
+    pub fn limit_per_target(mut self, n: usize) -> Self {
+        self.per_target = Some(n);
+        self
+    }
+
+    /// Runs the query (what `.await` does).
+    pub async fn run(self) -> Result<Loaded<R, T::Id>> {
+        let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
+        let mut ids = Vec::new();
+        for t in &self.targets {
+            if !wanted.contains_key(t) {
+                wanted.insert(t.clone(), Vec::new());
+                ids.push(t.to_bson());
+            }
+        }
+        if ids.is_empty() {
+            return Ok(grouped(Vec::new(), &self.targets, |_| &[]));
+        }
+        let path = self.rel.id_path();
+        let filter = Filter::new(doc! { &path: {"$in": ids} }).and(self.filter).into_document()?;
+        let coll = self.db.collection::<RawDocumentBuf>(P::COLLECTION);
+        let mut find = coll.find(filter).batch_size(ONE_BATCH);
+        if let Some(p) = union_projection(std::iter::once(R::PROJECTION), self.rel.field) {
+            find = find.projection(p);
+        }
+        if let Some(s) = self.sort {
+            find = find.sort(s.into_document());
+        }
+        let err = |e| Error::driver("find", P::COLLECTION, e);
+        let mut cursor = find.await.map_err(err)?;
+        let key = match self.rel.kind {
+            crate::schema::document::RelationKind::RefMany { key, .. } => key,
+            _ => None,
+        };
+        let mut items = Vec::new();
+        while cursor.advance().await.map_err(err)? {
+            let raw = cursor.current();
+            let item = items.len() as u32;
+            let mut listed = false;
+            if let Some(value) = raw.get(self.rel.field).ok().flatten() {
+                each_raw_id::<T::Id>(value, key, &mut |id| {
+                    if let Some(group) = wanted.get_mut(&id) {
+                        if group.last() != Some(&item) {
+                            group.push(item);
+                            listed = true;
+                        }
+                    }
+                });
+            }
+            if listed {
+                items.push(decode::<R>(P::COLLECTION, raw)?);
+            }
+        }
+        if let Some(n) = self.per_target {
+            wanted.values_mut().for_each(|g| g.truncate(n));
+        }
+        Ok(grouped(items, &self.targets, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+    }
+}
+
+impl<'a, P: Document, T: Document, R: View<Of = P>> std::future::IntoFuture for Referrers<'a, P, T, R> {
+    type Output = Result<Loaded<R, T::Id>>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+/// Calls `f` with each id a stored reference field holds: an id, or an
+/// array of ids or of `{key: id, ..}` elements.
+fn each_raw_id<I: DocId>(value: bson::RawBsonRef<'_>, key: Option<&str>, f: &mut dyn FnMut(I)) {
+    let one = |v: bson::RawBsonRef<'_>, f: &mut dyn FnMut(I)| {
+        let v = match (key, v) {
+            (Some(k), bson::RawBsonRef::Document(d)) => d.get(k).ok().flatten(),
+            (_, v) => Some(v),
+        };
+        if let Some(id) = v.and_then(I::from_raw) {
+            f(id)
+        }
+    };
+    match value {
+        bson::RawBsonRef::Array(arr) => arr.into_iter().filter_map(|e| e.ok()).for_each(|e| one(e, f)),
+        v => one(v, f),
     }
 }

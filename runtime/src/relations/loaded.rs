@@ -38,6 +38,56 @@ impl<V, I> Loaded<V, I> {
         self.slots[range].iter().map(move |&i| &self.items[i as usize])
     }
 
+    /// The positions in [`Loaded::distinct`] of parent `p`'s documents, in
+    /// the order of [`Loaded::of`]: the link to a nested load made from
+    /// `distinct()` (the suppliers of the parts of the products), whose
+    /// parent `k` is the document at position `k` here.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, View, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "suppliers")]
+    /// struct Supplier { #[serde(rename = "_id")] id: ObjectId, name: String }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "parts")]
+    /// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, #[reference(to = Supplier)] supplier: ObjectId }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "products")]
+    /// struct Product { #[serde(rename = "_id")] id: ObjectId, #[reference(many, to = Part, max = 100)] parts: Vec<ObjectId> }
+    ///
+    /// /// A part with what the next level needs: its supplier reference.
+    /// #[derive(View, Deserialize)]
+    /// #[view(of = Part)]
+    /// struct PartLink { name: String, supplier: ObjectId }
+    ///
+    /// let acme = Supplier { id: ObjectId::new(), name: "acme".into() };
+    /// let bolt = Part { id: ObjectId::new(), name: "bolt".into(), supplier: acme.id };
+    /// Supplier::repo(&db).insert(&acme).await?;
+    /// Part::repo(&db).insert(&bolt).await?;
+    /// let products = vec![Product { id: ObjectId::new(), parts: vec![bolt.id, bolt.id] }];
+    ///
+    /// let trips = docrel::testing::round_trips(&db);
+    /// let mark = trips.mark();
+    /// let parts = Product::rels().parts.load::<PartLink>(&db, &products).await?;
+    /// let suppliers = Part::rels().supplier.load::<Supplier>(&db, parts.distinct()).await?;
+    /// assert_eq!(trips.since(mark), 2); // one per level, whatever the number of parents
+    /// let line: Vec<_> = parts.indices(0).map(|k| (&parts.distinct()[k].name, &suppliers.one(k).unwrap().name)).collect();
+    /// assert_eq!(line, [(&"bolt".to_owned(), &"acme".to_owned()); 2]);
+    /// # Ok(()) });
+    /// ```
+    pub fn indices(&self, p: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        let range = match (self.offsets.get(p), self.offsets.get(p + 1)) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        };
+        self.slots[range].iter().map(|&i| i as usize)
+    }
+
     /// The first related document of parent `p` (for single references).
     pub fn one(&self, p: usize) -> Option<&V> {
         self.of(p).next()

@@ -7,3 +7,4 @@ pub mod join;
 pub mod loaded;
 pub mod on_delete;
 pub mod two_way;
+pub mod with_parents;

@@ -10,8 +10,42 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use mongodb::Collection;
 use std::marker::PhantomData;
 
-/// A find being built: options, then [`Find::to_vec`], [`Find::one`] or [`Find::stream`].
-#[must_use = "a Find does nothing until run with to_vec, one or stream"]
+/// Asks the server for everything in one batch (it still caps a batch at
+/// 16 MiB): a result set that fits is one round trip, not `find` + `getMore`s.
+const ONE_BATCH: u32 = i32::MAX as u32;
+
+/// The bookkeeping field docrel keeps on sources and holders of copies
+/// (versions); never part of a Rust type, so never read by a find.
+const BOOKKEEPING: &str = "_docrel";
+
+/// A find being built: options, then `.await` (all results, like
+/// [`Find::to_vec`]), [`Find::one`] or [`Find::stream`].
+///
+/// Round trips: awaiting it (or `to_vec`) asks for everything in one batch,
+/// so a result set that fits in 16 MiB is ONE round trip; with a
+/// [`Find::limit`] the batch is the limit; a [`Find::stream`] reads the
+/// server's default batches (101 documents, then 16 MiB) unless
+/// [`Find::batch_size`] says otherwise.
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// use docrel::{Document, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "parts")]
+/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, price: f64 }
+///
+/// let parts: Vec<Part> = (0..500).map(|i| Part { id: ObjectId::new(), name: format!("p{i}"), price: 1.0 }).collect();
+/// Part::repo(&db).insert_many(&parts).await?;
+///
+/// let trips = docrel::testing::round_trips(&db);
+/// let mark = trips.mark();
+/// let all = Part::repo(&db).find(Part::fields().price.lt(2.0)).await?;
+/// assert_eq!((all.len(), trips.since(mark)), (500, 1)); // no getMore
+/// # Ok(()) });
+/// ```
+#[must_use = "a Find does nothing until awaited or run with to_vec, one or stream"]
 pub struct Find<T, V> {
     coll: Collection<RawDocumentBuf>,
     filter: Filter,
@@ -19,13 +53,23 @@ pub struct Find<T, V> {
     limit: Option<i64>,
     skip: Option<u64>,
     batch_size: Option<u32>,
+    exclude: Vec<&'static str>,
     _view: PhantomData<fn() -> (T, V)>,
 }
 
 impl<T: Document> Find<T, T> {
     /// A find over `coll` (the collection of `T`), reading whole documents.
     pub fn new(coll: Collection<RawDocumentBuf>, filter: impl Into<Filter>) -> Self {
-        Find { coll, filter: filter.into(), sort: None, limit: None, skip: None, batch_size: None, _view: PhantomData }
+        Find {
+            coll,
+            filter: filter.into(),
+            sort: None,
+            limit: None,
+            skip: None,
+            batch_size: None,
+            exclude: Vec::new(),
+            _view: PhantomData,
+        }
     }
 
     /// A find over the collection of `T` in `db`.
@@ -55,6 +99,36 @@ impl<T: Document, V: View> Find<T, V> {
         self.batch_size = Some(n);
         self
     }
+    /// Leaves `field` out of what travels: everything but this big array.
+    /// The type read must not need it (`#[serde(default)]` on the field of
+    /// a document, or a view without it); otherwise decoding fails and the
+    /// error names the field.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "hosts")]
+    /// struct Host {
+    ///     #[serde(rename = "_id")] id: ObjectId,
+    ///     name: String,
+    ///     #[serde(default)]
+    ///     #[embed(max = 100)]
+    ///     log: Vec<String>,
+    /// }
+    ///
+    /// let host = Host { id: ObjectId::new(), name: "goofy".into(), log: vec!["up".into(); 100] };
+    /// Host::repo(&db).insert(&host).await?;
+    /// let light = Host::repo(&db).find(Host::fields().name.eq("goofy")).exclude(Host::fields().log).await?;
+    /// assert!(light[0].log.is_empty());
+    /// # Ok(()) });
+    /// ```
+    pub fn exclude<X>(mut self, field: crate::store::query::Field<T, X>) -> Self {
+        self.exclude.push(field.path());
+        self
+    }
     /// Reads the results as the view `W`: only its fields travel.
     pub fn view<W: View<Of = T>>(self) -> Find<T, W> {
         Find {
@@ -64,16 +138,55 @@ impl<T: Document, V: View> Find<T, V> {
             limit: self.limit,
             skip: self.skip,
             batch_size: self.batch_size,
+            exclude: self.exclude,
             _view: PhantomData,
         }
     }
 
-    async fn cursor(self) -> Result<mongodb::Cursor<RawDocumentBuf>> {
+    /// The collection read.
+    pub(crate) fn collection(&self) -> &Collection<RawDocumentBuf> {
+        &self.coll
+    }
+
+    /// What the find was built with, for a strategy that runs it as an
+    /// aggregate instead (`$match`, `$sort`, `$skip`, `$limit`, `$project`).
+    pub(crate) fn parts(self) -> FindParts {
+        let projection = self.projection();
+        FindParts {
+            coll: self.coll,
+            filter: self.filter,
+            sort: self.sort,
+            limit: self.limit,
+            skip: self.skip,
+            projection,
+            batch_size: self.batch_size,
+        }
+    }
+
+    /// The projection: the view's fields, less the excluded ones; for whole
+    /// documents, everything but the excluded fields and docrel's bookkeeping.
+    fn projection(&self) -> bson::Document {
+        match V::PROJECTION {
+            Some(fields) => fields
+                .iter()
+                .filter(|f| !self.exclude.contains(f))
+                .map(|f| ((*f).to_owned(), bson::Bson::Int32(1)))
+                .collect(),
+            None => std::iter::once(BOOKKEEPING)
+                .chain(self.exclude.iter().copied())
+                .map(|f| (f.to_owned(), bson::Bson::Int32(0)))
+                .collect(),
+        }
+    }
+
+    /// `all`: the caller reads every result (to_vec), so one batch is best.
+    async fn cursor(self, all: bool) -> Result<mongodb::Cursor<RawDocumentBuf>> {
         let err = |e| Error::driver("find", T::COLLECTION, e);
+        let projection = self.projection();
         let filter = self.filter.into_document()?;
-        let mut find = self.coll.find(filter);
-        if let Some(p) = V::projection() {
-            find = find.projection(p);
+        let mut find = self.coll.find(filter).projection(projection);
+        if all && self.limit.is_none() && self.batch_size.is_none() {
+            find = find.batch_size(ONE_BATCH);
         }
         if let Some(s) = self.sort {
             find = find.sort(s.into_document());
@@ -96,7 +209,7 @@ impl<T: Document, V: View> Find<T, V> {
 
     /// All results.
     pub async fn to_vec(self) -> Result<Vec<V>> {
-        let mut cursor = self.cursor().await?;
+        let mut cursor = self.cursor(true).await?;
         let mut out = Vec::new();
         while cursor.advance().await.map_err(|e| Error::driver("find", T::COLLECTION, e))? {
             out.push(decode::<V>(T::COLLECTION, cursor.current())?);
@@ -112,9 +225,28 @@ impl<T: Document, V: View> Find<T, V> {
 
     /// The results as a stream, batch by batch.
     pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send> {
-        let cursor = self.cursor().await?;
+        let cursor = self.cursor(false).await?;
         Ok(cursor
             .map_err(|e| Error::driver("find", T::COLLECTION, e))
             .map(|r| r.and_then(|raw| decode::<V>(T::COLLECTION, &raw))))
+    }
+}
+
+/// The pieces of a [`Find`], taken apart by [`Find::parts`].
+pub(crate) struct FindParts {
+    pub coll: Collection<RawDocumentBuf>,
+    pub filter: Filter,
+    pub sort: Option<Sort>,
+    pub limit: Option<i64>,
+    pub skip: Option<u64>,
+    pub projection: bson::Document,
+    pub batch_size: Option<u32>,
+}
+
+impl<T: Document, V: View> std::future::IntoFuture for Find<T, V> {
+    type Output = Result<Vec<V>>;
+    type IntoFuture = futures::future::BoxFuture<'static, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.to_vec())
     }
 }

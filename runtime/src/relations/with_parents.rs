@@ -1,0 +1,180 @@
+//! Parents and one relation of theirs read together, by one of two
+//! strategies chosen per call: the find of the parents, then one `$in` for
+//! the relation (two round trips, each document once), or ONE aggregate
+//! whose `$lookup` joins on the server (one round trip, but a document
+//! referred to by several parents travels once per parent). Which wins
+//! depends on the deployment (the latency of a round trip against the bytes
+//! and the server's join); the benchmark measures both.
+
+use crate::error::{Error, Result};
+use crate::id::DocId;
+use crate::relations::join::{join, FieldVisit, IdMap, Referenced, Request, ONE_BATCH};
+use crate::relations::loaded::Loaded;
+use crate::schema::document::{Document, Relation, View};
+use crate::store::codec::decode;
+use crate::store::find::Find;
+use bson::{doc, RawDocumentBuf};
+use std::marker::PhantomData;
+
+/// How [`WithParents`] reads parents and their related documents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// The parents' find, then one `find({_id: {$in}})` for the relation:
+    /// two round trips, each related document once.
+    #[default]
+    Separate,
+    /// One `aggregate` of the parents' find with a `$lookup` into the
+    /// related collection (`localField`/`foreignField` on its `_id`, with the
+    /// view's `$project` as the lookup's pipeline: MongoDB 5.0 or later):
+    /// one round trip; a related document travels once per parent that
+    /// refers to it.
+    Lookup,
+}
+
+/// The field the `$lookup` strategy puts the joined documents in.
+/// docrel's own bookkeeping field, which no parent read here carries (a
+/// view does not name it, whole documents are read without it).
+const JOINED: &str = "_docrel";
+/// The field the ids of an array of `{id, ..}` elements are gathered in.
+const IDS: &str = "__docrel_ids";
+
+/// Parents (a [`Find`], read as the view `V`) and their related documents
+/// (as `W`), by the [`Strategy`] chosen; from `rels().x.with_parents(find)`.
+/// Await it for `(parents, loaded)`.
+#[must_use = "WithParents does nothing until awaited"]
+pub struct WithParents<P, V, T: Document, F, W = T> {
+    find: Find<P, V>,
+    rel: &'static Relation,
+    field: fn(&V) -> &F,
+    visit: FieldVisit<F, T::Id>,
+    strategy: Strategy,
+    _view: PhantomData<fn() -> W>,
+}
+
+impl<P: Document, V: View + Sync, T: Document, F: 'static> WithParents<P, V, T, F> {
+    pub(crate) fn new(
+        find: Find<P, V>,
+        rel: &'static Relation,
+        field: fn(&V) -> &F,
+        visit: FieldVisit<F, T::Id>,
+    ) -> Self {
+        WithParents { find, rel, field, visit, strategy: Strategy::Separate, _view: PhantomData }
+    }
+}
+
+impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> WithParents<P, V, T, F, W> {
+    /// Reads the related documents as the view `W`: only its fields travel.
+    pub fn view<X: View<Of = T>>(self) -> WithParents<P, V, T, F, X> {
+        let WithParents { find, rel, field, visit, strategy, .. } = self;
+        WithParents { find, rel, field, visit, strategy, _view: PhantomData }
+    }
+
+    /// Chooses the strategy (by default [`Strategy::Separate`]).
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Runs it (what `.await` does).
+    pub async fn run(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+        match self.strategy {
+            Strategy::Separate => {
+                let db = {
+                    let coll = self.find.collection();
+                    coll.client().database(&coll.namespace().db)
+                };
+                let parents = self.find.to_vec().await?;
+                let loaded = join(&db, Referenced::<T, W>::new(self.field, self.visit, &parents)).await?;
+                Ok((parents, loaded))
+            }
+            Strategy::Lookup => self.lookup().await,
+        }
+    }
+
+    async fn lookup(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+        let parts = self.find.parts();
+        let mut pipeline = vec![doc! {"$match": parts.filter.into_document()?}];
+        if let Some(s) = parts.sort {
+            pipeline.push(doc! {"$sort": s.into_document()});
+        }
+        if let Some(s) = parts.skip {
+            pipeline.push(doc! {"$skip": s as i64});
+        }
+        if let Some(l) = parts.limit {
+            pipeline.push(doc! {"$limit": l});
+        }
+        if !parts.projection.is_empty() {
+            pipeline.push(doc! {"$project": parts.projection});
+        }
+        // An array of `{id, ..}` elements: its ids are first gathered into a
+        // top-level array with `$map`, and the `$lookup` joins on that. A
+        // `localField` of `parts.id` would do on MongoDB, but the embedded
+        // server resolves no path through an array there; this form is
+        // correct on both and stays on the `_id` index.
+        let key = match self.rel.kind {
+            crate::schema::document::RelationKind::RefMany { key: Some(key), .. } => Some(key),
+            _ => None,
+        };
+        let local = match key {
+            Some(key) => {
+                let field = format!("${}", self.rel.field);
+                let each = format!("$$this.{key}");
+                pipeline.push(doc! {"$addFields": {IDS: {"$map": {"input": {"$ifNull": [field, []]}, "in": each}}}});
+                IDS.to_owned()
+            }
+            None => self.rel.field.to_owned(),
+        };
+        let mut lookup = doc! {
+            "from": T::COLLECTION,
+            "localField": local,
+            "foreignField": "_id",
+            "as": JOINED,
+        };
+        if let Some(p) = W::projection() {
+            lookup.insert("pipeline", vec![doc! {"$project": p}]);
+        }
+        pipeline.push(doc! {"$lookup": lookup});
+        if key.is_some() {
+            pipeline.push(doc! {"$project": {IDS: 0}});
+        }
+        let name = P::COLLECTION;
+        let err = |e| Error::driver("aggregate", name, e);
+        let mut cursor = parts
+            .coll
+            .aggregate(pipeline)
+            .batch_size(parts.batch_size.unwrap_or(ONE_BATCH))
+            .with_type::<RawDocumentBuf>()
+            .await
+            .map_err(err)?;
+        // One pass: each parent decoded, each joined document decoded the
+        // first time its id comes by (a document several parents refer to
+        // travels once per parent but is decoded once).
+        let mut parents = Vec::new();
+        let mut slots: IdMap<T::Id, u32> = IdMap::default();
+        let mut items = Vec::new();
+        while cursor.advance().await.map_err(err)? {
+            let raw = cursor.current();
+            parents.push(decode::<V>(name, raw)?);
+            let Ok(docs) = raw.get_array(JOINED) else { continue };
+            for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
+                let Some(id) = d.get("_id").ok().flatten().and_then(T::Id::from_raw) else { continue };
+                if let std::collections::hash_map::Entry::Vacant(slot) = slots.entry(id) {
+                    slot.insert(items.len() as u32);
+                    items.push(decode::<W>(T::COLLECTION, d)?);
+                }
+            }
+        }
+        let loaded = Referenced::<T, W>::found(self.field, self.visit, &parents, slots, items).finish();
+        Ok((parents, loaded))
+    }
+}
+
+impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> std::future::IntoFuture
+    for WithParents<P, V, T, F, W>
+{
+    type Output = Result<(Vec<V>, Loaded<W, T::Id>)>;
+    type IntoFuture = futures::future::BoxFuture<'static, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
