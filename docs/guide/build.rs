@@ -63,9 +63,8 @@ fn expand(page: &Path, text: &str) -> String {
                 };
                 let file = page.parent().expect("a page has a folder").join(path);
                 println!("cargo:rerun-if-changed={}", file.display());
-                let body = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-                    panic!("{}:{}: cannot include {}: {e}", page.display(), n + 1, file.display())
-                });
+                let body = std::fs::read_to_string(&file)
+                    .unwrap_or_else(|e| panic!("{}:{}: cannot include {}: {e}", page.display(), n + 1, file.display()));
                 let region = match anchor {
                     None => body.lines().filter(|l| !is_anchor_line(l)).map(|l| format!("{l}\n")).collect(),
                     Some(anchor) => region(&body, anchor).unwrap_or_else(|| {

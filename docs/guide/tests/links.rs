@@ -162,8 +162,11 @@ fn summary_lists_every_page() {
     let mut files = Vec::new();
     pages(&src(), &mut files);
     let summary = std::fs::read_to_string(src().join("SUMMARY.md")).expect("SUMMARY.md");
-    let listed: BTreeSet<PathBuf> =
-        prose(&summary).iter().flat_map(|(_, l)| links(l)).map(|t| src().join(t.split('#').next().unwrap_or(""))).collect();
+    let listed: BTreeSet<PathBuf> = prose(&summary)
+        .iter()
+        .flat_map(|(_, l)| links(l))
+        .map(|t| src().join(t.split('#').next().unwrap_or("")))
+        .collect();
     for f in files.iter().filter(|f| !f.ends_with("SUMMARY.md")) {
         assert!(listed.contains(f), "{} is not in SUMMARY.md", f.display());
     }
