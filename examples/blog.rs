@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "posts")]
 pub struct Post {
@@ -48,6 +49,7 @@ pub struct CommentPage {
     #[bucket(size = 50)]
     pub comments: Vec<Comment>,
 }
+// ANCHOR_END: schema
 
 /// How many comments the scenario appends.
 pub const COMMENTS: usize = 60;

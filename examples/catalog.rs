@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "parts")]
 pub struct Part {
@@ -70,6 +71,7 @@ pub struct PartLine {
     pub qty: i32,
     pub price: f64,
 }
+// ANCHOR_END: schema
 
 /// The ids the scenario created.
 #[derive(Debug, Clone)]

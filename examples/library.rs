@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "authors")]
 pub struct Author {
@@ -52,6 +53,7 @@ pub struct Category {
     #[document(unique)]
     pub name: String,
 }
+// ANCHOR_END: schema
 
 #[derive(View, Deserialize, Debug)]
 #[view(of = Book)]

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "hosts")]
 pub struct Host {
@@ -52,6 +53,7 @@ pub struct LogLine {
     pub time: DateTime,
     pub message: String,
 }
+// ANCHOR_END: schema
 
 /// Only the `_id` of a host travels (the text's `{_id: 1}` projection).
 #[derive(View, Deserialize, Debug)]

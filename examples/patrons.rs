@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Address {
     pub street: String,
@@ -35,6 +36,7 @@ pub struct Patron {
     #[embed(max = 3)]
     pub addresses: Vec<Address>,
 }
+// ANCHOR_END: schema
 
 fn address(street: &str, city: &str, zip: &str) -> Address {
     Address { street: street.into(), city: city.into(), state: "MA".into(), zip: zip.into() }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Price {
     pub value: Decimal128,
@@ -61,6 +62,7 @@ pub struct Review {
     pub review_text: String,
     pub published_date: DateTime,
 }
+// ANCHOR_END: schema
 
 /// The ids the scenario ended with.
 #[derive(Debug, Clone)]

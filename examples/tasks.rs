@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 #[path = "common/mod.rs"]
 pub mod common;
 
+// ANCHOR: schema
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "people")]
 pub struct Person {
@@ -39,6 +40,7 @@ pub struct Task {
     #[reference(to = Person, inverse = tasks)]
     pub owner: ObjectId,
 }
+// ANCHOR_END: schema
 
 #[derive(View, Deserialize, Debug)]
 #[view(of = Person)]

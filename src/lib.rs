@@ -59,6 +59,13 @@
 //! # Ok(()) });
 //! ```
 //!
+//! **The guide** — from the three questions of the reference texts to the
+//! right attribute, one page per pattern with its stored shape, costs,
+//! consistency and warnings — is the mdBook in `docs/guide/` of the
+//! repository: `scripts/guide` builds it (`docs/guide/book/index.html`), and
+//! `cargo doc -p docrel-guide --open` shows the same pages as rustdoc. Every
+//! snippet in it runs against the server in `scripts/test`.
+//!
 //! The attributes:
 //!
 //! | attribute | on | pattern |
