@@ -58,13 +58,13 @@ pub use relations::join::{
     join, join_chunked, Children, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
 };
 pub use relations::loaded::Loaded;
-pub use relations::two_way::LinkOutcome;
+pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents};
 pub use repository::{Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
     Schema, View,
 };
-pub use store::find::Find;
+pub use store::find::{Find, FindIn};
 pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};
 pub use store::update::{DateLike, Update};

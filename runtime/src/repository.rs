@@ -11,9 +11,10 @@ use crate::store::codec::encode;
 use crate::store::find::Find;
 use crate::store::path::lookup;
 use crate::store::query::{Filter, Update};
+use crate::store::session::{collect, in_session};
 use bson::{doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
-use mongodb::{Collection, Database};
+use mongodb::{ClientSession, Collection, Database};
 use std::marker::PhantomData;
 
 /// The typed repository of document type `T` in one database.
@@ -123,14 +124,14 @@ impl<T: Document> Repository<T> {
     /// Inserts one document, after checking its bounds and its size. Its
     /// denormalized copies are filled from their sources first.
     pub async fn insert(&self, doc: &T) -> Result<()> {
-        self.insert_many(std::slice::from_ref(doc)).await
+        self.insert_many_in(std::slice::from_ref(doc), None).await
     }
 
     /// Encodes documents for a write: bounds, copies filled from their
     /// sources (one read per source collection for the batch), a source's
     /// first version when `inserting`, size. When something is derived from
     /// or held by them the BSON documents come back too, so they are built once.
-    async fn encode_all(&self, docs: &[T], inserting: bool) -> Result<Encoded> {
+    async fn encode_all(&self, docs: &[T], inserting: bool, session: Option<&mut ClientSession>) -> Result<Encoded> {
         for d in docs {
             d.check_bounds()?;
         }
@@ -157,8 +158,11 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let filled =
-            if fills { Some(crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain).await?) } else { None };
+        let filled = if fills {
+            Some(crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain, session).await?)
+        } else {
+            None
+        };
         if versioned {
             let v = crate::denormalize::fanout::first_version();
             for d in &mut plain {
@@ -180,18 +184,23 @@ impl<T: Document> Repository<T> {
     /// What depends on documents just written (all of `written`): their
     /// copies confirmed, holders already referring to them filled, their
     /// summaries pushed into their parents' subsets.
-    async fn after_insert(&self, written: &[bson::Document], filled: Option<Sources>) -> Result<()> {
+    async fn after_insert(
+        &self,
+        written: &[bson::Document],
+        filled: Option<Sources>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<()> {
         if written.is_empty() {
             return Ok(());
         }
         if let Some(filled) = filled {
-            crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled).await?;
+            crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled, session.as_deref_mut()).await?;
         }
-        crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written).await?;
-        self.after_new(written).await?;
+        crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written, session.as_deref_mut()).await?;
+        self.after_new(written, session.as_deref_mut()).await?;
         if !graph().subsets_of(T::COLLECTION).is_empty() {
             // The summaries in the parents' subsets: one push per parent.
-            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written).await?;
+            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written, session).await?;
         }
         Ok(())
     }
@@ -203,22 +212,26 @@ impl<T: Document> Repository<T> {
     /// derived from the ones written (copies, subset summaries) is kept
     /// for exactly those, and the error names the first one refused.
     pub async fn insert_many(&self, docs: &[T]) -> Result<()> {
+        self.insert_many_in(docs, None).await
+    }
+
+    async fn insert_many_in(&self, docs: &[T], mut session: Option<&mut ClientSession>) -> Result<()> {
         if docs.is_empty() {
             return Ok(());
         }
-        let Encoded { mut raws, plain, filled } = self.encode_all(docs, true).await?;
+        let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
         let result = if raws.len() == 1 {
             let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "insert", message: "nothing encoded".into() })?;
-            self.raw.insert_one(raw).await.map(|_| ()).map_err(self.err("insert"))
+            in_session!(self.raw.insert_one(raw), session.as_deref_mut()).map(|_| ()).map_err(self.err("insert"))
         } else {
-            self.raw.insert_many(raws).await.map(|_| ()).map_err(self.err("insert_many"))
+            in_session!(self.raw.insert_many(raws), session.as_deref_mut()).map(|_| ()).map_err(self.err("insert_many"))
         };
         match result {
-            Ok(()) => self.after_insert(&plain, filled).await,
+            Ok(()) => self.after_insert(&plain, filled, session).await,
             Err(e) => {
                 if !plain.is_empty() {
-                    let landed = self.landed(&e, &plain).await?;
-                    self.after_insert(&plain[..landed], filled).await?;
+                    let landed = self.landed(&e, &plain, session.as_deref_mut()).await?;
+                    self.after_insert(&plain[..landed], filled, session).await?;
                 }
                 Err(e)
             }
@@ -228,7 +241,7 @@ impl<T: Document> Repository<T> {
     /// How many of `plain` an ordered insert that failed with `e` wrote:
     /// those before the first write error; after an error without one (a
     /// connection lost), those found on the server.
-    async fn landed(&self, e: &Error, plain: &[bson::Document]) -> Result<usize> {
+    async fn landed(&self, e: &Error, plain: &[bson::Document], session: Option<&mut ClientSession>) -> Result<usize> {
         if let Error::Driver { source, .. } = e {
             match &*source.kind {
                 mongodb::error::ErrorKind::InsertMany(m) => {
@@ -241,12 +254,13 @@ impl<T: Document> Repository<T> {
             }
         }
         let ids: Vec<bson::Bson> = plain.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let found = self
-            .raw
-            .distinct("_id", doc! {"_id": {"$in": ids.clone()}})
-            .selection_criteria(crate::denormalize::fill::primary())
-            .await
-            .map_err(self.err("distinct"))?;
+        let found = in_session!(
+            self.raw
+                .distinct("_id", doc! {"_id": {"$in": ids.clone()}})
+                .selection_criteria(crate::denormalize::fill::primary()),
+            session
+        )
+        .map_err(self.err("distinct"))?;
         // An ordered insert writes a prefix.
         Ok(ids.iter().take_while(|id| found.contains(id)).count())
     }
@@ -269,8 +283,12 @@ impl<T: Document> Repository<T> {
 
     /// How many documents match.
     pub async fn count(&self, filter: impl Into<Filter>) -> Result<u64> {
+        self.count_in(filter, None).await
+    }
+
+    async fn count_in(&self, filter: impl Into<Filter>, session: Option<&mut ClientSession>) -> Result<u64> {
         let filter = filter.into().into_document()?;
-        self.raw.count_documents(filter).await.map_err(self.err("count"))
+        in_session!(self.raw.count_documents(filter), session).map_err(self.err("count"))
     }
 
     /// Applies an update to the document with this id. A push into a bounded
@@ -280,9 +298,19 @@ impl<T: Document> Repository<T> {
     /// [`Error::EmbedFull`] and nothing is written. A missing document is
     /// [`Error::NotFound`].
     pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome> {
-        let outcome = self.update_where(doc! {"_id": id.to_bson()}, &update, false, Some(id.to_bson())).await?;
+        self.update_by_id_in(id, update, None).await
+    }
+
+    async fn update_by_id_in(
+        &self,
+        id: &T::Id,
+        update: Update<T>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
+        let filter = doc! {"_id": id.to_bson()};
+        let outcome = self.update_where(filter, &update, false, Some(id.to_bson()), session.as_deref_mut()).await?;
         if outcome.matched == 0 {
-            return Err(self.explain_unmatched(id, &update).await?);
+            return Err(self.explain_unmatched(id, &update, session).await?);
         }
         Ok(outcome)
     }
@@ -290,13 +318,13 @@ impl<T: Document> Repository<T> {
     /// Applies an update to the first document matching a filter (bounded
     /// pushes guarded as in [`Repository::update_by_id`]).
     pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, false, None).await
+        self.update_where(filter.into().into_document()?, &update, false, None, None).await
     }
 
     /// Applies an update to every document matching a filter. Documents whose
     /// bounded arrays have no room for a push are left out (not matched).
     pub async fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, true, None).await
+        self.update_where(filter.into().into_document()?, &update, true, None, None).await
     }
 
     async fn update_where(
@@ -305,6 +333,7 @@ impl<T: Document> Repository<T> {
         update: &Update<T>,
         many: bool,
         id: Option<bson::Bson>,
+        mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let mut body = update.to_document()?;
         if let Some(rel) = graph()
@@ -349,8 +378,12 @@ impl<T: Document> Repository<T> {
                 match id {
                     Some(id) => Some(vec![id]),
                     None => {
-                        let ids: Vec<bson::Bson> =
-                            self.ids_matching(filter.clone()).await?.iter().map(DocId::to_bson).collect();
+                        let ids: Vec<bson::Bson> = self
+                            .ids_matching(filter.clone(), session.as_deref_mut())
+                            .await?
+                            .iter()
+                            .map(DocId::to_bson)
+                            .collect();
                         filter = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
                         Some(ids)
                     }
@@ -359,12 +392,14 @@ impl<T: Document> Repository<T> {
         };
         let outcome = if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
             let touched: Vec<String> = update.touched().map(str::to_owned).collect();
-            self.update_and_fan_out(filter, body, &touched, many).await?
+            self.update_and_fan_out(filter, body, &touched, many, session.as_deref_mut()).await?
         } else {
             let result = if many {
-                self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
+                in_session!(self.raw.update_many(filter, body), session.as_deref_mut())
+                    .map_err(self.err("update_many"))?
             } else {
-                self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+                in_session!(self.raw.update_one(filter, body), session.as_deref_mut())
+                    .map_err(self.err("update_one"))?
             };
             UpdateOutcome { matched: result.matched_count, modified: result.modified_count }
         };
@@ -372,7 +407,7 @@ impl<T: Document> Repository<T> {
         let adds = holders.is_some() && body_adds(&update.to_document()?);
         if let (Some(ids), true) = (holders, adds) {
             if outcome.matched > 0 {
-                crate::denormalize::fill::refresh(&self.db, T::schema(), &ids).await?;
+                crate::denormalize::fill::refresh(&self.db, T::schema(), &ids, session).await?;
             }
         }
         Ok(outcome)
@@ -387,6 +422,7 @@ impl<T: Document> Repository<T> {
         mut body: bson::Document,
         touched: &[String],
         many: bool,
+        mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         // Only a source with copies elsewhere carries a version: a subset
         // child's summaries are rewritten from the write's own result.
@@ -402,54 +438,56 @@ impl<T: Document> Repository<T> {
         }
         if self.deferred {
             let r = if many {
-                self.raw.update_many(filter, body).await.map_err(self.err("update_many"))?
+                in_session!(self.raw.update_many(filter, body), session.as_deref_mut())
+                    .map_err(self.err("update_many"))?
             } else {
-                self.raw.update_one(filter, body).await.map_err(self.err("update_one"))?
+                in_session!(self.raw.update_one(filter, body), session.as_deref_mut())
+                    .map_err(self.err("update_one"))?
             };
             return Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count });
         }
         let projection = fanout::source_projection(T::COLLECTION);
         if !many && self.transactional {
-            return self.update_and_fan_out_in_transaction(filter, body, projection, touched).await;
+            return self.update_and_fan_out_in_transaction(filter, body, projection, touched, session).await;
         }
         if !many {
-            let after = self
-                .raw
-                .find_one_and_update(filter, body)
-                .return_document(ReturnDocument::After)
-                .optional(projection, |a, p| a.projection(p))
-                .await
-                .map_err(self.err("findAndModify"))?;
+            let after = in_session!(
+                self.raw
+                    .find_one_and_update(filter, body)
+                    .return_document(ReturnDocument::After)
+                    .optional(projection, |a, p| a.projection(p)),
+                session.as_deref_mut()
+            )
+            .map_err(self.err("findAndModify"))?;
             let Some(after) = after else { return Ok(UpdateOutcome::default()) };
             let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
                 what: format!("the updated document of `{}`", T::COLLECTION),
                 message: e.to_string(),
             })?;
-            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), None).await?;
+            fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
         // Many sources: their ids, one update, their new values, then each
         // source's fan-out.
-        let ids: Vec<bson::Bson> = self.ids_matching(filter.clone()).await?.iter().map(DocId::to_bson).collect();
+        let ids: Vec<bson::Bson> =
+            self.ids_matching(filter.clone(), session.as_deref_mut()).await?.iter().map(DocId::to_bson).collect();
         if ids.is_empty() {
             return Ok(UpdateOutcome::default());
         }
         let scoped = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
-        let r = self.raw.update_many(scoped, body).await.map_err(self.err("update_many"))?;
-        let mut cursor = self
-            .db
-            .collection::<bson::Document>(T::COLLECTION)
+        let r =
+            in_session!(self.raw.update_many(scoped, body), session.as_deref_mut()).map_err(self.err("update_many"))?;
+        let find = self
+            .raw
             .find(doc! {"_id": {"$in": ids}})
             .optional(projection, |a, p| a.projection(p))
-            .batch_size(i32::MAX as u32)
-            .await
-            .map_err(self.err("find"))?;
-        let mut changed = Vec::new();
-        while cursor.advance().await.map_err(self.err("find"))? {
-            changed.push(cursor.deserialize_current().map_err(self.err("find"))?);
-        }
+            .batch_size(i32::MAX as u32);
+        let changed = collect(find, session.as_deref_mut(), T::COLLECTION, |raw| {
+            crate::store::session::plain(T::COLLECTION, raw)
+        })
+        .await?;
         for after in &changed {
-            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched), None).await?;
+            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched), session.as_deref_mut()).await?;
         }
         Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count })
     }
@@ -457,18 +495,23 @@ impl<T: Document> Repository<T> {
     /// The source write and its copies' fan-out in one transaction (the
     /// driver's convenient API: the body is retried on a transient error,
     /// only the commit on an unknown commit result); the subsets are
-    /// rebuilt after the commit, from the committed state.
+    /// rebuilt after the commit, from the committed state. In the caller's
+    /// transaction when its session is in one: no nested transaction.
     async fn update_and_fan_out_in_transaction(
         &self,
         filter: bson::Document,
         body: bson::Document,
         projection: Option<bson::Document>,
         touched: &[String],
+        mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let raw = self.raw.clone();
         let db = self.db.clone();
-        let after: Option<bson::Document> =
-            crate::store::transaction::run(&self.db, "transactional fan-out", &mut |session| {
+        let after: Option<bson::Document> = crate::store::transaction::run_or_join(
+            &self.db,
+            session.as_deref_mut(),
+            "transactional fan-out",
+            &mut |session| {
                 let (raw, db, filter, body, projection) =
                     (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
                 let touched = touched.to_vec();
@@ -488,20 +531,21 @@ impl<T: Document> Repository<T> {
                     fanout::fan_out_copies(&db, T::COLLECTION, &after, Some(&touched), Some(session)).await?;
                     Ok(Some(after))
                 })
-            })
-            .await
-            .map_err(|e| match e {
-                e if crate::store::transaction::unsupported(&e) => Error::Invalid {
-                    what: "transactional fan-out",
-                    message: format!(
-                        "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            e if crate::store::transaction::unsupported(&e) => Error::Invalid {
+                what: "transactional fan-out",
+                message: format!(
+                    "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
                      `transactional_fan_out()`"
-                    ),
-                },
-                e => e,
-            })?;
+                ),
+            },
+            e => e,
+        })?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-        crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, Some(touched)).await?;
+        crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, Some(touched), session).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
     }
 
@@ -518,7 +562,13 @@ impl<T: Document> Repository<T> {
     /// could both fan out the same version with different values. Which
     /// fields changed and whether the document is new are then told by the
     /// version itself (see [`fanout::replace_version`]).
-    async fn replace_source(&self, doc: &T, new: bson::Document, upsert: bool) -> Result<Option<bool>> {
+    async fn replace_source(
+        &self,
+        doc: &T,
+        new: bson::Document,
+        upsert: bool,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<Option<bool>> {
         let g = graph();
         let versioned = !g.targets_of(T::COLLECTION).is_empty();
         let mut bookkeeping = vec![bson::Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
@@ -553,14 +603,15 @@ impl<T: Document> Repository<T> {
             {"_docrel": bookkeeping},
         ]}}];
         let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
-        let image = self
-            .raw
-            .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
-            .upsert(upsert)
-            .return_document(image)
-            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p))
-            .await
-            .map_err(self.err("findAndModify"))?;
+        let image = in_session!(
+            self.raw
+                .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
+                .upsert(upsert)
+                .return_document(image)
+                .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
+            session.as_deref_mut()
+        )
+        .map_err(self.err("findAndModify"))?;
         let image = match image {
             Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
             None if upsert => None,
@@ -570,8 +621,7 @@ impl<T: Document> Repository<T> {
             let after = image.unwrap_or_default();
             let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
             if changed && !self.deferred {
-                fanout::fan_out_copies(&self.db, T::COLLECTION, &after, None, None).await?;
-                crate::patterns::subset::after_change(&self.db, T::COLLECTION, None, &after, None).await?;
+                fanout::fan_out(&self.db, T::COLLECTION, &after, None, session).await?;
             }
             return Ok(Some(created));
         }
@@ -585,15 +635,17 @@ impl<T: Document> Repository<T> {
             None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
         };
         if !touched.is_empty() && !self.deferred {
-            crate::patterns::subset::after_change(&self.db, T::COLLECTION, before.as_ref(), &new, Some(&touched))
+            let before = before.as_ref();
+            crate::patterns::subset::after_change(&self.db, T::COLLECTION, before, &new, Some(&touched), session)
                 .await?;
         }
         Ok(Some(before.is_none()))
     }
 
     /// Replace or save: fill, write, confirm.
-    async fn put(&self, doc: &T, upsert: bool) -> Result<bool> {
-        let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert).await?;
+    async fn put(&self, doc: &T, upsert: bool, mut session: Option<&mut ClientSession>) -> Result<bool> {
+        let Encoded { mut raws, plain, filled } =
+            self.encode_all(std::slice::from_ref(doc), upsert, session.as_deref_mut()).await?;
         let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "replace", message: "nothing encoded".into() })?;
         let g = graph();
         let keeps = g.holds_copies(T::schema())
@@ -607,23 +659,22 @@ impl<T: Document> Repository<T> {
                     message: e.to_string(),
                 })?,
             };
-            self.replace_source(doc, new, upsert).await?
+            self.replace_source(doc, new, upsert, session.as_deref_mut()).await?
         } else {
-            let r = self
-                .raw
-                .replace_one(doc! {"_id": doc.id().to_bson()}, raw.clone())
-                .upsert(upsert)
-                .await
-                .map_err(self.err("replace"))?;
+            let r = in_session!(
+                self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw.clone()).upsert(upsert),
+                session.as_deref_mut()
+            )
+            .map_err(self.err("replace"))?;
             (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
         };
         if written == Some(true) {
-            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?)).await?;
+            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), session.as_deref_mut()).await?;
         }
         let written = written.is_some();
         if written {
             if let Some(filled) = filled {
-                crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled).await?;
+                crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled, session).await?;
             }
         }
         Ok(written)
@@ -632,7 +683,7 @@ impl<T: Document> Repository<T> {
     /// What a new document of `T` owes the documents around it: the other
     /// side of its two-way references, and the subsets it keeps of children
     /// that already exist.
-    async fn after_new(&self, docs: &[bson::Document]) -> Result<()> {
+    async fn after_new(&self, docs: &[bson::Document], mut session: Option<&mut ClientSession>) -> Result<()> {
         let g = graph();
         for rel in g.two_way_of(T::schema()) {
             for d in docs {
@@ -643,7 +694,15 @@ impl<T: Document> Repository<T> {
                     Some(id) => vec![id.clone()],
                 };
                 for y in targets {
-                    match crate::relations::two_way::link(&self.db, T::schema(), rel, x.clone(), y).await {
+                    let linked = crate::relations::two_way::link(
+                        &self.db,
+                        T::schema(),
+                        rel,
+                        x.clone(),
+                        y,
+                        session.as_deref_mut(),
+                    );
+                    match linked.await {
                         // A reference to a document not there yet: it links back when it is inserted.
                         Err(Error::NotFound { collection, .. }) if Some(collection) == rel.target => {}
                         other => {
@@ -655,29 +714,35 @@ impl<T: Document> Repository<T> {
         }
         for subset in g.subsets_kept_by(T::schema()) {
             let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-            let with_children = self
-                .db
-                .collection::<bson::Document>(subset.spec.child)
-                .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
-                .selection_criteria(crate::store::primary())
-                .await
-                .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
+            let children = self.db.collection::<bson::Document>(subset.spec.child);
+            let with_children = in_session!(
+                children
+                    .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
+                    .selection_criteria(crate::store::primary()),
+                session.as_deref_mut()
+            )
+            .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
             for parent in with_children {
-                subset.rebuild(&self.db, &parent).await?;
+                subset.rebuild_in(&self.db, &parent, session.as_deref_mut()).await?;
             }
         }
         Ok(())
     }
 
     #[cold]
-    async fn explain_unmatched(&self, id: &T::Id, update: &Update<T>) -> Result<Error> {
+    async fn explain_unmatched(
+        &self,
+        id: &T::Id,
+        update: &Update<T>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Error> {
         let bounded: Vec<_> = update.pushes().iter().filter(|p| p.max.is_some()).collect();
         let mut projection = doc! {"_id": 1};
         for p in &bounded {
             projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});
         }
-        let found =
-            self.raw.find_one(doc! {"_id": id.to_bson()}).projection(projection).await.map_err(self.err("find"))?;
+        let found = in_session!(self.raw.find_one(doc! {"_id": id.to_bson()}).projection(projection), session)
+            .map_err(self.err("find"))?;
         let Some(found) = found else {
             return Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) });
         };
@@ -703,7 +768,11 @@ impl<T: Document> Repository<T> {
     /// and size; [`Error::NotFound`] when there is none. Its copies are
     /// filled from their sources and confirmed after the write.
     pub async fn replace(&self, doc: &T) -> Result<()> {
-        match self.put(doc, false).await? {
+        self.replace_in(doc, None).await
+    }
+
+    async fn replace_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        match self.put(doc, false, session).await? {
             true => Ok(()),
             false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
         }
@@ -712,18 +781,22 @@ impl<T: Document> Repository<T> {
     /// Inserts the document, or replaces the stored one with the same id
     /// (copies filled and confirmed as in [`Repository::replace`]).
     pub async fn save(&self, doc: &T) -> Result<()> {
-        self.put(doc, true).await.map(|_| ())
+        self.put(doc, true, None).await.map(|_| ())
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
     /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it existed.
     pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool> {
-        crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id)).await?;
+        self.delete_by_id_in(id, None).await
+    }
+
+    async fn delete_by_id_in(&self, id: &T::Id, mut session: Option<&mut ClientSession>) -> Result<bool> {
+        crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id), session.as_deref_mut()).await?;
         let filter = doc! {"_id": id.to_bson()};
-        let parents = self.subset_parents(&filter).await?;
-        let r = self.raw.delete_one(filter).await.map_err(self.err("delete"))?;
+        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+        let r = in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
         if r.deleted_count == 1 && !parents.is_empty() {
-            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
         }
         Ok(r.deleted_count == 1)
     }
@@ -733,47 +806,46 @@ impl<T: Document> Repository<T> {
     /// deleted, so one inserted while the rules run is not deleted without
     /// its rules. Returns how many were deleted.
     pub async fn delete_many(&self, filter: impl Into<Filter>) -> Result<u64> {
+        self.delete_many_in(filter, None).await
+    }
+
+    async fn delete_many_in(&self, filter: impl Into<Filter>, mut session: Option<&mut ClientSession>) -> Result<u64> {
         let mut filter = filter.into().into_document()?;
         if !graph().references_to(T::COLLECTION).is_empty() {
-            let ids = self.ids_matching(filter.clone()).await?;
+            let ids = self.ids_matching(filter.clone(), session.as_deref_mut()).await?;
             if ids.is_empty() {
                 return Ok(0);
             }
-            crate::relations::on_delete::apply::<T>(&self.db, &ids).await?;
+            crate::relations::on_delete::apply::<T>(&self.db, &ids, session.as_deref_mut()).await?;
             let ids: Vec<bson::Bson> = ids.iter().map(DocId::to_bson).collect();
             filter = doc! {"$and": [filter, {"_id": {"$in": ids}}]};
         }
-        let parents = self.subset_parents(&filter).await?;
-        let r = self.raw.delete_many(filter).await.map_err(self.err("delete_many"))?;
+        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+        let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut()).map_err(self.err("delete_many"))?;
         if r.deleted_count > 0 && !parents.is_empty() {
-            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents).await?;
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
         }
         Ok(r.deleted_count)
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
-    async fn subset_parents(&self, filter: &bson::Document) -> Result<Vec<(usize, bson::Bson)>> {
+    async fn subset_parents(
+        &self,
+        filter: &bson::Document,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<(usize, bson::Bson)>> {
         if crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
             return Ok(Vec::new());
         }
-        crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter).await
+        crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter, session).await
     }
 
-    async fn ids_matching(&self, filter: bson::Document) -> Result<Vec<T::Id>> {
-        let mut cursor = self
-            .raw
-            .find(filter)
-            .projection(doc! {"_id": 1})
-            .selection_criteria(crate::store::primary())
-            .await
-            .map_err(self.err("find"))?;
-        let mut ids = Vec::new();
-        while cursor.advance().await.map_err(self.err("find"))? {
-            if let Some(id) = cursor.current().get("_id").ok().flatten().and_then(T::Id::from_raw) {
-                ids.push(id);
-            }
-        }
-        Ok(ids)
+    async fn ids_matching(&self, filter: bson::Document, session: Option<&mut ClientSession>) -> Result<Vec<T::Id>> {
+        let find = self.raw.find(filter).projection(doc! {"_id": 1}).selection_criteria(crate::store::primary());
+        let ids =
+            collect(find, session, T::COLLECTION, |raw| Ok(raw.get("_id").ok().flatten().and_then(T::Id::from_raw)))
+                .await?;
+        Ok(ids.into_iter().flatten().collect())
     }
 
     /// Creates the indexes the document type declares and the ones its

@@ -38,8 +38,9 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
+use crate::store::session::{collect, in_session, plain};
 use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 
 /// Where a source document keeps its version.
 pub const VERSION_PATH: &str = "_docrel.v";
@@ -221,7 +222,7 @@ pub(crate) async fn fan_out_copies(
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    mut session: Option<&mut mongodb::ClientSession>,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
     let version = version_of(source_doc);
@@ -251,14 +252,19 @@ pub(crate) async fn fan_out_copies(
 /// to them (written while they did not exist, or when an earlier document
 /// with the same id existed) get their copies. One `distinct` per target
 /// path, and one update per target path and referenced new document.
-pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
+pub(crate) async fn fan_out_inserted(
+    db: &Database,
+    source: &'static str,
+    docs: &[BsonDoc],
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     let targets = targets_of(source);
     if targets.is_empty() || docs.is_empty() {
         return Ok(());
     }
     let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
     for target in targets {
-        let referenced = referenced_ids(db, target, &ids).await?;
+        let referenced = referenced_ids(db, target, &ids, session.as_deref_mut()).await?;
         if referenced.is_empty() {
             continue;
         }
@@ -266,16 +272,16 @@ pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: 
         for d in docs {
             let Some(id) = d.get("_id") else { continue };
             if wanted.contains(&id_key(id)) {
-                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, None).await.map_err(|e| {
-                    Error::FanOut {
+                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, session.as_deref_mut()).await.map_err(
+                    |e| Error::FanOut {
                         source_collection: source,
                         id: show_id(id),
                         target: target.collection,
                         path: target.id_path(),
                         done: String::new(),
                         cause: Box::new(e),
-                    }
-                })?;
+                    },
+                )?;
             }
         }
     }
@@ -286,32 +292,31 @@ pub(crate) async fn fan_out_inserted(db: &Database, source: &'static str, docs: 
 /// reference field; for arrays the holders' element ids are read instead,
 /// since `distinct` through an array of documents is not answered the same
 /// by every MongoDB-wire server (the embedded test server misses it).
-async fn referenced_ids(db: &Database, target: &Target, ids: &[Bson]) -> Result<Vec<Bson>> {
+async fn referenced_ids(
+    db: &Database,
+    target: &Target,
+    ids: &[Bson],
+    session: Option<&mut ClientSession>,
+) -> Result<Vec<Bson>> {
     let coll = db.collection::<BsonDoc>(target.collection);
     let filter = doc! { target.id_path(): {"$in": ids} };
     match target.shape {
-        Shape::Top { .. } => coll
-            .distinct(target.id_path(), filter)
-            .selection_criteria(crate::store::primary())
-            .await
-            .map_err(|e| Error::driver("distinct", target.collection, e)),
+        Shape::Top { .. } => {
+            in_session!(coll.distinct(target.id_path(), filter).selection_criteria(crate::store::primary()), session)
+                .map_err(|e| Error::driver("distinct", target.collection, e))
+        }
         Shape::Array { .. } => {
-            let mut cursor = coll
+            let find = coll
                 .find(filter)
                 .projection(doc! { target.id_path(): 1 })
                 .batch_size(i32::MAX as u32)
-                .selection_criteria(crate::store::primary())
-                .await
-                .map_err(|e| Error::driver("find", target.collection, e))?;
-            let mut out = Vec::new();
-            while cursor.advance().await.map_err(|e| Error::driver("find", target.collection, e))? {
-                let holder: BsonDoc =
-                    cursor.deserialize_current().map_err(|e| Error::driver("find", target.collection, e))?;
-                out.extend(
-                    crate::denormalize::fill::held_copies(target, &holder).into_iter().map(|(id, _)| id.clone()),
-                );
-            }
-            Ok(out)
+                .selection_criteria(crate::store::primary());
+            let holders = collect(find, session, target.collection, |raw| plain(target.collection, raw)).await?;
+            Ok(holders
+                .iter()
+                .flat_map(|holder| crate::denormalize::fill::held_copies(target, holder))
+                .map(|(id, _)| id.clone())
+                .collect())
         }
     }
 }
@@ -323,10 +328,10 @@ pub(crate) async fn fan_out(
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    session: Option<&mut mongodb::ClientSession>,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
-    let report = fan_out_copies(db, source, source_doc, touched, session).await?;
-    crate::patterns::subset::after_change(db, source, None, source_doc, touched).await?;
+    let report = fan_out_copies(db, source, source_doc, touched, session.as_deref_mut()).await?;
+    crate::patterns::subset::after_change(db, source, None, source_doc, touched, session).await?;
     Ok(report)
 }
 
@@ -346,7 +351,7 @@ pub(crate) async fn apply_to(
     version: i64,
     guard: Guard,
     only: Option<&[Bson]>,
-    session: Option<&mut mongodb::ClientSession>,
+    session: Option<&mut ClientSession>,
 ) -> Result<u64> {
     let (mut filter, update, array_filters) = target.update(id, values, version, guard);
     if let Some(only) = only {
@@ -357,10 +362,6 @@ pub(crate) async fn apply_to(
     if let Some(af) = array_filters {
         action = action.array_filters(af);
     }
-    let r = match session {
-        Some(s) => action.session(s).await,
-        None => action.await,
-    }
-    .map_err(|e| Error::driver("update_many", target.collection, e))?;
+    let r = in_session!(action, session).map_err(|e| Error::driver("update_many", target.collection, e))?;
     Ok(r.modified_count)
 }

@@ -5,12 +5,13 @@
 //! update changed. See the version contract in [`super::fanout`].
 
 use crate::denormalize::fanout::{apply_to, version_of, Guard, COPIES_PATH, VERSION_PATH};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, overlaps};
+use crate::store::session::{collect, plain};
 use bson::{doc, Bson, Document as BsonDoc};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use std::collections::{HashMap, HashSet};
 
 /// The source documents a write read, by (source collection, id key):
@@ -73,21 +74,22 @@ fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Vec<(&'static st
 }
 
 /// Reads the sources: one `find` per source collection, on the primary.
-async fn read(db: &Database, wants: Vec<(&'static str, Vec<Bson>, Vec<&'static str>)>) -> Result<Sources> {
+async fn read(
+    db: &Database,
+    wants: Vec<(&'static str, Vec<Bson>, Vec<&'static str>)>,
+    mut session: Option<&mut ClientSession>,
+) -> Result<Sources> {
     let mut sources = Sources::default();
     for (source, ids, fields) in wants {
         let mut projection: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
         projection.insert(VERSION_PATH, 1);
         let coll = db.collection::<BsonDoc>(source);
-        let mut cursor = coll
+        let find = coll
             .find(doc! {"_id": {"$in": ids}})
             .projection(projection)
             .batch_size(i32::MAX as u32)
-            .selection_criteria(primary())
-            .await
-            .map_err(|e| Error::driver("find", source, e))?;
-        while cursor.advance().await.map_err(|e| Error::driver("find", source, e))? {
-            let found: BsonDoc = cursor.deserialize_current().map_err(|e| Error::driver("find", source, e))?;
+            .selection_criteria(primary());
+        for found in collect(find, session.as_deref_mut(), source, |raw| plain(source, raw)).await? {
             let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
             sources.0.insert((source, key), found);
         }
@@ -100,9 +102,14 @@ async fn read(db: &Database, wants: Vec<(&'static str, Vec<Bson>, Vec<&'static s
 /// collection for the whole batch. A reference to a source that does not
 /// exist leaves the copy as given, with no record. Pass what it returns to
 /// [`confirm`] after the write.
-pub(crate) async fn fill(db: &Database, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
+pub(crate) async fn fill(
+    db: &Database,
+    schema: &'static Schema,
+    docs: &mut [BsonDoc],
+    session: Option<&mut ClientSession>,
+) -> Result<Sources> {
     let held = graph().held_by(schema);
-    let sources = read(db, wants(&held, docs)).await?;
+    let sources = read(db, wants(&held, docs), session).await?;
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
         for (source, target) in &held {
@@ -172,9 +179,15 @@ fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
 /// again and, where one changed in between (its fan-out may have run before
 /// the write landed and missed it), refreshes those copies under the
 /// refresh guard. One read per source collection; writes only on a race.
-pub(crate) async fn confirm(db: &Database, schema: &'static Schema, docs: &[BsonDoc], filled: Sources) -> Result<()> {
+pub(crate) async fn confirm(
+    db: &Database,
+    schema: &'static Schema,
+    docs: &[BsonDoc],
+    filled: Sources,
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     let held = graph().held_by(schema);
-    let now = read(db, wants(&held, docs)).await?;
+    let now = read(db, wants(&held, docs), session.as_deref_mut()).await?;
     for (source, target) in &held {
         // source id -> the holders referring to it
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
@@ -191,7 +204,17 @@ pub(crate) async fn confirm(db: &Database, schema: &'static Schema, docs: &[Bson
             let Some(current) = now.get(source, id) else { continue };
             let unchanged = filled.get(source, id).is_some_and(|before| version_of(before) == version_of(current));
             if !unchanged {
-                apply_to(db, target, id, current, version_of(current), Guard::Refresh, Some(holder_ids), None).await?;
+                apply_to(
+                    db,
+                    target,
+                    id,
+                    current,
+                    version_of(current),
+                    Guard::Refresh,
+                    Some(holder_ids),
+                    session.as_deref_mut(),
+                )
+                .await?;
             }
         }
     }
@@ -203,7 +226,12 @@ pub(crate) async fn confirm(db: &Database, schema: &'static Schema, docs: &[Bson
 /// `via` field, elements pushed into or set on an array of copies): reads
 /// the holders and their sources, and rewrites only the stale copies, under
 /// the refresh guard. Two reads, and one write per stale (source, target).
-pub(crate) async fn refresh(db: &Database, schema: &'static Schema, ids: &[Bson]) -> Result<()> {
+pub(crate) async fn refresh(
+    db: &Database,
+    schema: &'static Schema,
+    ids: &[Bson],
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     let held = graph().held_by(schema);
     if held.is_empty() || ids.is_empty() {
         return Ok(());
@@ -223,18 +251,13 @@ pub(crate) async fn refresh(db: &Database, schema: &'static Schema, ids: &[Bson]
         }
     }
     let coll = db.collection::<BsonDoc>(schema.collection);
-    let mut cursor = coll
+    let find = coll
         .find(doc! {"_id": {"$in": ids}})
         .projection(projection)
         .batch_size(i32::MAX as u32)
-        .selection_criteria(primary())
-        .await
-        .map_err(|e| Error::driver("find", schema.collection, e))?;
-    let mut docs = Vec::new();
-    while cursor.advance().await.map_err(|e| Error::driver("find", schema.collection, e))? {
-        docs.push(cursor.deserialize_current().map_err(|e| Error::driver("find", schema.collection, e))?);
-    }
-    let sources = read(db, wants(&held, &docs)).await?;
+        .selection_criteria(primary());
+    let docs = collect(find, session.as_deref_mut(), schema.collection, |raw| plain(schema.collection, raw)).await?;
+    let sources = read(db, wants(&held, &docs), session.as_deref_mut()).await?;
     for (source, target) in &held {
         let mut stale: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
         for d in &docs {
@@ -250,7 +273,17 @@ pub(crate) async fn refresh(db: &Database, schema: &'static Schema, ids: &[Bson]
         }
         for (id, holder_ids) in stale.values() {
             if let Some(src) = sources.get(source, id) {
-                apply_to(db, target, id, src, version_of(src), Guard::Refresh, Some(holder_ids), None).await?;
+                apply_to(
+                    db,
+                    target,
+                    id,
+                    src,
+                    version_of(src),
+                    Guard::Refresh,
+                    Some(holder_ids),
+                    session.as_deref_mut(),
+                )
+                .await?;
             }
         }
     }

@@ -22,8 +22,9 @@ use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
 use crate::store::path::lookup;
 use crate::store::primary;
+use crate::store::session::{collect, in_session, plain};
 use bson::{doc, Bson, Document as BsonDoc};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 
 /// How many times a rebuild retries when other changes keep coming in
 /// between its read and its write.
@@ -72,15 +73,20 @@ impl SubsetTarget {
         format!("_docrel.subsets.{}", self.rel.field)
     }
 
-    async fn push(&self, db: &Database, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
+    async fn push(
+        &self,
+        db: &Database,
+        parent: &Bson,
+        summaries: Vec<BsonDoc>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
         let update = doc! {
             "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
-        db.collection::<BsonDoc>(self.parent)
-            .update_one(doc! {"_id": parent.clone()}, update)
-            .await
+        let coll = db.collection::<BsonDoc>(self.parent);
+        in_session!(coll.update_one(doc! {"_id": parent.clone()}, update), session)
             .map_err(|e| Error::driver("update", self.parent, e))?;
         Ok(())
     }
@@ -89,36 +95,51 @@ impl SubsetTarget {
     /// (or last) children in order, replacing the array. Returns how many
     /// summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &Bson) -> Result<usize> {
+        self.rebuild_in(db, parent, None).await
+    }
+
+    /// [`Self::rebuild`] in the caller's session, when given.
+    pub(crate) async fn rebuild_in(
+        &self,
+        db: &Database,
+        parent: &Bson,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<usize> {
         let parents = db.collection::<BsonDoc>(self.parent);
         let counter = self.counter();
         for _ in 0..REBUILD_ATTEMPTS {
-            let bumped = parents
-                .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})
-                .return_document(mongodb::options::ReturnDocument::After)
-                .projection(doc! { counter.clone(): 1 })
-                .await
-                .map_err(|e| Error::driver("findAndModify", self.parent, e))?;
+            let bumped = in_session!(
+                parents
+                    .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})
+                    .return_document(mongodb::options::ReturnDocument::After)
+                    .projection(doc! { counter.clone(): 1 }),
+                session.as_deref_mut()
+            )
+            .map_err(|e| Error::driver("findAndModify", self.parent, e))?;
             // No parent: nothing holds the subset.
             let Some(bumped) = bumped else { return Ok(0) };
             let epoch = counter_value(&bumped, &format!("{counter}.n"));
-            let summaries = self.expected(db, parent).await?;
+            let summaries = self.expected_in(db, parent, session.as_deref_mut()).await?;
             let n = summaries.len();
-            let written = parents
-                .update_one(
+            let written = in_session!(
+                parents.update_one(
                     doc! {"_id": parent.clone(), format!("{counter}.n"): epoch},
                     doc! {"$set": { self.rel.field: summaries, format!("{counter}.r"): epoch }},
-                )
-                .await
-                .map_err(|e| Error::driver("update", self.parent, e))?;
+                ),
+                session.as_deref_mut()
+            )
+            .map_err(|e| Error::driver("update", self.parent, e))?;
             if written.matched_count == 1 {
                 return Ok(n);
             }
-            let now = parents
-                .find_one(doc! {"_id": parent.clone()})
-                .projection(doc! { counter.clone(): 1 })
-                .selection_criteria(primary())
-                .await
-                .map_err(|e| Error::driver("find", self.parent, e))?;
+            let now = in_session!(
+                parents
+                    .find_one(doc! {"_id": parent.clone()})
+                    .projection(doc! { counter.clone(): 1 })
+                    .selection_criteria(primary()),
+                session.as_deref_mut()
+            )
+            .map_err(|e| Error::driver("find", self.parent, e))?;
             match now {
                 // A rebuild that began after this one's bump was written: it saw all this one saw.
                 Some(now) if counter_value(&now, &format!("{counter}.r")) > epoch => return Ok(n),
@@ -136,6 +157,16 @@ impl SubsetTarget {
 
     /// What the parent's subset should hold, read from the full collection.
     pub async fn expected(&self, db: &Database, parent: &Bson) -> Result<Vec<BsonDoc>> {
+        self.expected_in(db, parent, None).await
+    }
+
+    /// [`Self::expected`] read in the caller's session, when given.
+    async fn expected_in(
+        &self,
+        db: &Database,
+        parent: &Bson,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<BsonDoc>> {
         let mut sort = self.order();
         if self.spec.keep_last {
             for (_, d) in sort.iter_mut() {
@@ -155,12 +186,8 @@ impl SubsetTarget {
             let p: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
             find = find.projection(p);
         }
-        let mut cursor = find.await.map_err(|e| Error::driver("find", self.spec.child, e))?;
-        let mut out = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("find", self.spec.child, e))? {
-            let child: BsonDoc = cursor.deserialize_current().map_err(|e| Error::driver("find", self.spec.child, e))?;
-            out.push(self.summary(&child)?);
-        }
+        let child = self.spec.child;
+        let mut out = collect(find, session, child, |raw| self.summary(&plain(child, raw)?)).await?;
         if self.spec.keep_last {
             out.reverse();
         }
@@ -194,7 +221,12 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
 }
 
 /// After children were inserted: one push per parent and subset.
-pub(crate) async fn after_insert(db: &Database, child: &str, docs: &[BsonDoc]) -> Result<()> {
+pub(crate) async fn after_insert(
+    db: &Database,
+    child: &str,
+    docs: &[BsonDoc],
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
         for d in docs {
@@ -206,26 +238,26 @@ pub(crate) async fn after_insert(db: &Database, child: &str, docs: &[BsonDoc]) -
             }
         }
         for (parent, summaries) in by_parent {
-            target.push(db, &parent, summaries).await?;
+            target.push(db, &parent, summaries, session.as_deref_mut()).await?;
         }
     }
     // A delete that ran between the insert and the push rebuilt before the
     // push landed: the push brought a deleted child's summary back.
     if !subsets_of(child).is_empty() && !docs.is_empty() {
         let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let found = db
-            .collection::<BsonDoc>(child)
-            .count_documents(doc! {"_id": {"$in": ids.clone()}})
-            .selection_criteria(primary())
-            .await
-            .map_err(|e| Error::driver("count", child, e))?;
+        let coll = db.collection::<BsonDoc>(child);
+        let found = in_session!(
+            coll.count_documents(doc! {"_id": {"$in": ids.clone()}}).selection_criteria(primary()),
+            session.as_deref_mut()
+        )
+        .map_err(|e| Error::driver("count", child, e))?;
         if found < ids.len() as u64 {
             for target in subsets_of(child) {
                 let mut parents: Vec<&Bson> = docs.iter().filter_map(|d| d.get(target.parent_field)).collect();
                 parents.sort_by_key(|p| crate::store::path::id_key(p));
                 parents.dedup();
                 for parent in parents {
-                    target.rebuild(db, parent).await?;
+                    target.rebuild_in(db, parent, session.as_deref_mut()).await?;
                 }
             }
         }
@@ -242,6 +274,7 @@ pub(crate) async fn after_change(
     before: Option<&BsonDoc>,
     after: &BsonDoc,
     touched: Option<&[String]>,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     for target in subsets_of(child) {
         if let Some(t) = touched {
@@ -252,11 +285,11 @@ pub(crate) async fn after_change(
         let new_parent = after.get(target.parent_field).filter(|p| **p != Bson::Null);
         let old_parent = before.and_then(|b| b.get(target.parent_field)).filter(|p| **p != Bson::Null);
         if let Some(parent) = new_parent {
-            target.rebuild(db, parent).await?;
+            target.rebuild_in(db, parent, session.as_deref_mut()).await?;
         }
         if let Some(old) = old_parent {
             if Some(old) != new_parent {
-                target.rebuild(db, old).await?;
+                target.rebuild_in(db, old, session.as_deref_mut()).await?;
             }
         } else if let (None, Some(key), true) = (before, target.spec.key, moved(target, touched)) {
             // No image of the child before the write: any other parent whose
@@ -266,14 +299,12 @@ pub(crate) async fn after_change(
             if let Some(p) = new_parent {
                 filter.insert("_id", doc! {"$ne": p.clone()});
             }
-            let holders = db
-                .collection::<BsonDoc>(target.parent)
-                .distinct("_id", filter)
-                .selection_criteria(primary())
-                .await
-                .map_err(|e| Error::driver("distinct", target.parent, e))?;
+            let coll = db.collection::<BsonDoc>(target.parent);
+            let holders =
+                in_session!(coll.distinct("_id", filter).selection_criteria(primary()), session.as_deref_mut())
+                    .map_err(|e| Error::driver("distinct", target.parent, e))?;
             for old in holders {
-                target.rebuild(db, &old).await?;
+                target.rebuild_in(db, &old, session.as_deref_mut()).await?;
             }
         }
     }
@@ -281,26 +312,36 @@ pub(crate) async fn after_change(
 }
 
 /// The parents whose subsets may hold the children about to be deleted.
-pub(crate) async fn parents_of(db: &Database, child: &'static str, filter: &BsonDoc) -> Result<Vec<(usize, Bson)>> {
+pub(crate) async fn parents_of(
+    db: &Database,
+    child: &'static str,
+    filter: &BsonDoc,
+    mut session: Option<&mut ClientSession>,
+) -> Result<Vec<(usize, Bson)>> {
     let mut out = Vec::new();
+    let coll = db.collection::<BsonDoc>(child);
     for (i, target) in subsets_of(child).iter().enumerate() {
-        let parents = db
-            .collection::<BsonDoc>(child)
-            .distinct(target.parent_field, filter.clone())
-            .selection_criteria(primary())
-            .await
-            .map_err(|e| Error::driver("distinct", child, e))?;
+        let parents = in_session!(
+            coll.distinct(target.parent_field, filter.clone()).selection_criteria(primary()),
+            session.as_deref_mut()
+        )
+        .map_err(|e| Error::driver("distinct", child, e))?;
         out.extend(parents.into_iter().filter(|p| *p != Bson::Null).map(|p| (i, p)));
     }
     Ok(out)
 }
 
 /// After children were deleted: rebuild their parents' subsets.
-pub(crate) async fn after_delete(db: &Database, child: &str, parents: Vec<(usize, Bson)>) -> Result<()> {
+pub(crate) async fn after_delete(
+    db: &Database,
+    child: &str,
+    parents: Vec<(usize, Bson)>,
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     let targets = subsets_of(child);
     for (i, parent) in parents {
         if let Some(target) = targets.get(i) {
-            target.rebuild(db, &parent).await?;
+            target.rebuild_in(db, &parent, session.as_deref_mut()).await?;
         }
     }
     Ok(())

@@ -1,10 +1,9 @@
 //! The typed relation handles generated for each relationship
 //! (`Product::rels().parts`), and what can be done through them.
 
-use crate::error::Result;
 use crate::id::DocId;
 use crate::relations::join::{Children, FieldVisit, Latest, Load, Referenced, Referrers};
-use crate::relations::two_way::LinkOutcome;
+use crate::relations::two_way::LinkWrite;
 use crate::relations::with_parents::WithParents;
 use crate::schema::document::{Carries, Document, Relation, View};
 use crate::store::find::Find;
@@ -283,14 +282,16 @@ impl<P: Document, T: Document, F, const K: u64> RefMany<P, T, F, K> {
     /// array gets it with `$addToSet`, an inverse single reference is moved
     /// (the previous holder's array loses it). Both sides in one transaction
     /// when the deployment supports one ([`LinkOutcome::transactional`]).
-    pub async fn link(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::link(db, P::schema(), self.rel, parent.to_bson(), target.to_bson()).await
+    /// Await it, or run it in your own session with [`LinkWrite::session`].
+    pub fn link<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
+        LinkWrite::new(db, P::schema(), self.rel, parent.to_bson(), target.to_bson(), false)
     }
 
     /// Removes `target` from the array of `parent`, and the back-reference
     /// from `target` for a two-way reference.
-    pub async fn unlink(&self, db: &Database, parent: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::unlink(db, P::schema(), self.rel, parent.to_bson(), target.to_bson()).await
+    /// Await it, or run it in your own session with [`LinkWrite::session`].
+    pub fn unlink<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
+        LinkWrite::new(db, P::schema(), self.rel, parent.to_bson(), target.to_bson(), true)
     }
 
     /// The parents whose array holds `target`: the reverse lookup of a
@@ -305,12 +306,14 @@ impl<P: Document, T: Document, F, const K: u64> RefOne<P, T, F, K> {
     /// moves `child` from the previous target's array to `target`'s: the
     /// "reassign a task to another person" of the reference texts, both
     /// sides in one call (in a transaction when the deployment supports one).
-    pub async fn reassign(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::link(db, P::schema(), self.rel, child.to_bson(), target.to_bson()).await
+    /// Await it, or run it in your own session with [`LinkWrite::session`].
+    pub fn reassign<'a>(&self, db: &'a Database, child: &P::Id, target: &T::Id) -> LinkWrite<'a> {
+        LinkWrite::new(db, P::schema(), self.rel, child.to_bson(), target.to_bson(), false)
     }
 
     /// Clears an optional reference (and the back-reference of a two-way one).
-    pub async fn unlink(&self, db: &Database, child: &P::Id, target: &T::Id) -> Result<LinkOutcome> {
-        crate::relations::two_way::unlink(db, P::schema(), self.rel, child.to_bson(), target.to_bson()).await
+    /// Await it, or run it in your own session with [`LinkWrite::session`].
+    pub fn unlink<'a>(&self, db: &'a Database, child: &P::Id, target: &T::Id) -> LinkWrite<'a> {
+        LinkWrite::new(db, P::schema(), self.rel, child.to_bson(), target.to_bson(), true)
     }
 }

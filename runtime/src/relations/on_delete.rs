@@ -6,23 +6,29 @@ use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
+use crate::store::session::{collect, in_session};
 use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 
 /// Cascades deeper than this are refused: the schema has a cycle of
 /// `on_delete = cascade`.
 const MAX_CASCADE_DEPTH: usize = 16;
 
 /// Applies the rules of every reference to `T` for the documents `ids`
-/// about to be deleted (the caller deletes them afterwards).
-pub(crate) async fn apply<T: Document>(db: &Database, ids: &[T::Id]) -> Result<()> {
+/// about to be deleted (the caller deletes them afterwards), in the
+/// caller's session when given.
+pub(crate) async fn apply<T: Document>(
+    db: &Database,
+    ids: &[T::Id],
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     if ids.is_empty() || graph().references_to(T::COLLECTION).iter().all(|(_, r)| rule(r) == OnDelete::Nothing) {
         return Ok(());
     }
     let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
     let mut plan = Plan::default();
-    plan.visit(db, T::COLLECTION, ids, 0).await?;
-    plan.run(db).await
+    plan.visit(db, T::COLLECTION, ids, 0, session.as_deref_mut()).await?;
+    plan.run(db, session).await
 }
 
 /// The rule applied to `rel`: as declared, except that the array or
@@ -49,6 +55,7 @@ impl Plan {
         collection: &'static str,
         ids: Vec<Bson>,
         depth: usize,
+        mut session: Option<&'a mut ClientSession>,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             if depth > MAX_CASCADE_DEPTH {
@@ -66,9 +73,7 @@ impl Plan {
                 match rule(rel) {
                     OnDelete::Nothing => {}
                     OnDelete::Restrict => {
-                        let count = referrers
-                            .count_documents(filter)
-                            .await
+                        let count = in_session!(referrers.count_documents(filter), session.as_deref_mut())
                             .map_err(|e| Error::driver("count", schema.collection, e))?;
                         if count > 0 {
                             return Err(Error::StillReferenced {
@@ -82,19 +87,17 @@ impl Plan {
                     }
                     OnDelete::Pull => self.pulls.push((schema.collection, rel, ids.clone())),
                     OnDelete::Cascade => {
-                        let mut cursor = referrers
-                            .find(filter)
-                            .projection(doc! {"_id": 1})
-                            .await
-                            .map_err(|e| Error::driver("find", schema.collection, e))?;
-                        let mut dependants = Vec::new();
-                        while cursor.advance().await.map_err(|e| Error::driver("find", schema.collection, e))? {
-                            if let Ok(Some(id)) = cursor.current().get("_id") {
-                                dependants.push(Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null));
-                            }
-                        }
+                        let find = referrers.find(filter).projection(doc! {"_id": 1});
+                        let dependants = collect(find, session.as_deref_mut(), schema.collection, |raw| {
+                            Ok(match raw.get("_id") {
+                                Ok(Some(id)) => Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null),
+                                _ => Bson::Null,
+                            })
+                        })
+                        .await?;
                         if !dependants.is_empty() {
-                            self.visit(db, schema.collection, dependants.clone(), depth + 1).await?;
+                            let deeper = session.as_deref_mut();
+                            self.visit(db, schema.collection, dependants.clone(), depth + 1, deeper).await?;
                             self.deletes.push((schema.collection, dependants));
                         }
                     }
@@ -104,7 +107,7 @@ impl Plan {
         })
     }
 
-    async fn run(self, db: &Database) -> Result<()> {
+    async fn run(self, db: &Database, mut session: Option<&mut ClientSession>) -> Result<()> {
         for (collection, rel, ids) in self.pulls {
             let coll = db.collection::<BsonDoc>(collection);
             let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
@@ -127,12 +130,12 @@ impl Plan {
                 RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
                 _ => doc! {"$unset": { rel.field: "" }},
             };
-            coll.update_many(filter, update).await.map_err(|e| Error::driver("update_many", collection, e))?;
+            in_session!(coll.update_many(filter, update), session.as_deref_mut())
+                .map_err(|e| Error::driver("update_many", collection, e))?;
         }
         for (collection, ids) in self.deletes {
-            db.collection::<BsonDoc>(collection)
-                .delete_many(doc! {"_id": {"$in": ids}})
-                .await
+            let coll = db.collection::<BsonDoc>(collection);
+            in_session!(coll.delete_many(doc! {"_id": {"$in": ids}}), session.as_deref_mut())
                 .map_err(|e| Error::driver("delete_many", collection, e))?;
         }
         Ok(())

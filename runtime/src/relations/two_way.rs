@@ -5,6 +5,7 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
+use crate::store::session::in_session;
 use bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Database};
@@ -74,12 +75,13 @@ impl Side {
     }
 }
 
-/// The writes of one call: inside a transaction (`session`), or, on a
-/// deployment without transactions, one after the other with a log of how
-/// to undo each, applied in reverse if a later write fails.
+/// The writes of one call: inside a transaction (`transactional`), or, on
+/// a deployment without transactions, one after the other with a log of
+/// how to undo each, applied in reverse if a later write fails.
 struct Writes<'s> {
     db: Database,
     session: Option<&'s mut ClientSession>,
+    transactional: bool,
     undo: Vec<(Side, BsonDoc, BsonDoc)>,
 }
 
@@ -99,16 +101,24 @@ impl Op {
     }
 }
 
-/// Runs `op` over both sides: in a transaction through the driver's
-/// convenient API (a conflict with a concurrent reassign is retried, the
-/// commit alone on an unknown result), or, when the server has no
-/// transactions (a standalone), once without one, undone on failure.
-async fn run_writes(db: &Database, what: &'static str, op: Op) -> Result<LinkOutcome> {
-    if !standalone(db) {
-        let result = crate::store::transaction::run(db, what, &mut |session| {
+/// Runs `op` over both sides: in the caller's transaction when `session`
+/// is in one; otherwise in a transaction through the driver's convenient
+/// API (a conflict with a concurrent reassign is retried, the commit alone
+/// on an unknown result), or, when the server has no transactions (a
+/// standalone), once without one, undone on failure.
+async fn run_writes(
+    db: &Database,
+    what: &'static str,
+    op: Op,
+    mut session: Option<&mut ClientSession>,
+) -> Result<LinkOutcome> {
+    // With the caller's session the attempt is always made: it may be in a
+    // transaction, which then runs the writes whatever the deployment.
+    if session.is_some() || !standalone(db) {
+        let result = crate::store::transaction::run_or_join(db, session.as_deref_mut(), what, &mut |session| {
             let (db, op) = (db.clone(), op.clone());
             Box::pin(async move {
-                let mut w = Writes { db, session: Some(session), undo: Vec::new() };
+                let mut w = Writes { db, session: Some(session), transactional: true, undo: Vec::new() };
                 op.run(&mut w).await
             })
         })
@@ -120,13 +130,14 @@ async fn run_writes(db: &Database, what: &'static str, op: Op) -> Result<LinkOut
             Err(e) => return Err(e),
         }
     }
-    let mut w = Writes { db: db.clone(), session: None, undo: Vec::new() };
+    let mut w = Writes { db: db.clone(), session, transactional: false, undo: Vec::new() };
     match op.run(&mut w).await {
         Ok(changed) => Ok(LinkOutcome { transactional: false, changed }),
         Err(e) => {
             // Undo what was written, newest first; the first error is the one to report.
             while let Some((side, filter, update)) = w.undo.pop() {
-                let _ = w.db.collection::<BsonDoc>(side.collection).update_one(filter, update).await;
+                let coll = w.db.collection::<BsonDoc>(side.collection);
+                let _ = in_session!(coll.update_one(filter, update), w.session.as_deref_mut());
             }
             Err(e)
         }
@@ -153,12 +164,8 @@ fn remember_standalone(db: &Database) {
 impl Writes<'_> {
     async fn update(&mut self, side: Side, filter: BsonDoc, update: BsonDoc) -> Result<(u64, u64)> {
         let coll = self.db.collection::<BsonDoc>(side.collection);
-        let action = coll.update_one(filter, update);
-        let r = match &mut self.session {
-            Some(s) => action.session(&mut **s).await,
-            None => action.await,
-        }
-        .map_err(|e| Error::driver("update", side.collection, e))?;
+        let r = in_session!(coll.update_one(filter, update), self.session.as_deref_mut())
+            .map_err(|e| Error::driver("update", side.collection, e))?;
         Ok((r.matched_count, r.modified_count))
     }
 
@@ -169,27 +176,20 @@ impl Writes<'_> {
             .find_one_and_update(doc! {"_id": id.clone()}, update)
             .projection(doc! { side.field: 1 })
             .return_document(ReturnDocument::Before);
-        match &mut self.session {
-            Some(s) => action.session(&mut **s).await,
-            None => action.await,
-        }
-        .map_err(|e| Error::driver("findAndModify", side.collection, e))
+        in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("findAndModify", side.collection, e))
     }
 
     async fn exists(&mut self, side: Side, id: &Bson) -> Result<bool> {
         let coll = self.db.collection::<BsonDoc>(side.collection);
         let action = coll.count_documents(doc! {"_id": id.clone()}).limit(1);
-        let n = match &mut self.session {
-            Some(s) => action.session(&mut **s).await,
-            None => action.await,
-        }
-        .map_err(|e| Error::driver("count", side.collection, e))?;
+        let n =
+            in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("count", side.collection, e))?;
         Ok(n > 0)
     }
 
     /// Records how to undo a write, when there is no transaction to abort.
     fn log_undo(&mut self, side: Side, filter: BsonDoc, update: BsonDoc) {
-        if self.session.is_none() {
+        if !self.transactional {
             self.undo.push((side, filter, update));
         }
     }
@@ -281,18 +281,21 @@ struct Attached {
 
 /// Links document `x` (holding `rel`) to `y`, and `y` back to `x` when the
 /// reference is two-way. A single reference that held another value is
-/// moved: the old target's inverse array loses `x`.
+/// moved: the old target's inverse array loses `x`. In the caller's
+/// session when given (joining its transaction if it is in one).
 pub(crate) async fn link(
     db: &Database,
     schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
-    let outcome = run_writes(db, "link", Op::Link { rel, near, far, x: x.clone(), y: y.clone() }).await?;
-    refresh_copies(db, schema, rel, &x, &y).await?;
+    let op = Op::Link { rel, near, far, x: x.clone(), y: y.clone() };
+    let outcome = run_writes(db, "link", op, session.as_deref_mut()).await?;
+    refresh_copies(db, schema, rel, &x, &y, session).await?;
     Ok(outcome)
 }
 
@@ -304,14 +307,15 @@ async fn refresh_copies(
     rel: &'static Relation,
     x: &Bson,
     y: &Bson,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     let through = |s: &'static Schema, field: &str| s.copies.iter().any(|c| c.via == field);
     if through(schema, rel.field) {
-        crate::denormalize::fill::refresh(db, schema, std::slice::from_ref(x)).await?;
+        crate::denormalize::fill::refresh(db, schema, std::slice::from_ref(x), session.as_deref_mut()).await?;
     }
     if let Some((other, inverse)) = graph().inverse_of(rel) {
         if through(other, inverse.field) {
-            crate::denormalize::fill::refresh(db, other, std::slice::from_ref(y)).await?;
+            crate::denormalize::fill::refresh(db, other, std::slice::from_ref(y), session).await?;
         }
     }
     Ok(())
@@ -356,13 +360,15 @@ fn target_side(rel: &Relation, near: Side) -> Side {
     Side { collection: rel.target.unwrap_or(near.collection), field: "_id", many: false, optional: false, max: None }
 }
 
-/// Unlinks `x` from `y` on both sides of the reference.
+/// Unlinks `x` from `y` on both sides of the reference (in the caller's
+/// session when given, as [`link`]).
 pub(crate) async fn unlink(
     db: &Database,
     schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
+    mut session: Option<&mut ClientSession>,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
@@ -378,8 +384,9 @@ pub(crate) async fn unlink(
             });
         }
     }
-    let outcome = run_writes(db, "unlink", Op::Unlink { near, far, x: x.clone(), y: y.clone() }).await?;
-    refresh_copies(db, schema, rel, &x, &y).await?;
+    let op = Op::Unlink { near, far, x: x.clone(), y: y.clone() };
+    let outcome = run_writes(db, "unlink", op, session.as_deref_mut()).await?;
+    refresh_copies(db, schema, rel, &x, &y, session).await?;
     Ok(outcome)
 }
 
@@ -392,4 +399,97 @@ async fn unlink_body(w: &mut Writes<'_>, near: Side, far: Option<Side>, x: &Bson
         };
     }
     Ok(changed)
+}
+
+/// A link, unlink or reassign through a relation handle, to `.await`;
+/// [`LinkWrite::session`] runs it in the caller's own session.
+#[must_use = "a link does nothing until awaited"]
+pub struct LinkWrite<'a> {
+    db: &'a Database,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: Bson,
+    y: Bson,
+    unlink: bool,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl std::fmt::Debug for LinkWrite<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkWrite")
+            .field("relation", &self.rel.field)
+            .field("x", &self.x)
+            .field("y", &self.y)
+            .field("unlink", &self.unlink)
+            .field("session", &self.session.is_some())
+            .finish()
+    }
+}
+
+impl<'a> LinkWrite<'a> {
+    pub(crate) fn new(
+        db: &'a Database,
+        schema: &'static Schema,
+        rel: &'static Relation,
+        x: Bson,
+        y: Bson,
+        unlink: bool,
+    ) -> Self {
+        LinkWrite { db, schema, rel, x, y, unlink, session: None }
+    }
+
+    /// Runs the writes of both sides in `session`, like the driver's
+    /// `.session(..)`. When the session is in a transaction they join it
+    /// and commit or abort with it (no transaction of docrel's own); when
+    /// it is not, docrel runs them in a transaction on it, as without a session.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "people")]
+    /// struct Person {
+    ///     #[serde(rename = "_id")] id: i32,
+    ///     #[serde(default)] #[reference(many, to = Task, inverse = owner, max = 100)] tasks: Vec<ObjectId>,
+    /// }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "tasks")]
+    /// struct Task {
+    ///     #[serde(rename = "_id")] id: ObjectId,
+    ///     #[reference(to = Person, inverse = tasks)] owner: Option<i32>,
+    /// }
+    ///
+    /// Person::repo(&db).insert(&Person { id: 1, tasks: vec![] }).await?;
+    /// let task = Task { id: ObjectId::new(), owner: None };
+    /// Task::repo(&db).insert(&task).await?;
+    ///
+    /// let mut s = db.client().start_session().await?;
+    /// s.start_transaction().await?;
+    /// Task::rels().owner.reassign(&db, &task.id, &1).session(&mut s).await?;
+    /// s.abort_transaction().await?; // neither side was linked
+    /// assert_eq!(Person::repo(&db).require(&1).await?.tasks, []);
+    /// # Ok(()) });
+    /// ```
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for LinkWrite<'a> {
+    type Output = Result<LinkOutcome>;
+    type IntoFuture = futures::future::BoxFuture<'a, Result<LinkOutcome>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let LinkWrite { db, schema, rel, x, y, unlink: un, session } = self;
+        Box::pin(async move {
+            match un {
+                true => unlink(db, schema, rel, x, y, session).await,
+                false => link(db, schema, rel, x, y, session).await,
+            }
+        })
+    }
 }

@@ -5,9 +5,11 @@ use crate::error::{Error, Result};
 use crate::schema::document::{Document, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
+use crate::store::session::collect;
 use bson::RawDocumentBuf;
 use futures::{Stream, StreamExt, TryStreamExt};
-use mongodb::Collection;
+use mongodb::options::FindOptions;
+use mongodb::{ClientSession, Collection};
 use std::marker::PhantomData;
 
 /// Asks the server for everything in one batch (it still caps a batch at
@@ -179,42 +181,51 @@ impl<T: Document, V: View> Find<T, V> {
         }
     }
 
-    /// `all`: the caller reads every result (to_vec), so one batch is best.
-    async fn cursor(self, all: bool) -> Result<mongodb::Cursor<RawDocumentBuf>> {
-        let err = |e| Error::driver("find", T::COLLECTION, e);
-        let projection = self.projection();
-        let filter = self.filter.into_document()?;
-        let mut find = self.coll.find(filter).projection(projection);
+    /// The collection, filter and options of the find. `all`: the caller
+    /// reads every result (to_vec), so one batch is best.
+    fn prepared(self, all: bool) -> Result<(Collection<RawDocumentBuf>, bson::Document, FindOptions)> {
+        let mut options = FindOptions::default();
+        options.projection = Some(self.projection());
         if all && self.limit.is_none() && self.batch_size.is_none() {
-            find = find.batch_size(ONE_BATCH);
+            options.batch_size = Some(ONE_BATCH);
         }
-        if let Some(s) = self.sort {
-            find = find.sort(s.into_document());
-        }
+        options.sort = self.sort.map(Sort::into_document);
         if let Some(l) = self.limit {
-            find = find.limit(l);
+            options.limit = Some(l);
             // Everything in one batch when it fits: one round trip, no getMore.
             if self.batch_size.is_none() && l > 0 {
-                find = find.batch_size(u32::try_from(l).unwrap_or(u32::MAX));
+                options.batch_size = Some(u32::try_from(l).unwrap_or(u32::MAX));
             }
         }
-        if let Some(s) = self.skip {
-            find = find.skip(s);
-        }
+        options.skip = self.skip;
         if let Some(b) = self.batch_size {
-            find = find.batch_size(b);
+            options.batch_size = Some(b);
         }
-        find.await.map_err(err)
+        Ok((self.coll, self.filter.into_document()?, options))
+    }
+
+    async fn cursor(self, all: bool) -> Result<mongodb::Cursor<RawDocumentBuf>> {
+        let (coll, filter, options) = self.prepared(all)?;
+        coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", T::COLLECTION, e))
+    }
+
+    /// All results, read in `session` when given.
+    async fn all_in(self, session: Option<&mut ClientSession>) -> Result<Vec<V>> {
+        let (coll, filter, options) = self.prepared(true)?;
+        let find = coll.find(filter).with_options(options);
+        collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
     }
 
     /// All results.
     pub async fn to_vec(self) -> Result<Vec<V>> {
-        let mut cursor = self.cursor(true).await?;
-        let mut out = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("find", T::COLLECTION, e))? {
-            out.push(decode::<V>(T::COLLECTION, cursor.current())?);
-        }
-        Ok(out)
+        self.all_in(None).await
+    }
+
+    /// Runs the find in `session`, like the driver's `.session(..)`: inside
+    /// the caller's transaction it reads the transaction's own writes.
+    /// Await it (all results) or call [`FindIn::one`].
+    pub fn session(self, session: &mut ClientSession) -> FindIn<'_, T, V> {
+        FindIn { find: self, session }
     }
 
     /// The first result, if any.
@@ -246,6 +257,40 @@ pub(crate) struct FindParts {
 impl<T: Document, V: View> std::future::IntoFuture for Find<T, V> {
     type Output = Result<Vec<V>>;
     type IntoFuture = futures::future::BoxFuture<'static, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.to_vec())
+    }
+}
+
+/// A [`Find`] that runs in the caller's session ([`Find::session`]).
+#[must_use = "a FindIn does nothing until awaited or run with to_vec or one"]
+pub struct FindIn<'s, T, V> {
+    find: Find<T, V>,
+    session: &'s mut ClientSession,
+}
+
+impl<T, V> std::fmt::Debug for FindIn<'_, T, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FindIn").field("collection", &self.find.coll.namespace()).finish()
+    }
+}
+
+impl<T: Document, V: View> FindIn<'_, T, V> {
+    /// All results.
+    pub async fn to_vec(self) -> Result<Vec<V>> {
+        self.find.all_in(Some(self.session)).await
+    }
+
+    /// The first result, if any.
+    pub async fn one(mut self) -> Result<Option<V>> {
+        self.find.limit = Some(1);
+        Ok(self.to_vec().await?.pop())
+    }
+}
+
+impl<'s, T: Document, V: View> std::future::IntoFuture for FindIn<'s, T, V> {
+    type Output = Result<Vec<V>>;
+    type IntoFuture = futures::future::BoxFuture<'s, Self::Output>;
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.to_vec())
     }

@@ -6,6 +6,7 @@ pub mod codec;
 pub mod find;
 pub mod path;
 pub mod query;
+pub(crate) mod session;
 pub mod transaction;
 pub mod update;
 

@@ -53,6 +53,40 @@ pub(crate) async fn run<R>(db: &Database, what: &'static str, body: &mut Body<'_
     run_in(&mut session, db.name(), what, body).await
 }
 
+/// Runs `body` in a transaction without ever nesting one: in the caller's
+/// own transaction when `session` is in one (the body's writes then commit
+/// or abort with the caller's, and retrying is the caller's), otherwise in
+/// a new one on `session`, or on a session of `db`'s client when none is given.
+pub(crate) async fn run_or_join<R>(
+    db: &Database,
+    session: Option<&mut ClientSession>,
+    what: &'static str,
+    body: &mut Body<'_, R>,
+) -> Result<R> {
+    let Some(s) = session else { return run(db, what, body).await };
+    if in_transaction(s).await {
+        body(s).await
+    } else {
+        run_in(s, db.name(), what, body).await
+    }
+}
+
+/// Whether the caller's session is in a transaction. The driver keeps that
+/// to itself, so it is asked to start one: it refuses while one is in
+/// progress, and one it does start is only local state (no command is sent
+/// until the first operation), dropped again at once.
+pub(crate) async fn in_transaction(session: &mut ClientSession) -> bool {
+    match session.start_transaction().await {
+        Ok(()) => {
+            let _ = session.abort_transaction().await;
+            false
+        }
+        Err(e) => {
+            matches!(&*e.kind, mongodb::error::ErrorKind::Transaction { message, .. } if message.contains("in progress"))
+        }
+    }
+}
+
 /// [`run`] on a session the caller owns.
 pub(crate) async fn run_in<R>(
     session: &mut ClientSession,

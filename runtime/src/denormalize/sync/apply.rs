@@ -77,7 +77,7 @@ pub(super) async fn apply(
             OperationType::Insert => None,
             _ => event.full_document_before_change.as_ref(),
         };
-        after_change(db, coll, before, doc, touched.as_deref()).await?;
+        after_change(db, coll, before, doc, touched.as_deref(), None).await?;
     }
     Ok(Some(Applied { source: coll, id: doc.get("_id").cloned().unwrap_or(Bson::Null), version: version_of(doc) }))
 }
@@ -96,7 +96,7 @@ async fn child_deleted(db: &Database, child: &'static str, id: &Bson, before: Op
             }
             None => holders(db, target, id).await?,
         };
-        after_delete(db, child, parents.into_iter().map(|p| (i, p)).collect()).await?;
+        after_delete(db, child, parents.into_iter().map(|p| (i, p)).collect(), None).await?;
     }
     Ok(())
 }

@@ -1,0 +1,54 @@
+//! The caller's session, threaded through every capability: each driver
+//! call of a docrel write runs in it when there is one, so the side effects
+//! of a write (fan-out, fill, subsets, inverse sides, `on_delete`) join the
+//! caller's transaction. Capabilities take `Option<&mut ClientSession>` and
+//! pass it on with `as_deref_mut()`.
+
+use crate::error::{Error, Result};
+use bson::RawDocument;
+use mongodb::ClientSession;
+
+/// Runs a driver action, in `session` when given:
+/// `in_session!(coll.update_one(f, u), session.as_deref_mut())`.
+macro_rules! in_session {
+    ($action:expr, $session:expr) => {
+        match $session {
+            Some(s) => $action.session(s).await,
+            None => $action.await,
+        }
+    };
+}
+pub(crate) use in_session;
+
+/// Runs a find, in `session` when given, and reads every result through
+/// `each`. Driver errors are named `find` on `collection`.
+pub(crate) async fn collect<T: Send + Sync, U>(
+    find: mongodb::action::Find<'_, T>,
+    session: Option<&mut ClientSession>,
+    collection: &str,
+    mut each: impl FnMut(&RawDocument) -> Result<U>,
+) -> Result<Vec<U>> {
+    let err = |e| Error::driver("find", collection.to_owned(), e);
+    let mut out = Vec::new();
+    match session {
+        Some(s) => {
+            let mut cursor = find.session(&mut *s).await.map_err(err)?;
+            while cursor.advance(s).await.map_err(err)? {
+                out.push(each(cursor.current())?);
+            }
+        }
+        None => {
+            let mut cursor = find.await.map_err(err)?;
+            while cursor.advance().await.map_err(err)? {
+                out.push(each(cursor.current())?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A stored document as a BSON document (for the bookkeeping that edits it).
+pub(crate) fn plain(collection: &str, raw: &RawDocument) -> Result<bson::Document> {
+    bson::Document::try_from(raw)
+        .map_err(|e| Error::Encode { what: format!("a document of `{collection}`"), message: e.to_string() })
+}
