@@ -60,7 +60,7 @@ pub use relations::join::{
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents};
-pub use repository::{Repository, UpdateOutcome};
+pub use repository::{InSession, Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
     Schema, View,

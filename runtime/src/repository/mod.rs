@@ -17,6 +17,9 @@ use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use std::marker::PhantomData;
 
+mod session;
+pub use session::InSession;
+
 /// The typed repository of document type `T` in one database.
 ///
 /// ```
