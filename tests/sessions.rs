@@ -1,0 +1,224 @@
+//! The caller's own sessions and transactions: docrel writes made in a
+//! user's transaction, and everything derived from them (copies, subsets,
+//! the inverse side of two-way references), commit or abort together.
+//! Read back with the raw driver.
+
+use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::testing::TestDb;
+use docrel::{Document, View};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "suppliers")]
+struct Supplier {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(to = Supplier)]
+    supplier: i32,
+    #[denormalize(from = Supplier::name, via = supplier)]
+    supplier_name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "shops")]
+struct Shop {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+    #[embed(max = 3, subset_of = Review, sort = "-stars", key = review_id)]
+    top: Vec<ReviewLine>,
+}
+
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Review)]
+struct ReviewLine {
+    review_id: i32,
+    stars: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "reviews")]
+struct Review {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    review_id: i32,
+    #[parent_ref(to = Shop)]
+    shop: i32,
+    stars: i32,
+    at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+    #[serde(default)]
+    #[reference(many, to = Task, inverse = owner, max = 100)]
+    tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "tasks")]
+struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Person, inverse = tasks)]
+    owner: Option<i32>,
+    #[serde(default)]
+    #[denormalize(from = Person::name, via = owner)]
+    owner_name: Option<String>,
+}
+
+async fn raw(t: &TestDb, collection: &str, id: impl Into<Bson>) -> Option<BsonDoc> {
+    t.db.collection::<BsonDoc>(collection).find_one(doc! {"_id": id.into()}).await.unwrap()
+}
+
+fn review(review_id: i32, stars: i32) -> Review {
+    Review { id: ObjectId::new(), review_id, shop: 1, stars, at: DateTime::now() }
+}
+
+fn top_ids(shop: &BsonDoc) -> Vec<i32> {
+    shop.get_array("top").unwrap().iter().map(|e| e.as_document().unwrap().get_i32("review_id").unwrap()).collect()
+}
+
+/// What committed before the user's transactions: a supplier, a part that
+/// copies its name, a shop whose subset holds one review.
+async fn seed(t: &TestDb) -> docrel::Result<ObjectId> {
+    Supplier::repo(&t.db).insert(&Supplier { id: 1, name: "Acme".into() }).await?;
+    let old = Part { id: ObjectId::new(), name: "bolt".into(), supplier: 1, supplier_name: String::new() };
+    Part::repo(&t.db).insert(&old).await?;
+    Shop::repo(&t.db).insert(&Shop { id: 1, name: "corner".into(), top: vec![] }).await?;
+    Review::repo(&t.db).insert(&review(1, 3)).await?;
+    Ok(old.id)
+}
+
+/// Three docrel writes with derived data in one user transaction: a
+/// holder inserted (its copy filled), the source renamed (the copies fanned
+/// out, through a repository that would open a transaction of its own), a
+/// child inserted (pushed into its parent's subset).
+async fn three_writes(
+    t: &TestDb,
+    s: &mut docrel::mongodb::ClientSession,
+    new_part: &Part,
+    new_review: &Review,
+) -> docrel::Result<()> {
+    Part::repo(&t.db).with_session(s).insert(new_part).await?;
+    Supplier::repo(&t.db)
+        .transactional_fan_out()
+        .with_session(s)
+        .update_by_id(&1, Supplier::fields().name.set("Acme Corp".to_owned()))
+        .await?;
+    Review::repo(&t.db).with_session(s).insert(new_review).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_user_transaction_commits_or_aborts_every_derived_write() -> docrel::Result<()> {
+    let t = TestDb::new("session_tx").await?;
+    let old = seed(&t).await?;
+    let new_part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 1, supplier_name: "stale".into() };
+    let new_review = review(2, 5);
+
+    let mut s = t.client.start_session().await?;
+    s.start_transaction().await?;
+    three_writes(&t, &mut s, &new_part, &new_review).await?;
+    // Inside the transaction its writes are seen, copies included.
+    let mut parts = Part::repo(&t.db).with_session(&mut s);
+    assert_eq!(parts.require(&new_part.id).await?.supplier_name, "Acme Corp");
+    assert_eq!(parts.require(&old).await?.supplier_name, "Acme Corp");
+    s.abort_transaction().await?;
+
+    assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme");
+    assert_eq!(raw(&t, "parts", old).await.unwrap().get_str("supplier_name").unwrap(), "Acme");
+    assert!(raw(&t, "parts", new_part.id).await.is_none());
+    assert!(raw(&t, "reviews", new_review.id).await.is_none());
+    assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [1]);
+
+    s.start_transaction().await?;
+    three_writes(&t, &mut s, &new_part, &new_review).await?;
+    s.commit_transaction().await?;
+
+    assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme Corp");
+    assert_eq!(raw(&t, "parts", old).await.unwrap().get_str("supplier_name").unwrap(), "Acme Corp");
+    assert_eq!(raw(&t, "parts", new_part.id).await.unwrap().get_str("supplier_name").unwrap(), "Acme Corp");
+    assert!(raw(&t, "reviews", new_review.id).await.is_some());
+    assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [2, 1]);
+    assert!(Shop::rels().top.check(&t.db, &1).await?);
+    Ok(())
+}
+
+/// A session outside a transaction: each write and what it derives runs in
+/// it and is applied at once; a repository with transactional fan-out runs
+/// its transaction on the caller's session.
+#[tokio::test]
+async fn writes_in_a_session_outside_a_transaction_apply_at_once() -> docrel::Result<()> {
+    let t = TestDb::new("session_plain").await?;
+    let old = seed(&t).await?;
+    let mut s = t.client.start_session().await?;
+    let new_part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 1, supplier_name: String::new() };
+    Part::repo(&t.db).with_session(&mut s).insert(&new_part).await?;
+    assert_eq!(raw(&t, "parts", new_part.id).await.unwrap().get_str("supplier_name").unwrap(), "Acme");
+
+    let suppliers = Supplier::repo(&t.db).transactional_fan_out();
+    suppliers.with_session(&mut s).update_by_id(&1, Supplier::fields().name.set("Acme Corp".to_owned())).await?;
+    for id in [old, new_part.id] {
+        assert_eq!(raw(&t, "parts", id).await.unwrap().get_str("supplier_name").unwrap(), "Acme Corp");
+    }
+
+    let mut reviews = Review::repo(&t.db).with_session(&mut s);
+    let best = review(2, 5);
+    reviews.insert(&best).await?;
+    assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [2, 1]);
+    assert!(reviews.delete_by_id(&best.id).await?);
+    assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [1]);
+    assert_eq!(reviews.count(docrel::Filter::all()).await?, 1);
+    Ok(())
+}
+
+/// A two-way reassign in the user's transaction: both sides, and the copy
+/// that follows the reference, commit or abort with it (no transaction of
+/// docrel's own nested in it).
+#[tokio::test]
+async fn a_two_way_link_joins_the_user_transaction() -> docrel::Result<()> {
+    let t = TestDb::new("session_link").await?;
+    Person::repo(&t.db).insert(&Person { id: 1, name: "Ann".into(), tasks: vec![] }).await?;
+    let task = Task { id: ObjectId::new(), owner: None, owner_name: None };
+    Task::repo(&t.db).insert(&task).await?;
+    let owner = Task::rels().owner;
+
+    let mut s = t.client.start_session().await?;
+    s.start_transaction().await?;
+    let outcome = owner.reassign(&t.db, &task.id, &1).session(&mut s).await?;
+    assert!(outcome.transactional && outcome.changed);
+    s.abort_transaction().await?;
+    assert!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap().is_empty());
+    let stored = raw(&t, "tasks", task.id).await.unwrap();
+    assert!(stored.get("owner").is_none_or(|o| *o == Bson::Null));
+    assert!(stored.get("owner_name").is_none_or(|o| *o == Bson::Null));
+
+    s.start_transaction().await?;
+    owner.reassign(&t.db, &task.id, &1).session(&mut s).await?;
+    Person::repo(&t.db).with_session(&mut s).update_by_id(&1, Person::fields().name.set("Anne".to_owned())).await?;
+    s.commit_transaction().await?;
+    assert_eq!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap(), &vec![Bson::ObjectId(task.id)]);
+    let stored = raw(&t, "tasks", task.id).await.unwrap();
+    assert_eq!(stored.get_i32("owner").unwrap(), 1);
+    assert_eq!(stored.get_str("owner_name").unwrap(), "Anne");
+
+    // Unlinked in a session outside a transaction: docrel's own transaction, on it.
+    let outcome = owner.unlink(&t.db, &task.id, &1).session(&mut s).await?;
+    assert!(outcome.transactional && outcome.changed);
+    assert!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap().is_empty());
+    Ok(())
+}
