@@ -130,14 +130,14 @@ async fn a_user_transaction_commits_or_aborts_every_derived_write() -> docrel::R
     let new_part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 1, supplier_name: "stale".into() };
     let new_review = review(2, 5);
 
-    let mut s = t.client.start_session().await?;
-    s.start_transaction().await?;
+    let mut s = t.client.start_session().await.expect("start_session");
+    s.start_transaction().await.expect("start_transaction");
     three_writes(&t, &mut s, &new_part, &new_review).await?;
     // Inside the transaction its writes are seen, copies included.
     let mut parts = Part::repo(&t.db).with_session(&mut s);
     assert_eq!(parts.require(&new_part.id).await?.supplier_name, "Acme Corp");
     assert_eq!(parts.require(&old).await?.supplier_name, "Acme Corp");
-    s.abort_transaction().await?;
+    s.abort_transaction().await.expect("abort_transaction");
 
     assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme");
     assert_eq!(raw(&t, "parts", old).await.unwrap().get_str("supplier_name").unwrap(), "Acme");
@@ -145,9 +145,9 @@ async fn a_user_transaction_commits_or_aborts_every_derived_write() -> docrel::R
     assert!(raw(&t, "reviews", new_review.id).await.is_none());
     assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [1]);
 
-    s.start_transaction().await?;
+    s.start_transaction().await.expect("start_transaction");
     three_writes(&t, &mut s, &new_part, &new_review).await?;
-    s.commit_transaction().await?;
+    s.commit_transaction().await.expect("commit_transaction");
 
     assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme Corp");
     assert_eq!(raw(&t, "parts", old).await.unwrap().get_str("supplier_name").unwrap(), "Acme Corp");
@@ -165,7 +165,7 @@ async fn a_user_transaction_commits_or_aborts_every_derived_write() -> docrel::R
 async fn writes_in_a_session_outside_a_transaction_apply_at_once() -> docrel::Result<()> {
     let t = TestDb::new("session_plain").await?;
     let old = seed(&t).await?;
-    let mut s = t.client.start_session().await?;
+    let mut s = t.client.start_session().await.expect("start_session");
     let new_part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 1, supplier_name: String::new() };
     Part::repo(&t.db).with_session(&mut s).insert(&new_part).await?;
     assert_eq!(raw(&t, "parts", new_part.id).await.unwrap().get_str("supplier_name").unwrap(), "Acme");
@@ -197,20 +197,20 @@ async fn a_two_way_link_joins_the_user_transaction() -> docrel::Result<()> {
     Task::repo(&t.db).insert(&task).await?;
     let owner = Task::rels().owner;
 
-    let mut s = t.client.start_session().await?;
-    s.start_transaction().await?;
+    let mut s = t.client.start_session().await.expect("start_session");
+    s.start_transaction().await.expect("start_transaction");
     let outcome = owner.reassign(&t.db, &task.id, &1).session(&mut s).await?;
     assert!(outcome.transactional && outcome.changed);
-    s.abort_transaction().await?;
+    s.abort_transaction().await.expect("abort_transaction");
     assert!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap().is_empty());
     let stored = raw(&t, "tasks", task.id).await.unwrap();
     assert!(stored.get("owner").is_none_or(|o| *o == Bson::Null));
     assert!(stored.get("owner_name").is_none_or(|o| *o == Bson::Null));
 
-    s.start_transaction().await?;
+    s.start_transaction().await.expect("start_transaction");
     owner.reassign(&t.db, &task.id, &1).session(&mut s).await?;
     Person::repo(&t.db).with_session(&mut s).update_by_id(&1, Person::fields().name.set("Anne".to_owned())).await?;
-    s.commit_transaction().await?;
+    s.commit_transaction().await.expect("commit_transaction");
     assert_eq!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap(), &vec![Bson::ObjectId(task.id)]);
     let stored = raw(&t, "tasks", task.id).await.unwrap();
     assert_eq!(stored.get_i32("owner").unwrap(), 1);

@@ -57,16 +57,6 @@ pub enum Error {
         source: Box<mongodb::error::Error>,
     },
 
-    /// A driver call of the caller's own failed, brought into docrel's
-    /// error by `?` (a session's `start_transaction` or
-    /// `commit_transaction`, say); docrel's own calls are [`Error::Driver`].
-    #[error("MongoDB driver call failed: {source}")]
-    Mongo {
-        /// What the driver said.
-        #[source]
-        source: Box<mongodb::error::Error>,
-    },
-
     /// A stored document does not match the Rust type it was read into.
     #[error(
         "document {id} of collection `{collection}` cannot be read as `{rust_type}`: field `{path}`: \
@@ -277,14 +267,6 @@ pub enum Error {
     },
 }
 
-impl From<mongodb::error::Error> for Error {
-    /// Lets `?` mix the caller's own driver calls (sessions, transactions)
-    /// with docrel's in a function returning [`crate::Result`].
-    fn from(source: mongodb::error::Error) -> Self {
-        Error::Mongo { source: Box::new(source) }
-    }
-}
-
 impl Error {
     /// Wraps a driver error with the operation and collection it came from.
     pub fn driver(operation: &'static str, collection: impl Into<String>, source: mongodb::error::Error) -> Self {
@@ -296,7 +278,7 @@ impl Error {
         match self {
             Error::Connect { .. } => true,
             Error::FanOut { cause, .. } => cause.is_connection(),
-            Error::Driver { source, .. } | Error::Mongo { source } => matches!(
+            Error::Driver { source, .. } => matches!(
                 *source.kind,
                 mongodb::error::ErrorKind::Io(_)
                     | mongodb::error::ErrorKind::ServerSelection { .. }

@@ -466,10 +466,11 @@ impl<'a> LinkWrite<'a> {
     /// let task = Task { id: ObjectId::new(), owner: None };
     /// Task::repo(&db).insert(&task).await?;
     ///
-    /// let mut s = db.client().start_session().await?;
-    /// s.start_transaction().await?;
+    /// let driver = |e| docrel::Error::driver("session", "", e);
+    /// let mut s = db.client().start_session().await.map_err(driver)?;
+    /// s.start_transaction().await.map_err(driver)?;
     /// Task::rels().owner.reassign(&db, &task.id, &1).session(&mut s).await?;
-    /// s.abort_transaction().await?; // neither side was linked
+    /// s.abort_transaction().await.map_err(driver)?; // neither side was linked
     /// assert_eq!(Person::repo(&db).require(&1).await?.tasks, []);
     /// # Ok(()) });
     /// ```

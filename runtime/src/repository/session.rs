@@ -34,14 +34,15 @@ use mongodb::ClientSession;
 /// let bolt = Part { id: ObjectId::new(), name: "bolt".into(), qty: 5 };
 /// let nut = Part { id: ObjectId::new(), name: "nut".into(), qty: 9 };
 ///
-/// let mut s = db.client().start_session().await?;
-/// s.start_transaction().await?;
+/// let driver = |e| docrel::Error::driver("session", "", e);
+/// let mut s = db.client().start_session().await.map_err(driver)?;
+/// s.start_transaction().await.map_err(driver)?;
 /// let mut parts = Part::repo(&db).with_session(&mut s);
 /// parts.insert(&bolt).await?;
 /// parts.update_by_id(&bolt.id, Part::fields().qty.set(4)).await?;
 /// parts.insert(&nut).await?;
 /// assert_eq!(parts.count(docrel::Filter::all()).await?, 2); // the transaction sees its writes
-/// s.commit_transaction().await?;
+/// s.commit_transaction().await.map_err(driver)?;
 /// assert_eq!(Part::repo(&db).require(&bolt.id).await?.qty, 4);
 /// # Ok(()) });
 /// ```

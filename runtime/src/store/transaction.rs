@@ -129,7 +129,9 @@ pub(crate) fn unsupported(e: &Error) -> bool {
     match e {
         Error::Driver { source, .. } => match &*source.kind {
             mongodb::error::ErrorKind::Command(c) => c.code == 20,
-            mongodb::error::ErrorKind::Transaction { message, .. } => message.contains("replica set"),
+            mongodb::error::ErrorKind::Transaction { message, .. } => {
+                message.contains("replica set") || message.contains("not supported by this deployment")
+            }
             _ => source.to_string().contains("Transaction numbers are only allowed"),
         },
         _ => false,
