@@ -222,3 +222,33 @@ async fn a_two_way_link_joins_the_user_transaction() -> docrel::Result<()> {
     assert!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap().is_empty());
     Ok(())
 }
+
+#[derive(View, Deserialize, Debug)]
+#[view(of = Supplier)]
+struct SupplierName {
+    name: String,
+}
+
+/// Reads in the user's transaction see its writes: a load and a find in the
+/// session find a supplier inserted in it, the same reads outside do not.
+#[tokio::test]
+async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
+    let t = TestDb::new("session_reads").await?;
+    let part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 2, supplier_name: String::new() };
+    let parts = std::slice::from_ref(&part);
+    let supplier = Part::rels().supplier;
+
+    let mut s = t.client.start_session().await.expect("start_session");
+    s.start_transaction().await.expect("start_transaction");
+    Supplier::repo(&t.db).with_session(&mut s).insert(&Supplier { id: 2, name: "Bolt Co".into() }).await?;
+    let inside = supplier.load::<SupplierName>(&t.db, parts).session(&mut s).await?;
+    assert_eq!(inside.one(0).map(|x| x.name.as_str()), Some("Bolt Co"));
+    let found = Supplier::repo(&t.db).find(Supplier::fields().name.eq("Bolt Co")).session(&mut s).await?;
+    assert_eq!(found.len(), 1);
+
+    let outside = supplier.load::<SupplierName>(&t.db, parts).await?;
+    assert!(outside.one(0).is_none());
+    assert!(Supplier::repo(&t.db).get(&2).await?.is_none());
+    s.abort_transaction().await.expect("abort_transaction");
+    Ok(())
+}

@@ -8,8 +8,9 @@ use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
+use crate::store::session::collect;
 use bson::{doc, Bson, RawDocument, RawDocumentBuf};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use std::marker::PhantomData;
 
 /// The generated function that yields the ids held in a reference field
@@ -158,12 +159,27 @@ pub async fn join<J: JoinSet>(db: &Database, set: J) -> Result<J::Output> {
 }
 
 /// [`join`] with `$in` lists split into chunks of at most `chunk` ids.
-pub async fn join_chunked<J: JoinSet>(db: &Database, mut set: J, chunk: usize) -> Result<J::Output> {
-    run(db, set.pendings(), chunk.max(1)).await?;
+pub async fn join_chunked<J: JoinSet>(db: &Database, set: J, chunk: usize) -> Result<J::Output> {
+    join_in(db, set, chunk, None).await
+}
+
+/// [`join_chunked`] read in the caller's session, when given.
+async fn join_in<J: JoinSet>(
+    db: &Database,
+    mut set: J,
+    chunk: usize,
+    session: Option<&mut ClientSession>,
+) -> Result<J::Output> {
+    run(db, set.pendings(), chunk.max(1), session).await?;
     Ok(set.finish())
 }
 
-async fn run(db: &Database, mut pendings: Vec<&mut dyn Pending>, chunk: usize) -> Result<()> {
+async fn run(
+    db: &Database,
+    mut pendings: Vec<&mut dyn Pending>,
+    chunk: usize,
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
     // Group the plain requests by (collection, key): one query per group. A
     // request with its own filter, order or limit is a query of its own.
     let mut groups: Vec<(&'static str, &'static str, Vec<usize>)> = Vec::new();
@@ -210,15 +226,16 @@ async fn run(db: &Database, mut pendings: Vec<&mut dyn Pending>, chunk: usize) -
             if let Some(r) = remaining {
                 find = find.limit(r);
             }
-            let mut cursor = find.await.map_err(|e| Error::driver("find", collection, e))?;
-            while cursor.advance().await.map_err(|e| Error::driver("find", collection, e))? {
+            collect(find, session.as_deref_mut(), collection, |raw| {
                 if let Some(r) = &mut remaining {
                     *r -= 1;
                 }
                 for &i in &members {
-                    pendings[i].absorb(cursor.current())?;
+                    pendings[i].absorb(raw)?;
                 }
-            }
+                Ok(())
+            })
+            .await?;
         }
     }
     Ok(())
@@ -443,11 +460,12 @@ pub struct Load<'a, 'p, T: Document, V> {
     db: &'a Database,
     request: Referenced<'p, T, V>,
     chunk: usize,
+    session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, 'p, T: Document, V: View<Of = T>> Load<'a, 'p, T, V> {
     pub(crate) fn new(db: &'a Database, request: Referenced<'p, T, V>) -> Self {
-        Load { db, request, chunk: DEFAULT_CHUNK }
+        Load { db, request, chunk: DEFAULT_CHUNK, session: None }
     }
     /// See [`Referenced::filter`].
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -474,9 +492,15 @@ impl<'a, 'p, T: Document, V: View<Of = T>> Load<'a, 'p, T, V> {
         self.chunk = n;
         self
     }
+    /// Reads in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction the load sees the transaction's writes.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
     /// Runs the load (what `.await` does).
     pub async fn run(self) -> Result<Loaded<V, T::Id>> {
-        join_chunked(self.db, self.request, self.chunk).await
+        join_in(self.db, self.request, self.chunk, self.session).await
     }
 }
 
