@@ -88,13 +88,14 @@ impl Plan {
                     OnDelete::Pull => self.pulls.push((schema.collection, rel, ids.clone())),
                     OnDelete::Cascade => {
                         let find = referrers.find(filter).projection(doc! {"_id": 1});
-                        let dependants = collect(find, session.as_deref_mut(), schema.collection, |raw| {
+                        let found = collect(find, session.as_deref_mut(), schema.collection, |raw| {
                             Ok(match raw.get("_id") {
-                                Ok(Some(id)) => Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null),
-                                _ => Bson::Null,
+                                Ok(Some(id)) => Some(Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null)),
+                                _ => None,
                             })
                         })
                         .await?;
+                        let dependants: Vec<Bson> = found.into_iter().flatten().collect();
                         if !dependants.is_empty() {
                             let deeper = session.as_deref_mut();
                             self.visit(db, schema.collection, dependants.clone(), depth + 1, deeper).await?;

@@ -224,6 +224,26 @@ impl<T: Document, V: View> Find<T, V> {
     /// Runs the find in `session`, like the driver's `.session(..)`: inside
     /// the caller's transaction it reads the transaction's own writes.
     /// Await it (all results) or call [`FindIn::one`].
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "parts")]
+    /// struct Part { #[serde(rename = "_id")] id: ObjectId, qty: i32 }
+    ///
+    /// let driver = |e| docrel::Error::driver("session", "", e);
+    /// let mut s = db.client().start_session().await.map_err(driver)?;
+    /// s.start_transaction().await.map_err(driver)?;
+    /// Part::repo(&db).with_session(&mut s).insert(&Part { id: ObjectId::new(), qty: 3 }).await?;
+    /// let low = Part::repo(&db).find(Part::fields().qty.lt(5)).limit(10).session(&mut s).await?;
+    /// assert_eq!(low.len(), 1); // the transaction's own insert
+    /// assert!(Part::repo(&db).find(Part::fields().qty.lt(5)).await?.is_empty()); // not committed
+    /// s.abort_transaction().await.map_err(driver)?;
+    /// # Ok(()) });
+    /// ```
     pub fn session(self, session: &mut ClientSession) -> FindIn<'_, T, V> {
         FindIn { find: self, session }
     }
