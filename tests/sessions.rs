@@ -229,8 +229,9 @@ struct SupplierName {
     name: String,
 }
 
-/// Reads in the user's transaction see its writes: a load and a find in the
-/// session find a supplier inserted in it, the same reads outside do not.
+/// Reads in the user's transaction see its writes: a load, a find and the
+/// children of a parent read in the session find what was inserted in it,
+/// the same reads outside do not.
 #[tokio::test]
 async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     let t = TestDb::new("session_reads").await?;
@@ -246,7 +247,13 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     let found = Supplier::repo(&t.db).find(Supplier::fields().name.eq("Bolt Co")).session(&mut s).await?;
     assert_eq!(found.len(), 1);
 
+    Shop::repo(&t.db).with_session(&mut s).insert(&Shop { id: 1, name: "corner".into(), top: vec![] }).await?;
+    Review::repo(&t.db).with_session(&mut s).insert(&review(1, 4)).await?;
+    let children = Review::rels().shop.children_of(&t.db, &1).session(&mut s).await?;
+    assert_eq!(children.len(), 1);
+
     let outside = supplier.load::<SupplierName>(&t.db, parts).await?;
+    assert!(Review::rels().shop.children_of(&t.db, &1).await?.is_empty());
     assert!(outside.one(0).is_none());
     assert!(Supplier::repo(&t.db).get(&2).await?.is_none());
     s.abort_transaction().await.expect("abort_transaction");

@@ -529,13 +529,14 @@ pub struct Children<'a, C, P: Document, R = C> {
     filter: Filter,
     sort: Option<Sort>,
     limit: Option<i64>,
+    session: Option<&'a mut ClientSession>,
     _child: PhantomData<fn() -> (C, R)>,
 }
 
 impl<'a, C: Document, P: Document> Children<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>) -> Self {
         let sort = Sort::declared(rel.order);
-        Children { db, rel, parents, filter: Filter::all(), sort, limit: None, _child: PhantomData }
+        Children { db, rel, parents, filter: Filter::all(), sort, limit: None, session: None, _child: PhantomData }
     }
 }
 
@@ -550,8 +551,14 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> std::future::IntoFuture for 
 impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
     /// Reads the children as the view `W` when awaited: only its fields travel.
     pub fn view<W: View<Of = C>>(self) -> Children<'a, C, P, W> {
-        let Children { db, rel, parents, filter, sort, limit, .. } = self;
-        Children { db, rel, parents, filter, sort, limit, _child: PhantomData }
+        let Children { db, rel, parents, filter, sort, limit, session, .. } = self;
+        Children { db, rel, parents, filter, sort, limit, session, _child: PhantomData }
+    }
+    /// Reads in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction it sees the transaction's writes.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
     }
     /// Only the children matching `filter` too.
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -579,7 +586,8 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
         }
     }
 
-    async fn cursor<V: View<Of = C>>(&self) -> Result<mongodb::Cursor<RawDocumentBuf>> {
+    /// Runs the find (in the session, if any) and reads each child through `each`.
+    async fn read<V: View<Of = C>, U>(&mut self, each: impl FnMut(&RawDocument) -> Result<U>) -> Result<Vec<U>> {
         let filter = self.parents_filter().and(self.filter.clone()).into_document()?;
         let coll = self.db.collection::<RawDocumentBuf>(C::COLLECTION);
         let mut find = coll.find(filter).batch_size(ONE_BATCH);
@@ -592,30 +600,29 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
         if let Some(l) = self.limit {
             find = find.limit(l);
         }
-        find.await.map_err(|e| Error::driver("find", C::COLLECTION, e))
+        collect(find, self.session.as_deref_mut(), C::COLLECTION, each).await
     }
 
     /// The children, in the requested order. One round trip while they fit
     /// in 16 MiB.
-    pub async fn to_vec<V: View<Of = C>>(self) -> Result<Vec<V>> {
-        let mut cursor = self.cursor::<V>().await?;
-        let mut out = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("find", C::COLLECTION, e))? {
-            out.push(decode::<V>(C::COLLECTION, cursor.current())?);
-        }
-        Ok(out)
+    pub async fn to_vec<V: View<Of = C>>(mut self) -> Result<Vec<V>> {
+        self.read::<V, V>(|raw| decode::<V>(C::COLLECTION, raw)).await
     }
 
     /// The children grouped by parent, in the order of the parents given.
-    pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
-        let mut cursor = self.cursor::<V>().await?;
+    pub async fn load<V: View<Of = C>>(mut self) -> Result<Loaded<V, P::Id>> {
+        let field = self.rel.field;
+        let read = self
+            .read::<V, _>(|raw| {
+                let Some(parent) = raw.get(field).ok().flatten().and_then(P::Id::from_raw) else { return Ok(None) };
+                Ok(Some((parent, decode::<V>(C::COLLECTION, raw)?)))
+            })
+            .await?;
         let mut groups: IdMap<P::Id, Vec<u32>> = IdMap::default();
         let mut items = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("find", C::COLLECTION, e))? {
-            let raw = cursor.current();
-            let Some(parent) = raw.get(self.rel.field).ok().flatten().and_then(P::Id::from_raw) else { continue };
+        for (parent, item) in read.into_iter().flatten() {
             groups.entry(parent).or_default().push(items.len() as u32);
-            items.push(decode::<V>(C::COLLECTION, raw)?);
+            items.push(item);
         }
         Ok(grouped(items, &self.parents, |p| groups.get(p).map(Vec::as_slice).unwrap_or(&[])))
     }
