@@ -229,9 +229,9 @@ struct SupplierName {
     name: String,
 }
 
-/// Reads in the user's transaction see its writes: a load, a find and the
-/// children of a parent read in the session find what was inserted in it,
-/// the same reads outside do not.
+/// Reads in the user's transaction see its writes: a load, a find, the
+/// children of a parent and the referrers of a target read in the session
+/// find what was inserted in it, the same reads outside do not.
 #[tokio::test]
 async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     let t = TestDb::new("session_reads").await?;
@@ -251,9 +251,13 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     Review::repo(&t.db).with_session(&mut s).insert(&review(1, 4)).await?;
     let children = Review::rels().shop.children_of(&t.db, &1).session(&mut s).await?;
     assert_eq!(children.len(), 1);
+    Part::repo(&t.db).with_session(&mut s).insert(&part).await?;
+    let referrers = supplier.referrers_of_many(&t.db, &[2]).session(&mut s).await?;
+    assert_eq!(referrers.of(0).map(|p| p.supplier_name.as_str()).collect::<Vec<_>>(), ["Bolt Co"]);
 
     let outside = supplier.load::<SupplierName>(&t.db, parts).await?;
     assert!(Review::rels().shop.children_of(&t.db, &1).await?.is_empty());
+    assert_eq!(supplier.referrers_of_many(&t.db, &[2]).await?.of(0).count(), 0);
     assert!(outside.one(0).is_none());
     assert!(Supplier::repo(&t.db).get(&2).await?.is_none());
     s.abort_transaction().await.expect("abort_transaction");

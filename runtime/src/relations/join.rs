@@ -765,12 +765,14 @@ pub struct Referrers<'a, P, T: Document, R = P> {
     filter: Filter,
     sort: Option<Sort>,
     per_target: Option<usize>,
+    session: Option<&'a mut ClientSession>,
     _types: PhantomData<fn() -> (P, R)>,
 }
 
 impl<'a, P: Document, T: Document> Referrers<'a, P, T> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, targets: Vec<T::Id>) -> Self {
-        Referrers { db, rel, targets, filter: Filter::all(), sort: None, per_target: None, _types: PhantomData }
+        let (filter, sort, per_target, session) = (Filter::all(), None, None, None);
+        Referrers { db, rel, targets, filter, sort, per_target, session, _types: PhantomData }
     }
 }
 
@@ -778,8 +780,14 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     /// Reads the referrers as the view `W`: only its fields (and the
     /// reference field, to group them) travel.
     pub fn view<W: View<Of = P>>(self) -> Referrers<'a, P, T, W> {
-        let Referrers { db, rel, targets, filter, sort, per_target, .. } = self;
-        Referrers { db, rel, targets, filter, sort, per_target, _types: PhantomData }
+        let Referrers { db, rel, targets, filter, sort, per_target, session, .. } = self;
+        Referrers { db, rel, targets, filter, sort, per_target, session, _types: PhantomData }
+    }
+    /// Reads in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction it sees the transaction's writes.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
     }
     /// Only the referrers matching `filter` too.
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -820,15 +828,12 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
         if let Some(s) = self.sort {
             find = find.sort(s.into_document());
         }
-        let err = |e| Error::driver("find", P::COLLECTION, e);
-        let mut cursor = find.await.map_err(err)?;
         let key = match self.rel.kind {
             crate::schema::document::RelationKind::RefMany { key, .. } => key,
             _ => None,
         };
         let mut items = Vec::new();
-        while cursor.advance().await.map_err(err)? {
-            let raw = cursor.current();
+        collect(find, self.session, P::COLLECTION, |raw| {
             let item = items.len() as u32;
             let mut listed = false;
             if let Some(value) = raw.get(self.rel.field).ok().flatten() {
@@ -844,7 +849,9 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
             if listed {
                 items.push(decode::<R>(P::COLLECTION, raw)?);
             }
-        }
+            Ok(())
+        })
+        .await?;
         if let Some(n) = self.per_target {
             wanted.values_mut().for_each(|g| g.truncate(n));
         }
