@@ -74,14 +74,29 @@ impl SubsetTarget {
 
     async fn push(&self, db: &Database, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
+        // A rebuild that ran between the children's insert and this push
+        // already took them in: pushing again would keep them twice.
+        let keys: Option<Vec<Bson>> =
+            self.spec.key.map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
         let update = doc! {
             "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
-        db.collection::<BsonDoc>(self.parent)
-            .update_one(doc! {"_id": parent.clone()}, update)
+        let mut filter = doc! {"_id": parent.clone()};
+        if let (Some(key), Some(keys)) = (self.spec.key, &keys) {
+            filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
+        }
+        let r = db
+            .collection::<BsonDoc>(self.parent)
+            .update_one(filter, update)
             .await
             .map_err(|e| Error::driver("update", self.parent, e))?;
+        if r.matched_count == 0 && keys.is_some() {
+            // The parent is gone (the rebuild finds none and writes nothing),
+            // or one of the summaries is already there: the rebuild writes
+            // exactly the top N.
+            self.rebuild(db, parent).await?;
+        }
         Ok(())
     }
 
