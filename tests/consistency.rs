@@ -628,3 +628,69 @@ async fn inserting_either_side_of_a_two_way_reference_links_the_other() -> docre
     assert_eq!(raw(&t, "members", 20).await.get_i32("team").unwrap(), 2);
     Ok(())
 }
+
+/// I1 under contract (b), found by the history checker (seed 19): an insert
+/// refused by the server (a fail point) of an id that already existed was
+/// taken for written, and its values were fanned out over the copies of the
+/// document that was there.
+#[tokio::test]
+async fn a_refused_insert_of_an_existing_id_fans_out_nothing() -> docrel::Result<()> {
+    let t = TestDb::new("refused_insert").await?;
+    let ann = Person { id: ObjectId::new(), name: "ann".into(), tasks: vec![] };
+    Person::repo(&t.db).insert(&ann).await?;
+    let task = Task { id: ObjectId::new(), title: "t".into(), owner: ann.id, owner_name: String::new() };
+    Task::repo(&t.db).insert(&task).await?;
+    assert_eq!(raw(&t, "tasks", task.id).await.get_str("owner_name").unwrap(), "ann");
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "errorCode": 2, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    let bob = Person { name: "bob".into(), ..ann.clone() };
+    assert!(Person::repo(&t.db).insert(&bob).await.is_err());
+    assert_eq!(raw(&t, "people", ann.id).await.get_str("name").unwrap(), "ann");
+    assert_eq!(raw(&t, "tasks", task.id).await.get_str("owner_name").unwrap(), "ann");
+    Ok(())
+}
+
+/// I3, found by the history checker (seed 39): a rebuild of a subset that
+/// ran between a child's insert and the push of its summary took the child
+/// in, and the push added it a second time. The push is held back by a
+/// fail point while the rebuild runs. Invariant: the subset is exactly the
+/// top N, each child once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_between_an_insert_and_its_push_keeps_the_summary_once() -> docrel::Result<()> {
+    let t = TestDb::new("subset_push_race").await?;
+    Shop::repo(&t.db).insert(&Shop { id: 1, name: "s".into(), top: vec![] }).await?;
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["update"], "blockConnection": true, "blockTimeMS": 600, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    let r = Review { id: ObjectId::new(), review_id: 7, shop: 1, stars: 5, at: DateTime::now() };
+    let insert = {
+        let (db, r) = (t.db.clone(), r.clone());
+        tokio::spawn(async move { Review::repo(&db).insert(&r).await })
+    };
+    // The review is stored and its push is held back: rebuild now.
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    Shop::rels().top.rebuild(&t.db, &1).await?;
+    insert.await.expect("the insert ran")?;
+    let top: Vec<i32> = raw(&t, "shops", 1)
+        .await
+        .get_array("top")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_i32("review_id").unwrap())
+        .collect();
+    assert_eq!(top, vec![7], "the review's summary, once");
+    Ok(())
+}

@@ -78,16 +78,30 @@ impl SubsetTarget {
         db: &Database,
         parent: &Bson,
         summaries: Vec<BsonDoc>,
-        session: Option<&mut ClientSession>,
+        mut session: Option<&mut ClientSession>,
     ) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
+        // A rebuild that ran between the children's insert and this push
+        // already took them in: pushing again would keep them twice.
+        let keys: Option<Vec<Bson>> =
+            self.spec.key.map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
         let update = doc! {
             "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
+        let mut filter = doc! {"_id": parent.clone()};
+        if let (Some(key), Some(keys)) = (self.spec.key, &keys) {
+            filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
+        }
         let coll = db.collection::<BsonDoc>(self.parent);
-        in_session!(coll.update_one(doc! {"_id": parent.clone()}, update), session)
+        let r = in_session!(coll.update_one(filter, update), session.as_deref_mut())
             .map_err(|e| Error::driver("update", self.parent, e))?;
+        if r.matched_count == 0 && keys.is_some() {
+            // The parent is gone (the rebuild finds none and writes nothing),
+            // or one of the summaries is already there: the rebuild writes
+            // exactly the top N.
+            self.rebuild_in(db, parent, session).await?;
+        }
         Ok(())
     }
 

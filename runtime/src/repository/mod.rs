@@ -252,20 +252,36 @@ impl<T: Document> Repository<T> {
                         return Ok(first.min(plain.len()));
                     }
                 }
-                mongodb::error::ErrorKind::Write(_) => return Ok(0),
+                // The server answered with an error for the whole command
+                // (a fail point, a lost election): it wrote nothing.
+                mongodb::error::ErrorKind::Write(_) | mongodb::error::ErrorKind::Command(_) => return Ok(0),
                 _ => {}
             }
         }
+        // No answer: what is stored says. A document with one of the ids
+        // that is not the one sent (it was there before) did not land.
         let ids: Vec<bson::Bson> = plain.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let found = in_session!(
-            self.raw
-                .distinct("_id", doc! {"_id": {"$in": ids.clone()}})
-                .selection_criteria(crate::denormalize::fill::primary()),
-            session
-        )
-        .map_err(self.err("distinct"))?;
+        let find = self
+            .raw
+            .find(doc! {"_id": {"$in": ids}})
+            .batch_size(plain.len().try_into().unwrap_or(u32::MAX))
+            .selection_criteria(crate::denormalize::fill::primary());
+        let mut stored = std::collections::HashMap::new();
+        for d in collect(find, session, T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await? {
+            if let Some(id) = d.get("_id") {
+                stored.insert(crate::store::path::id_key(id), d.clone());
+            }
+        }
+        let sent = |d: &bson::Document| {
+            let Some(found) = d.get("_id").and_then(|id| stored.get(&crate::store::path::id_key(id))) else {
+                return false;
+            };
+            // docrel's bookkeeping is what the write stamped (a source's
+            // first version tells it apart); the fields are the caller's.
+            d.iter().all(|(k, v)| found.get(k) == Some(v))
+        };
         // An ordered insert writes a prefix.
-        Ok(ids.iter().take_while(|id| found.contains(id)).count())
+        Ok(plain.iter().take_while(|d| sent(d)).count())
     }
 
     /// The document with this id, if any.
