@@ -268,8 +268,8 @@ impl<T: Document> Repository<T> {
             .selection_criteria(crate::denormalize::fill::primary());
         let mut stored = std::collections::HashMap::new();
         for d in collect(find, session, T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await? {
-            if let Some(id) = d.get("_id") {
-                stored.insert(crate::store::path::id_key(id), d.clone());
+            if let Some(key) = d.get("_id").map(crate::store::path::id_key) {
+                stored.insert(key, d);
             }
         }
         let sent = |d: &bson::Document| {
