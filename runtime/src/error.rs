@@ -273,6 +273,33 @@ impl Error {
         Error::Driver { operation, collection: collection.into(), source: Box::new(source) }
     }
 
+    /// The variant's name (`"FanOut"`, `"Driver"`, …), for logs and metrics.
+    ///
+    /// ```
+    /// let err = docrel::Error::NotFound { collection: "parts", id: "1".into() };
+    /// assert_eq!(err.kind(), "NotFound");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Connect { .. } => "Connect",
+            Error::InvalidUri { .. } => "InvalidUri",
+            Error::Driver { .. } => "Driver",
+            Error::Decode { .. } => "Decode",
+            Error::Encode { .. } => "Encode",
+            Error::DocumentTooLarge { .. } => "DocumentTooLarge",
+            Error::EmbedFull { .. } => "EmbedFull",
+            Error::NotFound { .. } => "NotFound",
+            Error::StillReferenced { .. } => "StillReferenced",
+            Error::FanOut { .. } => "FanOut",
+            Error::UnknownSource { .. } => "UnknownSource",
+            Error::SubsetContended { .. } => "SubsetContended",
+            Error::TransactionContended { .. } => "TransactionContended",
+            Error::TwoWayField { .. } => "TwoWayField",
+            Error::Invalid { .. } => "Invalid",
+            Error::SyncHistoryLost { .. } => "SyncHistoryLost",
+        }
+    }
+
     /// Is this a server that could not be reached (or went away)?
     pub fn is_connection(&self) -> bool {
         match self {

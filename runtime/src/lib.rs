@@ -45,8 +45,9 @@ pub use schema::{graph, indexes, registry};
 
 pub use bson;
 pub use client::connect::{
-    connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
+    connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
+pub use client::trace;
 pub use client::monitor::{Mark, RoundTrips};
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;

@@ -146,6 +146,7 @@ impl<'a> Repair<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<RepairReport> {
+        crate::client::trace::Op::new("repair", self.source).run(async move {
         let mut report = RepairReport::default();
         let mut batches = 0usize;
         let start = self.resume.take();
@@ -169,6 +170,7 @@ impl<'a> Repair<'a> {
             }
         }
         Ok(report)
+        }).await
     }
 
     /// One batch of target documents; the last `_id` read, or `None` at the end.

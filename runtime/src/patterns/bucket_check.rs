@@ -321,6 +321,7 @@ impl<'a> BucketScan<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<BucketReport> {
+        crate::client::trace::Op::new("verify_buckets", "").run(async move {
         let mut report = BucketReport::default();
         let mut batches = 0usize;
         let start = self.resume.take();
@@ -346,6 +347,7 @@ impl<'a> BucketScan<'a> {
             }
         }
         Ok(report)
+        }).await
     }
 
     /// The buckets of parents after `after`, `limit` of them (all of one

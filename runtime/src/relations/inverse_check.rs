@@ -410,6 +410,7 @@ impl<'a> InverseScan<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<InverseReport> {
+        crate::client::trace::Op::new("verify_inverses", "").run(async move {
         let mut report = InverseReport::default();
         let mut batches = 0usize;
         let start = self.resume.take();
@@ -439,6 +440,7 @@ impl<'a> InverseScan<'a> {
             }
         }
         Ok(report)
+        }).await
     }
 
     /// One batch of side `side` of `pair`; the last `_id` read, or `None` at the end.

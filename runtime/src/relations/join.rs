@@ -170,8 +170,19 @@ async fn join_in<J: JoinSet>(
     chunk: usize,
     session: Option<&mut ClientSession>,
 ) -> Result<J::Output> {
-    run(db, set.pendings(), chunk.max(1), session).await?;
-    Ok(set.finish())
+    // The span names the collections loaded from ("parts,suppliers").
+    let mut targets: Vec<&str> = Vec::new();
+    for p in set.pendings() {
+        if !targets.contains(&p.collection()) {
+            targets.push(p.collection());
+        }
+    }
+    let op = crate::client::trace::Op::new("load", &targets.join(","));
+    op.run(async move {
+        run(db, set.pendings(), chunk.max(1), session).await?;
+        Ok(set.finish())
+    })
+    .await
 }
 
 async fn run(
@@ -588,6 +599,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
 
     /// Runs the find (in the session, if any) and reads each child through `each`.
     async fn read<V: View<Of = C>, U>(&mut self, each: impl FnMut(&RawDocument) -> Result<U>) -> Result<Vec<U>> {
+        crate::client::trace::Op::new("children_of", C::COLLECTION).run_counted(async move {
         let filter = self.parents_filter().and(self.filter.clone()).into_document()?;
         let coll = self.db.collection::<RawDocumentBuf>(C::COLLECTION);
         let mut find = coll.find(filter).batch_size(ONE_BATCH);
@@ -601,6 +613,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
             find = find.limit(l);
         }
         collect(find, self.session.as_deref_mut(), C::COLLECTION, each).await
+        }, |v| Some(v.len())).await
     }
 
     /// The children, in the requested order. One round trip while they fit
@@ -694,6 +707,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
     /// ids) and a `$lookup` on `{parent field: id}` with `$sort`/`$limit`,
     /// so each parent's lookup reads only its first `n` index entries.
     pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
+        crate::client::trace::Op::new("latest_per_parent", C::COLLECTION).run(async move {
         let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
         let distinct: Vec<&P::Id> = self.parents.iter().filter(|p| seen.insert(*p)).collect();
         if distinct.is_empty() {
@@ -748,6 +762,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
             }
         }
         Ok(grouped(items, &self.parents, |p| groups.get(p).map(Vec::as_slice).unwrap_or(&[])))
+        }).await
     }
 }
 
@@ -807,6 +822,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
 
     /// Runs the query (what `.await` does).
     pub async fn run(self) -> Result<Loaded<R, T::Id>> {
+        crate::client::trace::Op::new("referrers_of_many", P::COLLECTION).run(async move {
         let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
         let mut ids = Vec::new();
         for t in &self.targets {
@@ -856,6 +872,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
             wanted.values_mut().for_each(|g| g.truncate(n));
         }
         Ok(grouped(items, &self.targets, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+        }).await
     }
 }
 

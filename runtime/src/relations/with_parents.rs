@@ -77,6 +77,7 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
 
     /// Runs it (what `.await` does).
     pub async fn run(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+        crate::client::trace::Op::new("find_with_parents", P::COLLECTION).run(async move {
         match self.strategy {
             Strategy::Separate => {
                 let db = {
@@ -89,6 +90,7 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
             }
             Strategy::Lookup => self.lookup().await,
         }
+        }).await
     }
 
     async fn lookup(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {

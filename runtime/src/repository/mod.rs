@@ -1,6 +1,7 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
+use crate::client::trace::Op;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
 use crate::error::{Error, Result};
@@ -219,6 +220,7 @@ impl<T: Document> Repository<T> {
     }
 
     async fn insert_many_in(&self, docs: &[T], mut session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION).documents(docs.len()).run(async move {
         if docs.is_empty() {
             return Ok(());
         }
@@ -239,6 +241,7 @@ impl<T: Document> Repository<T> {
                 Err(e)
             }
         }
+        }).await
     }
 
     /// How many of `plain` an ordered insert that failed with `e` wrote:
@@ -306,8 +309,10 @@ impl<T: Document> Repository<T> {
     }
 
     async fn count_in(&self, filter: impl Into<Filter>, session: Option<&mut ClientSession>) -> Result<u64> {
+        Op::new("count", T::COLLECTION).run_counted(async move {
         let filter = filter.into().into_document()?;
         in_session!(self.raw.count_documents(filter), session).map_err(self.err("count"))
+        }, |n| Some(*n as usize)).await
     }
 
     /// Applies an update to the document with this id. A push into a bounded
@@ -326,24 +331,38 @@ impl<T: Document> Repository<T> {
         update: Update<T>,
         mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
+        Op::new("update_by_id", T::COLLECTION).run_counted(async move {
         let filter = doc! {"_id": id.to_bson()};
         let outcome = self.update_where(filter, &update, false, Some(id.to_bson()), session.as_deref_mut()).await?;
         if outcome.matched == 0 {
             return Err(self.explain_unmatched(id, &update, session).await?);
         }
         Ok(outcome)
+        }, |o: &UpdateOutcome| Some(o.modified as usize)).await
     }
 
     /// Applies an update to the first document matching a filter (bounded
     /// pushes guarded as in [`Repository::update_by_id`]).
     pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, false, None, None).await
+        self.update_matching(filter, update, false, None).await
     }
 
     /// Applies an update to every document matching a filter. Documents whose
     /// bounded arrays have no room for a push are left out (not matched).
     pub async fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, true, None, None).await
+        self.update_matching(filter, update, true, None).await
+    }
+
+    async fn update_matching(
+        &self,
+        filter: impl Into<Filter>,
+        update: Update<T>,
+        many: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
+        let op = Op::new(if many { "update_many" } else { "update_one" }, T::COLLECTION);
+        let work = async move { self.update_where(filter.into().into_document()?, &update, many, None, session).await };
+        op.run_counted(work, |o| Some(o.modified as usize)).await
     }
 
     async fn update_where(
@@ -791,16 +810,22 @@ impl<T: Document> Repository<T> {
     }
 
     async fn replace_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new("replace", T::COLLECTION).documents(1).run(async move {
         match self.put(doc, false, session).await? {
             true => Ok(()),
             false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
         }
+        }).await
     }
 
     /// Inserts the document, or replaces the stored one with the same id
     /// (copies filled and confirmed as in [`Repository::replace`]).
     pub async fn save(&self, doc: &T) -> Result<()> {
-        self.put(doc, true, None).await.map(|_| ())
+        self.save_in(doc, None).await
+    }
+
+    async fn save_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new("save", T::COLLECTION).documents(1).run(async move { self.put(doc, true, session).await.map(|_| ()) }).await
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
@@ -810,6 +835,7 @@ impl<T: Document> Repository<T> {
     }
 
     async fn delete_by_id_in(&self, id: &T::Id, mut session: Option<&mut ClientSession>) -> Result<bool> {
+        Op::new("delete_by_id", T::COLLECTION).run_counted(async move {
         crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id), session.as_deref_mut()).await?;
         let filter = doc! {"_id": id.to_bson()};
         let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
@@ -818,6 +844,7 @@ impl<T: Document> Repository<T> {
             crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
         }
         Ok(r.deleted_count == 1)
+        }, |d| Some(*d as usize)).await
     }
 
     /// Deletes every document matching a filter, applying the `on_delete`
@@ -829,6 +856,7 @@ impl<T: Document> Repository<T> {
     }
 
     async fn delete_many_in(&self, filter: impl Into<Filter>, mut session: Option<&mut ClientSession>) -> Result<u64> {
+        Op::new("delete_many", T::COLLECTION).run_counted(async move {
         let mut filter = filter.into().into_document()?;
         if !graph().references_to(T::COLLECTION).is_empty() {
             let ids = self.ids_matching(filter.clone(), session.as_deref_mut()).await?;
@@ -845,6 +873,7 @@ impl<T: Document> Repository<T> {
             crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
         }
         Ok(r.deleted_count)
+        }, |n| Some(*n as usize)).await
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
