@@ -223,3 +223,35 @@ async fn a_users_own_command_monitor_keeps_its_events() -> docrel::Result<()> {
     db.drop().await.map_err(|e| docrel::Error::driver("dropDatabase", db.name(), e))?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_driver_error_reads_without_a_hex_dump_and_says_it_is_transient() -> docrel::Result<()> {
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(Seen::default()));
+    let t = TestDb::new("tracing_errors").await?;
+    // The error the history checker's fault injection meets: a primary
+    // shutting down, labelled retryable by the server.
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["count", "aggregate"], "errorCode": 91, "appName": t.db.name()},
+        })
+        .await
+        .expect("the embedded server runs with --enable-test-commands");
+    let err = Supplier::repo(&t.db).count(Supplier::fields().id.eq(&1)).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, docrel::Error::Driver { operation: "count", .. }), "{text}");
+    assert!(!text.contains("RawDocumentBuf") && !text.contains("74000000"), "no raw reply dumped: {text}");
+    assert!(text.contains("ShutdownInProgress") && text.contains("91"), "the server's code and name stay: {text}");
+    assert!(err.is_transient(), "{text}");
+    assert!(text.contains("transient"), "says so: {text}");
+    assert!(!format!("{err:?}").contains("RawDocumentBuf"), "nor in Debug: {err:?}");
+    // A plain refusal is not transient (on a fresh client: this one waits
+    // for its server to come back from the "shutdown").
+    let t = TestDb::new("tracing_errors_dup").await?;
+    Supplier::repo(&t.db).insert(&Supplier { id: 1, name: "a".into() }).await?;
+    let dup = Supplier::repo(&t.db).insert(&Supplier { id: 1, name: "b".into() }).await.unwrap_err();
+    assert!(!dup.is_transient() && !dup.to_string().contains("transient"), "{dup}");
+    Ok(())
+}
