@@ -142,7 +142,8 @@ async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()
         }};
     }
 
-    let (r, _) = step!("insert", "suppliers", Supplier::repo(db).insert(&Supplier { id: 7, name: "Acme".into() }).await);
+    let (r, _) =
+        step!("insert", "suppliers", Supplier::repo(db).insert(&Supplier { id: 7, name: "Acme".into() }).await);
     r?;
     let parts: Vec<Part> = (0..3)
         .map(|i| Part { id: ObjectId::new(), name: format!("p{i}"), supplier: 7, supplier_name: String::new() })
@@ -163,11 +164,16 @@ async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()
         Supplier::repo(db).update_by_id(&7, Supplier::fields().name.set("Acme Corp".into())).await
     );
     r?;
-    let fanned: Vec<_> = span.events.iter().filter(|(_, f)| f.get("message").map(String::as_str) == Some("fan-out")).collect();
+    let fanned: Vec<_> =
+        span.events.iter().filter(|(_, f)| f.get("message").map(String::as_str) == Some("fan-out")).collect();
     assert_eq!(fanned.len(), 1, "{span:?}");
     assert_eq!(fanned[0].1.get("collection").map(String::as_str), Some("parts"));
     assert_eq!(fanned[0].1.get("modified").map(String::as_str), Some("3"));
-    let stored = db.collection::<docrel::bson::Document>("parts").count_documents(doc! {"supplier_name": "Acme Corp"}).await.unwrap();
+    let stored = db
+        .collection::<docrel::bson::Document>("parts")
+        .count_documents(doc! {"supplier_name": "Acme Corp"})
+        .await
+        .unwrap();
     assert_eq!(stored, 3, "the copies the event reports are stored");
 
     let parts = Part::repo(db).find(Part::fields().supplier.eq(&7)).await?;
@@ -176,12 +182,14 @@ async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()
     assert_eq!(loaded?.one(0).map(|s| s.name.as_str()), Some("Acme Corp"));
     assert_eq!(field(&span, "round_trips"), "1");
 
-    let (deleted, span) = step!("delete_many", "parts", Part::repo(db).delete_many(Part::fields().supplier.eq(&7)).await);
+    let (deleted, span) =
+        step!("delete_many", "parts", Part::repo(db).delete_many(Part::fields().supplier.eq(&7)).await);
     assert_eq!(deleted?, 3);
     assert_eq!(field(&span, "documents"), "3");
 
     // A failing operation: the span names the error's kind.
-    let (r, span) = step!("insert", "suppliers", Supplier::repo(db).insert(&Supplier { id: 7, name: "again".into() }).await);
+    let (r, span) =
+        step!("insert", "suppliers", Supplier::repo(db).insert(&Supplier { id: 7, name: "again".into() }).await);
     assert!(r.is_err());
     assert_eq!(field(&span, "error"), "Driver");
 

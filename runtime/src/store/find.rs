@@ -210,12 +210,17 @@ impl<T: Document, V: View> Find<T, V> {
     }
 
     /// All results, read in `session` when given.
-    async fn all_in(self, session: Option<&mut ClientSession>) -> Result<Vec<V>> {
-        crate::client::trace::Op::new("find", T::COLLECTION).run_counted(async move {
-        let (coll, filter, options) = self.prepared(true)?;
-        let find = coll.find(filter).with_options(options);
-        collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
-        }, |v| Some(v.len())).await
+    pub(crate) async fn all_in(self, session: Option<&mut ClientSession>) -> Result<Vec<V>> {
+        crate::client::trace::Op::new("find", T::COLLECTION)
+            .run_counted(
+                async move {
+                    let (coll, filter, options) = self.prepared(true)?;
+                    let find = coll.find(filter).with_options(options);
+                    collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
+                },
+                |v| Some(v.len()),
+            )
+            .await
     }
 
     /// All results.
