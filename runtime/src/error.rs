@@ -46,6 +46,20 @@ pub enum Error {
         source: Box<mongodb::error::Error>,
     },
 
+    /// The deployment is too old for a feature docrel was asked to use.
+    #[error(
+        "{feature} needs {needs} or later, and this deployment reports {server}. Upgrade the deployment, \
+         or use what it supports (see the minimum versions in docrel's README)"
+    )]
+    Unsupported {
+        /// The feature.
+        feature: &'static str,
+        /// The release it needs.
+        needs: &'static str,
+        /// What the deployment reported.
+        server: String,
+    },
+
     /// The server or the driver refused an operation.
     #[error("{operation} on collection `{collection}` failed: {}{}", said(source), transient_note(source))]
     Driver {
@@ -294,6 +308,7 @@ impl Error {
             Error::Connect { .. } => "Connect",
             Error::InvalidUri { .. } => "InvalidUri",
             Error::Driver { .. } => "Driver",
+            Error::Unsupported { .. } => "Unsupported",
             Error::Decode { .. } => "Decode",
             Error::Encode { .. } => "Encode",
             Error::DocumentTooLarge { .. } => "DocumentTooLarge",

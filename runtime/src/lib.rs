@@ -47,6 +47,8 @@ pub use bson;
 pub use client::connect::{
     connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
+/// What the deployment supports, and the minimum versions.
+pub use client::deployment;
 pub use client::monitor::{Mark, RoundTrips};
 pub use client::trace;
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};

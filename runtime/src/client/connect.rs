@@ -12,7 +12,8 @@ pub const DEFAULT_SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// The variable the scripts and examples read the server's URI from.
 pub const URI_VARIABLE: &str = "MONGODB_URI";
 
-/// Connects to `uri` and checks that a server answers (one `ping`).
+/// Connects to `uri` and checks that a server answers (one `hello`), and
+/// that it is MongoDB 4.2 or later ([`Error::Unsupported`] otherwise).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -42,14 +43,13 @@ pub async fn options(uri: &str) -> Result<ClientOptions> {
     Ok(options)
 }
 
-/// Connects with prepared options and checks that a server answers.
+/// Connects with prepared options and checks that a server answers and is
+/// recent enough, as [`connect`] does.
 pub async fn connect_with(uri: &str, options: ClientOptions) -> Result<Client> {
+    let hosts: Vec<String> = options.hosts.iter().map(|h| h.to_string()).collect();
     let client = Client::with_options(options).map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
-    client
-        .database("admin")
-        .run_command(bson::doc! {"ping": 1})
-        .await
-        .map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
+    // `hello` answers as a ping would, and says what the deployment supports.
+    crate::client::deployment::learn(&client, hosts.join(","), uri).await?;
     Ok(client)
 }
 

@@ -2,5 +2,6 @@
 //! the spans docrel's operations run in.
 
 pub mod connect;
+pub mod deployment;
 pub mod monitor;
 pub mod trace;

@@ -768,6 +768,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
     /// so each parent's lookup reads only its first `n` index entries.
     pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
         crate::client::trace::Op::new("latest_per_parent", C::COLLECTION).run(async move {
+        crate::client::deployment::require(crate::client::deployment::DOCUMENTS_STAGE)?;
         let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
         let distinct: Vec<&P::Id> = self.parents.iter().filter(|p| seen.insert(*p)).collect();
         if distinct.is_empty() {

@@ -111,6 +111,11 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
     }
 
     async fn lookup(self, session: Option<&mut ClientSession>) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+        use crate::client::deployment::{require, require_when_sharded, LOOKUP_PIPELINE, LOOKUP_SHARDED};
+        if W::projection().is_some() {
+            require(LOOKUP_PIPELINE)?;
+        }
+        require_when_sharded(LOOKUP_SHARDED)?;
         let parts = self.find.parts();
         let mut pipeline = vec![doc! {"$match": parts.filter.into_document()?}];
         if let Some(s) = parts.sort {

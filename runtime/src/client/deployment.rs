@@ -1,0 +1,148 @@
+//! What the deployment supports, learned once from `hello` (at
+//! [`crate::connect`], or at the first operation that needs to know), so a
+//! feature the server is too old for is one clear error naming the version
+//! it needs, not a server error about an unknown stage.
+//!
+//! | feature | needs | wire version |
+//! |---|---|---|
+//! | docrel at all (versioned writes are pipeline updates) | MongoDB 4.2 | 8 |
+//! | transactions (`transactional_fan_out`, two-way writes in one transaction, your own) | a replica set (4.0) or a sharded cluster (4.2); elsewhere docrel falls back as documented | 7 / 8 |
+//! | `latest_per_parent` (`$documents`, `$lookup` with `localField` and a pipeline) | MongoDB 5.1 | 14 |
+//! | `Strategy::Lookup` with a view (`$lookup` with `localField` and a pipeline) | MongoDB 5.0 | 13 |
+//! | `Strategy::Lookup` on a sharded cluster (`$lookup` into a sharded collection) | MongoDB 5.1 | 14 |
+
+use crate::error::{Error, Result};
+use mongodb::Client;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// The oldest server docrel works with: MongoDB 4.2 (wire version 8).
+pub const MIN_WIRE_VERSION: i32 = 8;
+
+/// A feature some servers lack, with the wire version it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Feature {
+    pub name: &'static str,
+    pub wire: i32,
+}
+
+/// docrel's versioned writes (pipeline updates).
+pub(crate) const DOCREL: Feature = Feature { name: "docrel (pipeline updates)", wire: MIN_WIRE_VERSION };
+/// `latest_per_parent`: `$documents` and `$lookup` with `localField` and a pipeline.
+pub(crate) const DOCUMENTS_STAGE: Feature = Feature { name: "latest_per_parent (the `$documents` stage)", wire: 14 };
+/// `$lookup` with both `localField` and a pipeline.
+pub(crate) const LOOKUP_PIPELINE: Feature =
+    Feature { name: "Strategy::Lookup with a view (`$lookup` with `localField` and a pipeline)", wire: 13 };
+/// `$lookup` from a sharded collection.
+pub(crate) const LOOKUP_SHARDED: Feature =
+    Feature { name: "Strategy::Lookup on a sharded cluster (`$lookup` into a sharded collection)", wire: 14 };
+
+/// What `hello` said about a deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deployment {
+    /// `maxWireVersion` of the server answering.
+    pub max_wire_version: i32,
+    /// A `mongos` answered: the deployment is a sharded cluster.
+    pub sharded: bool,
+    /// A replica set member answered (`setName`).
+    pub replica_set: bool,
+}
+
+impl Deployment {
+    /// Fails with [`Error::Unsupported`] when the deployment is older than `feature` needs.
+    pub(crate) fn require(&self, feature: Feature) -> Result<()> {
+        if self.max_wire_version >= feature.wire {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            feature: feature.name,
+            needs: release(feature.wire),
+            server: format!("wire version {} ({})", self.max_wire_version, release(self.max_wire_version)),
+        })
+    }
+}
+
+/// The MongoDB release a wire version first appeared in.
+fn release(wire: i32) -> &'static str {
+    match wire {
+        i32::MIN..=5 => "before MongoDB 3.6",
+        6 => "MongoDB 3.6",
+        7 => "MongoDB 4.0",
+        8 => "MongoDB 4.2",
+        9 => "MongoDB 4.4",
+        10..=13 => "MongoDB 5.0",
+        14 => "MongoDB 5.1",
+        15..=16 => "MongoDB 5.2 to 5.3",
+        17..=20 => "MongoDB 6.0",
+        21..=24 => "MongoDB 7.0",
+        _ => "MongoDB 8.0 or later",
+    }
+}
+
+fn known() -> &'static Mutex<HashMap<String, Deployment>> {
+    static KNOWN: OnceLock<Mutex<HashMap<String, Deployment>>> = OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// Tests: the wire version every `hello` is taken to report.
+static PRETEND: Mutex<Option<i32>> = Mutex::new(None);
+
+/// Asks the deployment at `hosts` what it is (one `hello` through `client`),
+/// remembers it, and fails if it is older than docrel needs.
+pub(crate) async fn learn(client: &Client, hosts: String, uri_for_errors: &str) -> Result<Deployment> {
+    let hello = client
+        .database("admin")
+        .run_command(bson::doc! {"hello": 1})
+        .await
+        .map_err(|e| Error::Connect { uri: crate::client::connect::redact(uri_for_errors), source: Box::new(e) })?;
+    let pretended = *PRETEND.lock().unwrap_or_else(|p| p.into_inner());
+    let deployment = Deployment {
+        max_wire_version: pretended.unwrap_or_else(|| hello.get_i32("maxWireVersion").unwrap_or(0)),
+        sharded: hello.get_str("msg").is_ok_and(|m| m == "isdbgrid"),
+        replica_set: hello.get_str("setName").is_ok(),
+    };
+    deployment.require(DOCREL)?;
+    known().lock().unwrap_or_else(|p| p.into_inner()).insert(hosts, deployment);
+    Ok(deployment)
+}
+
+/// Checks `feature` against the deployment this process connected to.
+///
+/// The driver's `Client` does not say which deployment it talks to, so the
+/// check is made when this process connected (with [`crate::connect`] or
+/// [`crate::connect_with`]) to exactly one deployment, which is the common
+/// case; a process that talks to several, or built its client without
+/// docrel, gets the server's own error instead.
+pub(crate) fn require(feature: Feature) -> Result<()> {
+    match the_one() {
+        Some(only) => only.require(feature),
+        None => Ok(()),
+    }
+}
+
+/// [`require`] on a sharded cluster only.
+pub(crate) fn require_when_sharded(feature: Feature) -> Result<()> {
+    match the_one() {
+        Some(only) if only.sharded => only.require(feature),
+        _ => Ok(()),
+    }
+}
+
+fn the_one() -> Option<Deployment> {
+    let map = known().lock().unwrap_or_else(|p| p.into_inner());
+    let mut all = map.values();
+    match (all.next(), all.next()) {
+        (Some(only), None) => Some(*only),
+        _ => None,
+    }
+}
+
+/// Tests only: makes docrel take every `hello` it reads from now on (at
+/// connect) as reporting `max_wire_version`, and forget the deployments
+/// it knew; `None` ends it. The way to see the errors of an old server
+/// without one. Process-wide: use it in a test binary of its own.
+#[cfg(feature = "testing")]
+pub fn pretend_wire_version(max_wire_version: Option<i32>) {
+    *PRETEND.lock().unwrap_or_else(|p| p.into_inner()) = max_wire_version;
+    known().lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
