@@ -14,21 +14,221 @@ use mongodb::{ClientSession, Database};
 /// `on_delete = cascade`.
 const MAX_CASCADE_DEPTH: usize = 16;
 
+/// How many ids one step of a cascade reads, pulls from and deletes: one
+/// `find` page, one `updateMany` per pulling reference, one `deleteMany`.
+/// Memory holds at most this many ids per level of the cascade.
+pub const BATCH: usize = 1000;
+
 /// Applies the rules of every reference to `T` for the documents `ids`
-/// about to be deleted (the caller deletes them afterwards), in the
-/// caller's session when given.
+/// about to be deleted (the caller deletes them afterwards, and passes at
+/// most [`BATCH`] at a time), in the caller's session when given.
 pub(crate) async fn apply<T: Document>(
     db: &Database,
     ids: &[T::Id],
     mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
-    if ids.is_empty() || graph().references_to(T::COLLECTION).iter().all(|(_, r)| rule(r) == OnDelete::Nothing) {
+    if ids.is_empty() || !has_rules(T::COLLECTION) {
         return Ok(());
     }
     let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
-    let mut plan = Plan::default();
-    plan.visit(db, T::COLLECTION, ids, 0, session.as_deref_mut()).await?;
-    plan.run(db, session).await
+    check(db, T::COLLECTION, &ids, session.as_deref_mut()).await?;
+    run(db, T::COLLECTION, &ids, 0, session).await
+}
+
+/// Whether deleting a document of `collection` has anything to apply.
+pub(crate) fn has_rules(collection: &str) -> bool {
+    graph().references_to(collection).iter().any(|(_, r)| rule(r) != OnDelete::Nothing)
+}
+
+/// [`apply`] for ids already [`check`]ed (a delete of many documents checks
+/// every page before it writes any).
+pub(crate) async fn apply_checked(
+    db: &Database,
+    collection: &'static str,
+    ids: &[Bson],
+    session: Option<&mut ClientSession>,
+) -> Result<()> {
+    if ids.is_empty() || !has_rules(collection) {
+        return Ok(());
+    }
+    run(db, collection, ids, 0, session).await
+}
+
+/// Refuses, before anything is written, when a `restrict` anywhere in the
+/// cascade from `collection` finds a referrer of `ids`, or the cascade goes
+/// deeper than [`MAX_CASCADE_DEPTH`]. Reads nothing when no rule below
+/// could refuse.
+pub(crate) async fn check(
+    db: &Database,
+    collection: &'static str,
+    ids: &[Bson],
+    session: Option<&mut ClientSession>,
+) -> Result<()> {
+    if !may_refuse(collection, 0) {
+        return Ok(());
+    }
+    check_level(db, collection, ids.to_vec(), 0, session).await
+}
+
+/// Whether a `restrict`, or a cascade too deep, is reachable from `collection`.
+fn may_refuse(collection: &str, depth: usize) -> bool {
+    if depth > MAX_CASCADE_DEPTH {
+        return true;
+    }
+    graph().references_to(collection).iter().any(|&(schema, rel)| match rule(rel) {
+        OnDelete::Restrict => true,
+        OnDelete::Cascade => may_refuse(schema.collection, depth + 1),
+        _ => false,
+    })
+}
+
+fn too_deep(collection: &str) -> Error {
+    Error::Invalid {
+        what: "on_delete",
+        message: format!(
+            "cascade from `{collection}` goes deeper than {MAX_CASCADE_DEPTH} levels; the schema has a \
+             cycle of `on_delete = cascade`: break it with `pull` or `restrict`"
+        ),
+    }
+}
+
+fn check_level<'a>(
+    db: &'a Database,
+    collection: &'static str,
+    ids: Vec<Bson>,
+    depth: usize,
+    mut session: Option<&'a mut ClientSession>,
+) -> futures::future::BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        if depth > MAX_CASCADE_DEPTH {
+            return Err(too_deep(collection));
+        }
+        for &(schema, rel) in graph().references_to(collection) {
+            match rule(rel) {
+                OnDelete::Restrict => {
+                    let referrers = db.collection::<RawDocumentBuf>(schema.collection);
+                    let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
+                    let count = in_session!(referrers.count_documents(filter), session.as_deref_mut())
+                        .map_err(|e| Error::driver("count", schema.collection, e))?;
+                    if count > 0 {
+                        return Err(Error::StillReferenced {
+                            collection,
+                            id: ids.iter().map(show_id).collect::<Vec<_>>().join(", "),
+                            referrer: schema.collection,
+                            field: rel.field,
+                            count,
+                        });
+                    }
+                }
+                OnDelete::Cascade if may_refuse(schema.collection, depth + 1) => {
+                    let mut after = None;
+                    while let Some(page) = dependants(db, schema, rel, &ids, after, session.as_deref_mut()).await? {
+                        after = page.last().cloned();
+                        check_level(db, schema.collection, page, depth + 1, session.as_deref_mut()).await?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The next page of at most [`BATCH`] ids of `schema` documents whose
+/// reference `rel` holds one of `ids`, after the id `after` in `_id` order.
+async fn dependants(
+    db: &Database,
+    schema: &'static crate::schema::document::Schema,
+    rel: &'static Relation,
+    ids: &[Bson],
+    after: Option<Bson>,
+    session: Option<&mut ClientSession>,
+) -> Result<Option<Vec<Bson>>> {
+    let mut filter = doc! { rel.id_path(): {"$in": ids} };
+    if let Some(after) = after {
+        filter.insert("_id", doc! {"$gt": after});
+    }
+    let coll = db.collection::<RawDocumentBuf>(schema.collection);
+    let find = coll
+        .find(filter)
+        .projection(doc! {"_id": 1})
+        .sort(doc! {"_id": 1})
+        .limit(BATCH as i64)
+        .batch_size(BATCH as u32)
+        .selection_criteria(crate::store::primary());
+    let found = collect(find, session, schema.collection, |raw| {
+        Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id.to_raw_bson()).ok()))
+    })
+    .await?;
+    let page: Vec<Bson> = found.into_iter().flatten().collect();
+    Ok((!page.is_empty()).then_some(page))
+}
+
+/// Applies the rules for `ids` of `collection`: one pull per pulling
+/// reference, and for each cascading one, page by page, its dependants'
+/// own rules and then their deletion.
+fn run<'a>(
+    db: &'a Database,
+    collection: &'static str,
+    ids: &'a [Bson],
+    depth: usize,
+    mut session: Option<&'a mut ClientSession>,
+) -> futures::future::BoxFuture<'a, Result<()>> {
+    Box::pin(async move {
+        if depth > MAX_CASCADE_DEPTH {
+            return Err(too_deep(collection));
+        }
+        for &(schema, rel) in graph().references_to(collection) {
+            match rule(rel) {
+                OnDelete::Nothing | OnDelete::Restrict => {}
+                OnDelete::Pull => pull(db, schema.collection, rel, ids, session.as_deref_mut()).await?,
+                OnDelete::Cascade => {
+                    let mut after = None;
+                    while let Some(page) = dependants(db, schema, rel, ids, after, session.as_deref_mut()).await? {
+                        after = page.last().cloned();
+                        run(db, schema.collection, &page, depth + 1, session.as_deref_mut()).await?;
+                        let coll = db.collection::<BsonDoc>(schema.collection);
+                        in_session!(coll.delete_many(doc! {"_id": {"$in": page}}), session.as_deref_mut())
+                            .map_err(|e| Error::driver("delete_many", schema.collection, e))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Removes `ids` from the reference `rel` of every `collection` document.
+async fn pull(
+    db: &Database,
+    collection: &'static str,
+    rel: &'static Relation,
+    ids: &[Bson],
+    session: Option<&mut ClientSession>,
+) -> Result<()> {
+    let coll = db.collection::<BsonDoc>(collection);
+    let filter = doc! { rel.id_path(): {"$in": ids} };
+    let update = match rel.kind {
+        RelationKind::RefMany { key: Some(key), .. } => {
+            // The elements' version records go with them.
+            let records: BsonDoc = ids
+                .iter()
+                .map(|id| {
+                    let path = format!("_docrel.copies.{}.{}", rel.field, crate::store::path::id_key(id));
+                    (path, Bson::String(String::new()))
+                })
+                .collect();
+            if rel.copies.is_empty() {
+                doc! {"$pull": { rel.field: { key: {"$in": ids} } }}
+            } else {
+                doc! {"$pull": { rel.field: { key: {"$in": ids} } }, "$unset": records}
+            }
+        }
+        RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
+        _ => doc! {"$unset": { rel.field: "" }},
+    };
+    in_session!(coll.update_many(filter, update), session).map_err(|e| Error::driver("update_many", collection, e))?;
+    Ok(())
 }
 
 /// The rule applied to `rel`: as declared, except that the array or
@@ -39,106 +239,5 @@ fn rule(rel: &Relation) -> OnDelete {
     match rel.on_delete {
         OnDelete::Nothing if rel.inverse.is_some() && pullable => OnDelete::Pull,
         declared => declared,
-    }
-}
-
-#[derive(Default)]
-struct Plan {
-    pulls: Vec<(&'static str, &'static Relation, Vec<Bson>)>,
-    deletes: Vec<(&'static str, Vec<Bson>)>,
-}
-
-impl Plan {
-    fn visit<'a>(
-        &'a mut self,
-        db: &'a Database,
-        collection: &'static str,
-        ids: Vec<Bson>,
-        depth: usize,
-        mut session: Option<&'a mut ClientSession>,
-    ) -> futures::future::BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            if depth > MAX_CASCADE_DEPTH {
-                return Err(Error::Invalid {
-                    what: "on_delete",
-                    message: format!(
-                        "cascade from `{collection}` goes deeper than {MAX_CASCADE_DEPTH} levels; the schema has a \
-                         cycle of `on_delete = cascade`: break it with `pull` or `restrict`"
-                    ),
-                });
-            }
-            for &(schema, rel) in graph().references_to(collection) {
-                let referrers = db.collection::<RawDocumentBuf>(schema.collection);
-                let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
-                match rule(rel) {
-                    OnDelete::Nothing => {}
-                    OnDelete::Restrict => {
-                        let count = in_session!(referrers.count_documents(filter), session.as_deref_mut())
-                            .map_err(|e| Error::driver("count", schema.collection, e))?;
-                        if count > 0 {
-                            return Err(Error::StillReferenced {
-                                collection,
-                                id: ids.iter().map(show_id).collect::<Vec<_>>().join(", "),
-                                referrer: schema.collection,
-                                field: rel.field,
-                                count,
-                            });
-                        }
-                    }
-                    OnDelete::Pull => self.pulls.push((schema.collection, rel, ids.clone())),
-                    OnDelete::Cascade => {
-                        let find = referrers.find(filter).projection(doc! {"_id": 1});
-                        let found = collect(find, session.as_deref_mut(), schema.collection, |raw| {
-                            Ok(match raw.get("_id") {
-                                Ok(Some(id)) => Some(Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null)),
-                                _ => None,
-                            })
-                        })
-                        .await?;
-                        let dependants: Vec<Bson> = found.into_iter().flatten().collect();
-                        if !dependants.is_empty() {
-                            let deeper = session.as_deref_mut();
-                            self.visit(db, schema.collection, dependants.clone(), depth + 1, deeper).await?;
-                            self.deletes.push((schema.collection, dependants));
-                        }
-                    }
-                }
-            }
-            Ok(())
-        })
-    }
-
-    async fn run(self, db: &Database, mut session: Option<&mut ClientSession>) -> Result<()> {
-        for (collection, rel, ids) in self.pulls {
-            let coll = db.collection::<BsonDoc>(collection);
-            let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
-            let update = match rel.kind {
-                RelationKind::RefMany { key: Some(key), .. } => {
-                    // The elements' version records go with them.
-                    let records: BsonDoc = ids
-                        .iter()
-                        .map(|id| {
-                            let path = format!("_docrel.copies.{}.{}", rel.field, crate::store::path::id_key(id));
-                            (path, Bson::String(String::new()))
-                        })
-                        .collect();
-                    if rel.copies.is_empty() {
-                        doc! {"$pull": { rel.field: { key: {"$in": ids} } }}
-                    } else {
-                        doc! {"$pull": { rel.field: { key: {"$in": ids} } }, "$unset": records}
-                    }
-                }
-                RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
-                _ => doc! {"$unset": { rel.field: "" }},
-            };
-            in_session!(coll.update_many(filter, update), session.as_deref_mut())
-                .map_err(|e| Error::driver("update_many", collection, e))?;
-        }
-        for (collection, ids) in self.deletes {
-            let coll = db.collection::<BsonDoc>(collection);
-            in_session!(coll.delete_many(doc! {"_id": {"$in": ids}}), session.as_deref_mut())
-                .map_err(|e| Error::driver("delete_many", collection, e))?;
-        }
-        Ok(())
     }
 }

@@ -436,12 +436,14 @@ impl<T: Document> Repository<T> {
                 match id {
                     Some(id) => Some(vec![id]),
                     None => {
-                        let ids: Vec<bson::Bson> = self
-                            .ids_matching(filter.clone(), session.as_deref_mut())
-                            .await?
-                            .iter()
-                            .map(DocId::to_bson)
-                            .collect();
+                        // (All the matching ids at once: an update of held
+                        // references over many documents is not paged yet.)
+                        let mut ids: Vec<bson::Bson> = Vec::new();
+                        while let Some(page) =
+                            self.id_page(&filter, ids.last().cloned(), session.as_deref_mut()).await?
+                        {
+                            ids.extend(page);
+                        }
                         filter = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
                         Some(ids)
                     }
@@ -525,29 +527,31 @@ impl<T: Document> Repository<T> {
             fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
-        // Many sources: their ids, one update, their new values, then each
-        // source's fan-out.
-        let ids: Vec<bson::Bson> =
-            self.ids_matching(filter.clone(), session.as_deref_mut()).await?.iter().map(DocId::to_bson).collect();
-        if ids.is_empty() {
-            return Ok(UpdateOutcome::default());
+        // Many sources, page by page (bounded memory and `$in`): their ids,
+        // one update, their new values, then each source's fan-out.
+        let mut outcome = UpdateOutcome::default();
+        let mut after = None;
+        while let Some(ids) = self.id_page(&filter, after, session.as_deref_mut()).await? {
+            after = ids.last().cloned();
+            let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": ids.clone()}}]};
+            let r = in_session!(self.raw.update_many(scoped, body.clone()), session.as_deref_mut())
+                .map_err(self.err("update_many"))?;
+            outcome.matched += r.matched_count;
+            outcome.modified += r.modified_count;
+            let find = self
+                .raw
+                .find(doc! {"_id": {"$in": ids}})
+                .optional(projection.clone(), |a, p| a.projection(p))
+                .batch_size(crate::relations::on_delete::BATCH as u32);
+            let changed = collect(find, session.as_deref_mut(), T::COLLECTION, |raw| {
+                crate::store::session::plain(T::COLLECTION, raw)
+            })
+            .await?;
+            for after in &changed {
+                fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched), session.as_deref_mut()).await?;
+            }
         }
-        let scoped = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
-        let r =
-            in_session!(self.raw.update_many(scoped, body), session.as_deref_mut()).map_err(self.err("update_many"))?;
-        let find = self
-            .raw
-            .find(doc! {"_id": {"$in": ids}})
-            .optional(projection, |a, p| a.projection(p))
-            .batch_size(i32::MAX as u32);
-        let changed = collect(find, session.as_deref_mut(), T::COLLECTION, |raw| {
-            crate::store::session::plain(T::COLLECTION, raw)
-        })
-        .await?;
-        for after in &changed {
-            fanout::fan_out(&self.db, T::COLLECTION, after, Some(touched), session.as_deref_mut()).await?;
-        }
-        Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count })
+        Ok(outcome)
     }
 
     /// The source write and its copies' fan-out in one transaction (the
@@ -889,30 +893,47 @@ impl<T: Document> Repository<T> {
     }
 
     async fn delete_many_in(&self, filter: impl Into<Filter>, mut session: Option<&mut ClientSession>) -> Result<u64> {
-        Op::new("delete_many", T::COLLECTION)
-            .run_counted(
-                async move {
-                    let mut filter = filter.into().into_document()?;
-                    if !graph().references_to(T::COLLECTION).is_empty() {
-                        let ids = self.ids_matching(filter.clone(), session.as_deref_mut()).await?;
-                        if ids.is_empty() {
-                            return Ok(0);
-                        }
-                        crate::relations::on_delete::apply::<T>(&self.db, &ids, session.as_deref_mut()).await?;
-                        let ids: Vec<bson::Bson> = ids.iter().map(DocId::to_bson).collect();
-                        filter = doc! {"$and": [filter, {"_id": {"$in": ids}}]};
-                    }
-                    let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-                    let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
-                        .map_err(self.err("delete_many"))?;
-                    if r.deleted_count > 0 && !parents.is_empty() {
-                        crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
-                    }
-                    Ok(r.deleted_count)
-                },
-                |n| Some(*n as usize),
-            )
-            .await
+        let op = Op::new("delete_many", T::COLLECTION);
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            if !crate::relations::on_delete::has_rules(T::COLLECTION) {
+                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
+                    .map_err(self.err("delete_many"))?;
+                if r.deleted_count > 0 && !parents.is_empty() {
+                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+                }
+                return Ok(r.deleted_count);
+            }
+            // The rules run page by page, so memory and every `$in` stay
+            // bounded however many documents match; a `restrict` is checked
+            // on every page before any is written.
+            let mut after = None;
+            while let Some(page) = self.id_page(&filter, after, session.as_deref_mut()).await? {
+                after = page.last().cloned();
+                crate::relations::on_delete::check(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+            }
+            let mut deleted = 0;
+            let mut after = None;
+            while let Some(page) = self.id_page(&filter, after, session.as_deref_mut()).await? {
+                after = page.last().cloned();
+                let on_delete = crate::relations::on_delete::apply_checked;
+                on_delete(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+                // Exactly the documents found, so one inserted while the
+                // rules ran is not deleted without its rules.
+                let filter = doc! {"$and": [filter.clone(), {"_id": {"$in": page}}]};
+                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
+                    .map_err(self.err("delete_many"))?;
+                deleted += r.deleted_count;
+                if r.deleted_count > 0 && !parents.is_empty() {
+                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session.as_deref_mut())
+                        .await?;
+                }
+            }
+            Ok(deleted)
+        };
+        op.run_counted(work, |n| Some(*n as usize)).await
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
@@ -927,12 +948,33 @@ impl<T: Document> Repository<T> {
         crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter, session).await
     }
 
-    async fn ids_matching(&self, filter: bson::Document, session: Option<&mut ClientSession>) -> Result<Vec<T::Id>> {
-        let find = self.raw.find(filter).projection(doc! {"_id": 1}).selection_criteria(crate::store::primary());
-        let ids =
-            collect(find, session, T::COLLECTION, |raw| Ok(raw.get("_id").ok().flatten().and_then(T::Id::from_raw)))
-                .await?;
-        Ok(ids.into_iter().flatten().collect())
+    /// The next page of at most [`crate::relations::on_delete::BATCH`]
+    /// ids matching `filter`, after `after` in `_id` order.
+    async fn id_page(
+        &self,
+        filter: &bson::Document,
+        after: Option<bson::Bson>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<Vec<bson::Bson>>> {
+        let batch = crate::relations::on_delete::BATCH;
+        let filter = match after {
+            Some(after) => doc! {"$and": [filter.clone(), {"_id": {"$gt": after}}]},
+            None => filter.clone(),
+        };
+        let find = self
+            .raw
+            .find(filter)
+            .projection(doc! {"_id": 1})
+            .sort(doc! {"_id": 1})
+            .limit(batch as i64)
+            .batch_size(batch as u32)
+            .selection_criteria(crate::store::primary());
+        let ids = collect(find, session, T::COLLECTION, |raw| {
+            Ok(raw.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id.to_raw_bson()).ok()))
+        })
+        .await?;
+        let page: Vec<bson::Bson> = ids.into_iter().flatten().collect();
+        Ok((!page.is_empty()).then_some(page))
     }
 
     /// Creates the indexes the document type declares and the ones its
