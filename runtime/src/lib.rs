@@ -51,6 +51,10 @@ pub use client::connect::{
 pub use client::deployment;
 pub use client::monitor::{Mark, RoundTrips};
 pub use client::trace;
+/// The `on_delete` rules' paging.
+pub mod on_delete {
+    pub use crate::relations::on_delete::BATCH;
+}
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use mongodb;

@@ -218,10 +218,13 @@ impl<'a> Repair<'a> {
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
 
         // The sources this batch refers to, read once.
+        // (A set and a map by id, not searches of a list: a batch of holders
+        // of many sources stays linear.)
         let mut ids: Vec<Bson> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for d in &docs {
             for id in held_ids(target, d) {
-                if !ids.contains(&id) {
+                if seen.insert(crate::store::path::id_key(&id)) {
                     ids.push(id);
                 }
             }
@@ -241,7 +244,9 @@ impl<'a> Repair<'a> {
                 sources.push(cursor.deserialize_current().map_err(|e| Error::driver("find", self.source, e))?);
             }
         }
-        let find_source = |id: &Bson| sources.iter().find(|s| s.get("_id") == Some(id));
+        let by_id: HashMap<String, &BsonDoc> =
+            sources.iter().filter_map(|s| Some((crate::store::path::id_key(s.get("_id")?), s))).collect();
+        let find_source = |id: &Bson| by_id.get(&crate::store::path::id_key(id)).copied();
 
         let mut to_fix: HashMap<String, (Bson, BsonDoc)> = HashMap::new();
         for d in &docs {
@@ -256,7 +261,7 @@ impl<'a> Repair<'a> {
                     target.fields.iter().any(|(field, source_field)| copy.get(*field) != lookup(source, source_field));
                 if differs {
                     stale = true;
-                    to_fix.entry(format!("{id:?}")).or_insert_with(|| (id.clone(), source.clone()));
+                    to_fix.entry(crate::store::path::id_key(&id)).or_insert_with(|| (id.clone(), source.clone()));
                 }
             }
             if stale {
