@@ -85,6 +85,23 @@ pub struct Appended {
     pub start: Option<DateTime>,
 }
 
+/// The most parents whose open page is remembered. The cache is only a
+/// hint (a wrong or missing page costs a read, never a wrong write), so a
+/// service appending for millions of parents keeps this many, not all.
+pub const OPEN_PAGES_LIMIT: usize = 10_000;
+
+/// Remembers `page` as the open page of `key`, within [`OPEN_PAGES_LIMIT`].
+fn remember_page(key: (String, &'static str, String), page: i64) {
+    let Ok(mut m) = open_pages().lock() else { return };
+    if m.len() >= OPEN_PAGES_LIMIT && !m.contains_key(&key) {
+        // Any entry will do: a parent forgotten reads its last page once.
+        if let Some(evicted) = m.keys().next().cloned() {
+            m.remove(&evicted);
+        }
+    }
+    m.insert(key, page);
+}
+
 /// The last page each parent appended to, by (database, collection, parent),
 /// so an append usually goes straight to the open page: one round trip.
 fn open_pages() -> &'static OpenPages {
@@ -194,9 +211,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                     if r.upserted_id.is_some() {
                         self.confirm_parent(db, parent).await?;
                     }
-                    if let Ok(mut m) = open_pages().lock() {
-                        m.insert(key, page);
-                    }
+                    remember_page(key, page);
                     return Ok(Appended { page: Some(page), start: None });
                 }
                 // The page is full (the upsert collided with it): the next one.
@@ -332,5 +347,21 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::{open_pages, remember_page, OPEN_PAGES_LIMIT};
+
+    #[test]
+    fn the_open_page_cache_stays_within_its_limit() {
+        for i in 0..OPEN_PAGES_LIMIT + 50 {
+            remember_page(("db".into(), "pages_test", i.to_string()), 1);
+        }
+        let len = open_pages().lock().map(|m| m.len()).unwrap_or(usize::MAX);
+        assert_eq!(len, OPEN_PAGES_LIMIT);
+        remember_page(("db".into(), "pages_test", "0-again".into()), 2);
+        assert_eq!(open_pages().lock().map(|m| m.len()).unwrap_or(usize::MAX), OPEN_PAGES_LIMIT);
     }
 }
