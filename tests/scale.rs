@@ -36,7 +36,7 @@ async fn a_cascade_deletes_page_by_page() -> docrel::Result<()> {
     let batch = docrel::on_delete::BATCH;
     let n = 2 * batch + batch / 2;
     Host::repo(&t.db).insert_many(&[Host { id: 1, name: "www".into() }, Host { id: 2, name: "db".into() }]).await?;
-    let msgs: Vec<LogMsg> = (0..n).map(|i| LogMsg { id: ObjectId::new(), time: DateTime::now(), host: 1 }).collect();
+    let msgs: Vec<LogMsg> = (0..n).map(|_| LogMsg { id: ObjectId::new(), time: DateTime::now(), host: 1 }).collect();
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
     LogMsg::repo(&t.db).insert(&LogMsg { id: ObjectId::new(), time: DateTime::now(), host: 2 }).await?;
 
