@@ -152,7 +152,7 @@ async fn run() -> docrel::Result<()> {
     let admin = scenario(&db, &log).await?;
     let path = std::path::absolute("schema.md").unwrap_or_else(|_| "schema.md".into());
     std::fs::write(&path, &admin.report).map_err(|e| docrel::Error::Invalid {
-        what: "schema report",
+        what: docrel::Misuse::Application("schema report"),
         message: format!("cannot write {}: {e}", path.display()),
     })?;
     println!("the schema report is also in {}", path.display());

@@ -124,9 +124,10 @@ async fn show_page(db: &Database, log: &common::Log, what: &str) -> docrel::Resu
 pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Reviews> {
     log.title("reviews: the product keeps its 10 most recent reviews; all of them live in `reviews`");
     log.step("create the indexes of reviews", Review::repo(db).ensure_indexes()).await?;
-    let value: Decimal128 = "119.99"
-        .parse()
-        .map_err(|e| docrel::Error::Invalid { what: "price", message: format!("119.99 is not a decimal: {e}") })?;
+    let value: Decimal128 = "119.99".parse().map_err(|e| docrel::Error::Invalid {
+        what: docrel::Misuse::Application("price"),
+        message: format!("119.99 is not a decimal: {e}"),
+    })?;
     let widget = Product {
         id: 1,
         name: "Super Widget".into(),
@@ -137,7 +138,10 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Review
     log.step("insert the Super Widget, no reviews yet", Product::repo(db).insert(&widget)).await?;
 
     let mut reviews = all_reviews();
-    let newest = reviews.pop().ok_or_else(|| docrel::Error::Invalid { what: "reviews", message: "none".into() })?;
+    let newest = reviews.pop().ok_or_else(|| docrel::Error::Invalid {
+        what: docrel::Misuse::Application("reviews"),
+        message: "none".into(),
+    })?;
     log.step("insert 11 reviews: one insert_many, one $push/$sort/$slice", Review::repo(db).insert_many(&reviews))
         .await?;
     log.step("insert Kristina's review 786: the insert and one push", Review::repo(db).insert(&newest)).await?;
@@ -153,7 +157,10 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Review
         ));
     }
     let Some(oldest_shown) = page.reviews.last().map(|r| r.published_date) else {
-        return Err(docrel::Error::Invalid { what: "reviews", message: "the product keeps no reviews".into() });
+        return Err(docrel::Error::Invalid {
+            what: docrel::Misuse::Application("reviews"),
+            message: "the product keeps no reviews".into(),
+        });
     };
     let more: Vec<ReviewSummary> = log
         .step(

@@ -664,7 +664,7 @@ async fn reassigning_a_task_keeps_both_sides_right() -> docrel::Result<()> {
 
     // A task must have an owner: unlinking it is refused before any write.
     let err = Person::rels().tasks.unlink(&t.db, &joe.id, &task.id).await.unwrap_err();
-    assert!(matches!(err, Error::Invalid { what: "unlink", .. }), "{err}");
+    assert!(matches!(err, Error::Invalid { what: docrel::Misuse::Unlink, .. }), "{err}");
 
     // The owner's loader, and the owner's tasks by the inverse array.
     let tasks = Task::repo(&t.db).find(Filter::all()).to_vec().await?;

@@ -152,7 +152,7 @@ async fn a_summary_above_its_size_hint_is_refused_and_nothing_written() -> docre
     long.review_text = "x".repeat(5000);
     let mark = t.trips.mark();
     let err = Review::repo(&t.db).insert(&long).await.unwrap_err();
-    assert!(matches!(err, Error::Invalid { what: "subset element", .. }), "{err}");
+    assert!(matches!(err, Error::Invalid { what: docrel::Misuse::SubsetElement, .. }), "{err}");
     assert!(err.to_string().contains("max_bytes = 2000"), "{err}");
     assert_eq!(t.trips.since(mark), 0);
     assert_eq!(Review::repo(&t.db).count(Filter::all()).await?, 0);
@@ -329,7 +329,7 @@ async fn sixteen_writers_fill_exactly_32_pages_of_50() -> docrel::Result<()> {
     // An element above its size hint is refused.
     let huge = Comment { name: "x".into(), created_on: DateTime::now(), comment: "y".repeat(2000) };
     let err = CommentPage::rels().comments.append(&t.db, &1, &huge).await.unwrap_err();
-    assert!(matches!(err, Error::Invalid { what: "bucket element", .. }), "{err}");
+    assert!(matches!(err, Error::Invalid { what: docrel::Misuse::BucketElement, .. }), "{err}");
     Ok(())
 }
 

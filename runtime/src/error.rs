@@ -253,7 +253,7 @@ pub enum Error {
     #[error("invalid {what}: {message}")]
     Invalid {
         /// What was invalid.
-        what: &'static str,
+        what: Misuse,
         /// Why, and how to fix it.
         message: String,
     },
@@ -281,6 +281,89 @@ pub enum Error {
         #[source]
         source: Box<mongodb::error::Error>,
     },
+}
+
+/// What an [`Error::Invalid`] is about, to match on.
+///
+/// ```
+/// let err = docrel::Error::Invalid { what: docrel::Misuse::Filter, message: "…".into() };
+/// assert!(matches!(err, docrel::Error::Invalid { what: docrel::Misuse::Filter, .. }));
+/// assert!(err.to_string().starts_with("invalid filter"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Misuse {
+    /// a bucket's declaration or its parent.
+    Bucket,
+    /// an element appended to a bucket.
+    BucketElement,
+    /// a time range read from buckets.
+    BucketRange,
+    /// a summary written into a subset.
+    SubsetElement,
+    /// a subset's declaration.
+    Subset,
+    /// a collection name given at run time (admin, verify).
+    Collection,
+    /// a database name given to the admin tool.
+    Database,
+    /// a severity given to the doctor.
+    Severity,
+    /// a file the admin tool reads or writes.
+    File,
+    /// a document to insert.
+    Insert,
+    /// a document to replace.
+    Replace,
+    /// a transactional fan-out on a deployment without transactions.
+    TransactionalFanOut,
+    /// `latest_per_parent` without an order.
+    LatestPerParent,
+    /// the `on_delete` rules (a cascade cycle).
+    OnDelete,
+    /// a two-way link.
+    Link,
+    /// a two-way unlink.
+    Unlink,
+    /// the inverse side of a two-way reference.
+    Inverse,
+    /// the environment (`MONGODB_URI`).
+    Environment,
+    /// a filter.
+    Filter,
+    /// an update.
+    Update,
+    /// An error of the application built on docrel (its own validation),
+    /// carried in docrel's error type.
+    Application(&'static str),
+}
+
+impl std::fmt::Display for Misuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Misuse::Bucket => "bucket",
+            Misuse::BucketElement => "bucket element",
+            Misuse::BucketRange => "bucket range",
+            Misuse::SubsetElement => "subset element",
+            Misuse::Subset => "subset",
+            Misuse::Collection => "collection",
+            Misuse::Database => "database",
+            Misuse::Severity => "severity",
+            Misuse::File => "file",
+            Misuse::Insert => "insert",
+            Misuse::Replace => "replace",
+            Misuse::TransactionalFanOut => "transactional fan-out",
+            Misuse::LatestPerParent => "latest_per_parent",
+            Misuse::OnDelete => "on_delete",
+            Misuse::Link => "link",
+            Misuse::Unlink => "unlink",
+            Misuse::Inverse => "inverse",
+            Misuse::Environment => "environment",
+            Misuse::Filter => "filter",
+            Misuse::Update => "update",
+            Misuse::Application(what) => what,
+        })
+    }
 }
 
 /// The kind and the message: what `main` and `unwrap` print. The derived

@@ -55,7 +55,7 @@ pub use client::trace;
 pub mod on_delete {
     pub use crate::relations::on_delete::BATCH;
 }
-pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
+pub use error::{Error, Misuse, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use mongodb;
 pub use patterns::bucket::{Appended, Bucket};

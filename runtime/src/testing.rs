@@ -53,7 +53,7 @@ impl TestDb {
     /// Connects to `MONGODB_URI` and names a fresh database after `label`.
     pub async fn new(label: &str) -> Result<TestDb> {
         let uri = std::env::var(URI_VARIABLE).map_err(|_| Error::Invalid {
-            what: "environment",
+            what: crate::error::Misuse::Environment,
             message: format!(
                 "{URI_VARIABLE} is not set: run the tests with `scripts/test`, which starts the embedded \
                  server, or export {URI_VARIABLE}=mongodb://HOST:PORT"

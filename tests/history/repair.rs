@@ -27,7 +27,7 @@ pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
     let sources = docrel::graph::graph().sources();
     if sources != ["parts", "people", "products"] {
         return Err(docrel::Error::Invalid {
-            what: "repair_everything",
+            what: docrel::Misuse::Application("repair_everything"),
             message: format!("the schema has copies from {sources:?}: repair each of them here"),
         });
     }

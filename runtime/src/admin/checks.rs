@@ -117,7 +117,7 @@ pub fn jobs(collection: Option<&str>) -> Result<Vec<Job>> {
     }
     if let (Some(c), true) = (collection, out.is_empty()) {
         return Err(Error::Invalid {
-            what: "collection",
+            what: crate::error::Misuse::Collection,
             message: format!(
                 "nothing derived involves collection `{c}` (no copies, two-way references, subsets or buckets); the \
                  collections that have some are: [{}]. Check the name, or leave it out to check everything",

@@ -380,9 +380,12 @@ where
         Err(e) => {
             console.note(&format!("error: {e}"));
             match e {
-                Error::Invalid { what: "collection" | "database" | "severity", .. } | Error::UnknownSource { .. } => {
-                    Exit::Usage
+                Error::Invalid {
+                    what:
+                        crate::error::Misuse::Collection | crate::error::Misuse::Database | crate::error::Misuse::Severity,
+                    ..
                 }
+                | Error::UnknownSource { .. } => Exit::Usage,
                 _ => Exit::Failed,
             }
         }
@@ -392,7 +395,7 @@ where
 async fn database(cli: &Cli) -> Result<Database> {
     let Some(name) = cli.db.as_deref().filter(|n| !n.is_empty()) else {
         return Err(Error::Invalid {
-            what: "database",
+            what: crate::error::Misuse::Database,
             message: "name the database: `--db NAME`, or set DOCREL_DB=NAME".into(),
         });
     };
@@ -402,7 +405,7 @@ async fn database(cli: &Cli) -> Result<Database> {
 
 fn write_file(path: &PathBuf, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::Invalid {
-        what: "file",
+        what: crate::error::Misuse::File,
         message: format!("cannot write {}: {e}; check the directory exists and is writable", path.display()),
     })
 }

@@ -92,7 +92,7 @@ impl std::str::FromStr for Severity {
             "warning" | "warn" => Ok(Severity::Warning),
             "error" => Ok(Severity::Error),
             other => Err(Error::Invalid {
-                what: "severity",
+                what: crate::error::Misuse::Severity,
                 message: format!("`{other}` is not a severity: use info, warning or error"),
             }),
         }

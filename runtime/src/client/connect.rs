@@ -64,7 +64,7 @@ pub async fn connect_from_env() -> Result<Client> {
     match std::env::var(URI_VARIABLE) {
         Ok(uri) => connect(&uri).await,
         Err(_) => Err(Error::Invalid {
-            what: "environment",
+            what: crate::error::Misuse::Environment,
             message: format!(
                 "{URI_VARIABLE} is not set. Run through `scripts/test` or `scripts/demo`, which start the \
                  embedded server and set it, or export {URI_VARIABLE}=mongodb://HOST:PORT"

@@ -126,7 +126,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
     fn spec(&self) -> Result<&'static BucketSpec> {
         self.rel.bucket.as_ref().ok_or_else(|| Error::Invalid {
-            what: "bucket",
+            what: crate::error::Misuse::Bucket,
             message: format!("`{}` is not declared with `#[bucket(..)]`", self.rel.field),
         })
     }
@@ -141,7 +141,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             let bytes = bson::to_vec(&doc! {"e": &value}).map(|v| v.len().saturating_sub(8)).unwrap_or(usize::MAX);
             if bytes > max as usize {
                 return Err(Error::Invalid {
-                    what: "bucket element",
+                    what: crate::error::Misuse::BucketElement,
                     message: format!(
                         "an element of `{}.{}` is {bytes} bytes, above its `max_bytes = {max}`; nothing was written",
                         B::COLLECTION,
@@ -220,7 +220,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             }
         }
         Err(Error::Invalid {
-            what: "bucket",
+            what: crate::error::Misuse::Bucket,
             message: format!(
                 "no page of `{}` with room found after 1000 tries for parent {}; run `ensure_indexes` (the unique \
                  index on parent and page is what makes a full page refuse the upsert)",
@@ -303,7 +303,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         let spec = self.spec()?;
         let (Some(window), Some(time)) = (spec.window_ms, self.time) else {
             return Err(Error::Invalid {
-                what: "bucket range",
+                what: crate::error::Misuse::BucketRange,
                 message: format!(
                     "`{}` is bucketed by count: a range read needs `#[bucket(by = .., window = ..)]`",
                     self.rel.field

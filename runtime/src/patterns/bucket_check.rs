@@ -259,7 +259,7 @@ fn known(collection: &str) -> Result<Vec<BucketArray>> {
         let mut known: Vec<&str> = bucket_arrays().iter().map(|a| a.schema.collection).collect();
         known.dedup();
         return Err(Error::Invalid {
-            what: "collection",
+            what: crate::error::Misuse::Collection,
             message: format!(
                 "collection `{collection}` holds no `#[bucket(..)]` array; the bucket collections of this program \
                  are: [{}]. Check the name, and that the types are linked into this binary",

@@ -56,7 +56,7 @@ impl SubsetTarget {
             let bytes = bson::to_vec(&summary).map(|v| v.len()).unwrap_or(usize::MAX);
             if bytes > max as usize {
                 return Err(Error::Invalid {
-                    what: "subset element",
+                    what: crate::error::Misuse::SubsetElement,
                     message: format!(
                         "the summary of a `{}` for `{}.{}` is {bytes} bytes, above its `max_bytes = {max}`; nothing \
                          was written. Shorten it, or raise `max_bytes`",
@@ -393,7 +393,7 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
 
     fn target(&self) -> Result<&'static SubsetTarget> {
         subsets_of(C::COLLECTION).iter().find(|t| std::ptr::eq(t.rel, self.rel)).ok_or_else(|| Error::Invalid {
-            what: "subset",
+            what: crate::error::Misuse::Subset,
             message: format!(
                 "`{}` summarizes `{}`, but no field of `{}` refers back to `{}`: add `#[parent_ref(to = ..)]` on it",
                 self.rel.field,

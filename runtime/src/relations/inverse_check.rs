@@ -366,7 +366,7 @@ fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
         known.sort_unstable();
         known.dedup();
         return Err(Error::Invalid {
-            what: "collection",
+            what: crate::error::Misuse::Collection,
             message: format!(
                 "no two-way reference (`inverse = ..`) involves collection `{collection}`; the collections with \
                  two-way references in this program are: [{}]. Check the name, and that the types are linked into \

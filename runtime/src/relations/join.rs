@@ -776,7 +776,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
         }
         let Some(sort) = self.sort.clone() else {
             return Err(Error::Invalid {
-                what: "latest_per_parent",
+                what: crate::error::Misuse::LatestPerParent,
                 message: format!(
                     "\"latest\" needs an order: declare one with `#[parent_ref(.., sort = \"-time\")]` on `{}` or call `.sort(..)`",
                     self.rel.rust_field

@@ -84,7 +84,7 @@ fn may_refuse(collection: &str, depth: usize) -> bool {
 
 fn too_deep(collection: &str) -> Error {
     Error::Invalid {
-        what: "on_delete",
+        what: crate::error::Misuse::OnDelete,
         message: format!(
             "cascade from `{collection}` goes deeper than {MAX_CASCADE_DEPTH} levels; the schema has a \
              cycle of `on_delete = cascade`: break it with `pull` or `restrict`"

@@ -37,7 +37,7 @@ impl Side {
         let (many, optional, max) = match rel.kind {
             RelationKind::RefMany { key: Some(_), .. } => {
                 return Err(Error::Invalid {
-                    what: "link",
+                    what: crate::error::Misuse::Link,
                     message: format!(
                         "`{}` holds `{{id, ..}}` structs: link/unlink cannot make the other fields of an element; push \
                          the element with the update builder (`fields().{}.push(..)`) instead",
@@ -50,7 +50,7 @@ impl Side {
             RelationKind::ParentRef => (false, false, None),
             RelationKind::Embed { .. } | RelationKind::Bucket => {
                 return Err(Error::Invalid {
-                    what: "link",
+                    what: crate::error::Misuse::Link,
                     message: format!("`{}` is an embed, not a reference", rel.field),
                 })
             }
@@ -64,7 +64,7 @@ impl Side {
         match graph().inverse_of(rel) {
             Some((schema, r)) => Side::of(schema.collection, r).map(Some),
             None => Err(Error::Invalid {
-                what: "inverse",
+                what: crate::error::Misuse::Inverse,
                 message: format!(
                     "`{}` names `{inverse}` of `{target}` as its inverse, but that field carries no `#[reference]`: \
                      add `#[reference(.., inverse = {})]` on it",
@@ -375,7 +375,7 @@ pub(crate) async fn unlink(
     for side in std::iter::once(near).chain(far) {
         if !side.many && !side.optional {
             return Err(Error::Invalid {
-                what: "unlink",
+                what: crate::error::Misuse::Unlink,
                 message: format!(
                     "`{}.{}` is a required reference (not an `Option`): a document cannot be left without it. \
                      Reassign it instead, or make the field an `Option`",

@@ -228,9 +228,10 @@ impl<T: Document> Repository<T> {
                 }
                 let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
                 let result = if raws.len() == 1 {
-                    let raw = raws
-                        .pop()
-                        .ok_or_else(|| Error::Invalid { what: "insert", message: "nothing encoded".into() })?;
+                    let raw = raws.pop().ok_or_else(|| Error::Invalid {
+                        what: crate::error::Misuse::Insert,
+                        message: "nothing encoded".into(),
+                    })?;
                     in_session!(self.raw.insert_one(raw), session.as_deref_mut())
                         .map(|_| ())
                         .map_err(self.err("insert"))
@@ -598,7 +599,7 @@ impl<T: Document> Repository<T> {
         .await
         .map_err(|e| match e {
             e if crate::store::transaction::unsupported(&e) => Error::Invalid {
-                what: "transactional fan-out",
+                what: crate::error::Misuse::TransactionalFanOut,
                 message: format!(
                     "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
                      `transactional_fan_out()`"
@@ -708,7 +709,9 @@ impl<T: Document> Repository<T> {
     async fn put(&self, doc: &T, upsert: bool, mut session: Option<&mut ClientSession>) -> Result<bool> {
         let Encoded { mut raws, plain, filled } =
             self.encode_all(std::slice::from_ref(doc), upsert, session.as_deref_mut()).await?;
-        let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "replace", message: "nothing encoded".into() })?;
+        let raw = raws
+            .pop()
+            .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
         let g = graph();
         let keeps = g.holds_copies(T::schema())
             || !g.two_way_of(T::schema()).is_empty()

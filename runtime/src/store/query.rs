@@ -691,7 +691,7 @@ impl Filter {
     pub fn into_document(self) -> Result<BsonDoc> {
         match self.error {
             None => Ok(self.doc),
-            Some(message) => Err(Error::Invalid { what: "filter", message }),
+            Some(message) => Err(Error::Invalid { what: crate::error::Misuse::Filter, message }),
         }
     }
 

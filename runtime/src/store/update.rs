@@ -232,13 +232,16 @@ impl<D> Update<D> {
     /// update was refused before any document was read).
     pub fn to_document(&self) -> Result<BsonDoc> {
         match &self.problem {
-            Some(Problem::Invalid(message)) => Err(Error::Invalid { what: "update", message: message.clone() }),
+            Some(Problem::Invalid(message)) => {
+                Err(Error::Invalid { what: crate::error::Misuse::Update, message: message.clone() })
+            }
             Some(Problem::Full { collection, field, max, len }) => {
                 Err(Error::EmbedFull { collection, id: "(any)".into(), field, max: *max, len: *len })
             }
-            None if self.doc.is_empty() => {
-                Err(Error::Invalid { what: "update", message: "it changes nothing; add at least one operation".into() })
-            }
+            None if self.doc.is_empty() => Err(Error::Invalid {
+                what: crate::error::Misuse::Update,
+                message: "it changes nothing; add at least one operation".into(),
+            }),
             None => Ok(self.doc.clone()),
         }
     }
