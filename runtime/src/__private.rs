@@ -1,5 +1,7 @@
 //! What generated code may touch. Not public API: no stability promise.
 
+pub use crate::bson;
+pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::schema::document::{
@@ -7,7 +9,6 @@ pub use crate::schema::document::{
     Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
-pub use bson;
 pub use inventory;
 pub use mongodb;
 pub use serde;

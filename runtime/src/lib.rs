@@ -16,6 +16,7 @@
 //! | base | `error`, `id` | errors, id types |
 
 pub mod admin;
+pub mod bson_compat;
 mod client;
 mod denormalize;
 mod error;
@@ -43,7 +44,6 @@ pub use patterns::bucket_check;
 pub use relations::inverse_check;
 pub use schema::{graph, indexes, registry};
 
-pub use bson;
 pub use client::connect::{
     connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
@@ -51,6 +51,7 @@ pub use client::monitor::{Mark, RoundTrips};
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use mongodb;
+pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};

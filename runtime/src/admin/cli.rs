@@ -15,12 +15,12 @@
 use crate::admin::checks::{self, RunReport};
 use crate::admin::doctor::{self, Severity};
 use crate::admin::{html, index_plan, report};
+use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::client::connect::connect;
 use crate::denormalize::sync::{HistoryLost, SyncWorker, SYNC_COLLECTION};
 use crate::error::{Error, Result};
 use crate::schema::graph::graph;
 use crate::schema::registry::{describe, sorted};
-use bson::{doc, Bson, Document as BsonDoc};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::FutureExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -1,5 +1,6 @@
 //! Connecting, with an error that names the URI and the fix instead of a hang.
 
+use crate::bson;
 use crate::error::{Error, Result};
 use mongodb::options::ClientOptions;
 use mongodb::Client;

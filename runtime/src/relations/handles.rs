@@ -1,6 +1,7 @@
 //! The typed relation handles generated for each relationship
 //! (`Product::rels().parts`), and what can be done through them.
 
+use crate::bson;
 use crate::id::DocId;
 use crate::relations::join::{Children, FieldVisit, Latest, Load, Referenced, Referrers};
 use crate::relations::two_way::LinkWrite;

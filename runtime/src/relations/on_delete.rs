@@ -2,12 +2,12 @@
 //! deleted through docrel: plan the whole cascade first (refusing on any
 //! `restrict`, before anything is written), then pull and delete.
 
+use crate::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
 use crate::store::session::{collect, in_session};
-use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
 /// Cascades deeper than this are refused: the schema has a cycle of
@@ -90,7 +90,7 @@ impl Plan {
                         let find = referrers.find(filter).projection(doc! {"_id": 1});
                         let found = collect(find, session.as_deref_mut(), schema.collection, |raw| {
                             Ok(match raw.get("_id") {
-                                Ok(Some(id)) => Some(Bson::try_from(id.to_raw_bson()).unwrap_or(Bson::Null)),
+                                Ok(Some(id)) => Some(Bson::try_from(id).unwrap_or(Bson::Null)),
                                 _ => None,
                             })
                         })

@@ -1,6 +1,8 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
+use crate::bson::{self, doc, RawDocumentBuf};
+use crate::bson_compat;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
 use crate::error::{Error, Result};
@@ -12,7 +14,6 @@ use crate::store::find::Find;
 use crate::store::path::lookup;
 use crate::store::query::{Filter, Update};
 use crate::store::session::{collect, in_session};
-use bson::{doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use std::marker::PhantomData;
@@ -155,7 +156,7 @@ impl<T: Document> Repository<T> {
         let mut plain = docs
             .iter()
             .map(|d| {
-                bson::to_document(d).map_err(|e| Error::Encode {
+                bson_compat::to_document(d).map_err(|e| Error::Encode {
                     what: format!("a document of `{}`", T::COLLECTION),
                     message: e.to_string(),
                 })

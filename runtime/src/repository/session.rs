@@ -4,6 +4,7 @@
 //! committed, or aborted, together.
 
 use super::{Repository, UpdateOutcome};
+use crate::bson;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;

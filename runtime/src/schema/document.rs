@@ -1,6 +1,7 @@
 //! The traits that `#[derive(Document)]` and `#[derive(View)]` implement, and
 //! the static description of a schema that they generate.
 
+use crate::bson;
 use crate::error::Result;
 use crate::id::DocId;
 use serde::{de::DeserializeOwned, Serialize};
