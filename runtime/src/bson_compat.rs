@@ -101,20 +101,18 @@ pub fn to_raw_document_buf<T: Serialize>(value: &T) -> Result<RawDocumentBuf, En
     ser_raw(value)
 }
 
-/// A BSON regular expression (`Regex::new` of bson 2; bson 3 stores both
-/// strings as `CString`). `None` where either holds a NUL byte, which BSON
-/// cannot store.
+/// A BSON regular expression, its options sorted as BSON wants them (bson
+/// 3 stores both strings as `CString`). `None` where either holds a NUL
+/// byte, which BSON cannot store.
 pub fn regex(pattern: &str, options: &str) -> Option<Regex> {
     if pattern.contains('\0') || options.contains('\0') {
         return None;
     }
+    let mut sorted: Vec<char> = options.chars().collect();
+    sorted.sort_unstable();
+    let options: String = sorted.into_iter().collect();
     #[cfg(not(feature = "bson-3"))]
-    return Some(Regex::new(pattern, options));
+    return Some(Regex { pattern: pattern.to_owned(), options });
     #[cfg(feature = "bson-3")]
-    {
-        let mut sorted: Vec<char> = options.chars().collect();
-        sorted.sort_unstable();
-        let options: String = sorted.into_iter().collect();
-        Some(Regex { pattern: pattern.try_into().ok()?, options: options.try_into().ok()? })
-    }
+    Some(Regex { pattern: pattern.try_into().ok()?, options: options.try_into().ok()? })
 }
