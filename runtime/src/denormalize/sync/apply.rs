@@ -21,7 +21,7 @@ use mongodb::Database;
 /// apart from the updated fields.
 ///
 /// ```
-/// use docrel::bson::{doc, from_document};
+/// use docrel::{bson::doc, bson_compat::from_document};
 /// use docrel::mongodb::change_stream::event::UpdateDescription;
 ///
 /// let d: UpdateDescription = from_document(doc! {
