@@ -1,6 +1,5 @@
 //! What generated code may touch. Not public API: no stability promise.
 
-pub use crate::bson;
 pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
@@ -11,6 +10,7 @@ pub use crate::schema::document::{
 pub use crate::schema::registry::Registered;
 pub use inventory;
 pub use mongodb;
+pub use mongodb::bson;
 pub use serde;
 
 // The facade's items, so that generated code names everything through the

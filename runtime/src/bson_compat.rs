@@ -1,6 +1,6 @@
 //! The serde functions of bson under one set of names, whichever major
-//! version [`crate::bson`] (the driver's `mongodb::bson`) is: bson 2 by
-//! default, bson 3 with the `bson-3` feature.
+//! version `mongodb::bson` (the driver's, re-exported as `docrel::bson`) is:
+//! bson 2 by default, bson 3 with the `bson-3` feature.
 //!
 //! bson 3 renamed `to_document`, `from_document`, `to_vec`, `from_slice`,
 //! … to `serialize_to_document`, `deserialize_from_document`, … and has one
@@ -23,40 +23,40 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::bson::{Bson, Document, RawDocumentBuf, Regex};
+use mongodb::bson::{Bson, Document, RawDocumentBuf, Regex};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The error of the encoding functions: `bson::ser::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(not(feature = "bson-3"))]
-pub type EncodeError = crate::bson::ser::Error;
+pub type EncodeError = mongodb::bson::ser::Error;
 /// The error of the encoding functions: `bson::ser::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(feature = "bson-3")]
-pub type EncodeError = crate::bson::error::Error;
+pub type EncodeError = mongodb::bson::error::Error;
 
 /// The error of the decoding functions: `bson::de::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(not(feature = "bson-3"))]
-pub type DecodeError = crate::bson::de::Error;
+pub type DecodeError = mongodb::bson::de::Error;
 /// The error of the decoding functions: `bson::de::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(feature = "bson-3")]
-pub type DecodeError = crate::bson::error::Error;
+pub type DecodeError = mongodb::bson::error::Error;
 
 #[cfg(not(feature = "bson-3"))]
-use crate::bson::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
+use mongodb::bson::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
 #[cfg(not(feature = "bson-3"))]
-use crate::bson::{
+use mongodb::bson::{
     to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec,
 };
 
 #[cfg(feature = "bson-3")]
-use crate::bson::{
+use mongodb::bson::{
     deserialize_from_bson as de_bson, deserialize_from_document as de_document, deserialize_from_slice as de_slice,
 };
 #[cfg(feature = "bson-3")]
-use crate::bson::{
+use mongodb::bson::{
     serialize_to_bson as ser_bson, serialize_to_document as ser_document, serialize_to_raw_document_buf as ser_raw,
     serialize_to_vec as ser_vec,
 };

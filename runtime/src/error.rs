@@ -290,6 +290,6 @@ impl Error {
 }
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
-pub(crate) fn show_id(id: &crate::bson::Bson) -> String {
+pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
     id.clone().into_relaxed_extjson().to_string()
 }

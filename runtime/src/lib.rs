@@ -13,7 +13,7 @@
 //! | patterns | `patterns` | subset, bucket |
 //! | store | `store` | field handles, filters, updates, `Find`, decoding, BSON paths |
 //! | schema | `schema` | descriptors, the registry, the schema graph, indexes |
-//! | base | `error`, `id` | errors, id types |
+//! | base | `error`, `id`, [`bson_compat`] | errors, id types, the bson 2/3 differences |
 
 pub mod admin;
 pub mod bson_compat;

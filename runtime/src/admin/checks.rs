@@ -10,7 +10,6 @@
 //! the array the server holds, a subset rebuilt under its change counter),
 //! so a batch done twice, after a stop in its middle, fixes nothing twice.
 
-use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
 use crate::denormalize::fanout::targets_of;
 use crate::denormalize::repair::{repair_collection, verify_collection, Checkpoint};
@@ -20,6 +19,7 @@ use crate::patterns::subset::SubsetTarget;
 use crate::relations::inverse_check::{self, InverseCheckpoint, Pair};
 use crate::schema::graph::graph;
 use crate::store::primary;
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// Where a repair keeps its checkpoint: one document per scope

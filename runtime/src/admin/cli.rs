@@ -15,7 +15,6 @@
 use crate::admin::checks::{self, RunReport};
 use crate::admin::doctor::{self, Severity};
 use crate::admin::{html, index_plan, report};
-use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::client::connect::connect;
 use crate::denormalize::sync::{HistoryLost, SyncWorker, SYNC_COLLECTION};
 use crate::error::{Error, Result};
@@ -24,6 +23,7 @@ use crate::schema::registry::{describe, sorted};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::FutureExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::future::Future;
 use std::io::{IsTerminal, Write};

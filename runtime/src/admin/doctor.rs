@@ -38,7 +38,6 @@
 //! referenced ids for the dangling check (at most [`Options::max_ids`] per
 //! reference, checked with `$in` reads of 500).
 
-use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result, MAX_DOCUMENT_BYTES};
@@ -47,6 +46,7 @@ use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::{graph, Shape};
 use crate::schema::indexes::needed_by;
 use crate::schema::registry::sorted;
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use serde::Serialize;
 use std::collections::BTreeMap;

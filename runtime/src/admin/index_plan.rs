@@ -6,10 +6,10 @@
 //! Indexes that exist but that no type declares are listed as such and
 //! dropped only when asked (`drop_undeclared`): another program may use them.
 
-use crate::bson::{doc, Document as BsonDoc};
 use crate::error::{Error, Result};
 use crate::schema::indexes::needed_by;
 use crate::schema::registry::sorted;
+use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
 use serde::Serialize;

@@ -1,7 +1,7 @@
 //! Connecting, with an error that names the URI and the fix instead of a hang.
 
-use crate::bson;
 use crate::error::{Error, Result};
+use mongodb::bson;
 use mongodb::options::ClientOptions;
 use mongodb::Client;
 use std::time::Duration;

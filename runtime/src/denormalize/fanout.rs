@@ -35,11 +35,11 @@
 //! interleaving of docrel calls that returned `Ok`, every copy equals its
 //! source's current value (or its source is gone).
 
-use crate::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::session::{collect, in_session, plain};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
 /// Where a source document keeps its version.

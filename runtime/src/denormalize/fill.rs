@@ -4,13 +4,13 @@
 //! in between, and refreshing the copies of holders whose references an
 //! update changed. See the version contract in [`super::fanout`].
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::denormalize::fanout::{apply_to, version_of, Guard, COPIES_PATH, VERSION_PATH};
 use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::{collect, plain};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
 use std::collections::{HashMap, HashSet};
 

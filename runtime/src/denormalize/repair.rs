@@ -2,13 +2,13 @@
 //! report stale and dangling copies, and rewrite the stale ones from their
 //! sources, batch by batch, with progress, resumable, idempotent.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::denormalize::fanout::{apply_to, targets_of, version_of, Guard, VERSION_PATH};
 use crate::error::{Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::schema::graph::{Shape, Target};
 use crate::store::path::lookup;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::collections::HashMap;
 

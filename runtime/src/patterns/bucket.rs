@@ -4,11 +4,11 @@
 //! update of the page it appended to last, or an upsert from the stored last
 //! page; a unique index on (parent, page) makes concurrent appends safe.
 
-use crate::bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
 use crate::bson_compat;
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{BucketSpec, Document, Relation};
+use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
 use mongodb::Database;
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::HashMap;

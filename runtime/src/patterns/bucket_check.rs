@@ -16,11 +16,11 @@
 //!
 //! Resumable from a checkpoint (the last parent done) and idempotent.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{BucketSpec, Document, Relation, RelationKind, Schema};
 use crate::schema::registry::sorted;
 use crate::store::primary;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// How many problems a report describes in words (all are counted).

@@ -16,7 +16,6 @@
 //! already wrote (`r > e`), since it saw everything this one did. So the
 //! last writer always wrote a state read after every earlier change.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::schema::document::Relation;
@@ -25,6 +24,7 @@ pub use crate::schema::graph::SubsetTarget;
 use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
 
 /// How many times a rebuild retries when other changes keep coming in

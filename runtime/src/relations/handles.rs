@@ -1,7 +1,6 @@
 //! The typed relation handles generated for each relationship
 //! (`Product::rels().parts`), and what can be done through them.
 
-use crate::bson;
 use crate::id::DocId;
 use crate::relations::join::{Children, FieldVisit, Latest, Load, Referenced, Referrers};
 use crate::relations::two_way::LinkWrite;
@@ -9,6 +8,7 @@ use crate::relations::with_parents::WithParents;
 use crate::schema::document::{Carries, Document, Relation, View};
 use crate::store::find::Find;
 use crate::store::query::{Filter, Sort};
+use mongodb::bson;
 use mongodb::Database;
 use std::marker::PhantomData;
 

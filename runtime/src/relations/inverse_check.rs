@@ -38,12 +38,12 @@
 //! reported (verify) or, rarely, undone (repair) if it lands between the
 //! read and the fix: repair on a quiet database, or run verify again after.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Document, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::schema::registry::sorted;
 use crate::store::primary;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// How many problems a report describes in words (all are counted).

@@ -2,7 +2,6 @@
 //! `$in` query per target collection, projected on the views' fields, and
 //! put back in each parent's order.
 
-use crate::bson::{self, doc, Bson, RawDocument, RawDocumentBuf};
 use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::id::DocId;
@@ -11,6 +10,7 @@ use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
 use crate::store::session::collect;
+use mongodb::bson::{self, doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 use std::marker::PhantomData;
 

@@ -2,12 +2,12 @@
 //! deleted through docrel: plan the whole cascade first (refusing on any
 //! `restrict`, before anything is written), then pull and delete.
 
-use crate::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
 use crate::store::session::{collect, in_session};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
 /// Cascades deeper than this are refused: the schema has a cycle of

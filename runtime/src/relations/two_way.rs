@@ -2,11 +2,11 @@
 //! two-way reference (`inverse = ..`) right in one call: inside a
 //! transaction when the deployment supports one, and saying whether it did.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::store::session::in_session;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Database};
 

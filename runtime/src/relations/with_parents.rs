@@ -6,7 +6,6 @@
 //! depends on the deployment (the latency of a round trip against the bytes
 //! and the server's join); the benchmark measures both.
 
-use crate::bson::{doc, RawDocumentBuf};
 use crate::error::{Error, Result};
 use crate::id::DocId;
 use crate::relations::join::{join, FieldVisit, IdMap, Referenced, Request, ONE_BATCH};
@@ -14,6 +13,7 @@ use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::find::Find;
+use mongodb::bson::{doc, RawDocumentBuf};
 use std::marker::PhantomData;
 
 /// How [`WithParents`] reads parents and their related documents.

@@ -1,7 +1,6 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
-use crate::bson::{self, doc, RawDocumentBuf};
 use crate::bson_compat;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
@@ -14,6 +13,7 @@ use crate::store::find::Find;
 use crate::store::path::lookup;
 use crate::store::query::{Filter, Update};
 use crate::store::session::{collect, in_session};
+use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use std::marker::PhantomData;

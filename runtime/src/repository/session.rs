@@ -4,12 +4,12 @@
 //! committed, or aborted, together.
 
 use super::{Repository, UpdateOutcome};
-use crate::bson;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;
 use crate::store::find::{Find, FindIn};
 use crate::store::query::{Filter, Update};
+use mongodb::bson;
 use mongodb::ClientSession;
 
 /// The repository of `T` bound to the caller's session; from

@@ -1,9 +1,9 @@
 //! The traits that `#[derive(Document)]` and `#[derive(View)]` implement, and
 //! the static description of a schema that they generate.
 
-use crate::bson;
 use crate::error::Result;
 use crate::id::DocId;
+use mongodb::bson;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A struct stored as one document of one collection.

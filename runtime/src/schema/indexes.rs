@@ -1,8 +1,8 @@
 //! The indexes a document type needs: the ones it declares and the ones its
 //! relationships need to stay fast (rule 4: "if you index correctly").
 
-use crate::bson::{self, Bson, Document as BsonDoc};
 use crate::schema::document::{RelationKind, Schema};
+use mongodb::bson::{self, Bson, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 

@@ -1,9 +1,9 @@
 //! Encoding documents once (with the 16 MiB check) and decoding them with
 //! errors that name the collection, the `_id` and the failing field.
 
-use crate::bson::{self, Bson, RawDocument, RawDocumentBuf};
 use crate::bson_compat;
 use crate::error::{show_id, Error, Result, MAX_DOCUMENT_BYTES};
+use mongodb::bson::{self, Bson, RawDocument, RawDocumentBuf};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Encodes a value into a raw document, refusing one above 16 MiB.

@@ -1,13 +1,13 @@
 //! The find builder every read goes through: a collection, a filter and
 //! options, decoded into a document type or one of its views.
 
-use crate::bson::{self, RawDocumentBuf};
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
 use crate::store::session::collect;
 use futures::{Stream, StreamExt, TryStreamExt};
+use mongodb::bson::{self, RawDocumentBuf};
 use mongodb::options::FindOptions;
 use mongodb::{ClientSession, Collection};
 use std::marker::PhantomData;

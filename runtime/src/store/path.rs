@@ -1,8 +1,8 @@
 //! Dotted BSON paths: reading a field by path, and whether two paths
 //! overlap (writing one changes the other).
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 /// A field of a document, by dotted path.
 pub fn lookup<'d>(doc: &'d BsonDoc, path: &str) -> Option<&'d Bson> {

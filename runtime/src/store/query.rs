@@ -15,9 +15,9 @@
 //! derive or from `&'static str` names in the program ([`Field::at`]),
 //! never from data.
 
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
 use crate::error::{Error, Result};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::marker::PhantomData;

@@ -4,8 +4,8 @@
 //! caller's transaction. Capabilities take `Option<&mut ClientSession>` and
 //! pass it on with `as_deref_mut()`.
 
-use crate::bson::{self, RawDocument};
 use crate::error::{Error, Result};
+use mongodb::bson::{self, RawDocument};
 use mongodb::ClientSession;
 
 /// Runs a driver action, in `session` when given:

@@ -20,9 +20,9 @@
 //! (aggregation-pipeline updates are not offered).
 
 use super::query::{to_bson, Element, Field, Filter};
-use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, RelationKind, Schema};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use serde::Serialize;
 use std::marker::PhantomData;
 
@@ -535,7 +535,7 @@ impl<D: Document, E> Field<D, Vec<E>> {
 #[cfg(test)]
 mod tests {
     use super::pushed;
-    use crate::bson::{doc, Bson};
+    use mongodb::bson::{doc, Bson};
 
     #[test]
     fn pushed_counts_each_and_reads_slice() {

@@ -7,11 +7,11 @@
 //! either way while a second push would duplicate the summary.
 
 use super::{Applied, Watched};
-use crate::bson::{doc, Bson, Document as BsonDoc};
 use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of};
 use crate::error::{Error, Result};
 use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
 use crate::store::primary;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, UpdateDescription};
 use mongodb::Database;
 

@@ -41,10 +41,10 @@ mod apply;
 
 pub use apply::touched_fields;
 
-use crate::bson::{self, doc, Bson, Document as BsonDoc};
 use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::schema::graph::graph;
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
