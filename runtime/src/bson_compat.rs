@@ -26,6 +26,24 @@
 use mongodb::bson::{Bson, Document, RawDocumentBuf, Regex};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+/// Built without the `bson-3` feature, docrel is written for bson 2: when
+/// another crate turns on the driver's `bson-3` feature, `mongodb::bson` is
+/// bson 3 and this says so (among the type errors that follow).
+#[cfg(not(feature = "bson-3"))]
+#[diagnostic::on_unimplemented(
+    message = "the driver's bson is bson 3 (a crate turns on `mongodb/bson-3`), docrel's is bson 2",
+    label = "docrel was built without its `bson-3` feature",
+    note = "turn on docrel's `bson-3` feature too: `docrel = {{ .., features = [\"bson-3\"] }}`"
+)]
+trait DocrelBson {}
+#[cfg(not(feature = "bson-3"))]
+impl DocrelBson for bson2::Document {}
+#[cfg(not(feature = "bson-3"))]
+const _: () = {
+    const fn docrel_bson<T: DocrelBson>() {}
+    docrel_bson::<Document>()
+};
+
 /// The error of the encoding functions: `bson::ser::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(not(feature = "bson-3"))]
