@@ -80,3 +80,8 @@
 
 pub use docrel_macros::{Document, Embedded, View};
 pub use docrel_runtime::*;
+
+// The README's code compiles with the crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -255,11 +255,71 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     let referrers = supplier.referrers_of_many(&t.db, &[2]).session(&mut s).await?;
     assert_eq!(referrers.of(0).map(|p| p.supplier_name.as_str()).collect::<Vec<_>>(), ["Bolt Co"]);
 
+    let latest = Review::rels()
+        .shop
+        .latest_per_parent(&t.db, &[1], 5)
+        .sort(Review::fields().stars.desc())
+        .session(&mut s)
+        .await?;
+    assert_eq!(latest.of(0).map(|r| r.review_id).collect::<Vec<_>>(), [1]);
+    let joined = docrel::join(&t.db, supplier.of::<SupplierName>(parts)).session(&mut s).await?;
+    assert_eq!(joined.one(0).map(|x| x.name.as_str()), Some("Bolt Co"));
+    for strategy in [docrel::Strategy::Separate, docrel::Strategy::Lookup] {
+        let find = Part::repo(&t.db).find(Part::fields().supplier.eq(&2));
+        let (found, loaded) =
+            supplier.with_parents(find).view::<SupplierName>().strategy(strategy).session(&mut s).await?;
+        assert_eq!(found.len(), 1, "{strategy:?}");
+        assert_eq!(loaded.one(0).map(|x| x.name.as_str()), Some("Bolt Co"), "{strategy:?}");
+    }
+
     let outside = supplier.load::<SupplierName>(&t.db, parts).await?;
+    assert!(Review::rels()
+        .shop
+        .latest_per_parent(&t.db, &[1], 5)
+        .sort(Review::fields().stars.desc())
+        .await?
+        .of(0)
+        .next()
+        .is_none());
+    let joined = docrel::join(&t.db, supplier.of::<SupplierName>(parts)).await?;
+    assert!(joined.one(0).is_none());
+    let (found, _) = supplier.with_parents(Part::repo(&t.db).find(Part::fields().supplier.eq(&2))).await?;
+    assert!(found.is_empty());
     assert!(Review::rels().shop.children_of(&t.db, &1).await?.is_empty());
     assert_eq!(supplier.referrers_of_many(&t.db, &[2]).await?.of(0).count(), 0);
     assert!(outside.one(0).is_none());
     assert!(Supplier::repo(&t.db).get(&2).await?.is_none());
     s.abort_transaction().await.expect("abort_transaction");
+    Ok(())
+}
+
+/// A docrel call that fails inside the user's transaction (a duplicate id)
+/// returns the error; the user aborts, and the writes before it in the
+/// transaction are gone with everything derived from them: the copies
+/// fanned out, the subset push.
+#[tokio::test]
+async fn a_docrel_call_failing_inside_a_user_transaction_leaves_nothing_after_abort() -> docrel::Result<()> {
+    let t = TestDb::new("session_fail").await?;
+    let old = seed(&t).await?;
+    let before_parts = raw(&t, "parts", old).await;
+    let before_shop = raw(&t, "shops", 1).await;
+
+    let mut s = t.client.start_session().await.expect("start_session");
+    s.start_transaction().await.expect("start_transaction");
+    Supplier::repo(&t.db).with_session(&mut s).update_by_id(&1, Supplier::fields().name.set("Renamed".into())).await?;
+    Review::repo(&t.db).with_session(&mut s).insert(&review(2, 5)).await?;
+    Person::repo(&t.db).with_session(&mut s).insert(&Person { id: 9, name: "Ann".into(), tasks: vec![] }).await?;
+    // The same review again: the server refuses the duplicate id, and with
+    // it the rest of the transaction.
+    let again = Review::repo(&t.db).find(Review::fields().review_id.eq(&2)).session(&mut s).await?;
+    let err = Review::repo(&t.db).with_session(&mut s).insert(&again[0]).await.unwrap_err();
+    assert!(matches!(err, docrel::Error::Driver { operation: "insert", .. }), "{err}");
+    s.abort_transaction().await.expect("abort_transaction");
+
+    assert_eq!(raw(&t, "parts", old).await, before_parts, "the copy is as before the transaction");
+    assert_eq!(raw(&t, "shops", 1).await, before_shop, "the subset is as before");
+    assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme");
+    assert!(raw(&t, "people", 9).await.is_none());
+    assert_eq!(t.db.collection::<BsonDoc>("reviews").count_documents(doc! {}).await.unwrap(), 1);
     Ok(())
 }

@@ -19,13 +19,14 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// };
 /// assert!(err.to_string().contains("addresses"));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No server answered at the URI.
     #[error(
-        "cannot reach MongoDB at `{uri}`: {source}. Start the embedded test server with \
-         `scripts/test` (or `scripts/demo`), or set MONGODB_URI to a reachable deployment"
+        "cannot reach MongoDB at `{uri}`: {}. Start the embedded test server with \
+         `scripts/test` (or `scripts/demo`), or set MONGODB_URI to a reachable deployment",
+        said(source)
     )]
     Connect {
         /// The URI that was tried (credentials removed).
@@ -46,7 +47,7 @@ pub enum Error {
     },
 
     /// The server or the driver refused an operation.
-    #[error("{operation} on collection `{collection}` failed: {source}")]
+    #[error("{operation} on collection `{collection}` failed: {}{}", said(source), transient_note(source))]
     Driver {
         /// Which operation (`insert`, `find`, ...).
         operation: &'static str,
@@ -249,10 +250,11 @@ pub enum Error {
     /// made in the gap never reached their copies or subsets, and nothing
     /// will replay them.
     #[error(
-        "sync worker `{worker}` cannot resume its change stream on database `{database}`: {source}. Changes made \
+        "sync worker `{worker}` cannot resume its change stream on database `{database}`: {}. Changes made \
          while it was behind may never have reached their denormalized copies and subsets: run \
          `docrel::fanout::repair` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
-         again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both"
+         again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both",
+        said(source)
     )]
     SyncHistoryLost {
         /// The worker's name (its entry in `_docrel_sync`).
@@ -267,10 +269,62 @@ pub enum Error {
     },
 }
 
+/// The kind and the message: what `main` and `unwrap` print. The derived
+/// form would dump the driver's raw BSON replies as hex.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.kind())
+    }
+}
+
 impl Error {
     /// Wraps a driver error with the operation and collection it came from.
     pub fn driver(operation: &'static str, collection: impl Into<String>, source: mongodb::error::Error) -> Self {
         Error::Driver { operation, collection: collection.into(), source: Box::new(source) }
+    }
+
+    /// The variant's name (`"FanOut"`, `"Driver"`, …), for logs and metrics.
+    ///
+    /// ```
+    /// let err = docrel::Error::NotFound { collection: "parts", id: "1".into() };
+    /// assert_eq!(err.kind(), "NotFound");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Connect { .. } => "Connect",
+            Error::InvalidUri { .. } => "InvalidUri",
+            Error::Driver { .. } => "Driver",
+            Error::Decode { .. } => "Decode",
+            Error::Encode { .. } => "Encode",
+            Error::DocumentTooLarge { .. } => "DocumentTooLarge",
+            Error::EmbedFull { .. } => "EmbedFull",
+            Error::NotFound { .. } => "NotFound",
+            Error::StillReferenced { .. } => "StillReferenced",
+            Error::FanOut { .. } => "FanOut",
+            Error::UnknownSource { .. } => "UnknownSource",
+            Error::SubsetContended { .. } => "SubsetContended",
+            Error::TransactionContended { .. } => "TransactionContended",
+            Error::TwoWayField { .. } => "TwoWayField",
+            Error::Invalid { .. } => "Invalid",
+            Error::SyncHistoryLost { .. } => "SyncHistoryLost",
+        }
+    }
+
+    /// Is this transient: the server was unreachable, stepping down or
+    /// shutting down, or labelled the error retryable or transient? Such an
+    /// operation may succeed when run again; a write that failed this way
+    /// may or may not have been applied (its error message says so too).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => true,
+            Error::FanOut { cause, .. } => cause.is_transient(),
+            Error::Driver { source, .. } => {
+                source.contains_label("TransientTransactionError")
+                    || source.contains_label("RetryableWriteError")
+                    || unreachable(source)
+            }
+            _ => false,
+        }
     }
 
     /// Is this a server that could not be reached (or went away)?
@@ -278,14 +332,60 @@ impl Error {
         match self {
             Error::Connect { .. } => true,
             Error::FanOut { cause, .. } => cause.is_connection(),
-            Error::Driver { source, .. } => matches!(
-                *source.kind,
-                mongodb::error::ErrorKind::Io(_)
-                    | mongodb::error::ErrorKind::ServerSelection { .. }
-                    | mongodb::error::ErrorKind::ConnectionPoolCleared { .. }
-            ),
+            Error::Driver { source, .. } => unreachable(source),
             _ => false,
         }
+    }
+}
+
+/// What the driver said, without the hex dump of the server's raw reply
+/// the driver's own message carries (`server response: Some(RawDocumentBuf
+/// { data: "74000000016f6b..." })`, also nested in server-selection errors):
+/// the code, name, message and labels stay.
+fn said(e: &mongodb::error::Error) -> String {
+    const DUMP: &str = ", server response: Some(RawDocumentBuf { data: ";
+    let text = e.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(DUMP) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + DUMP.len()..];
+        // The dump is a quoted hex string (quotes possibly escaped when
+        // nested), then ` })`.
+        match after.find(" })") {
+            Some(end) => rest = &after[end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A server that could not be reached or went away, or answered with one of
+/// the codes the drivers' retryable reads and writes specifications retry
+/// (shutting down, stepping down, not primary, network).
+fn unreachable(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::ErrorKind;
+    const RETRYABLE_CODES: [i32; 13] = [6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436];
+    match &*e.kind {
+        ErrorKind::Io(_) | ErrorKind::ServerSelection { .. } | ErrorKind::ConnectionPoolCleared { .. } => true,
+        ErrorKind::Command(c) => RETRYABLE_CODES.contains(&c.code),
+        _ => false,
+    }
+}
+
+/// For a transient error, a sentence saying so.
+fn transient_note(e: &mongodb::error::Error) -> &'static str {
+    if e.contains_label("TransientTransactionError") {
+        ". This is transient (TransientTransactionError): running the whole transaction again may succeed"
+    } else if e.contains_label("RetryableWriteError") || unreachable(e) {
+        ". This is transient: the server was unreachable or stepping down; the operation may succeed when \
+         retried, and a write may or may not have been applied (read it back before retrying one that is \
+         not idempotent)"
+    } else {
+        ""
     }
 }
 

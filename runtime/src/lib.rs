@@ -45,9 +45,10 @@ pub use relations::inverse_check;
 pub use schema::{graph, indexes, registry};
 
 pub use client::connect::{
-    connect, connect_from_env, connect_with, options, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
+    connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
 pub use client::monitor::{Mark, RoundTrips};
+pub use client::trace;
 pub use error::{Error, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use mongodb;
@@ -56,11 +57,11 @@ pub use patterns::bucket::{Appended, Bucket};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};
 pub use relations::join::{
-    join, join_chunked, Children, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
+    join, join_chunked, Children, Join, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
 };
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
-pub use relations::with_parents::{Strategy, WithParents};
+pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
 pub use repository::{InSession, Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,

@@ -28,7 +28,6 @@ fn counters() -> &'static Mutex<HashMap<String, RoundTrips>> {
 /// assert_eq!(t.trips.since(mark), 1);
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct TestDb {
     /// The test's own database.
     pub db: Database,
@@ -37,6 +36,17 @@ pub struct TestDb {
     /// The client's round-trip counter.
     pub trips: RoundTrips,
     uri: String,
+}
+
+// The URI may carry a password: `Debug` shows it redacted.
+impl std::fmt::Debug for TestDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestDb")
+            .field("db", &self.db.name())
+            .field("uri", &crate::client::connect::redact(&self.uri))
+            .field("trips", &self.trips.count())
+            .finish()
+    }
 }
 
 impl TestDb {

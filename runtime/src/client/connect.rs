@@ -29,14 +29,17 @@ pub async fn connect(uri: &str) -> Result<Client> {
 }
 
 /// Parses `uri` into client options with docrel's default server selection
-/// timeout; adjust them (for example to add command monitoring) and pass them
-/// to [`connect_with`].
+/// timeout and round-trip counting for its spans
+/// ([`crate::trace::count_round_trips`]); adjust them (for example to
+/// add command monitoring of your own, which keeps receiving every event) and
+/// pass them to [`connect_with`].
 pub async fn options(uri: &str) -> Result<ClientOptions> {
     let mut options =
         ClientOptions::parse(uri).await.map_err(|e| Error::InvalidUri { uri: redact(uri), source: Box::new(e) })?;
     if options.server_selection_timeout.is_none() {
         options.server_selection_timeout = Some(DEFAULT_SERVER_SELECTION_TIMEOUT);
     }
+    crate::client::trace::count_round_trips(&mut options);
     Ok(options)
 }
 
@@ -71,16 +74,49 @@ pub async fn connect_from_env() -> Result<Client> {
     }
 }
 
-/// Removes a password from a URI before it appears in a message.
-fn redact(uri: &str) -> String {
-    match (uri.find("://"), uri.rfind('@')) {
+/// A URI with its secrets replaced by `***`, for messages and `Debug`: the
+/// password of the user info, and the value of every query option that can
+/// carry a secret (`tlsCertificateKeyFilePassword`, `authMechanismProperties`
+/// with its session tokens, and any option whose name says password, secret,
+/// token or key).
+///
+/// ```
+/// use docrel::redact;
+/// assert_eq!(redact("mongodb://u:pw@h:1/db?tlsCertificateKeyFilePassword=s3&w=1"),
+///            "mongodb://u:***@h:1/db?tlsCertificateKeyFilePassword=***&w=1");
+/// ```
+pub fn redact(uri: &str) -> String {
+    let (base, query) = match uri.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (uri, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &uri[scheme + 3..at];
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &uri[..scheme + 3], &uri[at..])
+            let credentials = &base[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &base[..scheme + 3], &base[at..]),
+                None => base.to_owned(),
+            }
         }
-        _ => uri.to_owned(),
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let options: Vec<String> = query
+            .split('&')
+            .map(|option| match option.split_once('=') {
+                Some((name, _)) if secret_option(name) => format!("{name}=***"),
+                _ => option.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&options.join("&"));
     }
+    out
+}
+
+fn secret_option(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["password", "secret", "token", "key", "authmechanismproperties"].iter().any(|s| name.contains(s))
 }
 
 #[cfg(test)]
@@ -91,5 +127,10 @@ mod tests {
     fn redacts_passwords() {
         assert_eq!(redact("mongodb://u:secret@h:1/db"), "mongodb://u:***@h:1/db");
         assert_eq!(redact("mongodb://h:1"), "mongodb://h:1");
+        assert_eq!(redact("mongodb://u@h:1"), "mongodb://u@h:1");
+        assert_eq!(
+            redact("mongodb://h:1/?authMechanismProperties=AWS_SESSION_TOKEN:abc&tlsCAFile=/x&sslClientCertificateKeyPassword=p"),
+            "mongodb://h:1/?authMechanismProperties=***&tlsCAFile=/x&sslClientCertificateKeyPassword=***"
+        );
     }
 }

@@ -2,10 +2,14 @@
 
 use crate::bson_compat;
 use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
 use mongodb::options::ClientOptions;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The most commands [`RoundTrips`] keeps names of; older ones are dropped
+/// (they are still counted), so a long-running client's log stays bounded.
+pub const LOG_LIMIT: usize = 100_000;
 
 /// Counts the commands a client sends (each one is a round trip) and the
 /// bytes of the replies, from the driver's `CommandStartedEvent`s.
@@ -30,7 +34,14 @@ pub struct RoundTrips {
 struct Inner {
     count: AtomicU64,
     reply_bytes: AtomicU64,
-    log: Mutex<Vec<String>>,
+    log: Mutex<Log>,
+}
+
+/// The names of the latest commands, and how many were dropped before them.
+#[derive(Default, Debug)]
+struct Log {
+    dropped: u64,
+    names: VecDeque<String>,
 }
 
 /// A point in a [`RoundTrips`] count.
@@ -47,9 +58,10 @@ impl RoundTrips {
     }
 
     /// Installs the counter on client options (before the client is built).
+    /// A command event handler already there keeps receiving every event.
     pub fn install(&self, options: &mut ClientOptions) {
         let inner = self.inner.clone();
-        options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| match event {
+        crate::client::trace::chain(options, move |event: &CommandEvent| match event {
             CommandEvent::Started(started) => {
                 inner.count.fetch_add(1, Ordering::SeqCst);
                 let target = started
@@ -59,7 +71,11 @@ impl RoundTrips {
                     .map(|c| format!(" {c}"))
                     .unwrap_or_default();
                 if let Ok(mut log) = inner.log.lock() {
-                    log.push(format!("{}{target}", started.command_name));
+                    if log.names.len() == LOG_LIMIT {
+                        log.names.pop_front();
+                        log.dropped += 1;
+                    }
+                    log.names.push_back(format!("{}{target}", started.command_name));
                 }
             }
             CommandEvent::Succeeded(done) => {
@@ -67,7 +83,7 @@ impl RoundTrips {
                 inner.reply_bytes.fetch_add(bytes, Ordering::SeqCst);
             }
             _ => {}
-        }));
+        });
     }
 
     /// Commands sent so far.
@@ -95,9 +111,11 @@ impl RoundTrips {
         self.reply_bytes() - mark.bytes
     }
 
-    /// The commands sent since `mark`, as `"name collection"` (`"find parts"`).
+    /// The commands sent since `mark`, as `"name collection"` (`"find parts"`);
+    /// at most the last [`LOG_LIMIT`].
     pub fn commands_since(&self, mark: Mark) -> Vec<String> {
-        let log = self.inner.log.lock().map(|l| l.clone()).unwrap_or_default();
-        log.into_iter().skip(mark.count as usize).collect()
+        let Ok(log) = self.inner.log.lock() else { return Vec::new() };
+        let skip = mark.count.saturating_sub(log.dropped) as usize;
+        log.names.iter().skip(skip).cloned().collect()
     }
 }

@@ -235,17 +235,28 @@ pub(crate) async fn fan_out_copies(
         }
         let n = apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut())
             .await
-            .map_err(|e| Error::FanOut {
-                source_collection: source,
-                id: show_id(&id),
-                target: target.collection,
-                path: target.id_path(),
-                done: report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", "),
-                cause: Box::new(e),
+            .map_err(|e| {
+                let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
+                failed(source, &id, target, done, e)
             })?;
         report.targets.push((target.collection, n));
     }
     Ok(report)
+}
+
+/// The error of a fan-out that failed at `target` after the targets `done`;
+/// also a `WARN` event, since copies may now be stale.
+fn failed(source: &'static str, id: &Bson, target: &Target, done: String, cause: Error) -> Error {
+    let error = Error::FanOut {
+        source_collection: source,
+        id: show_id(id),
+        target: target.collection,
+        path: target.id_path(),
+        done,
+        cause: Box::new(cause),
+    };
+    crate::client::trace::fan_out_failed(&error);
+    error
 }
 
 /// After documents of `source` were inserted: holders that already refer
@@ -272,16 +283,9 @@ pub(crate) async fn fan_out_inserted(
         for d in docs {
             let Some(id) = d.get("_id") else { continue };
             if wanted.contains(&id_key(id)) {
-                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, session.as_deref_mut()).await.map_err(
-                    |e| Error::FanOut {
-                        source_collection: source,
-                        id: show_id(id),
-                        target: target.collection,
-                        path: target.id_path(),
-                        done: String::new(),
-                        cause: Box::new(e),
-                    },
-                )?;
+                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, session.as_deref_mut())
+                    .await
+                    .map_err(|e| failed(source, id, target, String::new(), e))?;
             }
         }
     }
@@ -363,5 +367,6 @@ pub(crate) async fn apply_to(
         action = action.array_filters(af);
     }
     let r = in_session!(action, session).map_err(|e| Error::driver("update_many", target.collection, e))?;
+    crate::client::trace::fanned_out(target.collection, &target.id_path(), r.modified_count);
     Ok(r.modified_count)
 }

@@ -146,29 +146,34 @@ impl<'a> Repair<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<RepairReport> {
-        let mut report = RepairReport::default();
-        let mut batches = 0usize;
-        let start = self.resume.take();
-        for (index, target) in targets_of(self.source).iter().enumerate() {
-            let mut after = match &start {
-                Some(cp) if index < cp.target => continue,
-                Some(cp) if index == cp.target => Some(cp.after.clone()),
-                _ => None,
-            };
-            loop {
-                if self.max_batches.is_some_and(|m| batches >= m) {
-                    report.checkpoint = Some(Checkpoint { target: index, after: after.unwrap_or(Bson::MinKey) });
-                    return Ok(report);
+        crate::client::trace::Op::new("repair", self.source)
+            .run(async move {
+                let mut report = RepairReport::default();
+                let mut batches = 0usize;
+                let start = self.resume.take();
+                for (index, target) in targets_of(self.source).iter().enumerate() {
+                    let mut after = match &start {
+                        Some(cp) if index < cp.target => continue,
+                        Some(cp) if index == cp.target => Some(cp.after.clone()),
+                        _ => None,
+                    };
+                    loop {
+                        if self.max_batches.is_some_and(|m| batches >= m) {
+                            report.checkpoint =
+                                Some(Checkpoint { target: index, after: after.unwrap_or(Bson::MinKey) });
+                            return Ok(report);
+                        }
+                        let Some(last) = self.one_batch(target, after.as_ref(), &mut report).await? else { break };
+                        after = Some(last);
+                        batches += 1;
+                        if let Some(f) = self.on_progress.as_mut() {
+                            f(&Progress { target: target.collection, path: &target.id_path(), report: &report });
+                        }
+                    }
                 }
-                let Some(last) = self.one_batch(target, after.as_ref(), &mut report).await? else { break };
-                after = Some(last);
-                batches += 1;
-                if let Some(f) = self.on_progress.as_mut() {
-                    f(&Progress { target: target.collection, path: &target.id_path(), report: &report });
-                }
-            }
-        }
-        Ok(report)
+                Ok(report)
+            })
+            .await
     }
 
     /// One batch of target documents; the last `_id` read, or `None` at the end.

@@ -146,6 +146,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// [`Error::NotFound`] if not. Never more than `size` per bucket, never one page twice, no
     /// element lost, under any concurrency (given `ensure_indexes`).
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
+        crate::client::trace::Op::new("append", B::COLLECTION).documents(1).run(async move {
         let spec = self.spec()?;
         let value = self.element(element)?;
         let coll = db.collection::<BsonDoc>(B::COLLECTION);
@@ -214,6 +215,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 show_id(&parent.to_bson())
             ),
         })
+        }).await
     }
 
     /// After this append opened a bucket: the parent must still exist. A

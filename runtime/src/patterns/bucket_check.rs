@@ -321,31 +321,36 @@ impl<'a> BucketScan<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<BucketReport> {
-        let mut report = BucketReport::default();
-        let mut batches = 0usize;
-        let start = self.resume.take();
-        let arrays = self.arrays.clone();
-        for (index, array) in arrays.iter().enumerate() {
-            let mut after = match &start {
-                Some(cp) if index < cp.array => continue,
-                Some(cp) if index == cp.array => Some(cp.after.clone()),
-                _ => None,
-            };
-            loop {
-                if self.max_batches.is_some_and(|m| batches >= m) {
-                    report.checkpoint = Some(BucketCheckpoint { array: index, after: after.unwrap_or(Bson::MinKey) });
-                    return Ok(report);
+        crate::client::trace::Op::new("verify_buckets", "")
+            .run(async move {
+                let mut report = BucketReport::default();
+                let mut batches = 0usize;
+                let start = self.resume.take();
+                let arrays = self.arrays.clone();
+                for (index, array) in arrays.iter().enumerate() {
+                    let mut after = match &start {
+                        Some(cp) if index < cp.array => continue,
+                        Some(cp) if index == cp.array => Some(cp.after.clone()),
+                        _ => None,
+                    };
+                    loop {
+                        if self.max_batches.is_some_and(|m| batches >= m) {
+                            report.checkpoint =
+                                Some(BucketCheckpoint { array: index, after: after.unwrap_or(Bson::MinKey) });
+                            return Ok(report);
+                        }
+                        let before = report.scanned;
+                        let Some(last) = self.one_batch(array, after.as_ref(), &mut report).await? else { break };
+                        after = Some(last);
+                        batches += 1;
+                        if let Some(f) = self.on_progress.as_mut() {
+                            f(&BucketProgress { array, batch: report.scanned - before, report: &report });
+                        }
+                    }
                 }
-                let before = report.scanned;
-                let Some(last) = self.one_batch(array, after.as_ref(), &mut report).await? else { break };
-                after = Some(last);
-                batches += 1;
-                if let Some(f) = self.on_progress.as_mut() {
-                    f(&BucketProgress { array, batch: report.scanned - before, report: &report });
-                }
-            }
-        }
-        Ok(report)
+                Ok(report)
+            })
+            .await
     }
 
     /// The buckets of parents after `after`, `limit` of them (all of one

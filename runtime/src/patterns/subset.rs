@@ -110,7 +110,7 @@ impl SubsetTarget {
     /// (or last) children in order, replacing the array. Returns how many
     /// summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &Bson) -> Result<usize> {
-        self.rebuild_in(db, parent, None).await
+        crate::client::trace::Op::new("subset_rebuild", self.parent).run(self.rebuild_in(db, parent, None)).await
     }
 
     /// [`Self::rebuild`] in the caller's session, when given.
@@ -122,7 +122,10 @@ impl SubsetTarget {
     ) -> Result<usize> {
         let parents = db.collection::<BsonDoc>(self.parent);
         let counter = self.counter();
-        for _ in 0..REBUILD_ATTEMPTS {
+        for attempt in 1..=REBUILD_ATTEMPTS {
+            if attempt > 1 {
+                crate::client::trace::retry("subset rebuild", attempt);
+            }
             let bumped = in_session!(
                 parents
                     .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})

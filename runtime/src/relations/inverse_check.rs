@@ -410,35 +410,46 @@ impl<'a> InverseScan<'a> {
 
     /// Runs the scan.
     pub async fn run(mut self) -> Result<InverseReport> {
-        let mut report = InverseReport::default();
-        let mut batches = 0usize;
-        let start = self.resume.take();
-        let pairs = self.pairs.clone();
-        for (index, pair) in pairs.iter().enumerate() {
-            for side in 0..2u8 {
-                let mut after = match &start {
-                    Some(cp) if (index, side) < (cp.pair, cp.side) => continue,
-                    Some(cp) if (index, side) == (cp.pair, cp.side) => Some(cp.after.clone()),
-                    _ => None,
-                };
-                loop {
-                    if self.max_batches.is_some_and(|m| batches >= m) {
-                        report.checkpoint =
-                            Some(InverseCheckpoint { pair: index, side, after: after.unwrap_or(Bson::MinKey) });
-                        return Ok(report);
-                    }
-                    let before = report.scanned;
-                    let Some(last) = self.one_batch(pair, side, after.as_ref(), &mut report).await? else { break };
-                    after = Some(last);
-                    batches += 1;
-                    let (near, _) = pair.sides(side);
-                    if let Some(f) = self.on_progress.as_mut() {
-                        f(&InverseProgress { pair, side: &near, batch: report.scanned - before, report: &report });
+        crate::client::trace::Op::new("verify_inverses", "")
+            .run(async move {
+                let mut report = InverseReport::default();
+                let mut batches = 0usize;
+                let start = self.resume.take();
+                let pairs = self.pairs.clone();
+                for (index, pair) in pairs.iter().enumerate() {
+                    for side in 0..2u8 {
+                        let mut after = match &start {
+                            Some(cp) if (index, side) < (cp.pair, cp.side) => continue,
+                            Some(cp) if (index, side) == (cp.pair, cp.side) => Some(cp.after.clone()),
+                            _ => None,
+                        };
+                        loop {
+                            if self.max_batches.is_some_and(|m| batches >= m) {
+                                report.checkpoint =
+                                    Some(InverseCheckpoint { pair: index, side, after: after.unwrap_or(Bson::MinKey) });
+                                return Ok(report);
+                            }
+                            let before = report.scanned;
+                            let Some(last) = self.one_batch(pair, side, after.as_ref(), &mut report).await? else {
+                                break;
+                            };
+                            after = Some(last);
+                            batches += 1;
+                            let (near, _) = pair.sides(side);
+                            if let Some(f) = self.on_progress.as_mut() {
+                                f(&InverseProgress {
+                                    pair,
+                                    side: &near,
+                                    batch: report.scanned - before,
+                                    report: &report,
+                                });
+                            }
+                        }
                     }
                 }
-            }
-        }
-        Ok(report)
+                Ok(report)
+            })
+            .await
     }
 
     /// One batch of side `side` of `pair`; the last `_id` read, or `None` at the end.

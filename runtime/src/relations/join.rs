@@ -9,7 +9,7 @@ use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
-use crate::store::session::collect;
+use crate::store::session::{collect, collect_aggregate};
 use mongodb::bson::{self, doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 use std::marker::PhantomData;
@@ -155,24 +155,83 @@ tuple_join!(A.0, B.1, C.2, D.3);
 /// assert!(reviewers.one(0).is_none());
 /// # Ok(()) });
 /// ```
-pub async fn join<J: JoinSet>(db: &Database, set: J) -> Result<J::Output> {
-    join_chunked(db, set, DEFAULT_CHUNK).await
+pub fn join<J: JoinSet>(db: &Database, set: J) -> Join<'_, J> {
+    Join { db, set, chunk: DEFAULT_CHUNK, session: None }
 }
 
-/// [`join`] with `$in` lists split into chunks of at most `chunk` ids.
+/// Relation loads run together; from [`join`]. Await it.
+#[must_use = "a Join does nothing until awaited"]
+pub struct Join<'a, J> {
+    db: &'a Database,
+    set: J,
+    chunk: usize,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<J> std::fmt::Debug for Join<'_, J> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join").field("database", &self.db.name()).field("chunk", &self.chunk).finish()
+    }
+}
+
+impl<'a, J: JoinSet> Join<'a, J> {
+    /// Splits `$in` lists into chunks of at most `chunk` ids (by default
+    /// [`DEFAULT_CHUNK`]).
+    pub fn chunk(mut self, chunk: usize) -> Self {
+        self.chunk = chunk;
+        self
+    }
+
+    /// Reads in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction it sees the transaction's own writes.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Runs the loads (what `.await` does).
+    pub async fn run(self) -> Result<J::Output> {
+        join_in(self.db, self.set, self.chunk, self.session).await
+    }
+}
+
+impl<'a, J: JoinSet + Send + 'a> std::future::IntoFuture for Join<'a, J>
+where
+    J::Output: Send,
+{
+    type Output = Result<J::Output>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+/// [`join`] with `$in` lists split into chunks of at most `chunk` ids
+/// (`join(db, set).chunk(chunk)`).
 pub async fn join_chunked<J: JoinSet>(db: &Database, set: J, chunk: usize) -> Result<J::Output> {
     join_in(db, set, chunk, None).await
 }
 
 /// [`join_chunked`] read in the caller's session, when given.
-async fn join_in<J: JoinSet>(
+pub(crate) async fn join_in<J: JoinSet>(
     db: &Database,
     mut set: J,
     chunk: usize,
     session: Option<&mut ClientSession>,
 ) -> Result<J::Output> {
-    run(db, set.pendings(), chunk.max(1), session).await?;
-    Ok(set.finish())
+    // The span names the collections loaded from ("parts,suppliers").
+    let mut targets: Vec<&str> = Vec::new();
+    for p in set.pendings() {
+        if !targets.contains(&p.collection()) {
+            targets.push(p.collection());
+        }
+    }
+    let op = crate::client::trace::Op::new("load", &targets.join(","));
+    op.run(async move {
+        run(db, set.pendings(), chunk.max(1), session).await?;
+        Ok(set.finish())
+    })
+    .await
 }
 
 async fn run(
@@ -589,19 +648,26 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
 
     /// Runs the find (in the session, if any) and reads each child through `each`.
     async fn read<V: View<Of = C>, U>(&mut self, each: impl FnMut(&RawDocument) -> Result<U>) -> Result<Vec<U>> {
-        let filter = self.parents_filter().and(self.filter.clone()).into_document()?;
-        let coll = self.db.collection::<RawDocumentBuf>(C::COLLECTION);
-        let mut find = coll.find(filter).batch_size(ONE_BATCH);
-        if let Some(p) = union_projection(std::iter::once(V::PROJECTION), self.rel.field) {
-            find = find.projection(p);
-        }
-        if let Some(s) = &self.sort {
-            find = find.sort(s.as_document().clone());
-        }
-        if let Some(l) = self.limit {
-            find = find.limit(l);
-        }
-        collect(find, self.session.as_deref_mut(), C::COLLECTION, each).await
+        crate::client::trace::Op::new("children_of", C::COLLECTION)
+            .run_counted(
+                async move {
+                    let filter = self.parents_filter().and(self.filter.clone()).into_document()?;
+                    let coll = self.db.collection::<RawDocumentBuf>(C::COLLECTION);
+                    let mut find = coll.find(filter).batch_size(ONE_BATCH);
+                    if let Some(p) = union_projection(std::iter::once(V::PROJECTION), self.rel.field) {
+                        find = find.projection(p);
+                    }
+                    if let Some(s) = &self.sort {
+                        find = find.sort(s.as_document().clone());
+                    }
+                    if let Some(l) = self.limit {
+                        find = find.limit(l);
+                    }
+                    collect(find, self.session.as_deref_mut(), C::COLLECTION, each).await
+                },
+                |v| Some(v.len()),
+            )
+            .await
     }
 
     /// The children, in the requested order. One round trip while they fit
@@ -657,12 +723,13 @@ pub struct Latest<'a, C, P: Document, R = C> {
     filter: Filter,
     sort: Option<Sort>,
     _child: PhantomData<fn() -> (C, R)>,
+    session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, C: Document, P: Document> Latest<'a, C, P> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>, n: u32) -> Self {
         let sort = Sort::declared(rel.order);
-        Latest { db, rel, parents, n, filter: Filter::all(), sort, _child: PhantomData }
+        Latest { db, rel, parents, n, filter: Filter::all(), sort, session: None, _child: PhantomData }
     }
 }
 
@@ -677,8 +744,14 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> std::future::IntoFuture for 
 impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
     /// Reads the children as the view `W` when awaited: only its fields travel.
     pub fn view<W: View<Of = C>>(self) -> Latest<'a, C, P, W> {
-        let Latest { db, rel, parents, n, filter, sort, .. } = self;
-        Latest { db, rel, parents, n, filter, sort, _child: PhantomData }
+        let Latest { db, rel, parents, n, filter, sort, session, .. } = self;
+        Latest { db, rel, parents, n, filter, sort, session, _child: PhantomData }
+    }
+    /// Reads in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction it sees the transaction's own writes.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
     }
     /// Only the children matching `filter` too.
     pub fn filter(mut self, filter: impl Into<Filter>) -> Self {
@@ -695,6 +768,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
     /// ids) and a `$lookup` on `{parent field: id}` with `$sort`/`$limit`,
     /// so each parent's lookup reads only its first `n` index entries.
     pub async fn load<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
+        crate::client::trace::Op::new("latest_per_parent", C::COLLECTION).run(async move {
         let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
         let distinct: Vec<&P::Id> = self.parents.iter().filter(|p| seen.insert(*p)).collect();
         if distinct.is_empty() {
@@ -729,26 +803,22 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
                 "as": "children",
             }},
         ];
-        let mut cursor = self
-            .db
-            .aggregate(stages)
-            .batch_size(ONE_BATCH)
-            .with_type::<RawDocumentBuf>()
-            .await
-            .map_err(|e| Error::driver("aggregate", C::COLLECTION, e))?;
+        let aggregate = self.db.aggregate(stages).batch_size(ONE_BATCH).with_type::<RawDocumentBuf>();
         let mut groups: IdMap<P::Id, Vec<u32>> = IdMap::default();
         let mut items = Vec::new();
-        while cursor.advance().await.map_err(|e| Error::driver("aggregate", C::COLLECTION, e))? {
-            let raw = cursor.current();
-            let Some(parent) = raw.get("_id").ok().flatten().and_then(P::Id::from_raw) else { continue };
-            let Ok(children) = raw.get_array("children") else { continue };
+        collect_aggregate(aggregate, self.session, C::COLLECTION, |raw| {
+            let Some(parent) = raw.get("_id").ok().flatten().and_then(P::Id::from_raw) else { return Ok(()) };
+            let Ok(children) = raw.get_array("children") else { return Ok(()) };
             let group = groups.entry(parent).or_default();
             for child in children.into_iter().filter_map(|c| c.ok()).filter_map(|c| c.as_document()) {
                 group.push(items.len() as u32);
                 items.push(decode::<V>(C::COLLECTION, child)?);
             }
-        }
+            Ok(())
+        })
+        .await?;
         Ok(grouped(items, &self.parents, |p| groups.get(p).map(Vec::as_slice).unwrap_or(&[])))
+        }).await
     }
 }
 
@@ -808,55 +878,59 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
 
     /// Runs the query (what `.await` does).
     pub async fn run(self) -> Result<Loaded<R, T::Id>> {
-        let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
-        let mut ids = Vec::new();
-        for t in &self.targets {
-            if !wanted.contains_key(t) {
-                wanted.insert(t.clone(), Vec::new());
-                ids.push(t.to_bson());
-            }
-        }
-        if ids.is_empty() {
-            return Ok(grouped(Vec::new(), &self.targets, |_| &[]));
-        }
-        let path = self.rel.id_path();
-        let filter = Filter::new(doc! { &path: {"$in": ids} }).and(self.filter).into_document()?;
-        let coll = self.db.collection::<RawDocumentBuf>(P::COLLECTION);
-        let mut find = coll.find(filter).batch_size(ONE_BATCH);
-        if let Some(p) = union_projection(std::iter::once(R::PROJECTION), self.rel.field) {
-            find = find.projection(p);
-        }
-        if let Some(s) = self.sort {
-            find = find.sort(s.into_document());
-        }
-        let key = match self.rel.kind {
-            crate::schema::document::RelationKind::RefMany { key, .. } => key,
-            _ => None,
-        };
-        let mut items = Vec::new();
-        collect(find, self.session, P::COLLECTION, |raw| {
-            let item = items.len() as u32;
-            let mut listed = false;
-            if let Some(value) = raw.get(self.rel.field).ok().flatten() {
-                each_raw_id::<T::Id>(value, key, &mut |id| {
-                    if let Some(group) = wanted.get_mut(&id) {
-                        if group.last() != Some(&item) {
-                            group.push(item);
-                            listed = true;
-                        }
+        crate::client::trace::Op::new("referrers_of_many", P::COLLECTION)
+            .run(async move {
+                let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
+                let mut ids = Vec::new();
+                for t in &self.targets {
+                    if !wanted.contains_key(t) {
+                        wanted.insert(t.clone(), Vec::new());
+                        ids.push(t.to_bson());
                     }
-                });
-            }
-            if listed {
-                items.push(decode::<R>(P::COLLECTION, raw)?);
-            }
-            Ok(())
-        })
-        .await?;
-        if let Some(n) = self.per_target {
-            wanted.values_mut().for_each(|g| g.truncate(n));
-        }
-        Ok(grouped(items, &self.targets, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+                }
+                if ids.is_empty() {
+                    return Ok(grouped(Vec::new(), &self.targets, |_| &[]));
+                }
+                let path = self.rel.id_path();
+                let filter = Filter::new(doc! { &path: {"$in": ids} }).and(self.filter).into_document()?;
+                let coll = self.db.collection::<RawDocumentBuf>(P::COLLECTION);
+                let mut find = coll.find(filter).batch_size(ONE_BATCH);
+                if let Some(p) = union_projection(std::iter::once(R::PROJECTION), self.rel.field) {
+                    find = find.projection(p);
+                }
+                if let Some(s) = self.sort {
+                    find = find.sort(s.into_document());
+                }
+                let key = match self.rel.kind {
+                    crate::schema::document::RelationKind::RefMany { key, .. } => key,
+                    _ => None,
+                };
+                let mut items = Vec::new();
+                collect(find, self.session, P::COLLECTION, |raw| {
+                    let item = items.len() as u32;
+                    let mut listed = false;
+                    if let Some(value) = raw.get(self.rel.field).ok().flatten() {
+                        each_raw_id::<T::Id>(value, key, &mut |id| {
+                            if let Some(group) = wanted.get_mut(&id) {
+                                if group.last() != Some(&item) {
+                                    group.push(item);
+                                    listed = true;
+                                }
+                            }
+                        });
+                    }
+                    if listed {
+                        items.push(decode::<R>(P::COLLECTION, raw)?);
+                    }
+                    Ok(())
+                })
+                .await?;
+                if let Some(n) = self.per_target {
+                    wanted.values_mut().for_each(|g| g.truncate(n));
+                }
+                Ok(grouped(items, &self.targets, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+            })
+            .await
     }
 }
 

@@ -486,11 +486,12 @@ impl<'a> std::future::IntoFuture for LinkWrite<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         let LinkWrite { db, schema, rel, x, y, unlink: un, session } = self;
-        Box::pin(async move {
+        let op = crate::client::trace::Op::new(if un { "unlink" } else { "link" }, schema.collection);
+        Box::pin(op.run(async move {
             match un {
                 true => unlink(db, schema, rel, x, y, session).await,
                 false => link(db, schema, rel, x, y, session).await,
             }
-        })
+        }))
     }
 }

@@ -6,14 +6,16 @@
 //! depends on the deployment (the latency of a round trip against the bytes
 //! and the server's join); the benchmark measures both.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::id::DocId;
-use crate::relations::join::{join, FieldVisit, IdMap, Referenced, Request, ONE_BATCH};
+use crate::relations::join::{join_in, FieldVisit, IdMap, Referenced, Request, DEFAULT_CHUNK, ONE_BATCH};
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::find::Find;
+use crate::store::session::collect_aggregate;
 use mongodb::bson::{doc, RawDocumentBuf};
+use mongodb::ClientSession;
 use std::marker::PhantomData;
 
 /// How [`WithParents`] reads parents and their related documents.
@@ -77,21 +79,38 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
 
     /// Runs it (what `.await` does).
     pub async fn run(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
-        match self.strategy {
-            Strategy::Separate => {
-                let db = {
-                    let coll = self.find.collection();
-                    coll.client().database(&coll.namespace().db)
-                };
-                let parents = self.find.to_vec().await?;
-                let loaded = join(&db, Referenced::<T, W>::new(self.field, self.visit, &parents)).await?;
-                Ok((parents, loaded))
-            }
-            Strategy::Lookup => self.lookup().await,
-        }
+        self.run_in(None).await
     }
 
-    async fn lookup(self) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+    /// Runs it in `session`, like the driver's `.session(..)`: inside the
+    /// caller's transaction the parents and the related documents are read
+    /// with the transaction's own writes. Await it.
+    pub fn session(self, session: &mut ClientSession) -> WithParentsIn<'_, P, V, T, F, W> {
+        WithParentsIn { query: self, session }
+    }
+
+    async fn run_in(self, session: Option<&mut ClientSession>) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
+        let op = crate::client::trace::Op::new("find_with_parents", P::COLLECTION);
+        op.run(async move {
+            match self.strategy {
+                Strategy::Separate => {
+                    let db = {
+                        let coll = self.find.collection();
+                        coll.client().database(&coll.namespace().db)
+                    };
+                    let mut session = session;
+                    let parents = self.find.all_in(session.as_deref_mut()).await?;
+                    let request = Referenced::<T, W>::new(self.field, self.visit, &parents);
+                    let loaded = join_in(&db, request, DEFAULT_CHUNK, session).await?;
+                    Ok((parents, loaded))
+                }
+                Strategy::Lookup => self.lookup(session).await,
+            }
+        })
+        .await
+    }
+
+    async fn lookup(self, session: Option<&mut ClientSession>) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
         let parts = self.find.parts();
         let mut pipeline = vec![doc! {"$match": parts.filter.into_document()?}];
         if let Some(s) = parts.sort {
@@ -138,24 +157,20 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
             pipeline.push(doc! {"$project": {IDS: 0}});
         }
         let name = P::COLLECTION;
-        let err = |e| Error::driver("aggregate", name, e);
-        let mut cursor = parts
+        let aggregate = parts
             .coll
             .aggregate(pipeline)
             .batch_size(parts.batch_size.unwrap_or(ONE_BATCH))
-            .with_type::<RawDocumentBuf>()
-            .await
-            .map_err(err)?;
+            .with_type::<RawDocumentBuf>();
         // One pass: each parent decoded, each joined document decoded the
         // first time its id comes by (a document several parents refer to
         // travels once per parent but is decoded once).
         let mut parents = Vec::new();
         let mut slots: IdMap<T::Id, u32> = IdMap::default();
         let mut items = Vec::new();
-        while cursor.advance().await.map_err(err)? {
-            let raw = cursor.current();
+        collect_aggregate(aggregate, session, name, |raw| {
             parents.push(decode::<V>(name, raw)?);
-            let Ok(docs) = raw.get_array(JOINED) else { continue };
+            let Ok(docs) = raw.get_array(JOINED) else { return Ok(()) };
             for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
                 let Some(id) = d.get("_id").ok().flatten().and_then(T::Id::from_raw) else { continue };
                 if let std::collections::hash_map::Entry::Vacant(slot) = slots.entry(id) {
@@ -163,7 +178,9 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
                     items.push(decode::<W>(T::COLLECTION, d)?);
                 }
             }
-        }
+            Ok(())
+        })
+        .await?;
         let loaded = Referenced::<T, W>::found(self.field, self.visit, &parents, slots, items).finish();
         Ok((parents, loaded))
     }
@@ -176,5 +193,28 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> std:
     type IntoFuture = futures::future::BoxFuture<'static, Self::Output>;
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.run())
+    }
+}
+
+/// A [`WithParents`] that runs in the caller's session ([`WithParents::session`]).
+#[must_use = "WithParentsIn does nothing until awaited"]
+pub struct WithParentsIn<'s, P, V, T: Document, F, W = T> {
+    query: WithParents<P, V, T, F, W>,
+    session: &'s mut ClientSession,
+}
+
+impl<P, V, T: Document, F, W> std::fmt::Debug for WithParentsIn<'_, P, V, T, F, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithParentsIn").field("relation", &self.query.rel.rust_field).finish()
+    }
+}
+
+impl<'s, P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> std::future::IntoFuture
+    for WithParentsIn<'s, P, V, T, F, W>
+{
+    type Output = Result<(Vec<V>, Loaded<W, T::Id>)>;
+    type IntoFuture = futures::future::BoxFuture<'s, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.query.run_in(Some(self.session)))
     }
 }

@@ -2,6 +2,7 @@
 //! replace, delete, count and ensure_indexes.
 
 use crate::bson_compat;
+use crate::client::trace::Op;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
 use crate::error::{Error, Result};
@@ -220,26 +221,37 @@ impl<T: Document> Repository<T> {
     }
 
     async fn insert_many_in(&self, docs: &[T], mut session: Option<&mut ClientSession>) -> Result<()> {
-        if docs.is_empty() {
-            return Ok(());
-        }
-        let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
-        let result = if raws.len() == 1 {
-            let raw = raws.pop().ok_or_else(|| Error::Invalid { what: "insert", message: "nothing encoded".into() })?;
-            in_session!(self.raw.insert_one(raw), session.as_deref_mut()).map(|_| ()).map_err(self.err("insert"))
-        } else {
-            in_session!(self.raw.insert_many(raws), session.as_deref_mut()).map(|_| ()).map_err(self.err("insert_many"))
-        };
-        match result {
-            Ok(()) => self.after_insert(&plain, filled, session).await,
-            Err(e) => {
-                if !plain.is_empty() {
-                    let landed = self.landed(&e, &plain, session.as_deref_mut()).await?;
-                    self.after_insert(&plain[..landed], filled, session).await?;
+        Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
+            .documents(docs.len())
+            .run(async move {
+                if docs.is_empty() {
+                    return Ok(());
                 }
-                Err(e)
-            }
-        }
+                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
+                let result = if raws.len() == 1 {
+                    let raw = raws
+                        .pop()
+                        .ok_or_else(|| Error::Invalid { what: "insert", message: "nothing encoded".into() })?;
+                    in_session!(self.raw.insert_one(raw), session.as_deref_mut())
+                        .map(|_| ())
+                        .map_err(self.err("insert"))
+                } else {
+                    in_session!(self.raw.insert_many(raws), session.as_deref_mut())
+                        .map(|_| ())
+                        .map_err(self.err("insert_many"))
+                };
+                match result {
+                    Ok(()) => self.after_insert(&plain, filled, session).await,
+                    Err(e) => {
+                        if !plain.is_empty() {
+                            let landed = self.landed(&e, &plain, session.as_deref_mut()).await?;
+                            self.after_insert(&plain[..landed], filled, session).await?;
+                        }
+                        Err(e)
+                    }
+                }
+            })
+            .await
     }
 
     /// How many of `plain` an ordered insert that failed with `e` wrote:
@@ -307,8 +319,15 @@ impl<T: Document> Repository<T> {
     }
 
     async fn count_in(&self, filter: impl Into<Filter>, session: Option<&mut ClientSession>) -> Result<u64> {
-        let filter = filter.into().into_document()?;
-        in_session!(self.raw.count_documents(filter), session).map_err(self.err("count"))
+        Op::new("count", T::COLLECTION)
+            .run_counted(
+                async move {
+                    let filter = filter.into().into_document()?;
+                    in_session!(self.raw.count_documents(filter), session).map_err(self.err("count"))
+                },
+                |n| Some(*n as usize),
+            )
+            .await
     }
 
     /// Applies an update to the document with this id. A push into a bounded
@@ -327,24 +346,44 @@ impl<T: Document> Repository<T> {
         update: Update<T>,
         mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
-        let filter = doc! {"_id": id.to_bson()};
-        let outcome = self.update_where(filter, &update, false, Some(id.to_bson()), session.as_deref_mut()).await?;
-        if outcome.matched == 0 {
-            return Err(self.explain_unmatched(id, &update, session).await?);
-        }
-        Ok(outcome)
+        Op::new("update_by_id", T::COLLECTION)
+            .run_counted(
+                async move {
+                    let filter = doc! {"_id": id.to_bson()};
+                    let outcome =
+                        self.update_where(filter, &update, false, Some(id.to_bson()), session.as_deref_mut()).await?;
+                    if outcome.matched == 0 {
+                        return Err(self.explain_unmatched(id, &update, session).await?);
+                    }
+                    Ok(outcome)
+                },
+                |o: &UpdateOutcome| Some(o.modified as usize),
+            )
+            .await
     }
 
     /// Applies an update to the first document matching a filter (bounded
     /// pushes guarded as in [`Repository::update_by_id`]).
     pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, false, None, None).await
+        self.update_matching(filter, update, false, None).await
     }
 
     /// Applies an update to every document matching a filter. Documents whose
     /// bounded arrays have no room for a push are left out (not matched).
     pub async fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.update_where(filter.into().into_document()?, &update, true, None, None).await
+        self.update_matching(filter, update, true, None).await
+    }
+
+    async fn update_matching(
+        &self,
+        filter: impl Into<Filter>,
+        update: Update<T>,
+        many: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
+        let op = Op::new(if many { "update_many" } else { "update_one" }, T::COLLECTION);
+        let work = async move { self.update_where(filter.into().into_document()?, &update, many, None, session).await };
+        op.run_counted(work, |o| Some(o.modified as usize)).await
     }
 
     async fn update_where(
@@ -792,16 +831,28 @@ impl<T: Document> Repository<T> {
     }
 
     async fn replace_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
-        match self.put(doc, false, session).await? {
-            true => Ok(()),
-            false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
-        }
+        Op::new("replace", T::COLLECTION)
+            .documents(1)
+            .run(async move {
+                match self.put(doc, false, session).await? {
+                    true => Ok(()),
+                    false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
+                }
+            })
+            .await
     }
 
     /// Inserts the document, or replaces the stored one with the same id
     /// (copies filled and confirmed as in [`Repository::replace`]).
     pub async fn save(&self, doc: &T) -> Result<()> {
-        self.put(doc, true, None).await.map(|_| ())
+        self.save_in(doc, None).await
+    }
+
+    async fn save_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new("save", T::COLLECTION)
+            .documents(1)
+            .run(async move { self.put(doc, true, session).await.map(|_| ()) })
+            .await
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
@@ -811,14 +862,23 @@ impl<T: Document> Repository<T> {
     }
 
     async fn delete_by_id_in(&self, id: &T::Id, mut session: Option<&mut ClientSession>) -> Result<bool> {
-        crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id), session.as_deref_mut()).await?;
-        let filter = doc! {"_id": id.to_bson()};
-        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-        let r = in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
-        if r.deleted_count == 1 && !parents.is_empty() {
-            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
-        }
-        Ok(r.deleted_count == 1)
+        Op::new("delete_by_id", T::COLLECTION)
+            .run_counted(
+                async move {
+                    crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id), session.as_deref_mut())
+                        .await?;
+                    let filter = doc! {"_id": id.to_bson()};
+                    let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                    let r =
+                        in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
+                    if r.deleted_count == 1 && !parents.is_empty() {
+                        crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+                    }
+                    Ok(r.deleted_count == 1)
+                },
+                |d| Some(*d as usize),
+            )
+            .await
     }
 
     /// Deletes every document matching a filter, applying the `on_delete`
@@ -830,22 +890,30 @@ impl<T: Document> Repository<T> {
     }
 
     async fn delete_many_in(&self, filter: impl Into<Filter>, mut session: Option<&mut ClientSession>) -> Result<u64> {
-        let mut filter = filter.into().into_document()?;
-        if !graph().references_to(T::COLLECTION).is_empty() {
-            let ids = self.ids_matching(filter.clone(), session.as_deref_mut()).await?;
-            if ids.is_empty() {
-                return Ok(0);
-            }
-            crate::relations::on_delete::apply::<T>(&self.db, &ids, session.as_deref_mut()).await?;
-            let ids: Vec<bson::Bson> = ids.iter().map(DocId::to_bson).collect();
-            filter = doc! {"$and": [filter, {"_id": {"$in": ids}}]};
-        }
-        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-        let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut()).map_err(self.err("delete_many"))?;
-        if r.deleted_count > 0 && !parents.is_empty() {
-            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
-        }
-        Ok(r.deleted_count)
+        Op::new("delete_many", T::COLLECTION)
+            .run_counted(
+                async move {
+                    let mut filter = filter.into().into_document()?;
+                    if !graph().references_to(T::COLLECTION).is_empty() {
+                        let ids = self.ids_matching(filter.clone(), session.as_deref_mut()).await?;
+                        if ids.is_empty() {
+                            return Ok(0);
+                        }
+                        crate::relations::on_delete::apply::<T>(&self.db, &ids, session.as_deref_mut()).await?;
+                        let ids: Vec<bson::Bson> = ids.iter().map(DocId::to_bson).collect();
+                        filter = doc! {"$and": [filter, {"_id": {"$in": ids}}]};
+                    }
+                    let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                    let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
+                        .map_err(self.err("delete_many"))?;
+                    if r.deleted_count > 0 && !parents.is_empty() {
+                        crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+                    }
+                    Ok(r.deleted_count)
+                },
+                |n| Some(*n as usize),
+            )
+            .await
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.

@@ -118,12 +118,12 @@ impl<T: Document> InSession<'_, T> {
 
     /// [`Repository::update_one`] in the session.
     pub async fn update_one(&mut self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.repo.update_where(filter.into().into_document()?, &update, false, None, Some(self.session)).await
+        self.repo.update_matching(filter, update, false, Some(self.session)).await
     }
 
     /// [`Repository::update_many`] in the session.
     pub async fn update_many(&mut self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
-        self.repo.update_where(filter.into().into_document()?, &update, true, None, Some(self.session)).await
+        self.repo.update_matching(filter, update, true, Some(self.session)).await
     }
 
     /// [`Repository::replace`] in the session.
@@ -133,7 +133,7 @@ impl<T: Document> InSession<'_, T> {
 
     /// [`Repository::save`] in the session.
     pub async fn save(&mut self, doc: &T) -> Result<()> {
-        self.repo.put(doc, true, Some(self.session)).await.map(|_| ())
+        self.repo.save_in(doc, Some(self.session)).await
     }
 
     /// [`Repository::delete_by_id`] in the session, `on_delete` rules included.

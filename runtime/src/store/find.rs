@@ -210,10 +210,17 @@ impl<T: Document, V: View> Find<T, V> {
     }
 
     /// All results, read in `session` when given.
-    async fn all_in(self, session: Option<&mut ClientSession>) -> Result<Vec<V>> {
-        let (coll, filter, options) = self.prepared(true)?;
-        let find = coll.find(filter).with_options(options);
-        collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
+    pub(crate) async fn all_in(self, session: Option<&mut ClientSession>) -> Result<Vec<V>> {
+        crate::client::trace::Op::new("find", T::COLLECTION)
+            .run_counted(
+                async move {
+                    let (coll, filter, options) = self.prepared(true)?;
+                    let find = coll.find(filter).with_options(options);
+                    collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
+                },
+                |v| Some(v.len()),
+            )
+            .await
     }
 
     /// All results.
@@ -256,7 +263,9 @@ impl<T: Document, V: View> Find<T, V> {
 
     /// The results as a stream, batch by batch.
     pub async fn stream(self) -> Result<impl Stream<Item = Result<V>> + Send> {
-        let cursor = self.cursor(false).await?;
+        // The span covers opening the cursor; later batches come as the
+        // caller polls the stream.
+        let cursor = crate::client::trace::Op::new("find_stream", T::COLLECTION).run(self.cursor(false)).await?;
         Ok(cursor
             .map_err(|e| Error::driver("find", T::COLLECTION, e))
             .map(|r| r.and_then(|raw| decode::<V>(T::COLLECTION, &raw))))

@@ -20,6 +20,29 @@ macro_rules! in_session {
 }
 pub(crate) use in_session;
 
+/// Opens a cursor from a driver action (a find or an aggregate), in
+/// `session` when given, and reads every result through `each`.
+macro_rules! drain {
+    ($action:expr, $session:expr, $err:expr, $each:expr) => {{
+        let mut out = Vec::new();
+        match $session {
+            Some(s) => {
+                let mut cursor = $action.session(&mut *s).await.map_err($err)?;
+                while cursor.advance(s).await.map_err($err)? {
+                    out.push($each(cursor.current())?);
+                }
+            }
+            None => {
+                let mut cursor = $action.await.map_err($err)?;
+                while cursor.advance().await.map_err($err)? {
+                    out.push($each(cursor.current())?);
+                }
+            }
+        }
+        Ok(out)
+    }};
+}
+
 /// Runs a find, in `session` when given, and reads every result through
 /// `each`. Driver errors are named `find` on `collection`.
 pub(crate) async fn collect<T: Send + Sync, U>(
@@ -29,22 +52,19 @@ pub(crate) async fn collect<T: Send + Sync, U>(
     mut each: impl FnMut(&RawDocument) -> Result<U>,
 ) -> Result<Vec<U>> {
     let err = |e| Error::driver("find", collection.to_owned(), e);
-    let mut out = Vec::new();
-    match session {
-        Some(s) => {
-            let mut cursor = find.session(&mut *s).await.map_err(err)?;
-            while cursor.advance(s).await.map_err(err)? {
-                out.push(each(cursor.current())?);
-            }
-        }
-        None => {
-            let mut cursor = find.await.map_err(err)?;
-            while cursor.advance().await.map_err(err)? {
-                out.push(each(cursor.current())?);
-            }
-        }
-    }
-    Ok(out)
+    drain!(find, session, err, each)
+}
+
+/// Runs an aggregate of raw documents, in `session` when given, and reads
+/// every result through `each`. Driver errors are named `aggregate` on `collection`.
+pub(crate) async fn collect_aggregate<U>(
+    aggregate: mongodb::action::Aggregate<'_, mongodb::action::ImplicitSession, bson::RawDocumentBuf>,
+    session: Option<&mut ClientSession>,
+    collection: &str,
+    mut each: impl FnMut(&RawDocument) -> Result<U>,
+) -> Result<Vec<U>> {
+    let err = |e| Error::driver("aggregate", collection.to_owned(), e);
+    drain!(aggregate, session, err, each)
 }
 
 /// A stored document as a BSON document (for the bookkeeping that edits it).

@@ -95,9 +95,14 @@ pub(crate) async fn run_in<R>(
     body: &mut Body<'_, R>,
 ) -> Result<R> {
     let slot = Carried(Arc::new(Mutex::new(None)));
+    let mut attempt = 0u32;
     let result = session
         .start_transaction()
         .and_run((body, slot.clone()), |s, (body, slot)| {
+            attempt += 1;
+            if attempt > 1 {
+                crate::client::trace::retry(what, attempt);
+            }
             let slot = slot.clone();
             let fut = body(s);
             Box::pin(async move { fut.await.map_err(|e| into_driver(e, &slot)) })
