@@ -48,15 +48,18 @@ struct SupplierName {
 struct Closed {
     parent: Option<u64>,
     fields: BTreeMap<String, String>,
-    /// Events recorded inside it: (level, fields).
-    events: Vec<(Level, BTreeMap<String, String>)>,
+    /// Events recorded inside it.
+    events: Vec<Recorded>,
 }
+
+/// An event: its level and fields.
+type Recorded = (Level, BTreeMap<String, String>);
 
 #[derive(Default, Clone)]
 struct Seen {
     closed: Arc<Mutex<Vec<Closed>>>,
     /// Every event, wherever it was.
-    events: Arc<Mutex<Vec<(Level, BTreeMap<String, String>)>>>,
+    events: Arc<Mutex<Vec<Recorded>>>,
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
