@@ -116,13 +116,13 @@ async fn a_document_value_is_a_value_never_an_operator() -> docrel::Result<()> {
     // A map from user input, as serde hands it over.
     let map: BTreeMap<String, String> = [("$gt".to_owned(), String::new())].into();
     assert_eq!(
-        ids(&t, f.label.eq(&Bson::Document(docrel::bson::to_document(&map).unwrap()))).await?,
+        ids(&t, f.label.eq(&Bson::Document(docrel::bson_compat::to_document(&map).unwrap()))).await?,
         Vec::<i32>::new()
     );
     // A map that encodes as a regular expression is a value too, also in
     // `$in` (where the server would take it as a pattern).
     let regex: BTreeMap<&str, BsonDoc> = [("$regularExpression", doc! {"pattern": ".*", "options": ""})].into();
-    let regex = docrel::bson::to_bson(&regex).unwrap();
+    let regex = docrel::bson_compat::to_bson(&regex).unwrap();
     assert!(matches!(regex, Bson::RegularExpression(_)));
     assert_eq!(ids(&t, f.label.eq(&regex)).await?, Vec::<i32>::new());
     assert_eq!(ids(&t, f.label.is_in(&[regex.clone(), Bson::from("l2")])).await?, [2]);

@@ -170,7 +170,7 @@ async fn ensure_indexes_creates_the_declared_ones_in_one_command() -> docrel::Re
             .list_indexes()
             .await
             .unwrap()
-            .map_ok(|m| docrel::bson::to_document(&m).unwrap())
+            .map_ok(|m| docrel::bson_compat::to_document(&m).unwrap())
             .try_collect()
             .await
             .unwrap();

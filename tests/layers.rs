@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module of the runtime and its layer (higher uses lower).
 const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
+    ("bson_compat", 0),
     ("id", 1),
     ("schema", 2),
     ("client", 2),

@@ -398,7 +398,7 @@ async fn readings_over_three_days_land_in_three_day_buckets() -> docrel::Result<
     let afternoon = ReadingDay::rels().readings.range(&t.db, &sensor.id, from, to).await?;
     assert_eq!(t.trips.since(mark), 1);
     let read = t.trips.bytes_since(mark);
-    let one_day = docrel::bson::to_vec(&days[1]).unwrap().len() as u64;
+    let one_day = docrel::bson_compat::to_vec(&days[1]).unwrap().len() as u64;
     assert!(read < one_day + 300, "one bucket read: {read} bytes for a {one_day}-byte bucket");
     assert_eq!(afternoon.len(), 84);
     assert!(afternoon.iter().all(|r| r.time >= from && r.time < to));

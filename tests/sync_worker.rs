@@ -297,7 +297,7 @@ async fn a_truncated_array_is_fanned_out() -> docrel::Result<()> {
     assert_eq!(strings(&now, "tags"), ["a"]);
     let version = now.get_document("_docrel").unwrap().get("v").cloned().unwrap();
     let event = |truncated: Vec<BsonDoc>| -> ChangeStreamEvent<BsonDoc> {
-        docrel::bson::from_document(doc! {
+        docrel::bson_compat::from_document(doc! {
             "_id": {"_data": "00"},
             "operationType": "update",
             "ns": {"db": t.db.name(), "coll": "authors"},

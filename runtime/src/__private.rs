@@ -1,5 +1,6 @@
 //! What generated code may touch. Not public API: no stability promise.
 
+pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::schema::document::{
@@ -7,9 +8,9 @@ pub use crate::schema::document::{
     Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
-pub use bson;
 pub use inventory;
 pub use mongodb;
+pub use mongodb::bson;
 pub use serde;
 
 // The facade's items, so that generated code names everything through the

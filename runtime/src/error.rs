@@ -488,6 +488,6 @@ fn transient_note(e: &mongodb::error::Error) -> &'static str {
 }
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
-pub(crate) fn show_id(id: &bson::Bson) -> String {
+pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
     id.clone().into_relaxed_extjson().to_string()
 }

@@ -1,6 +1,6 @@
 //! The types a document's `_id` may have.
 
-use bson::{oid::ObjectId, Bson, RawBsonRef};
+use mongodb::bson::{self, oid::ObjectId, Bson, RawBsonRef};
 use std::fmt::Debug;
 use std::hash::Hash;
 

@@ -13,9 +13,10 @@
 //! | patterns | `patterns` | subset, bucket |
 //! | store | `store` | field handles, filters, updates, `Find`, decoding, BSON paths |
 //! | schema | `schema` | descriptors, the registry, the schema graph, indexes |
-//! | base | `error`, `id` | errors, id types |
+//! | base | `error`, `id`, [`bson_compat`] | errors, id types, the bson 2/3 differences |
 
 pub mod admin;
+pub mod bson_compat;
 mod client;
 mod denormalize;
 mod error;
@@ -43,7 +44,6 @@ pub use patterns::bucket_check;
 pub use relations::inverse_check;
 pub use schema::{graph, indexes, registry};
 
-pub use bson;
 pub use client::connect::{
     connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
 };
@@ -58,6 +58,7 @@ pub mod on_delete {
 pub use error::{Error, Misuse, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;
 pub use mongodb;
+pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};

@@ -10,6 +10,7 @@
 //! the array the server holds, a subset rebuilt under its change counter),
 //! so a batch done twice, after a stop in its middle, fixes nothing twice.
 
+use crate::bson_compat;
 use crate::denormalize::fanout::targets_of;
 use crate::denormalize::repair::{repair_collection, verify_collection, Checkpoint};
 use crate::error::{show_id, Error, Result};
@@ -18,7 +19,7 @@ use crate::patterns::subset::SubsetTarget;
 use crate::relations::inverse_check::{self, InverseCheckpoint, Pair};
 use crate::schema::graph::graph;
 use crate::store::primary;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// Where a repair keeps its checkpoint: one document per scope
@@ -495,7 +496,7 @@ impl<'a> Run<'a> {
     async fn save(&self, job: &str, position: Option<&Bson>, done: u64, reports: &[JobReport]) -> Result<()> {
         // A job whose last batch is done has no position: the next one starts.
         let finished = position.is_none();
-        let reports = bson::to_bson(reports)
+        let reports = bson_compat::to_bson(reports)
             .map_err(|e| Error::Encode { what: "a repair checkpoint".into(), message: e.to_string() })?;
         self.db
             .collection::<BsonDoc>(CHECKPOINT_COLLECTION)
@@ -559,7 +560,7 @@ impl<'a> Run<'a> {
                 report.done = saved.get_i64("done").unwrap_or(0).max(0) as u64;
                 resume_position = saved.get("position").filter(|p| **p != Bson::Null).cloned();
                 if let Ok(jobs) = saved.get_array("jobs") {
-                    report.jobs = jobs.iter().filter_map(|j| bson::from_bson(j.clone()).ok()).collect();
+                    report.jobs = jobs.iter().filter_map(|j| bson_compat::from_bson(j.clone()).ok()).collect();
                 }
                 resume_job = Some(job);
             }

@@ -38,6 +38,7 @@
 //! referenced ids for the dangling check (at most [`Options::max_ids`] per
 //! reference, checked with `$in` reads of 500).
 
+use crate::bson_compat;
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result, MAX_DOCUMENT_BYTES};
 use crate::relations::inverse_check::{pairs, Shape as PairShape};
@@ -45,7 +46,7 @@ use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::{graph, Shape};
 use crate::schema::indexes::needed_by;
 use crate::schema::registry::sorted;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -694,7 +695,8 @@ async fn measure(
             largest_field = d
                 .iter()
                 .map(|(k, v)| {
-                    let bytes = bson::to_vec(&doc! { k.clone(): v.clone() }).map_or(0, |b| b.len().saturating_sub(5));
+                    let bytes =
+                        bson_compat::to_vec(&doc! { k.clone(): v.clone() }).map_or(0, |b| b.len().saturating_sub(5));
                     (k.clone(), bytes as u64)
                 })
                 .max_by_key(|(_, b)| *b);

@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::schema::indexes::needed_by;
 use crate::schema::registry::sorted;
-use bson::{doc, Document as BsonDoc};
+use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
 use serde::Serialize;

@@ -92,7 +92,7 @@ static PRETEND: Mutex<Option<i32>> = Mutex::new(None);
 pub(crate) async fn learn(client: &Client, hosts: String, uri_for_errors: &str) -> Result<Deployment> {
     let hello = client
         .database("admin")
-        .run_command(bson::doc! {"hello": 1})
+        .run_command(mongodb::bson::doc! {"hello": 1})
         .await
         .map_err(|e| Error::Connect { uri: crate::client::connect::redact(uri_for_errors), source: Box::new(e) })?;
     let pretended = *PRETEND.lock().unwrap_or_else(|p| p.into_inner());

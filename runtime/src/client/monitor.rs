@@ -1,5 +1,6 @@
 //! Counting round trips exactly, with the driver's command monitoring.
 
+use crate::bson_compat;
 use mongodb::event::command::CommandEvent;
 use mongodb::options::ClientOptions;
 use std::collections::VecDeque;
@@ -78,7 +79,7 @@ impl RoundTrips {
                 }
             }
             CommandEvent::Succeeded(done) => {
-                let bytes = bson::to_vec(&done.reply).map(|v| v.len() as u64).unwrap_or(0);
+                let bytes = bson_compat::to_vec(&done.reply).map(|v| v.len() as u64).unwrap_or(0);
                 inner.reply_bytes.fetch_add(bytes, Ordering::SeqCst);
             }
             _ => {}

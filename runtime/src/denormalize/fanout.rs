@@ -39,7 +39,7 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::session::{collect, in_session, plain};
-use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
 /// Where a source document keeps its version.

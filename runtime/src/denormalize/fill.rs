@@ -10,7 +10,7 @@ use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::{collect, plain};
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
 use std::collections::{HashMap, HashSet};
 

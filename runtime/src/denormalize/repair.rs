@@ -8,7 +8,7 @@ use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::schema::graph::{Shape, Target};
 use crate::store::path::lookup;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::collections::HashMap;
 

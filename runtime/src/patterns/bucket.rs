@@ -4,10 +4,11 @@
 //! update of the page it appended to last, or an upsert from the stored last
 //! page; a unique index on (parent, page) makes concurrent appends safe.
 
+use crate::bson_compat;
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{BucketSpec, Document, Relation};
-use bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
 use mongodb::Database;
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::HashMap;
@@ -133,12 +134,13 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
     fn element(&self, element: &E) -> Result<Bson> {
         let spec = self.spec()?;
-        let value = bson::to_bson(element).map_err(|e| Error::Encode {
+        let value = bson_compat::to_bson(element).map_err(|e| Error::Encode {
             what: format!("an element of `{}`", self.rel.field),
             message: e.to_string(),
         })?;
         if let Some(max) = spec.max_bytes {
-            let bytes = bson::to_vec(&doc! {"e": &value}).map(|v| v.len().saturating_sub(8)).unwrap_or(usize::MAX);
+            let bytes =
+                bson_compat::to_vec(&doc! {"e": &value}).map(|v| v.len().saturating_sub(8)).unwrap_or(usize::MAX);
             if bytes > max as usize {
                 return Err(Error::Invalid {
                     what: crate::error::Misuse::BucketElement,
@@ -337,7 +339,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             for item in array.into_iter().filter_map(|i| i.ok()) {
                 let element: E = match item.as_document() {
                     Some(d) => crate::store::codec::decode(B::COLLECTION, d)?,
-                    None => bson::from_bson(Bson::try_from(item.to_raw_bson()).unwrap_or(Bson::Null)).map_err(|e| {
+                    None => bson_compat::from_bson(Bson::try_from(item).unwrap_or(Bson::Null)).map_err(|e| {
                         Error::Encode { what: format!("an element of `{}`", self.rel.field), message: e.to_string() }
                     })?,
                 };

@@ -20,7 +20,7 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::document::{BucketSpec, Document, Relation, RelationKind, Schema};
 use crate::schema::registry::sorted;
 use crate::store::primary;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// How many problems a report describes in words (all are counted).

@@ -16,6 +16,7 @@
 //! already wrote (`r > e`), since it saw everything this one did. So the
 //! last writer always wrote a state read after every earlier change.
 
+use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
@@ -23,7 +24,7 @@ pub use crate::schema::graph::SubsetTarget;
 use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain};
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
 
 /// How many times a rebuild retries when other changes keep coming in
@@ -53,7 +54,7 @@ impl SubsetTarget {
             None => child.clone(),
         };
         if let Some(max) = self.spec.max_bytes {
-            let bytes = bson::to_vec(&summary).map(|v| v.len()).unwrap_or(usize::MAX);
+            let bytes = bson_compat::to_vec(&summary).map(|v| v.len()).unwrap_or(usize::MAX);
             if bytes > max as usize {
                 return Err(Error::Invalid {
                     what: crate::error::Misuse::SubsetElement,

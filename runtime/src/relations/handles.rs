@@ -8,6 +8,7 @@ use crate::relations::with_parents::WithParents;
 use crate::schema::document::{Carries, Document, Relation, View};
 use crate::store::find::Find;
 use crate::store::query::{Filter, Sort};
+use mongodb::bson;
 use mongodb::Database;
 use std::marker::PhantomData;
 

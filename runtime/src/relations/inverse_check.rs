@@ -43,7 +43,7 @@ use crate::schema::document::{Document, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::schema::registry::sorted;
 use crate::store::primary;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
 /// How many problems a report describes in words (all are counted).

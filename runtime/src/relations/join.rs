@@ -2,6 +2,7 @@
 //! `$in` query per target collection, projected on the views' fields, and
 //! put back in each parent's order.
 
+use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::id::DocId;
 use crate::relations::loaded::Loaded;
@@ -9,7 +10,7 @@ use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::query::{Filter, Sort};
 use crate::store::session::{collect, collect_aggregate};
-use bson::{doc, Bson, RawDocument, RawDocumentBuf};
+use mongodb::bson::{self, doc, Bson, RawDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 use std::marker::PhantomData;
 
@@ -308,7 +309,7 @@ fn union_ids(mut lists: Vec<Vec<Bson>>) -> Vec<Bson> {
     let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
     let mut out = Vec::new();
     for id in lists.into_iter().flatten() {
-        let bytes = bson::to_vec(&doc! {"": &id}).unwrap_or_default();
+        let bytes = bson_compat::to_vec(&doc! {"": &id}).unwrap_or_default();
         if seen.insert(bytes) {
             out.push(id);
         }

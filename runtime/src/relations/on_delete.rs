@@ -7,7 +7,7 @@ use crate::id::DocId;
 use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
 use crate::store::session::{collect, in_session};
-use bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
 /// Cascades deeper than this are refused: the schema has a cycle of
@@ -157,7 +157,7 @@ async fn dependants(
         .batch_size(BATCH as u32)
         .selection_criteria(crate::store::primary());
     let found = collect(find, session, schema.collection, |raw| {
-        Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id.to_raw_bson()).ok()))
+        Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()))
     })
     .await?;
     let page: Vec<Bson> = found.into_iter().flatten().collect();

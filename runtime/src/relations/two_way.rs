@@ -6,7 +6,7 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::store::session::in_session;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Database};
 

@@ -14,7 +14,7 @@ use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::find::Find;
 use crate::store::session::collect_aggregate;
-use bson::{doc, RawDocumentBuf};
+use mongodb::bson::{doc, RawDocumentBuf};
 use mongodb::ClientSession;
 use std::marker::PhantomData;
 

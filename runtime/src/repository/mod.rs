@@ -1,6 +1,7 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
+use crate::bson_compat;
 use crate::client::trace::Op;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
@@ -13,7 +14,7 @@ use crate::store::find::Find;
 use crate::store::path::lookup;
 use crate::store::query::{Filter, Update};
 use crate::store::session::{collect, in_session};
-use bson::{doc, RawDocumentBuf};
+use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use std::marker::PhantomData;
@@ -156,7 +157,7 @@ impl<T: Document> Repository<T> {
         let mut plain = docs
             .iter()
             .map(|d| {
-                bson::to_document(d).map_err(|e| Error::Encode {
+                bson_compat::to_document(d).map_err(|e| Error::Encode {
                     what: format!("a document of `{}`", T::COLLECTION),
                     message: e.to_string(),
                 })
@@ -973,7 +974,7 @@ impl<T: Document> Repository<T> {
             .batch_size(batch as u32)
             .selection_criteria(crate::store::primary());
         let ids = collect(find, session, T::COLLECTION, |raw| {
-            Ok(raw.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id.to_raw_bson()).ok()))
+            Ok(raw.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id).ok()))
         })
         .await?;
         let page: Vec<bson::Bson> = ids.into_iter().flatten().collect();

@@ -9,6 +9,7 @@ use crate::id::{show, DocId};
 use crate::schema::document::Document;
 use crate::store::find::{Find, FindIn};
 use crate::store::query::{Filter, Update};
+use mongodb::bson;
 use mongodb::ClientSession;
 
 /// The repository of `T` bound to the caller's session; from

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::id::DocId;
+use mongodb::bson;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A struct stored as one document of one collection.

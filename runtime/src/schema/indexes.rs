@@ -2,7 +2,7 @@
 //! relationships need to stay fast (rule 4: "if you index correctly").
 
 use crate::schema::document::{RelationKind, Schema};
-use bson::{Bson, Document as BsonDoc};
+use mongodb::bson::{self, Bson, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 

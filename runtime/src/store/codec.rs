@@ -1,13 +1,14 @@
 //! Encoding documents once (with the 16 MiB check) and decoding them with
 //! errors that name the collection, the `_id` and the failing field.
 
+use crate::bson_compat;
 use crate::error::{show_id, Error, Result, MAX_DOCUMENT_BYTES};
-use bson::{Bson, RawDocument, RawDocumentBuf};
+use mongodb::bson::{self, Bson, RawDocument, RawDocumentBuf};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Encodes a value into a raw document, refusing one above 16 MiB.
 pub(crate) fn encode<T: Serialize>(collection: &'static str, value: &T) -> Result<RawDocumentBuf> {
-    let raw = bson::to_raw_document_buf(value)
+    let raw = bson_compat::to_raw_document_buf(value)
         .map_err(|e| Error::Encode { what: format!("a document of `{collection}`"), message: e.to_string() })?;
     let bytes = raw.as_bytes().len();
     if bytes > MAX_DOCUMENT_BYTES {
@@ -19,9 +20,7 @@ pub(crate) fn encode<T: Serialize>(collection: &'static str, value: &T) -> Resul
 /// The `_id` of a raw document, as extended JSON, for messages.
 pub(crate) fn raw_id(raw: &RawDocument) -> String {
     match raw.get("_id") {
-        Ok(Some(id)) => {
-            id.to_raw_bson().try_into().map(|b: Bson| show_id(&b)).unwrap_or_else(|_| "<unreadable _id>".into())
-        }
+        Ok(Some(id)) => Bson::try_from(id).map(|b| show_id(&b)).unwrap_or_else(|_| "<unreadable _id>".into()),
         _ => "<no _id>".into(),
     }
 }
@@ -29,14 +28,14 @@ pub(crate) fn raw_id(raw: &RawDocument) -> String {
 /// Decodes a raw document into `T`. The fast path is serde straight from the
 /// bytes; only when it fails is the document walked again to name the field.
 pub(crate) fn decode<T: DeserializeOwned>(collection: &str, raw: &RawDocument) -> Result<T> {
-    match bson::from_slice::<T>(raw.as_bytes()) {
+    match bson_compat::from_slice::<T>(raw.as_bytes()) {
         Ok(v) => Ok(v),
         Err(fast) => Err(explain::<T>(collection, raw, fast)),
     }
 }
 
 #[cold]
-fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson::de::Error) -> Error {
+fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson_compat::DecodeError) -> Error {
     let id = raw_id(raw);
     let rust_type = std::any::type_name::<T>();
     let doc = match bson::Document::try_from(raw) {

@@ -1,7 +1,8 @@
 //! Dotted BSON paths: reading a field by path, and whether two paths
 //! overlap (writing one changes the other).
 
-use bson::{doc, Bson, Document as BsonDoc};
+use crate::bson_compat;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 /// A field of a document, by dotted path.
 pub fn lookup<'d>(doc: &'d BsonDoc, path: &str) -> Option<&'d Bson> {
@@ -36,7 +37,7 @@ pub fn id_key(id: &Bson) -> String {
         Bson::Int64(i) => i.to_string(),
         Bson::String(s) if !s.is_empty() && !s.contains(['.', '$']) && !s.starts_with('x') => s.clone(),
         other => {
-            let bytes = bson::to_vec(&doc! {"": other.clone()}).unwrap_or_default();
+            let bytes = bson_compat::to_vec(&doc! {"": other.clone()}).unwrap_or_default();
             format!("x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
         }
     }

@@ -15,8 +15,9 @@
 //! derive or from `&'static str` names in the program ([`Field::at`]),
 //! never from data.
 
+use crate::bson_compat;
 use crate::error::{Error, Result};
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::marker::PhantomData;
@@ -88,7 +89,8 @@ impl<T: Text> Text for Option<T> {}
 impl<T: Text> Text for Vec<T> {}
 
 pub(super) fn to_bson<V: Serialize + ?Sized>(path: &str, value: &V) -> Result<Bson> {
-    bson::to_bson(value).map_err(|e| Error::Encode { what: format!("a value for `{path}`"), message: e.to_string() })
+    bson_compat::to_bson(value)
+        .map_err(|e| Error::Encode { what: format!("a value for `{path}`"), message: e.to_string() })
 }
 
 /// One leaked copy of each distinct nested path, so handles stay `Copy` and
@@ -845,7 +847,7 @@ mod tests {
     #[test]
     fn regexes_and_operator_documents_in_lists_are_compared_with_eq() {
         let f: Field<Doc, Bson> = Field::new("v", None);
-        let re = bson::Regex { pattern: ".*".into(), options: String::new() };
+        let re = crate::bson_compat::regex(".*", "").unwrap();
         let values = [Bson::Int32(1), Bson::RegularExpression(re.clone()), Bson::Document(doc! {"$ne": ""})];
         assert_eq!(
             f.is_in(&values).into_document().ok(),

@@ -5,7 +5,7 @@
 //! pass it on with `as_deref_mut()`.
 
 use crate::error::{Error, Result};
-use bson::RawDocument;
+use mongodb::bson::{self, RawDocument};
 use mongodb::ClientSession;
 
 /// Runs a driver action, in `session` when given:

@@ -22,7 +22,7 @@
 use super::query::{to_bson, Element, Field, Filter};
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, RelationKind, Schema};
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use serde::Serialize;
 use std::marker::PhantomData;
 
@@ -538,7 +538,7 @@ impl<D: Document, E> Field<D, Vec<E>> {
 #[cfg(test)]
 mod tests {
     use super::pushed;
-    use bson::{doc, Bson};
+    use mongodb::bson::{doc, Bson};
 
     #[test]
     fn pushed_counts_each_and_reads_slice() {

@@ -11,7 +11,7 @@ use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of};
 use crate::error::{Error, Result};
 use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
 use crate::store::primary;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, UpdateDescription};
 use mongodb::Database;
 
@@ -21,7 +21,7 @@ use mongodb::Database;
 /// apart from the updated fields.
 ///
 /// ```
-/// use docrel::bson::{doc, from_document};
+/// use docrel::{bson::doc, bson_compat::from_document};
 /// use docrel::mongodb::change_stream::event::UpdateDescription;
 ///
 /// let d: UpdateDescription = from_document(doc! {
@@ -140,9 +140,10 @@ pub(super) async fn rebuild_all_subsets(db: &Database, child: &str) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bson_compat;
 
     fn description(d: BsonDoc) -> UpdateDescription {
-        bson::from_document(d).expect("an update description")
+        bson_compat::from_document(d).expect("an update description")
     }
 
     #[test]

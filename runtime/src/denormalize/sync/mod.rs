@@ -41,9 +41,10 @@ mod apply;
 
 pub use apply::touched_fields;
 
+use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::schema::graph::graph;
-use bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
@@ -272,14 +273,14 @@ impl SyncWorker {
             .await
             .map_err(|e| Error::driver("find", SYNC_COLLECTION, e))?;
         let Some(stored) = stored else { return Ok(None) };
-        let Some(token) = stored.get("token").cloned().and_then(|t| bson::from_bson(t).ok()) else {
+        let Some(token) = stored.get("token").cloned().and_then(|t| bson_compat::from_bson(t).ok()) else {
             return Ok(None);
         };
         Ok(Some(Position { token, start_after: stored.get_bool("start_after").unwrap_or(false) }))
     }
 
     async fn save(&self, position: &Position) -> Result<()> {
-        let token = bson::to_bson(&position.token)
+        let token = bson_compat::to_bson(&position.token)
             .map_err(|e| Error::Encode { what: "a resume token".into(), message: e.to_string() })?;
         self.db
             .collection::<BsonDoc>(SYNC_COLLECTION)

@@ -1,0 +1,136 @@
+//! The serde functions of bson under one set of names, whichever major
+//! version `mongodb::bson` (the driver's, re-exported as `docrel::bson`) is:
+//! bson 2 by default, bson 3 with the `bson-3` feature.
+//!
+//! bson 3 renamed `to_document`, `from_document`, `to_vec`, `from_slice`,
+//! … to `serialize_to_document`, `deserialize_from_document`, … and has one
+//! error type where bson 2 has two. Code that should build with either, the
+//! runtime's, the generated code's, tests' and users', calls these:
+//!
+//! ```
+//! use docrel::{bson::doc, bson_compat};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+//! struct Point {
+//!     x: i32,
+//! }
+//!
+//! let d = bson_compat::to_document(&Point { x: 1 })?;
+//! assert_eq!(d, doc! {"x": 1});
+//! assert_eq!(bson_compat::from_document::<Point>(d)?, Point { x: 1 });
+//! let bytes = bson_compat::to_vec(&doc! {"x": 1})?;
+//! assert_eq!(bson_compat::from_slice::<Point>(&bytes)?, Point { x: 1 });
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use mongodb::bson::{Bson, Document, RawDocumentBuf, Regex};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// Built without the `bson-3` feature, docrel is written for bson 2: when
+/// another crate turns on the driver's `bson-3` feature, `mongodb::bson` is
+/// bson 3 and this says so (among the type errors that follow).
+#[cfg(not(feature = "bson-3"))]
+#[diagnostic::on_unimplemented(
+    message = "the driver's bson is bson 3 (a crate turns on `mongodb/bson-3`), docrel's is bson 2",
+    label = "docrel was built without its `bson-3` feature",
+    note = "turn on docrel's `bson-3` feature too: `docrel = {{ .., features = [\"bson-3\"] }}`"
+)]
+trait DocrelBson {}
+#[cfg(not(feature = "bson-3"))]
+impl DocrelBson for bson2::Document {}
+#[cfg(not(feature = "bson-3"))]
+const _: () = {
+    const fn docrel_bson<T: DocrelBson>() {}
+    docrel_bson::<Document>()
+};
+
+/// The error of the encoding functions: `bson::ser::Error` of bson 2,
+/// `bson::error::Error` of bson 3.
+#[cfg(not(feature = "bson-3"))]
+pub type EncodeError = mongodb::bson::ser::Error;
+/// The error of the encoding functions: `bson::ser::Error` of bson 2,
+/// `bson::error::Error` of bson 3.
+#[cfg(feature = "bson-3")]
+pub type EncodeError = mongodb::bson::error::Error;
+
+/// The error of the decoding functions: `bson::de::Error` of bson 2,
+/// `bson::error::Error` of bson 3.
+#[cfg(not(feature = "bson-3"))]
+pub type DecodeError = mongodb::bson::de::Error;
+/// The error of the decoding functions: `bson::de::Error` of bson 2,
+/// `bson::error::Error` of bson 3.
+#[cfg(feature = "bson-3")]
+pub type DecodeError = mongodb::bson::error::Error;
+
+#[cfg(not(feature = "bson-3"))]
+use mongodb::bson::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
+#[cfg(not(feature = "bson-3"))]
+use mongodb::bson::{
+    to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec,
+};
+
+#[cfg(feature = "bson-3")]
+use mongodb::bson::{
+    deserialize_from_bson as de_bson, deserialize_from_document as de_document, deserialize_from_slice as de_slice,
+};
+#[cfg(feature = "bson-3")]
+use mongodb::bson::{
+    serialize_to_bson as ser_bson, serialize_to_document as ser_document, serialize_to_raw_document_buf as ser_raw,
+    serialize_to_vec as ser_vec,
+};
+
+/// A value as [`Bson`] (`bson::to_bson` / `bson::serialize_to_bson`).
+pub fn to_bson<T: Serialize + ?Sized>(value: &T) -> Result<Bson, EncodeError> {
+    ser_bson(value)
+}
+
+/// A value from [`Bson`] (`bson::from_bson` / `bson::deserialize_from_bson`).
+pub fn from_bson<T: DeserializeOwned>(value: Bson) -> Result<T, DecodeError> {
+    de_bson(value)
+}
+
+/// A value as a [`Document`] (`bson::to_document` /
+/// `bson::serialize_to_document`).
+pub fn to_document<T: Serialize + ?Sized>(value: &T) -> Result<Document, EncodeError> {
+    ser_document(value)
+}
+
+/// A value from a [`Document`] (`bson::from_document` /
+/// `bson::deserialize_from_document`).
+pub fn from_document<T: DeserializeOwned>(doc: Document) -> Result<T, DecodeError> {
+    de_document(doc)
+}
+
+/// A value as the bytes of a BSON document (`bson::to_vec` /
+/// `bson::serialize_to_vec`).
+pub fn to_vec<T: Serialize>(value: &T) -> Result<Vec<u8>, EncodeError> {
+    ser_vec(value)
+}
+
+/// A value from the bytes of a BSON document (`bson::from_slice` /
+/// `bson::deserialize_from_slice`).
+pub fn from_slice<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, DecodeError> {
+    de_slice(bytes)
+}
+
+/// A value as a [`RawDocumentBuf`] (`bson::to_raw_document_buf` /
+/// `bson::serialize_to_raw_document_buf`).
+pub fn to_raw_document_buf<T: Serialize>(value: &T) -> Result<RawDocumentBuf, EncodeError> {
+    ser_raw(value)
+}
+
+/// A BSON regular expression, its options sorted as BSON wants them (bson
+/// 3 stores both strings as `CString`). `None` where either holds a NUL
+/// byte, which BSON cannot store.
+pub fn regex(pattern: &str, options: &str) -> Option<Regex> {
+    if pattern.contains('\0') || options.contains('\0') {
+        return None;
+    }
+    let mut sorted: Vec<char> = options.chars().collect();
+    sorted.sort_unstable();
+    let options: String = sorted.into_iter().collect();
+    #[cfg(not(feature = "bson-3"))]
+    return Some(Regex { pattern: pattern.to_owned(), options });
+    #[cfg(feature = "bson-3")]
+    Some(Regex { pattern: pattern.try_into().ok()?, options: options.try_into().ok()? })
+}
