@@ -16,7 +16,10 @@ pub use serde;
 // The facade's items, so that generated code names everything through the
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
-pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, Subset, View};
+pub use crate::schema::shard::routes_by_id;
+pub use crate::{
+    Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View,
+};
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
 
@@ -42,7 +45,7 @@ pub const fn copies_come_from(copies: &[ElemCopy], collection: &str) -> bool {
     true
 }
 
-const fn str_eq(a: &str, b: &str) -> bool {
+pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

@@ -333,6 +333,9 @@ pub enum Misuse {
     Filter,
     /// an update.
     Update,
+    /// a single-document write on a sharded collection whose filter lacks
+    /// the shard key.
+    ShardKey,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -361,6 +364,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Environment => "environment",
             Misuse::Filter => "filter",
             Misuse::Update => "update",
+            Misuse::ShardKey => "shard key",
             Misuse::Application(what) => what,
         })
     }

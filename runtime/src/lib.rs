@@ -42,7 +42,7 @@ pub use admin::report;
 pub use patterns::bucket_check;
 /// Verify and repair of two-way references: both sides agree (I2).
 pub use relations::inverse_check;
-pub use schema::{graph, indexes, registry};
+pub use schema::{graph, indexes, registry, shard};
 
 pub use client::connect::{
     connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
@@ -71,7 +71,7 @@ pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
 pub use repository::{InSession, Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
-    Schema, View,
+    RoutedById, Schema, View,
 };
 pub use store::find::{Find, FindIn};
 pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};

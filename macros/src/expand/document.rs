@@ -30,6 +30,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let element_checks = element_checks(m, &mut checked);
     let inverse_checks = inverse_checks(m, &mut checked);
     let impls = trait_impls(m);
+    let shard_key = &m.shard_key;
     let aliases = checked.decls();
 
     let out = quote! {
@@ -52,6 +53,7 @@ pub fn expand(m: &Model) -> TokenStream {
                 indexes: &[#(#indexes),*],
                 copies: &[#(#copies),*],
                 advice: &[#(#advice),*],
+                shard_key: &[#(#shard_key),*],
             };
 
             #warnings
@@ -85,7 +87,17 @@ fn trait_impls(m: &Model) -> TokenStream {
         })
     });
     let stored = super::stored_bounds(ident);
+    let key = &m.shard_key;
+    let shard_key = (!key.is_empty()).then(|| quote! { const SHARD_KEY: &'static [&'static str] = &[#(#key),*]; });
+    let routed = (key.is_empty() || *key == ["_id"]).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl __docrel::RoutedById for #ident #stored {}
+        }
+    });
     quote! {
+        #routed
+
         #[automatically_derived]
         impl __docrel::View for #ident #stored {
             type Of = #ident;
@@ -96,6 +108,7 @@ fn trait_impls(m: &Model) -> TokenStream {
         impl __docrel::Document for #ident #stored {
             type Id = #id_ty;
             const COLLECTION: &'static str = #collection;
+            #shard_key
 
             fn id(&self) -> &Self::Id {
                 &self.#id_ident
@@ -261,6 +274,12 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
             "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` holds `{{id, ..}}` structs, whose other fields \
              link/unlink cannot make: {shape}"
         );
+        let target = checked.doc(&to.path);
+        let sharded = format!(
+            "`{name}` is a two-way reference into `{other}`, which is sharded on more than `_id`: link/unlink write \
+             `{other}` by `_id` alone, which cannot be routed to one shard; shard `{other}` on `_id` (a hashed `_id` \
+             key spreads the writes), or make `{name}` one-way (drop `inverse`)"
+        );
         Some(quote_spanned! {inverse.span()=>
             const _: () = match __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
                 0 => (),
@@ -269,6 +288,11 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
                 3 => ::core::panic!("{}", #elsewhere),
                 _ => ::core::panic!("{}", #structs),
             };
+            const _: () = ::core::assert!(
+                __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY),
+                "{}",
+                #sharded
+            );
         })
     });
     quote!(#(#checks)*)

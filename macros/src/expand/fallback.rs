@@ -53,6 +53,9 @@ pub fn document(s: &Stub) -> TokenStream {
             }
 
             #[automatically_derived]
+            impl __docrel::RoutedById for #ident {}
+
+            #[automatically_derived]
             impl __docrel::Document for #ident {
                 type Id = #id_ty;
                 const COLLECTION: &'static str = "";

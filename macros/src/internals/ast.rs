@@ -187,6 +187,12 @@ fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -
         if parsed.krate.is_some() {
             attr.krate = parsed.krate;
         }
+        if parsed.shard_key.is_some() {
+            if attr.shard_key.is_some() {
+                errors.push(darling::Error::duplicate_field("shard_key").with_span(a));
+            }
+            attr.shard_key = parsed.shard_key;
+        }
     }
     (attr, failed)
 }

@@ -13,6 +13,53 @@ pub struct ContainerAttr {
     /// (`#[document(crate = "my_docrel")]`).
     #[darling(rename = "crate")]
     pub krate: Option<Path>,
+    /// The fields a sharded cluster routes by, in order:
+    /// `shard_key(tenant, id)` or `shard_key = (tenant, id)`.
+    pub shard_key: Option<SpannedValue<ShardKey>>,
+}
+
+/// The fields of a shard key, as written (Rust names, or `_id`).
+#[derive(Debug, Clone)]
+pub struct ShardKey(pub Vec<Ident>);
+
+const SHARD_KEY_FORM: &str = "a shard key names fields of the struct: write `shard_key(tenant, id)`";
+
+impl ShardKey {
+    fn field(expr: &Expr) -> darling::Result<Ident> {
+        match expr {
+            Expr::Group(g) => Self::field(&g.expr),
+            Expr::Path(p) => p.path.get_ident().cloned().ok_or_else(|| darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
+            _ => Err(darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
+        }
+    }
+}
+
+impl FromMeta for ShardKey {
+    fn from_list(items: &[darling::ast::NestedMeta]) -> darling::Result<Self> {
+        let fields = items
+            .iter()
+            .map(|item| match item {
+                darling::ast::NestedMeta::Meta(syn::Meta::Path(p)) if p.get_ident().is_some() => {
+                    Ok(p.get_ident().cloned().unwrap_or_else(|| Ident::new("_", proc_macro2::Span::call_site())))
+                }
+                other => Err(darling::Error::custom(SHARD_KEY_FORM).with_span(other)),
+            })
+            .collect::<darling::Result<Vec<_>>>()?;
+        if fields.is_empty() {
+            return Err(darling::Error::custom("an empty shard key: name its fields, e.g. `shard_key(tenant, id)`"));
+        }
+        Ok(ShardKey(fields))
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match expr {
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            Expr::Paren(p) => Ok(ShardKey(vec![Self::field(&p.expr)?])),
+            Expr::Tuple(t) if !t.elems.is_empty() => Ok(ShardKey(t.elems.iter().map(Self::field).collect::<darling::Result<_>>()?)),
+            Expr::Path(_) => Ok(ShardKey(vec![Self::field(expr)?])),
+            _ => Err(darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
+        }
+    }
 }
 
 /// `#[embedded(...)]` on an element struct.

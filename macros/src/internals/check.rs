@@ -22,6 +22,7 @@ pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Mo
     check_sizes(c, errors);
     let copies: Option<Vec<_>> =
         copies.into_iter().map(|(copied, via)| Some(ModelCopy { copied, via: via? })).collect();
+    let shard_key = check_shard_key(c, id?, relations.as_deref(), errors);
     let id = &c.fields[id?];
     Some(Model {
         ident: c.ident,
@@ -34,7 +35,94 @@ pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Mo
         relations: relations?,
         copies: copies?,
         advice: super::advice::advise(c),
+        shard_key: shard_key?,
     })
+}
+
+/// Resolves `#[document(shard_key(..))]` into stored names, and refuses
+/// the designs whose single-document writes could not carry the key: a
+/// unique index that does not start with it, and, when the key is more
+/// than `_id`, the patterns that write this document by `_id` alone
+/// (two-way references, subsets) or a bucket key its appends do not know.
+fn check_shard_key(
+    c: &Container,
+    id: usize,
+    relations: Option<&[super::model::ModelRelation]>,
+    errors: &mut Accumulator,
+) -> Option<Vec<String>> {
+    use super::model::RelationKind;
+    let Some(key) = &c.attr.shard_key else { return Some(Vec::new()) };
+    let mut stored: Vec<String> = Vec::new();
+    let mut ok = true;
+    for name in &key.0 {
+        let field = if name == "_id" { Some(id) } else { c.fields.iter().position(|f| f.ident == name) };
+        let found = field.and_then(|i| if i == id { Some("_id".to_owned()) } else { c.fields[i].stored.clone() });
+        match found {
+            None => {
+                ok = false;
+                let known: Vec<String> =
+                    c.fields.iter().filter(|f| f.stored.is_some()).map(|f| format!("`{}`", f.ident)).collect();
+                errors.push(err(
+                    name.span(),
+                    format!(
+                        "the shard key names `{name}`, which is not a stored field of `{}`: name its fields ({})",
+                        c.ident,
+                        known.join(", ")
+                    ),
+                ));
+            }
+            Some(s) if stored.contains(&s) => {
+                ok = false;
+                errors.push(err(name.span(), format!("`{name}` appears twice in the shard key: name it once")));
+            }
+            Some(s) => stored.push(s),
+        }
+    }
+    if !ok {
+        return None;
+    }
+    let shown = stored.join(", ");
+    for f in c.fields.iter().filter(|f| f.doc.unique.is_present()) {
+        if f.stored.as_ref().is_some_and(|s| stored != [s.clone()]) {
+            ok = false;
+            errors.push(err(
+                f.ident.span(),
+                format!(
+                    "`{}` is sharded on ({shown}), and a sharded collection can enforce a unique index only when it                      starts with the shard key: drop `unique` from `{}`, or shard on it",
+                    c.ident, f.ident
+                ),
+            ));
+        }
+    }
+    let by_id = stored == ["_id"];
+    for rel in relations.unwrap_or_default() {
+        let problem = match &rel.kind {
+            _ if by_id => None,
+            RelationKind::RefMany { inverse: Some(_), .. } | RelationKind::RefOne { inverse: Some(_), .. } => Some(
+                "is a two-way reference, and link/unlink write each side by `_id` alone: that cannot be routed on \
+                 a collection sharded on more than `_id`; shard it on `_id` (a hashed `_id` key spreads the writes), \
+                 or make the reference one-way (drop `inverse`)",
+            ),
+            RelationKind::Embed { subset: Some(_), .. } => Some(
+                "is a subset, which each change of a child rewrites by the parent's `_id` alone: that cannot be \
+                 routed on a collection sharded on more than `_id`; shard it on `_id` (hashed), or load the newest \
+                 children with `latest_per_parent` instead of keeping a subset",
+            ),
+            RelationKind::Bucket(b) => {
+                let known = [b.parent_field.as_str(), if b.window_ms.is_some() { &b.start } else { &b.page }];
+                (!stored.iter().all(|s| known.contains(&s.as_str()))).then_some(
+                    "is a bucket array, and `append` finds its bucket by parent and page (or window start) alone: \
+                     shard a bucket collection on its parent reference (and page or start), which every append knows",
+                )
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            ok = false;
+            errors.push(err(rel.ident.span(), format!("`{}` {problem} (`{}` is sharded on ({shown}))", rel.ident, c.ident)));
+        }
+    }
+    ok.then_some(stored)
 }
 
 /// Checks an element struct of a reference array (`#[derive(Embedded)]`).

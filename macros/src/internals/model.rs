@@ -28,6 +28,8 @@ pub struct Model<'a> {
     /// The top-level denormalized copies.
     pub copies: Vec<ModelCopy<'a>>,
     pub advice: Vec<Advice>,
+    /// The stored names of the shard key, in order; empty when none.
+    pub shard_key: Vec<String>,
 }
 
 pub struct IdField<'a> {

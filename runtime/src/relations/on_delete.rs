@@ -3,8 +3,7 @@
 //! `restrict`, before anything is written), then pull and delete.
 
 use crate::error::{show_id, Error, Result};
-use crate::id::DocId;
-use crate::schema::document::{Document, OnDelete, Relation, RelationKind};
+use crate::schema::document::{OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
 use crate::store::session::{collect, in_session};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -18,22 +17,6 @@ const MAX_CASCADE_DEPTH: usize = 16;
 /// `find` page, one `updateMany` per pulling reference, one `deleteMany`.
 /// Memory holds at most this many ids per level of the cascade.
 pub const BATCH: usize = 1000;
-
-/// Applies the rules of every reference to `T` for the documents `ids`
-/// about to be deleted (the caller deletes them afterwards, and passes at
-/// most [`BATCH`] at a time), in the caller's session when given.
-pub(crate) async fn apply<T: Document>(
-    db: &Database,
-    ids: &[T::Id],
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
-    if ids.is_empty() || !has_rules(T::COLLECTION) {
-        return Ok(());
-    }
-    let ids: Vec<Bson> = ids.iter().map(DocId::to_bson).collect();
-    check(db, T::COLLECTION, &ids, session.as_deref_mut()).await?;
-    run(db, T::COLLECTION, &ids, 0, session).await
-}
 
 /// Whether deleting a document of `collection` has anything to apply.
 pub(crate) fn has_rules(collection: &str) -> bool {

@@ -337,7 +337,14 @@ impl<T: Document> Repository<T> {
     /// concurrent pushes never pass the bound; otherwise the result is
     /// [`Error::EmbedFull`] and nothing is written. A missing document is
     /// [`Error::NotFound`].
-    pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome> {
+    ///
+    /// A type sharded on more than `_id` updates one document with
+    /// [`Repository::update_one`] and a filter on its whole shard key
+    /// instead (see [`crate::RoutedById`]).
+    pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome>
+    where
+        T: crate::RoutedById,
+    {
         self.update_by_id_in(id, update, None).await
     }
 
@@ -364,7 +371,9 @@ impl<T: Document> Repository<T> {
     }
 
     /// Applies an update to the first document matching a filter (bounded
-    /// pushes guarded as in [`Repository::update_by_id`]).
+    /// pushes guarded as in [`Repository::update_by_id`]). On a sharded type
+    /// the filter must fix the whole shard key, so that the write reaches
+    /// one shard ([`crate::Misuse::ShardKey`] otherwise).
     pub async fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Result<UpdateOutcome> {
         self.update_matching(filter, update, false, None).await
     }
@@ -383,7 +392,13 @@ impl<T: Document> Repository<T> {
         session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let op = Op::new(if many { "update_many" } else { "update_one" }, T::COLLECTION);
-        let work = async move { self.update_where(filter.into().into_document()?, &update, many, None, session).await };
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            if !many {
+                crate::schema::shard::check_routed(T::schema(), &filter, "update_one")?;
+            }
+            self.update_where(filter, &update, many, None, session).await
+        };
         op.run_counted(work, |o| Some(o.modified as usize)).await
     }
 
@@ -669,7 +684,7 @@ impl<T: Document> Repository<T> {
         let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
         let image = in_session!(
             self.raw
-                .find_one_and_update(doc! {"_id": doc.id().to_bson()}, pipeline)
+                .find_one_and_update(crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new), pipeline)
                 .upsert(upsert)
                 .return_document(image)
                 .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
@@ -727,8 +742,12 @@ impl<T: Document> Repository<T> {
             };
             self.replace_source(doc, new, upsert, session.as_deref_mut()).await?
         } else {
+            let filter = match T::SHARD_KEY.is_empty() {
+                true => doc! {"_id": doc.id().to_bson()},
+                false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
+            };
             let r = in_session!(
-                self.raw.replace_one(doc! {"_id": doc.id().to_bson()}, raw.clone()).upsert(upsert),
+                self.raw.replace_one(filter, raw.clone()).upsert(upsert),
                 session.as_deref_mut()
             )
             .map_err(self.err("replace"))?;
@@ -863,29 +882,93 @@ impl<T: Document> Repository<T> {
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
-    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it existed.
-    pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool> {
+    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it
+    /// existed. A type sharded on more than `_id` deletes with
+    /// [`Repository::delete`] or [`Repository::delete_one`] instead (see
+    /// [`crate::RoutedById`]).
+    pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool>
+    where
+        T: crate::RoutedById,
+    {
         self.delete_by_id_in(id, None).await
     }
 
-    async fn delete_by_id_in(&self, id: &T::Id, mut session: Option<&mut ClientSession>) -> Result<bool> {
+    async fn delete_by_id_in(&self, id: &T::Id, session: Option<&mut ClientSession>) -> Result<bool> {
         Op::new("delete_by_id", T::COLLECTION)
-            .run_counted(
-                async move {
-                    crate::relations::on_delete::apply::<T>(&self.db, std::slice::from_ref(id), session.as_deref_mut())
-                        .await?;
-                    let filter = doc! {"_id": id.to_bson()};
-                    let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-                    let r =
-                        in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
-                    if r.deleted_count == 1 && !parents.is_empty() {
-                        crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
-                    }
-                    Ok(r.deleted_count == 1)
-                },
-                |d| Some(*d as usize),
-            )
+            .run_counted(self.delete_found(id.to_bson(), doc! {"_id": id.to_bson()}, session), |d| Some(*d as usize))
             .await
+    }
+
+    /// Deletes this document, found by its `_id` and shard key, applying
+    /// the `on_delete` rules as [`Repository::delete_by_id`] does. Returns
+    /// whether it existed.
+    pub async fn delete(&self, doc: &T) -> Result<bool> {
+        self.delete_in(doc, None).await
+    }
+
+    async fn delete_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<bool> {
+        let id = doc.id().to_bson();
+        let filter = match T::SHARD_KEY.is_empty() {
+            true => doc! {"_id": id.clone()},
+            false => {
+                let stored = bson_compat::to_document(doc).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })?;
+                crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)
+            }
+        };
+        Op::new("delete", T::COLLECTION).run_counted(self.delete_found(id, filter, session), |d| Some(*d as usize)).await
+    }
+
+    /// Deletes the first document matching a filter, applying the
+    /// `on_delete` rules to it. On a sharded type the filter must fix the
+    /// whole shard key ([`crate::Misuse::ShardKey`] otherwise). Returns
+    /// whether one was deleted.
+    pub async fn delete_one(&self, filter: impl Into<Filter>) -> Result<bool> {
+        self.delete_one_in(filter, None).await
+    }
+
+    async fn delete_one_in(&self, filter: impl Into<Filter>, mut session: Option<&mut ClientSession>) -> Result<bool> {
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            crate::schema::shard::check_routed(T::schema(), &filter, "delete_one")?;
+            // The rules run for exactly the document found, and exactly it
+            // is deleted.
+            let found = in_session!(
+                self.raw.find_one(filter.clone()).projection(doc! {"_id": 1}).selection_criteria(crate::store::primary()),
+                session.as_deref_mut()
+            )
+            .map_err(self.err("find"))?;
+            let Some(id) = found.and_then(|d| d.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id).ok()))
+            else {
+                return Ok(false);
+            };
+            let filter = doc! {"$and": [filter, {"_id": id.clone()}]};
+            self.delete_found(id, filter, session).await
+        };
+        Op::new("delete_one", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
+    }
+
+    /// Deletes the document `id` with a filter that finds it (and routes to
+    /// its shard), after its `on_delete` rules.
+    async fn delete_found(
+        &self,
+        id: bson::Bson,
+        filter: bson::Document,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<bool> {
+        if crate::relations::on_delete::has_rules(T::COLLECTION) {
+            let ids = std::slice::from_ref(&id);
+            crate::relations::on_delete::check(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
+            crate::relations::on_delete::apply_checked(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
+        }
+        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+        let r = in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
+        if r.deleted_count == 1 && !parents.is_empty() {
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+        }
+        Ok(r.deleted_count == 1)
     }
 
     /// Deletes every document matching a filter, applying the `on_delete`

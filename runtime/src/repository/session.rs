@@ -112,7 +112,10 @@ impl<T: Document> InSession<'_, T> {
     }
 
     /// [`Repository::update_by_id`] in the session.
-    pub async fn update_by_id(&mut self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome> {
+    pub async fn update_by_id(&mut self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome>
+    where
+        T: crate::RoutedById,
+    {
         self.repo.update_by_id_in(id, update, Some(self.session)).await
     }
 
@@ -137,8 +140,21 @@ impl<T: Document> InSession<'_, T> {
     }
 
     /// [`Repository::delete_by_id`] in the session, `on_delete` rules included.
-    pub async fn delete_by_id(&mut self, id: &T::Id) -> Result<bool> {
+    pub async fn delete_by_id(&mut self, id: &T::Id) -> Result<bool>
+    where
+        T: crate::RoutedById,
+    {
         self.repo.delete_by_id_in(id, Some(self.session)).await
+    }
+
+    /// [`Repository::delete`] in the session, `on_delete` rules included.
+    pub async fn delete(&mut self, doc: &T) -> Result<bool> {
+        self.repo.delete_in(doc, Some(self.session)).await
+    }
+
+    /// [`Repository::delete_one`] in the session, `on_delete` rules included.
+    pub async fn delete_one(&mut self, filter: impl Into<Filter>) -> Result<bool> {
+        self.repo.delete_one_in(filter, Some(self.session)).await
     }
 
     /// [`Repository::delete_many`] in the session, `on_delete` rules included.

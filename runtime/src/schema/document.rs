@@ -37,6 +37,9 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     type Id: DocId;
     /// The collection the documents live in.
     const COLLECTION: &'static str;
+    /// The stored names of the shard key, in order (`#[document(shard_key(tenant, id))]`
+    /// gives `["tenant", "_id"]`); empty when none is declared.
+    const SHARD_KEY: &'static [&'static str] = &[];
     /// The document's `_id`.
     fn id(&self) -> &Self::Id;
     /// The static description of this document type.
@@ -45,6 +48,35 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     /// before a write; the error names the field, bound and length.
     fn check_bounds(&self) -> Result<()>;
 }
+
+/// A [`Document`] whose writes by `_id` alone reach one shard: it declares
+/// no shard key, or `shard_key(id)`. The derive implements it; the
+/// repository's `update_by_id` and `delete_by_id` require it, so that a
+/// type sharded on more than `_id` cannot write by id alone:
+///
+/// ```compile_fail
+/// use docrel::{Document, Update, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "orders", shard_key(tenant, id))]
+/// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
+///
+/// async fn pay(repo: &docrel::Repository<Order>, id: &ObjectId) -> docrel::Result<()> {
+///     repo.update_by_id(id, Update::new().set(Order::fields().total, 0)).await?; // no shard key
+///     Ok(())
+/// }
+/// ```
+///
+/// Write such a type through a filter that fixes the whole key
+/// (`update_one`, `delete_one`), or with the document in hand
+/// (`replace`, `save`, `delete`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is sharded on more than `_id`: a write by id alone cannot be routed to one shard",
+    label = "needs the whole shard key",
+    note = "use `update_one`/`delete_one` with a filter that fixes every shard key field, or `replace`/`save`/`delete` with the document"
+)]
+pub trait RoutedById: Document {}
 
 /// A typed partial view of a [`Document`]: only its fields travel from the
 /// server (a projection), as in rule 4 of the reference texts.
@@ -169,6 +201,9 @@ pub struct Schema {
     pub copies: &'static [Copy],
     /// The rules of thumb its attributes were checked against.
     pub advice: &'static [Advice],
+    /// The stored names of its shard key (`#[document(shard_key(..))]`), in
+    /// order; empty when none is declared.
+    pub shard_key: &'static [&'static str],
 }
 
 /// A rule of thumb checked at compile time on one field: the warning it

@@ -13,6 +13,11 @@ use mongodb::IndexModel;
 /// and fan-outs use it. A parent reference gets `{parent: 1}` followed by its
 /// declared order (`{host: 1, time: -1}`), so "the latest 5000 messages of a
 /// host" reads the index in order. A single reference gets `{field: 1}`.
+///
+/// With a shard key declared (`#[document(shard_key(tenant, id))]`), the
+/// key gets its index (sharding a collection needs one), and the unique
+/// bucket index starts with it, as a sharded collection requires of every
+/// unique index.
 pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
     let mut keys: Vec<(BsonDoc, bool)> = Vec::new();
     let mut add = |k: BsonDoc, unique: bool| {
@@ -20,6 +25,9 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
             keys.push((k, unique));
         }
     };
+    if !schema.shard_key.is_empty() && schema.shard_key != ["_id"] {
+        add(schema.shard_key.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect(), false);
+    }
     for index in schema.indexes {
         add(index.keys.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect(), index.unique);
     }
@@ -34,7 +42,13 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
                 // appends that would open the same bucket twice collide here.
                 if let Some(b) = &rel.bucket {
                     let second = if b.window_ms.is_some() { b.start } else { b.page };
-                    add(bson::doc! { b.parent: 1, second: 1 }, true);
+                    let mut k: BsonDoc = schema.shard_key.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
+                    for f in [b.parent, second] {
+                        if !k.contains_key(f) {
+                            k.insert(f, 1);
+                        }
+                    }
+                    add(k, true);
                 }
             }
             RelationKind::ParentRef => {

@@ -6,3 +6,4 @@ pub mod document;
 pub mod graph;
 pub mod indexes;
 pub mod registry;
+pub mod shard;
