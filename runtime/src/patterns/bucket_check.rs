@@ -439,7 +439,7 @@ impl<'a> BucketScan<'a> {
                 );
                 report.note(format!("{what}: {}", if self.fix { "recounted" } else { "repair recounts it" }));
                 if self.fix {
-                    report.fixed += self.recount(array, &b.id).await?;
+                    report.fixed += self.recount(array, b).await?;
                 }
             }
             if let Some(size) = spec.size {
@@ -513,17 +513,24 @@ impl<'a> BucketScan<'a> {
         Ok(())
     }
 
-    /// Sets the bucket's count to its array's length, on the server.
-    async fn recount(&self, array: &BucketArray, id: &Bson) -> Result<u64> {
+    /// Sets the bucket's count to its array's length, on the server. The
+    /// filter carries the parent and page (or start) besides the `_id`: a
+    /// bucket collection's shard key is drawn from them, so the write
+    /// reaches one shard.
+    async fn recount(&self, array: &BucketArray, b: &Seen) -> Result<u64> {
         let collection = array.schema.collection;
         let field = format!("${}", array.rel.field);
+        let mut filter = doc! {"_id": b.id.clone(), array.spec.parent: b.parent.clone()};
+        if let Some(key) = &b.key {
+            filter.insert(array.order(), key.clone());
+        }
         let update = vec![doc! {"$set": {
             array.spec.count: {"$cond": [{"$isArray": &field}, {"$size": &field}, 0]},
         }}];
         let r = self
             .db
             .collection::<BsonDoc>(collection)
-            .update_one(doc! {"_id": id.clone()}, update)
+            .update_one(filter, update)
             .await
             .map_err(|e| Error::driver("update", collection, e))?;
         Ok(r.modified_count)
