@@ -161,10 +161,7 @@ fn shape(name: &str, command: &BsonDoc) -> String {
 /// column, in backticks).
 fn documented_shapes() -> BTreeSet<String> {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deployment.md")).unwrap();
-    text.lines()
-        .filter(|l| l.starts_with("| `"))
-        .filter_map(|l| l.split('`').nth(1).map(str::to_owned))
-        .collect()
+    text.lines().filter(|l| l.starts_with("| `")).filter_map(|l| l.split('`').nth(1).map(str::to_owned)).collect()
 }
 
 #[tokio::test]
@@ -189,12 +186,8 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
         ],
     };
     products.insert(&bike).await?;
-    let order = Order {
-        id: ObjectId::new(),
-        tenant: tenant.clone(),
-        product: bike.id,
-        product_name: "(filled)".into(),
-    };
+    let order =
+        Order { id: ObjectId::new(), tenant: tenant.clone(), product: bike.id, product_name: "(filled)".into() };
     orders.insert(&order).await?;
 
     // A rename through a filter on the whole key: one routed findAndModify,
@@ -260,7 +253,8 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].get_str("name").unwrap(), "short shifter");
     assert_eq!(left[0].get_str("tenant").unwrap(), "acme");
-    let pages: Vec<BsonDoc> = raw("sk_pages").find(doc! {}).sort(doc! {"page": 1}).await.unwrap().try_collect().await.unwrap();
+    let pages: Vec<BsonDoc> =
+        raw("sk_pages").find(doc! {}).sort(doc! {"page": 1}).await.unwrap().try_collect().await.unwrap();
     let counts: Vec<i32> = pages.iter().map(|p| p.get_i32("count").unwrap()).collect();
     assert_eq!(counts, [3, 3, 1]);
 
@@ -270,8 +264,12 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
         let c = raw(c);
         async move { c.list_indexes().await.unwrap().try_collect::<Vec<_>>().await.unwrap() }
     };
-    let unique: Vec<BsonDoc> =
-        indexes("sk_pages").await.into_iter().filter(|i| i.options.as_ref().and_then(|o| o.unique) == Some(true)).map(|i| i.keys).collect();
+    let unique: Vec<BsonDoc> = indexes("sk_pages")
+        .await
+        .into_iter()
+        .filter(|i| i.options.as_ref().and_then(|o| o.unique) == Some(true))
+        .map(|i| i.keys)
+        .collect();
     assert_eq!(unique, [doc! {"host": 1, "page": 1}]);
     assert!(indexes("sk_parts").await.iter().any(|i| i.keys == doc! {"tenant": 1, "_id": 1}));
 

@@ -17,9 +17,7 @@ pub use serde;
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
 pub use crate::schema::shard::routes_by_id;
-pub use crate::{
-    Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View,
-};
+pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View};
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
 

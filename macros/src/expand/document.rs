@@ -89,6 +89,9 @@ fn trait_impls(m: &Model) -> TokenStream {
     let stored = super::stored_bounds(ident);
     let key = &m.shard_key;
     let shard_key = (!key.is_empty()).then(|| quote! { const SHARD_KEY: &'static [&'static str] = &[#(#key),*]; });
+    let two_way: Vec<String> =
+        m.relations.iter().filter(|r| r.kind.inverse().is_some()).map(|r| rust_name(r.ident)).collect();
+    let two_way = (!two_way.is_empty()).then(|| quote! { const TWO_WAY: &'static [&'static str] = &[#(#two_way),*]; });
     let routed = (key.is_empty() || *key == ["_id"]).then(|| {
         quote! {
             #[automatically_derived]
@@ -109,6 +112,7 @@ fn trait_impls(m: &Model) -> TokenStream {
             type Id = #id_ty;
             const COLLECTION: &'static str = #collection;
             #shard_key
+            #two_way
 
             fn id(&self) -> &Self::Id {
                 &self.#id_ident
@@ -288,8 +292,11 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
                 3 => ::core::panic!("{}", #elsewhere),
                 _ => ::core::panic!("{}", #structs),
             };
+            // A sharded other side that declares the inverse too reports it
+            // at its own derive: one mistake, one error.
             const _: () = ::core::assert!(
-                __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY),
+                __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY)
+                    || __docrel::contains(<#target as __docrel::Document>::TWO_WAY, #rust),
                 "{}",
                 #sharded
             );

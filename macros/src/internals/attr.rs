@@ -28,7 +28,9 @@ impl ShardKey {
     fn field(expr: &Expr) -> darling::Result<Ident> {
         match expr {
             Expr::Group(g) => Self::field(&g.expr),
-            Expr::Path(p) => p.path.get_ident().cloned().ok_or_else(|| darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
+            Expr::Path(p) => {
+                p.path.get_ident().cloned().ok_or_else(|| darling::Error::custom(SHARD_KEY_FORM).with_span(expr))
+            }
             _ => Err(darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
         }
     }
@@ -55,7 +57,9 @@ impl FromMeta for ShardKey {
         match expr {
             Expr::Group(g) => Self::from_expr(&g.expr),
             Expr::Paren(p) => Ok(ShardKey(vec![Self::field(&p.expr)?])),
-            Expr::Tuple(t) if !t.elems.is_empty() => Ok(ShardKey(t.elems.iter().map(Self::field).collect::<darling::Result<_>>()?)),
+            Expr::Tuple(t) if !t.elems.is_empty() => {
+                Ok(ShardKey(t.elems.iter().map(Self::field).collect::<darling::Result<_>>()?))
+            }
             Expr::Path(_) => Ok(ShardKey(vec![Self::field(expr)?])),
             _ => Err(darling::Error::custom(SHARD_KEY_FORM).with_span(expr)),
         }

@@ -88,7 +88,8 @@ fn check_shard_key(
             errors.push(err(
                 f.ident.span(),
                 format!(
-                    "`{}` is sharded on ({shown}), and a sharded collection can enforce a unique index only when it                      starts with the shard key: drop `unique` from `{}`, or shard on it",
+                    "`{}` is sharded on ({shown}), and a sharded collection can enforce a unique index only when it \
+                     starts with the shard key: drop `unique` from `{}`, or shard on it",
                     c.ident, f.ident
                 ),
             ));
@@ -119,7 +120,10 @@ fn check_shard_key(
         };
         if let Some(problem) = problem {
             ok = false;
-            errors.push(err(rel.ident.span(), format!("`{}` {problem} (`{}` is sharded on ({shown}))", rel.ident, c.ident)));
+            errors.push(err(
+                rel.ident.span(),
+                format!("`{}` {problem} (`{}` is sharded on ({shown}))", rel.ident, c.ident),
+            ));
         }
     }
     ok.then_some(stored)

@@ -14,6 +14,7 @@ use crate::store::find::Find;
 use crate::store::path::lookup;
 use crate::store::query::{Filter, Update};
 use crate::store::session::{collect, in_session};
+use futures::future::BoxFuture;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
@@ -341,11 +342,14 @@ impl<T: Document> Repository<T> {
     /// A type sharded on more than `_id` updates one document with
     /// [`Repository::update_one`] and a filter on its whole shard key
     /// instead (see [`crate::RoutedById`]).
-    pub async fn update_by_id(&self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome>
+    // A boxed future, not an `async fn`: rustc reports an unmet bound of an
+    // `async fn` three times (the call, its future, the `.await`), of a
+    // plain `fn` with a concrete return type once.
+    pub fn update_by_id<'a>(&'a self, id: &'a T::Id, update: Update<T>) -> BoxFuture<'a, Result<UpdateOutcome>>
     where
         T: crate::RoutedById,
     {
-        self.update_by_id_in(id, update, None).await
+        Box::pin(self.update_by_id_in(id, update, None))
     }
 
     async fn update_by_id_in(
@@ -746,11 +750,8 @@ impl<T: Document> Repository<T> {
                 true => doc! {"_id": doc.id().to_bson()},
                 false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
             };
-            let r = in_session!(
-                self.raw.replace_one(filter, raw.clone()).upsert(upsert),
-                session.as_deref_mut()
-            )
-            .map_err(self.err("replace"))?;
+            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), session.as_deref_mut())
+                .map_err(self.err("replace"))?;
             (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
         };
         if written == Some(true) {
@@ -886,11 +887,11 @@ impl<T: Document> Repository<T> {
     /// existed. A type sharded on more than `_id` deletes with
     /// [`Repository::delete`] or [`Repository::delete_one`] instead (see
     /// [`crate::RoutedById`]).
-    pub async fn delete_by_id(&self, id: &T::Id) -> Result<bool>
+    pub fn delete_by_id<'a>(&'a self, id: &'a T::Id) -> BoxFuture<'a, Result<bool>>
     where
         T: crate::RoutedById,
     {
-        self.delete_by_id_in(id, None).await
+        Box::pin(self.delete_by_id_in(id, None))
     }
 
     async fn delete_by_id_in(&self, id: &T::Id, session: Option<&mut ClientSession>) -> Result<bool> {
@@ -918,7 +919,9 @@ impl<T: Document> Repository<T> {
                 crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)
             }
         };
-        Op::new("delete", T::COLLECTION).run_counted(self.delete_found(id, filter, session), |d| Some(*d as usize)).await
+        Op::new("delete", T::COLLECTION)
+            .run_counted(self.delete_found(id, filter, session), |d| Some(*d as usize))
+            .await
     }
 
     /// Deletes the first document matching a filter, applying the
@@ -936,7 +939,10 @@ impl<T: Document> Repository<T> {
             // The rules run for exactly the document found, and exactly it
             // is deleted.
             let found = in_session!(
-                self.raw.find_one(filter.clone()).projection(doc! {"_id": 1}).selection_criteria(crate::store::primary()),
+                self.raw
+                    .find_one(filter.clone())
+                    .projection(doc! {"_id": 1})
+                    .selection_criteria(crate::store::primary()),
                 session.as_deref_mut()
             )
             .map_err(self.err("find"))?;

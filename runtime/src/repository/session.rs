@@ -9,6 +9,7 @@ use crate::id::{show, DocId};
 use crate::schema::document::Document;
 use crate::store::find::{Find, FindIn};
 use crate::store::query::{Filter, Update};
+use futures::future::BoxFuture;
 use mongodb::bson;
 use mongodb::ClientSession;
 
@@ -112,11 +113,11 @@ impl<T: Document> InSession<'_, T> {
     }
 
     /// [`Repository::update_by_id`] in the session.
-    pub async fn update_by_id(&mut self, id: &T::Id, update: Update<T>) -> Result<UpdateOutcome>
+    pub fn update_by_id<'s>(&'s mut self, id: &'s T::Id, update: Update<T>) -> BoxFuture<'s, Result<UpdateOutcome>>
     where
         T: crate::RoutedById,
     {
-        self.repo.update_by_id_in(id, update, Some(self.session)).await
+        Box::pin(self.repo.update_by_id_in(id, update, Some(self.session)))
     }
 
     /// [`Repository::update_one`] in the session.
@@ -140,11 +141,11 @@ impl<T: Document> InSession<'_, T> {
     }
 
     /// [`Repository::delete_by_id`] in the session, `on_delete` rules included.
-    pub async fn delete_by_id(&mut self, id: &T::Id) -> Result<bool>
+    pub fn delete_by_id<'s>(&'s mut self, id: &'s T::Id) -> BoxFuture<'s, Result<bool>>
     where
         T: crate::RoutedById,
     {
-        self.repo.delete_by_id_in(id, Some(self.session)).await
+        Box::pin(self.repo.delete_by_id_in(id, Some(self.session)))
     }
 
     /// [`Repository::delete`] in the session, `on_delete` rules included.

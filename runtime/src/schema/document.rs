@@ -40,6 +40,10 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     /// The stored names of the shard key, in order (`#[document(shard_key(tenant, id))]`
     /// gives `["tenant", "_id"]`); empty when none is declared.
     const SHARD_KEY: &'static [&'static str] = &[];
+    /// The Rust names of its two-way references (`inverse = ..`), read by
+    /// the other side's derive. Not public API.
+    #[doc(hidden)]
+    const TWO_WAY: &'static [&'static str] = &[];
     /// The document's `_id`.
     fn id(&self) -> &Self::Id;
     /// The static description of this document type.
