@@ -273,6 +273,13 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     assert_eq!(unique, [doc! {"host": 1, "page": 1}]);
     assert!(indexes("sk_parts").await.iter().any(|i| i.keys == doc! {"tenant": 1, "_id": 1}));
 
+    // The schema report lists the keys.
+    let report = docrel::report::schema_report();
+    let section = report.split("## Shard keys").nth(1).and_then(|s| s.split("\n## ").next()).unwrap_or_default();
+    assert!(section.contains("- `sk_parts`: `{tenant: 1, _id: 1}`"), "{report}");
+    assert!(section.contains("- `sk_pages`: `{host: 1}`"), "{report}");
+    assert!(section.contains("- `sk_hosts`: `{_id: 1}`"), "{report}");
+
     // Every command shape the run sent is in the deployment table.
     let documented = documented_shapes();
     let sent: BTreeSet<String> = recorded.iter().map(|(n, c)| shape(n, c)).collect();

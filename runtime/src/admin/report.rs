@@ -106,6 +106,13 @@ pub fn report_of(schemas: &[&Schema]) -> String {
             ));
         }
     }
+    // Only when some type declares one: most deployments are not sharded.
+    if schemas.iter().any(|s| !s.shard_key.is_empty()) {
+        out.push_str("\n## Shard keys\n\n");
+        for s in schemas.iter().filter(|s| !s.shard_key.is_empty()) {
+            out.push_str(&format!("- `{}`: `{{{}}}`\n", s.collection, s.shard_key.join(": 1, ") + ": 1"));
+        }
+    }
     out.push_str("\n## Advice\n\n");
     let mut any = false;
     for s in schemas {
