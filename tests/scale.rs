@@ -1,11 +1,12 @@
 //! Nothing unbounded in one request: a cascade delete and a delete of many
 //! documents with `on_delete` rules read, pull and delete in pages of
-//! `docrel::on_delete::BATCH` ids, seen in the recorded commands. (The
-//! 100,000-document run with its peak memory is `examples/scale.rs`.)
+//! `docrel::on_delete::BATCH` ids, and a repair writes each page of holders
+//! with one `update` command, seen in the recorded commands. (The
+//! 100,000-document runs with their peak memory are `examples/scale.rs`.)
 
 use docrel::bson::{doc, oid::ObjectId, DateTime, Document as BsonDoc};
 use docrel::testing::TestDb;
-use docrel::Document;
+use docrel::{Document, Embedded};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -24,6 +25,41 @@ struct LogMsg {
     time: DateTime,
     #[parent_ref(to = Host, sort = "-time", on_delete = cascade)]
     host: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "suppliers")]
+struct Supplier {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[reference(to = Supplier)]
+    supplier: i32,
+    #[denormalize(from = Supplier::name, via = supplier)]
+    supplier_name: String,
+}
+
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone)]
+struct SupplierRef {
+    id: i32,
+    #[denormalize(from = Supplier::name)]
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "kits")]
+struct Kit {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[reference(many, to = Supplier, max = 100)]
+    suppliers: Vec<SupplierRef>,
 }
 
 fn count(commands: &[String], name: &str) -> usize {
@@ -60,5 +96,55 @@ async fn a_cascade_deletes_page_by_page() -> docrel::Result<()> {
     let commands = t.trips.commands_since(mark);
     assert_eq!(count(&commands, "delete hosts"), 2, "two pages of hosts: {commands:?}");
     assert_eq!(t.db.collection::<BsonDoc>("hosts").count_documents(doc! {}).await.unwrap(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_repair_writes_each_page_of_holders_in_one_command() -> docrel::Result<()> {
+    let t = TestDb::new("scale_repair").await?;
+    // The worst case for grouping by source: every part has its own supplier.
+    let n = 250;
+    let suppliers: Vec<Supplier> = (0..n).map(|id| Supplier { id, name: format!("s{id}") }).collect();
+    Supplier::repo(&t.db).insert_many(&suppliers).await?;
+    let parts: Vec<Part> = (0..n).map(|id| Part { id, supplier: id, supplier_name: String::new() }).collect();
+    Part::repo(&t.db).insert_many(&parts).await?;
+    let kits: Vec<Kit> = (0..5)
+        .map(|k| Kit {
+            id: k,
+            suppliers: (50 * k..50 * k + 50).map(|id| SupplierRef { id, name: String::new() }).collect(),
+        })
+        .collect();
+    Kit::repo(&t.db).insert_many(&kits).await?;
+    // Renamed behind docrel's back: every copy is stale, at the same version.
+    let raw = t.db.collection::<BsonDoc>("suppliers");
+    for id in 0..n {
+        raw.update_one(doc! {"_id": id}, doc! {"$set": {"name": format!("renamed {id}")}}).await.unwrap();
+    }
+
+    let mark = t.trips.mark();
+    let report = docrel::fanout::repair::<Supplier>(&t.db).batch(100).run().await?;
+    let commands = t.trips.commands_since(mark);
+    assert_eq!((report.scanned, report.stale), (255, 255), "{report:?}");
+    assert_eq!(report.fixed, 500, "250 parts, and 5 kits × 50 copies: {report:?}");
+    // Parts: three pages of 100, 100 and 50, then the empty page that ends
+    // it; kits: one page. One read of sources and one write per page,
+    // however many sources and holders the page has.
+    assert_eq!(count(&commands, "find parts"), 4, "{commands:?}");
+    assert_eq!(count(&commands, "find kits"), 2, "{commands:?}");
+    assert_eq!(count(&commands, "find suppliers"), 4, "{commands:?}");
+    assert_eq!(count(&commands, "update parts"), 3, "{commands:?}");
+    assert_eq!(count(&commands, "update kits"), 1, "{commands:?}");
+    assert_eq!(commands.len(), 14, "{commands:?}");
+
+    for id in [0, 99, 100, 249] {
+        assert_eq!(Part::repo(&t.db).require(&id).await?.supplier_name, format!("renamed {id}"));
+    }
+    for kit in Kit::repo(&t.db).find(docrel::Filter::all()).await? {
+        for r in &kit.suppliers {
+            assert_eq!(r.name, format!("renamed {}", r.id), "kit {}", kit.id);
+        }
+    }
+    let again = docrel::fanout::verify::<Supplier>(&t.db).run().await?;
+    assert_eq!((again.scanned, again.stale, again.dangling), (255, 0, 0));
     Ok(())
 }

@@ -2,14 +2,16 @@
 //! report stale and dangling copies, and rewrite the stale ones from their
 //! sources, batch by batch, with progress, resumable, idempotent.
 
-use crate::denormalize::fanout::{apply_to, targets_of, version_of, Guard, VERSION_PATH};
+use crate::denormalize::fanout::{targets_of, version_of, Guard, VERSION_PATH};
 use crate::error::{Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::schema::graph::{Shape, Target};
 use crate::store::path::lookup;
+use crate::store::session::in_session;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::Database;
+use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
+use mongodb::{ClientSession, Database};
 use std::collections::HashMap;
 
 /// Where a scan stopped: the target path's index and the last `_id` done.
@@ -248,7 +250,9 @@ impl<'a> Repair<'a> {
             sources.iter().filter_map(|s| Some((crate::store::path::id_key(s.get("_id")?), s))).collect();
         let find_source = |id: &Bson| by_id.get(&crate::store::path::id_key(id)).copied();
 
-        let mut to_fix: HashMap<String, (Bson, BsonDoc)> = HashMap::new();
+        // The sources with a stale copy in this batch, then the holders of
+        // each among the batch: the guarded write decides which are rewritten.
+        let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             report.scanned += 1;
             let mut stale = false;
@@ -261,23 +265,125 @@ impl<'a> Repair<'a> {
                     target.fields.iter().any(|(field, source_field)| copy.get(*field) != lookup(source, source_field));
                 if differs {
                     stale = true;
-                    to_fix.entry(crate::store::path::id_key(&id)).or_insert_with(|| (id.clone(), source.clone()));
+                    to_fix.entry(crate::store::path::id_key(&id)).or_insert_with(|| Refresh {
+                        id,
+                        source,
+                        holders: Vec::new(),
+                    });
                 }
             }
             if stale {
                 report.stale += 1;
             }
         }
-        if self.fix {
-            let scanned: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-            for (id, source) in to_fix.values() {
-                report.fixed +=
-                    apply_to(self.db, target, id, source, version_of(source), Guard::Refresh, Some(&scanned), None)
-                        .await?;
+        if self.fix && !to_fix.is_empty() {
+            for d in &docs {
+                let Some(holder) = d.get("_id") else { continue };
+                for id in held_ids(target, d) {
+                    if let Some(group) = to_fix.get_mut(&crate::store::path::id_key(&id)) {
+                        // An array holding the same source twice is still one holder.
+                        if group.holders.last() != Some(holder) {
+                            group.holders.push(holder.clone());
+                        }
+                    }
+                }
             }
+            let groups: Vec<Refresh<'_>> = to_fix.into_values().collect();
+            report.fixed += refresh_many(self.db, target, &groups, None).await?;
         }
         Ok(Some(last))
     }
+}
+
+/// One source document whose copies in `holders` a repair rewrites.
+pub(crate) struct Refresh<'s> {
+    pub(crate) id: Bson,
+    pub(crate) source: &'s BsonDoc,
+    pub(crate) holders: Vec<Bson>,
+}
+
+/// Statements of one `update` command at most: far under the server's
+/// 100,000 writes and 16 MiB per command, whatever the copies hold.
+const STATEMENTS: usize = 1_000;
+const COMMAND_BYTES: usize = 8 * 1024 * 1024;
+
+/// Rewrites the copies of each group's source in its holders, under the
+/// refresh guard of [`Target::update`] (per source, so concurrent fan-outs
+/// and refreshes still never make a copy older). All groups go in one
+/// `update` command of many statements (more only past [`STATEMENTS`] or
+/// [`COMMAND_BYTES`]), not one round trip per source or holder. Returns
+/// the copies modified.
+pub(crate) async fn refresh_many(
+    db: &Database,
+    target: &Target,
+    groups: &[Refresh<'_>],
+    mut session: Option<&mut ClientSession>,
+) -> Result<u64> {
+    let mut modified = 0u64;
+    let mut statements: Vec<BsonDoc> = Vec::new();
+    let mut bytes = 0usize;
+    for group in groups.iter().filter(|g| !g.holders.is_empty()) {
+        let (filter, update, array_filters) =
+            target.update(&group.id, group.source, version_of(group.source), Guard::Refresh);
+        // `_id` first: it bounds the statement to this batch's holders, and
+        // a server that plans a write by one leading field (the embedded one
+        // does) then looks the holders up by id instead of scanning every
+        // holder of the source.
+        let mut q = doc! {"_id": {"$in": group.holders.clone()}};
+        q.extend(filter);
+        let mut statement = doc! {"q": q, "u": update, "multi": true};
+        if let Some(af) = array_filters {
+            statement.insert("arrayFilters", af);
+        }
+        let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
+        if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
+            modified += send_updates(db, target, std::mem::take(&mut statements), session.as_deref_mut()).await?;
+            bytes = 0;
+        }
+        bytes += size;
+        statements.push(statement);
+    }
+    if !statements.is_empty() {
+        modified += send_updates(db, target, statements, session).await?;
+    }
+    crate::client::trace::fanned_out(target.collection, &target.id_path(), modified);
+    Ok(modified)
+}
+
+/// One `update` command (unordered: the statements touch copies of
+/// different sources and do not depend on each other); its `nModified`.
+async fn send_updates(
+    db: &Database,
+    target: &Target,
+    statements: Vec<BsonDoc>,
+    session: Option<&mut ClientSession>,
+) -> Result<u64> {
+    let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
+    // A command run as such gets none of the database's defaults.
+    if let Some(wc) = db.write_concern() {
+        if let Ok(wc) = crate::bson_compat::to_bson(wc) {
+            command.insert("writeConcern", wc);
+        }
+    }
+    let reply =
+        in_session!(db.run_command(command), session).map_err(|e| Error::driver("update", target.collection, e))?;
+    // An unordered write reports refused statements in its reply, not as
+    // a failed command: turned into the driver's own write error here.
+    let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {
+        Some(e) => Some(crate::bson_compat::from_document::<WriteError>(e.clone()).map(WriteFailure::WriteError)),
+        None => reply.get_document("writeConcernError").ok().map(|e| {
+            crate::bson_compat::from_document::<WriteConcernError>(e.clone()).map(WriteFailure::WriteConcernError)
+        }),
+    };
+    let cause = match failure {
+        None => {
+            let n = reply.get("nModified").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)));
+            return Ok(n.unwrap_or(0).max(0) as u64);
+        }
+        Some(Ok(failure)) => ErrorKind::Write(failure).into(),
+        Some(Err(_)) => mongodb::error::Error::custom(format!("the server refused an update: {reply}")),
+    };
+    Err(Error::driver("update", target.collection, cause))
 }
 
 /// The source ids a target document holds copies of.
