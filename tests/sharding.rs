@@ -204,6 +204,17 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     assert!(matches!(err, Error::Invalid { what: Misuse::ShardKey, .. }), "{err}");
     assert!(before > 0 && recorder.0.lock().unwrap().is_empty(), "a refused write sends nothing");
 
+    // A copy made stale behind docrel's back, then repaired; buckets
+    // miscounted behind its back, then recounted.
+    db.collection::<BsonDoc>("sk_products")
+        .update_one(doc! {"_id": bike.id, "tenant": &tenant}, doc! {"$set": {"parts.1.name": "stale"}})
+        .await
+        .unwrap();
+    let before_repair = recorder.0.lock().unwrap().len();
+    let report = docrel::fanout::repair::<Part>(&db).run().await?;
+    assert_eq!((report.stale, report.fixed), (1, 1), "{report:?}");
+    assert!(recorder.0.lock().unwrap().len() > before_repair);
+
     // Replace and save (an upsert: legal on a sharded collection only with
     // the whole key), with the document in hand; a product renamed by
     // replace fans out to its order.
@@ -225,6 +236,9 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     for i in 0..7 {
         Page::rels().msgs.append(&db, &1, &Msg { text: format!("m{i}") }).await?;
     }
+    db.collection::<BsonDoc>("sk_pages").update_many(doc! {}, doc! {"$set": {"count": 0}}).await.unwrap();
+    let report = docrel::bucket_check::repair::<Page>(&db).run().await?;
+    assert_eq!(report.fixed, 3, "{report:?}");
     // A cascade from the product to its order, by document.
     assert!(products.delete(&renamed).await?);
 
