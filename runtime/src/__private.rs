@@ -17,6 +17,7 @@ pub use serde;
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
 pub use crate::schema::shard::routes_by_id;
+use crate::schema::shard::str_eq;
 pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View};
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
@@ -36,21 +37,6 @@ pub const fn copies_come_from(copies: &[ElemCopy], collection: &str) -> bool {
     let mut i = 0;
     while i < copies.len() {
         if !str_eq(copies[i].source, collection) {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
             return false;
         }
         i += 1;

@@ -24,9 +24,25 @@ use mongodb::bson::{Bson, Document as BsonDoc};
 pub const fn routes_by_id(key: &[&str]) -> bool {
     match key {
         [] => true,
-        [only] => crate::__private::str_eq(only, "_id"),
+        [only] => str_eq(only, "_id"),
         _ => false,
     }
+}
+
+/// String equality in a `const fn` (the derives' compile-time checks use it too).
+pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The filter that finds the document `doc` (its stored form) of `schema`
