@@ -148,3 +148,49 @@ async fn a_repair_writes_each_page_of_holders_in_one_command() -> docrel::Result
     assert_eq!((again.scanned, again.stale, again.dangling), (255, 0, 0));
     Ok(())
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "servers")]
+struct Server {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "events")]
+struct Event {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Server)]
+    server: i32,
+    #[denormalize(from = Server::name, via = server)]
+    server_name: String,
+}
+
+#[tokio::test]
+async fn moving_many_holders_to_another_source_pages_and_refreshes_each_page() -> docrel::Result<()> {
+    let t = TestDb::new("scale_holders").await?;
+    let batch = docrel::on_delete::BATCH;
+    let n = 2 * batch + batch / 2;
+    let servers = [Server { id: 1, name: "alpha".into() }, Server { id: 2, name: "beta".into() }];
+    Server::repo(&t.db).insert_many(&servers).await?;
+    let events: Vec<Event> =
+        (0..n).map(|_| Event { id: ObjectId::new(), server: 1, server_name: "(filled)".into() }).collect();
+    Event::repo(&t.db).insert_many(&events).await?;
+
+    let mark = t.trips.mark();
+    let moved = Event::repo(&t.db)
+        .update_many(Event::fields().server.eq(&1), Event::fields().server.set(2))
+        .await?;
+    assert_eq!(moved.modified, n as u64);
+    let commands = t.trips.commands_since(mark);
+    // Three pages of ids (and the empty page that ends them), one write
+    // per page, and each page's refresh of the copies it now holds.
+    assert_eq!(count(&commands, "find events"), 4 + 3, "pages, then each page's holders read back: {commands:?}");
+    assert_eq!(count(&commands, "update events"), 3 + 3, "a write and a refresh per page: {commands:?}");
+    let stored = t.db.collection::<BsonDoc>("events");
+    assert_eq!(stored.count_documents(doc! {"server": 2, "server_name": "beta"}).await.unwrap(), n as u64);
+    assert_eq!(stored.count_documents(doc! {}).await.unwrap(), n as u64);
+    Ok(())
+}

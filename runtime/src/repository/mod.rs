@@ -450,27 +450,43 @@ impl<T: Document> Repository<T> {
         }
         // A write of references or copies this type holds: its holders are
         // known first, and their copies refreshed from the sources after.
-        let holders = match crate::denormalize::fill::touched_holdings(T::schema(), update.touched()) {
-            false => None,
-            true => {
-                crate::denormalize::fill::prune_pulled(T::schema(), &mut body);
-                match id {
-                    Some(id) => Some(vec![id]),
-                    None => {
-                        // (All the matching ids at once: an update of held
-                        // references over many documents is not paged yet.)
-                        let mut ids: Vec<bson::Bson> = Vec::new();
-                        while let Some(page) =
-                            self.id_page(&filter, ids.last().cloned(), session.as_deref_mut()).await?
-                        {
-                            ids.extend(page);
-                        }
-                        filter = doc! {"$and": [filter, {"_id": {"$in": ids.clone()}}]};
-                        Some(ids)
-                    }
-                }
+        if !crate::denormalize::fill::touched_holdings(T::schema(), update.touched()) {
+            return self.write_and_refresh(filter, body, update, many, None, session).await;
+        }
+        crate::denormalize::fill::prune_pulled(T::schema(), &mut body);
+        if let Some(id) = id {
+            return self.write_and_refresh(filter, body, update, many, Some(vec![id]), session).await;
+        }
+        // Page by page (bounded memory and `$in`): each page's write, then
+        // the refresh of its holders. One document needs the first page only.
+        let mut outcome = UpdateOutcome::default();
+        let mut after = None;
+        while let Some(page) = self.id_page(&filter, after, session.as_deref_mut()).await? {
+            after = page.last().cloned();
+            let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": page.clone()}}]};
+            let o =
+                self.write_and_refresh(scoped, body.clone(), update, many, Some(page), session.as_deref_mut()).await?;
+            outcome.matched += o.matched;
+            outcome.modified += o.modified;
+            if !many && outcome.matched > 0 {
+                break;
             }
-        };
+        }
+        Ok(outcome)
+    }
+
+    /// The write itself (with its fan-out when it changes copied fields),
+    /// then the refresh of the copies `holders` hold when it brought new
+    /// references.
+    async fn write_and_refresh(
+        &self,
+        filter: bson::Document,
+        body: bson::Document,
+        update: &Update<T>,
+        many: bool,
+        holders: Option<Vec<bson::Bson>>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
         let outcome = if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
             let touched: Vec<String> = update.touched().map(str::to_owned).collect();
             self.update_and_fan_out(filter, body, &touched, many, session.as_deref_mut()).await?
