@@ -6,7 +6,10 @@
 //!
 //! ```text
 //! MONGODB_URI=mongodb://... cargo run --release --example scale -- 10000 100000
+//! MONGODB_URI=mongodb://... cargo run --release --example scale -- repair 100000
 //! ```
+//!
+//! Numbers are the sizes; `cascade` or `repair` runs that case alone.
 //!
 //! Prints one JSON line per case. Linux only (it reads `/proc/self/status`).
 
@@ -100,8 +103,11 @@ fn line(case: &str, n: usize, trips: &RoundTrips, mark: docrel::Mark, before_kib
 
 #[tokio::main]
 async fn main() -> docrel::Result<()> {
-    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
+    let named: Vec<&str> = args.iter().map(String::as_str).filter(|a| a.parse::<usize>().is_err()).collect();
+    let runs = |case: &str| named.is_empty() || named.contains(&case);
     let uri = std::env::var(docrel::URI_VARIABLE).expect("MONGODB_URI");
     let mut options = docrel::options(&uri).await?;
     let trips = RoundTrips::new();
@@ -113,29 +119,42 @@ async fn main() -> docrel::Result<()> {
         LogMsg::repo(&db).ensure_indexes().await?;
         Part::repo(&db).ensure_indexes().await?;
 
-        // A cascade delete of a host with n messages.
-        Host::repo(&db).insert(&Host { id: 1, name: "www".into() }).await?;
-        insert_raw(&db, "logmsg", n, |i| {
-            doc! {"_id": ObjectId::new(), "time": DateTime::now(), "message": format!("message {i}"), "host": 1}
-        })
-        .await;
-        let before = status_kib("VmRSS:");
-        reset_peak();
-        let (mark, started) = (trips.mark(), Instant::now());
-        Host::repo(&db).delete_by_id(&1).await?;
-        line("cascade_delete", n, &trips, mark, before, started);
-        assert_eq!(db.collection::<BsonDoc>("logmsg").count_documents(doc! {}).await.unwrap(), 0);
-
-        // A repair over n holders of a stale copy (written behind docrel's back).
-        Supplier::repo(&db).insert(&Supplier { id: 7, name: "Acme Corp".into() }).await?;
-        insert_raw(&db, "parts", n, |_| doc! {"_id": ObjectId::new(), "supplier": 7, "supplier_name": "Acme"}).await;
-        let before = status_kib("VmRSS:");
-        reset_peak();
-        let (mark, started) = (trips.mark(), Instant::now());
-        let report = docrel::fanout::repair::<Supplier>(&db).run().await?;
-        line("repair", n, &trips, mark, before, started);
-        assert_eq!(report.fixed, n as u64, "{report:?}");
+        if runs("cascade") {
+            cascade(&db, &trips, n).await?;
+        }
+        if runs("repair") {
+            repair(&db, &trips, n).await?;
+        }
         db.drop().await.map_err(|e| docrel::Error::driver("dropDatabase", db.name(), e))?;
     }
+    Ok(())
+}
+
+/// A cascade delete of a host with n messages.
+async fn cascade(db: &Database, trips: &RoundTrips, n: usize) -> docrel::Result<()> {
+    Host::repo(db).insert(&Host { id: 1, name: "www".into() }).await?;
+    insert_raw(db, "logmsg", n, |i| {
+        doc! {"_id": ObjectId::new(), "time": DateTime::now(), "message": format!("message {i}"), "host": 1}
+    })
+    .await;
+    let before = status_kib("VmRSS:");
+    reset_peak();
+    let (mark, started) = (trips.mark(), Instant::now());
+    Host::repo(db).delete_by_id(&1).await?;
+    line("cascade_delete", n, trips, mark, before, started);
+    assert_eq!(db.collection::<BsonDoc>("logmsg").count_documents(doc! {}).await.unwrap(), 0);
+    Ok(())
+}
+
+/// A repair over n holders of a stale copy (written behind docrel's back).
+async fn repair(db: &Database, trips: &RoundTrips, n: usize) -> docrel::Result<()> {
+    Supplier::repo(db).insert(&Supplier { id: 7, name: "Acme Corp".into() }).await?;
+    insert_raw(db, "parts", n, |_| doc! {"_id": ObjectId::new(), "supplier": 7, "supplier_name": "Acme"}).await;
+    let before = status_kib("VmRSS:");
+    reset_peak();
+    let (mark, started) = (trips.mark(), Instant::now());
+    let report = docrel::fanout::repair::<Supplier>(db).run().await?;
+    line("repair", n, trips, mark, before, started);
+    assert_eq!(report.fixed, n as u64, "{report:?}");
     Ok(())
 }

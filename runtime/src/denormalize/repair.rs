@@ -304,7 +304,7 @@ pub(crate) struct Refresh<'s> {
 
 /// Statements of one `update` command at most: far under the server's
 /// 100,000 writes and 16 MiB per command, whatever the copies hold.
-const STATEMENTS: usize = 1_000;
+const STATEMENTS: usize = 10_000;
 const COMMAND_BYTES: usize = 8 * 1024 * 1024;
 
 /// Rewrites the copies of each group's source in its holders, under the
@@ -325,29 +325,87 @@ pub(crate) async fn refresh_many(
     for group in groups.iter().filter(|g| !g.holders.is_empty()) {
         let (filter, update, array_filters) =
             target.update(&group.id, group.source, version_of(group.source), Guard::Refresh);
-        // `_id` first: it bounds the statement to this batch's holders, and
-        // a server that plans a write by one leading field (the embedded one
-        // does) then looks the holders up by id instead of scanning every
-        // holder of the source.
-        let mut q = doc! {"_id": {"$in": group.holders.clone()}};
-        q.extend(filter);
-        let mut statement = doc! {"q": q, "u": update, "multi": true};
-        if let Some(af) = array_filters {
-            statement.insert("arrayFilters", af);
+        // One statement per alternative of the guard, each a plain
+        // conjunction led by `_id`: it bounds the statement to this batch's
+        // holders, and a server that plans a write by its leading field and
+        // scans the collection for a top-level `$or` (the embedded one does)
+        // looks the holders up by id instead. The alternatives write the
+        // same values and version, so a holder the first one rewrote no
+        // longer matches the others: the union is the guard's own update.
+        for alternative in alternatives(filter) {
+            let mut q = doc! {"_id": {"$in": group.holders.clone()}};
+            if alternative.contains_key("_id") {
+                q.insert("$and", vec![alternative]);
+            } else {
+                q.extend(alternative);
+            }
+            let mut statement = doc! {"q": q, "u": update.clone(), "multi": true};
+            if let Some(af) = &array_filters {
+                statement.insert("arrayFilters", af.clone());
+            }
+            let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
+            if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
+                modified += send_updates(db, target, std::mem::take(&mut statements), session.as_deref_mut()).await?;
+                bytes = 0;
+            }
+            bytes += size;
+            statements.push(statement);
         }
-        let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
-        if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
-            modified += send_updates(db, target, std::mem::take(&mut statements), session.as_deref_mut()).await?;
-            bytes = 0;
-        }
-        bytes += size;
-        statements.push(statement);
     }
     if !statements.is_empty() {
         modified += send_updates(db, target, statements, session).await?;
     }
     crate::client::trace::fanned_out(target.collection, &target.id_path(), modified);
     Ok(modified)
+}
+
+/// A filter as alternatives whose union it matches, none with a top-level
+/// `$or` or `$and` (those inside a field's condition, such as
+/// `$elemMatch`, stay). A filter it cannot split so (a field named twice
+/// once the parts are merged, another top-level operator) is its only
+/// alternative.
+fn alternatives(filter: BsonDoc) -> Vec<BsonDoc> {
+    split(&filter).unwrap_or_else(|| vec![filter])
+}
+
+/// Bounds the alternatives of one filter: past it, one statement with
+/// the `$or` costs less than the many without.
+const ALTERNATIVES: usize = 16;
+
+fn split(filter: &BsonDoc) -> Option<Vec<BsonDoc>> {
+    let mut out = vec![BsonDoc::new()];
+    for (key, value) in filter {
+        let parts: Vec<Vec<BsonDoc>> = match (key.as_str(), value) {
+            ("$or", Bson::Array(items)) => {
+                let any: Vec<BsonDoc> =
+                    items.iter().map(|i| i.as_document().and_then(split)).collect::<Option<Vec<_>>>()?.concat();
+                vec![any]
+            }
+            ("$and", Bson::Array(items)) => {
+                items.iter().map(|i| i.as_document().and_then(split)).collect::<Option<Vec<_>>>()?
+            }
+            (k, _) if k.starts_with('$') => return None,
+            (k, v) => vec![vec![doc! { k: v.clone() }]],
+        };
+        for part in parts {
+            let mut next = Vec::with_capacity(out.len() * part.len());
+            for base in &out {
+                for p in &part {
+                    if p.keys().any(|k| base.contains_key(k)) {
+                        return None;
+                    }
+                    let mut merged = base.clone();
+                    merged.extend(p.clone());
+                    next.push(merged);
+                }
+            }
+            if next.len() > ALTERNATIVES {
+                return None;
+            }
+            out = next;
+        }
+    }
+    Some(out)
 }
 
 /// One `update` command (unordered: the statements touch copies of
@@ -405,5 +463,35 @@ fn held_copies(target: &Target, d: &BsonDoc) -> Vec<(Bson, BsonDoc)> {
             .filter_map(Bson::as_document)
             .filter_map(|e| e.get(key).map(|id| (id.clone(), e.clone())))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alternatives;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_guard_splits_into_conjunctions_led_by_their_fields() {
+        let guard = doc! {
+            "supplier": 7,
+            "$or": [
+                {"v": {"$lt": 3}},
+                {"$and": [{"v": {"$exists": false}}, {"$or": [{"x": {"$ne": 1}}, {"y": {"$ne": 2}}]}]},
+            ],
+        };
+        assert_eq!(
+            alternatives(guard),
+            [
+                doc! {"supplier": 7, "v": {"$lt": 3}},
+                doc! {"supplier": 7, "v": {"$exists": false}, "x": {"$ne": 1}},
+                doc! {"supplier": 7, "v": {"$exists": false}, "y": {"$ne": 2}},
+            ]
+        );
+        // `$elemMatch` keeps its own `$or`; a field named twice is not split.
+        let inner = doc! {"a": {"$elemMatch": {"$or": [{"k": 1}, {"k": 2}]}}};
+        assert_eq!(alternatives(inner.clone()), [inner]);
+        let twice = doc! {"v": 1, "$or": [{"v": 2}, {"w": 3}]};
+        assert_eq!(alternatives(twice.clone()), [twice]);
     }
 }
