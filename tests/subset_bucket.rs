@@ -404,3 +404,111 @@ async fn readings_over_three_days_land_in_three_day_buckets() -> docrel::Result<
     assert!(afternoon.iter().all(|r| r.time >= from && r.time < to));
     Ok(())
 }
+
+/// A time bucket with a count bound: a busy hour spills into more buckets
+/// of the same hour instead of growing toward 16 MiB.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "busy_readings")]
+struct ReadingHour {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Sensor)]
+    sensor: ObjectId,
+    start: DateTime,
+    count: i32,
+    #[bucket(by = time, window = "hour", size = 5)]
+    readings: Vec<Reading>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_busy_hour_spills_into_more_buckets_of_the_same_hour() -> docrel::Result<()> {
+    let t = TestDb::new("busy_hour").await?;
+    ReadingHour::repo(&t.db).ensure_indexes().await?;
+    let sensor = Sensor { id: ObjectId::new(), name: "door".into() };
+    Sensor::repo(&t.db).insert(&sensor).await?;
+    let hour = 1_700_006_400_000_i64; // on an hour boundary
+    let rels = ReadingHour::rels().readings;
+    let reading = |ms: i64| Reading { time: DateTime::from_millis(hour + ms), celsius: ms as f64 };
+
+    // One writer: 12 readings in the hour, one in the next, in time order.
+    let mut spills = Vec::new();
+    for i in 0..12 {
+        spills.push(rels.append(&t.db, &sensor.id, &reading(i * 1000)).await?.page);
+    }
+    let next = rels.append(&t.db, &sensor.id, &reading(3_600_000)).await?;
+    assert_eq!(spills, [None, None, None, None, None, Some(2), Some(2), Some(2), Some(2), Some(2), Some(3), Some(3)]);
+    assert_eq!((next.page, next.start), (None, Some(DateTime::from_millis(hour + 3_600_000))));
+
+    let stored: Vec<BsonDoc> =
+        t.db.collection::<BsonDoc>("busy_readings")
+            .find(doc! {"sensor": sensor.id})
+            .sort(doc! {"start": 1, "page": 1})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+    let shape: Vec<(i64, Option<i32>, i32)> = stored
+        .iter()
+        .map(|b| {
+            (
+                b.get_datetime("start").unwrap().timestamp_millis() - hour,
+                b.get_i32("page").ok(),
+                b.get_i32("count").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shape, [(0, None, 5), (0, Some(2), 5), (0, Some(3), 2), (3_600_000, None, 1)]);
+    assert!(!stored[0].contains_key("page"), "a window's first bucket keeps the reference shape");
+
+    // Readers see every reading, in order, across the spills.
+    let times = |rs: Vec<Reading>| rs.iter().map(|r| r.time.timestamp_millis() - hour).collect::<Vec<_>>();
+    let all = rels.all(&t.db, &sensor.id).await?;
+    assert_eq!(times(all), (0..12).map(|i| i * 1000).chain([3_600_000]).collect::<Vec<_>>());
+    let middle =
+        rels.range(&t.db, &sensor.id, DateTime::from_millis(hour + 3000), DateTime::from_millis(hour + 11_000)).await?;
+    assert_eq!(times(middle), (3..11).map(|i| i * 1000).collect::<Vec<_>>());
+    let latest = rels.latest(&t.db, &sensor.id).await?.expect("a bucket");
+    assert_eq!(latest.start.timestamp_millis() - hour, 3_600_000);
+    let report = docrel::bucket_check::verify::<ReadingHour>(&t.db).run().await?;
+    assert!(report.clean(), "{report:?}");
+
+    // Concurrent writers into one busy hour: no bucket over 5, none twice, no reading lost.
+    let other = Sensor { id: ObjectId::new(), name: "window".into() };
+    Sensor::repo(&t.db).insert(&other).await?;
+    let mut tasks = Vec::new();
+    for w in 0..4_i64 {
+        let (db, id) = (t.db.clone(), other.id);
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let r = Reading { time: DateTime::from_millis(hour + w * 100 + i), celsius: 0.0 };
+                ReadingHour::rels().readings.append(&db, &id, &r).await?;
+            }
+            Ok::<_, Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task")?;
+    }
+    let counts: Vec<i32> =
+        t.db.collection::<BsonDoc>("busy_readings")
+            .find(doc! {"sensor": other.id})
+            .await
+            .unwrap()
+            .try_collect::<Vec<BsonDoc>>()
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.get_i32("count").unwrap())
+            .collect();
+    assert_eq!(counts, [5; 8], "40 readings in 8 full buckets of the hour");
+    assert_eq!(rels.all(&t.db, &other.id).await?.len(), 40);
+    assert!(docrel::bucket_check::verify::<ReadingHour>(&t.db).run().await?.clean());
+
+    // A sensor that does not exist: refused, and no bucket is left behind.
+    let ghost = ObjectId::new();
+    let err = rels.append(&t.db, &ghost, &reading(0)).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { collection: "sensors", .. }), "{err}");
+    assert_eq!(t.db.collection::<BsonDoc>("busy_readings").count_documents(doc! {"sensor": ghost}).await.unwrap(), 0);
+    Ok(())
+}

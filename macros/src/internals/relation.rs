@@ -406,7 +406,9 @@ fn bucket<'a>(
         field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
     };
     let count = stored(attr.count.as_ref(), "count", true);
-    let page = stored(attr.page.as_ref(), "page", attr.size.is_some());
+    // A time bucket may go without a `page` field: only a window's spill
+    // buckets store one (see the runtime's `append`).
+    let page = stored(attr.page.as_ref(), "page", attr.size.is_some() && attr.window.is_none());
     let start = stored(attr.start.as_ref(), "start", attr.window.is_some());
     let Role::ParentRef { attr: parent_attr, .. } = &parent?.role else { return None };
     Some(RelationKind::Bucket(Bucket {
@@ -423,15 +425,15 @@ fn bucket<'a>(
     }))
 }
 
-/// A bucket holds `size` elements, or the elements of one time window.
+/// A bucket holds `size` elements, or the elements of one time window (at
+/// most `size` per bucket, when given).
 fn check_bucket_kind(f: &Field, attr: &BucketAttr, span: Span, errors: &mut Accumulator) {
+    if let Some(size) = attr.size.as_ref().filter(|s| s.0 == 0) {
+        errors.push(err(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`"));
+    }
     match (&attr.size, &attr.by, &attr.window) {
-        (Some(size), None, None) => {
-            if size.0 == 0 {
-                errors.push(err(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`"));
-            }
-        }
-        (None, Some(_), Some(window)) => {
+        (Some(_), None, None) => {}
+        (_, Some(_), Some(window)) => {
             if window_ms(&window.value()).is_none() {
                 errors.push(err(
                     window.span(),

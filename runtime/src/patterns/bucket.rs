@@ -80,7 +80,8 @@ impl<B, P, E> std::fmt::Debug for Bucket<B, P, E> {
 /// Where an append went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
-    /// The page (count buckets).
+    /// The page (count buckets); for time buckets, the spill number (2,
+    /// 3, ..) when the window's first bucket was full, else `None`.
     pub page: Option<i64>,
     /// The window start (time buckets).
     pub start: Option<DateTime>,
@@ -160,8 +161,13 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// upsert from the stored last page (more when that page is full). An
     /// append that opens a new bucket (page or time window) checks that the
     /// parent exists, one more round trip, and is refused with
-    /// [`Error::NotFound`] if not. Never more than `size` per bucket, never one page twice, no
-    /// element lost, under any concurrency (given `ensure_indexes`).
+    /// [`Error::NotFound`] if not (so an append for a parent that does not
+    /// exist is refused and leaves no bucket). Never more than `size` per
+    /// bucket, never one page twice, no element lost, under any concurrency
+    /// (given `ensure_indexes`). A time bucket holds at most `size`
+    /// elements too ([`crate::TIME_BUCKET_SIZE`] when it declares none): a
+    /// busy window goes on in a second bucket of the same window, and
+    /// [`Bucket::all`] and [`Bucket::range`] read them in order.
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         crate::client::trace::Op::new("append", B::COLLECTION).documents(1).run(async move {
         let spec = self.spec()?;
@@ -177,15 +183,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         if let (Some(window), Some(time)) = (spec.window_ms, self.time) {
             let t = time(element).timestamp_millis();
             let start = DateTime::from_millis(t.div_euclid(window) * window);
-            let r = coll
-                .update_one(doc! { spec.parent: parent.to_bson(), spec.start: start }, push)
-                .upsert(true)
-                .await
-                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
-            if r.upserted_id.is_some() {
-                self.confirm_parent(db, parent).await?;
-            }
-            return Ok(Appended { page: None, start: Some(start) });
+            return self.append_in_window(db, parent, start, push).await;
         }
         let size = spec.size.unwrap_or(u32::MAX);
         let key = (db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson()));
@@ -231,6 +229,97 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             ),
         })
         }).await
+    }
+
+    /// A time bucket's append: to the window's open bucket, at most
+    /// [`BucketSpec::bound`] elements each. The window's first bucket has
+    /// no spill number (the reference text's `{sensor, start, count,
+    /// readings}`); when it is full the window goes on in buckets numbered
+    /// 2, 3, .. in the `page` field, found the way count pages are.
+    async fn append_in_window(
+        &self,
+        db: &Database,
+        parent: &P::Id,
+        start: DateTime,
+        push: Vec<BsonDoc>,
+    ) -> Result<Appended> {
+        let spec = self.spec()?;
+        let size = spec.bound().unwrap_or(crate::schema::document::TIME_BUCKET_SIZE);
+        let coll = db.collection::<BsonDoc>(B::COLLECTION);
+        let at = |spill: i64| Appended { page: (spill > 1).then_some(spill), start: Some(start) };
+        let open = |spill: i64| {
+            let number = match spill {
+                // Not an equality, so the upsert of a window's first bucket stores no spill number.
+                ..=1 => Bson::Document(doc! {"$exists": false}),
+                n => Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX)),
+            };
+            doc! { spec.parent: parent.to_bson(), spec.start: start, spec.page: number, spec.count: {"$lt": size as i64} }
+        };
+        // Only spills are remembered: a quiet window is one upsert of its first bucket.
+        let key = (
+            db.name().to_owned(),
+            B::COLLECTION,
+            format!("{}@{}", show_id(&parent.to_bson()), start.timestamp_millis()),
+        );
+        if let Some(spill) = open_pages().lock().ok().and_then(|m| m.get(&key).copied()) {
+            let r = coll
+                .update_one(open(spill), push.clone())
+                .await
+                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
+            if r.matched_count == 1 {
+                return Ok(at(spill));
+            }
+        }
+        let mut spill = 1;
+        for _ in 0..1_000 {
+            match coll.update_one(open(spill), push.clone()).upsert(true).await {
+                Ok(r) => {
+                    if r.upserted_id.is_some() {
+                        self.confirm_parent(db, parent).await?;
+                    }
+                    if spill > 1 {
+                        remember_page(key, spill);
+                    }
+                    return Ok(at(spill));
+                }
+                // The first bucket is full: on from the window's last spill,
+                // so a busy window is not walked from its start.
+                Err(e) if is_duplicate_key(&e) && spill == 1 => {
+                    spill = self.last_spill(db, parent, start).await?.max(2);
+                }
+                Err(e) if is_duplicate_key(&e) => spill += 1,
+                Err(e) => return Err(Error::driver("update", B::COLLECTION, e)),
+            }
+        }
+        Err(Error::Invalid {
+            what: crate::error::Misuse::Bucket,
+            message: format!(
+                "no bucket of `{}` with room found after 1000 tries for parent {} in the window at {start}; run \
+                 `ensure_indexes` and drop a unique index on {{{}: 1, {}: 1}} alone, if an older docrel made one \
+                 (the unique index on parent, window and `{}` is what makes a full bucket refuse the upsert)",
+                B::COLLECTION,
+                show_id(&parent.to_bson()),
+                spec.parent,
+                spec.start,
+                spec.page,
+            ),
+        })
+    }
+
+    /// The highest spill number of a window (1 when it has only its first bucket).
+    async fn last_spill(&self, db: &Database, parent: &P::Id, start: DateTime) -> Result<i64> {
+        let spec = self.spec()?;
+        let last = db
+            .collection::<BsonDoc>(B::COLLECTION)
+            .find_one(doc! { spec.parent: parent.to_bson(), spec.start: start })
+            .sort(doc! { spec.page: -1 })
+            .projection(doc! { spec.page: 1 })
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(|e| Error::driver("find", B::COLLECTION, e))?;
+        Ok(last
+            .and_then(|d| d.get(spec.page).and_then(|p| p.as_i64().or_else(|| p.as_i32().map(i64::from))))
+            .unwrap_or(1))
     }
 
     /// After this append opened a bucket: the parent must still exist. A
@@ -286,9 +375,12 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// The parent's latest bucket (highest page, or latest window).
     pub async fn latest(&self, db: &Database, parent: &P::Id) -> Result<Option<B>> {
         let spec = self.spec()?;
-        let order = if spec.window_ms.is_some() { spec.start } else { spec.page };
+        let order = match spec.window_ms {
+            Some(_) => doc! { spec.start: -1, spec.page: -1 },
+            None => doc! { spec.page: -1 },
+        };
         crate::store::find::Find::<B, B>::on(db, doc! { spec.parent: parent.to_bson() })
-            .sort(crate::store::query::Sort::new(doc! { order: -1 }))
+            .sort(crate::store::query::Sort::new(order))
             .one()
             .await
     }
@@ -323,11 +415,15 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
     async fn elements(&self, db: &Database, filter: BsonDoc, keep: impl Fn(&E) -> bool) -> Result<Vec<E>> {
         let spec = self.spec()?;
-        let order = if spec.window_ms.is_some() { spec.start } else { spec.page };
+        // A window's first bucket has no spill number, which sorts first.
+        let order = match spec.window_ms {
+            Some(_) => doc! { spec.start: 1, spec.page: 1 },
+            None => doc! { spec.page: 1 },
+        };
         let mut cursor = db
             .collection::<RawDocumentBuf>(B::COLLECTION)
             .find(filter)
-            .sort(doc! { order: 1 })
+            .sort(order)
             .projection(doc! { self.rel.field: 1 })
             .batch_size(i32::MAX as u32)
             .await

@@ -364,10 +364,19 @@ impl<'a> BucketScan<'a> {
             pipeline.push(doc! {"$limit": limit as i64});
         }
         let field = format!("${}", array.rel.field);
+        // A time bucket is keyed by its window and spill number (none in a
+        // window's first bucket: 1).
+        let key: Bson = match spec.window_ms {
+            Some(_) => {
+                vec![Bson::String(format!("${}", spec.start)), doc! {"$ifNull": [format!("${}", spec.page), 1]}.into()]
+                    .into()
+            }
+            None => format!("${}", spec.page).into(),
+        };
         pipeline.push(doc! {"$project": {
             "_id": 1,
             "p": format!("${}", spec.parent),
-            "k": format!("${}", array.order()),
+            "k": key,
             "c": format!("${}", spec.count),
             "n": {"$cond": [{"$isArray": &field}, {"$size": &field}, 0]},
         }});
@@ -442,7 +451,7 @@ impl<'a> BucketScan<'a> {
                     report.fixed += self.recount(array, b).await?;
                 }
             }
-            if let Some(size) = spec.size {
+            if let Some(size) = spec.bound() {
                 if b.len > i64::from(size) {
                     report.over_size += 1;
                     report.unfixable += 1;
@@ -498,7 +507,7 @@ impl<'a> BucketScan<'a> {
             }
             Some(window) => {
                 for k in &keys {
-                    let Bson::DateTime(start) = k else { continue };
+                    let Some(Bson::DateTime(start)) = k.as_array().and_then(|k| k.first()) else { continue };
                     if start.timestamp_millis().rem_euclid(window) != 0 {
                         report.misaligned += 1;
                         report.unfixable += 1;

@@ -316,12 +316,27 @@ pub struct BucketSpec {
     pub page: &'static str,
     /// The stored name of the window start (time buckets).
     pub start: &'static str,
-    /// Elements per bucket (count buckets).
+    /// Elements per bucket (count buckets), or per bucket of a window
+    /// (time buckets; see [`BucketSpec::bound`]).
     pub size: Option<u32>,
     /// The window length in milliseconds (time buckets).
     pub window_ms: Option<i64>,
     /// The size of one element at most, in bytes.
     pub max_bytes: Option<u32>,
+}
+
+/// Elements per bucket of a time bucket that declares no `size`: MongoDB's
+/// own time-series buckets stop at 1,000 measurements too. A busy window
+/// goes on in a second bucket of the same window, so no bucket grows
+/// toward 16 MiB with the traffic (elements up to 16 KiB each fit).
+pub const TIME_BUCKET_SIZE: u32 = 1_000;
+
+impl BucketSpec {
+    /// The most elements one bucket holds: `size`, or [`TIME_BUCKET_SIZE`]
+    /// for a time bucket without one.
+    pub fn bound(&self) -> Option<u32> {
+        self.size.or(self.window_ms.map(|_| TIME_BUCKET_SIZE))
+    }
 }
 
 /// A top-level field that copies a field of the document a single

@@ -38,14 +38,19 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
                 add(bson::doc! { rel.id_path(): 1 }, false);
             }
             RelationKind::Bucket => {
-                // One bucket per (parent, page) or (parent, window): concurrent
-                // appends that would open the same bucket twice collide here.
+                // One bucket per (parent, page) or (parent, window, spill):
+                // concurrent appends that would open the same bucket twice
+                // collide here. A window's first bucket has no spill number,
+                // indexed as null.
                 if let Some(b) = &rel.bucket {
-                    let second = if b.window_ms.is_some() { b.start } else { b.page };
+                    let rest: &[&str] = match b.window_ms {
+                        Some(_) => &[b.parent, b.start, b.page],
+                        None => &[b.parent, b.page],
+                    };
                     let mut k: BsonDoc = schema.shard_key.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
-                    for f in [b.parent, second] {
-                        if !k.contains_key(f) {
-                            k.insert(f, 1);
+                    for f in rest {
+                        if !k.contains_key(*f) {
+                            k.insert(*f, 1);
                         }
                     }
                     add(k, true);
