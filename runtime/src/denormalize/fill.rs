@@ -225,7 +225,8 @@ pub(crate) async fn confirm(
 /// with their sources, after an update that changed their references (a
 /// `via` field, elements pushed into or set on an array of copies): reads
 /// the holders and their sources, and rewrites only the stale copies, under
-/// the refresh guard. Two reads, and one write per stale (source, target).
+/// the refresh guard. Two reads, and one `update` command per target with
+/// stale copies.
 pub(crate) async fn refresh(
     db: &Database,
     schema: &'static Schema,
@@ -271,20 +272,17 @@ pub(crate) async fn refresh(
                 }
             }
         }
-        for (id, holder_ids) in stale.values() {
-            if let Some(src) = sources.get(source, id) {
-                apply_to(
-                    db,
-                    target,
-                    id,
-                    src,
-                    version_of(src),
-                    Guard::Refresh,
-                    Some(holder_ids),
-                    session.as_deref_mut(),
-                )
-                .await?;
-            }
+        // One `update` command for every stale source of this target, not
+        // one write per source.
+        let groups: Vec<crate::denormalize::repair::Refresh<'_>> = stale
+            .into_values()
+            .filter_map(|(id, holders)| {
+                let source = sources.get(source, &id)?;
+                Some(crate::denormalize::repair::Refresh { id, source, holders })
+            })
+            .collect();
+        if !groups.is_empty() {
+            crate::denormalize::repair::refresh_many(db, target, &groups, session.as_deref_mut()).await?;
         }
     }
     Ok(())

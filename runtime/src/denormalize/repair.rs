@@ -417,8 +417,10 @@ async fn send_updates(
     session: Option<&mut ClientSession>,
 ) -> Result<u64> {
     let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
-    // A command run as such gets none of the database's defaults.
-    if let Some(wc) = db.write_concern() {
+    // A command run as such gets none of the database's defaults. Not in a
+    // session: it may be in a transaction, where a write concern is refused
+    // (the driver does not say whether it is).
+    if let (Some(wc), None) = (db.write_concern(), &session) {
         if let Ok(wc) = crate::bson_compat::to_bson(wc) {
             command.insert("writeConcern", wc);
         }
