@@ -21,7 +21,8 @@
 //!   arrays. Keyed by the source's id, a record can never be mistaken for
 //!   the version of another source when the reference changes;
 //! - a fan-out of version `v` writes a copy only where the record is older
-//!   than `v`, or missing and some value differs;
+//!   than `v` or missing (a missing record is rewritten and recorded even
+//!   when its values match, which keeps the guard one comparison);
 //! - a repair or refresh, which reads the source and writes later, writes
 //!   only where the record is older than what it read, or equal to it with
 //!   different values (a write made outside docrel), or missing with
@@ -81,6 +82,8 @@ impl Target {
         let version = self.version_path(id);
         let mut set = BsonDoc::new();
         let mut unset = BsonDoc::new();
+        // Only the refresh guard compares values; a fan-out's guard skips
+        // building the comparison.
         let mut differs = Vec::new();
         for (copy, source) in &self.fields {
             let path = match self.shape {
@@ -89,31 +92,44 @@ impl Target {
             };
             match lookup(values, source) {
                 Some(value) => {
-                    differs.push(doc! { *copy: {"$ne": value.clone()} });
+                    if guard == Guard::Refresh {
+                        differs.push(doc! { *copy: {"$ne": value.clone()} });
+                    }
                     set.insert(path, value.clone());
                 }
                 None => {
-                    differs.push(doc! { *copy: {"$exists": true} });
+                    if guard == Guard::Refresh {
+                        differs.push(doc! { *copy: {"$exists": true} });
+                    }
                     unset.insert(path, "");
                 }
             }
         }
-        let stale_values = match self.shape {
-            Shape::Top { .. } => doc! {"$or": differs},
-            Shape::Array { array, key } => {
-                doc! { array: {"$elemMatch": {key: id.clone(), "$or": differs}} }
+        let filter = match guard {
+            // An indexed equality and one comparison, no `$or`: servers
+            // that plan a top-level `$or` branch by branch (the embedded
+            // test server scans the whole collection for it) keep the
+            // reference index. A missing record counts as older, so such
+            // a copy is rewritten (and recorded) even when its values
+            // already match: harmless, since no later version wrote it.
+            Guard::FanOut => doc! { self.id_path(): id.clone(), version.clone(): {"$not": {"$gte": v}} },
+            Guard::Refresh => {
+                let stale_values = match self.shape {
+                    Shape::Top { .. } => doc! {"$or": differs},
+                    Shape::Array { array, key } => {
+                        doc! { array: {"$elemMatch": {key: id.clone(), "$or": differs}} }
+                    }
+                };
+                // Same version, other values: the source or the copy was
+                // written outside docrel.
+                let stale = vec![
+                    doc! { version.clone(): {"$lt": v} },
+                    doc! { "$and": [{ version.clone(): {"$exists": false} }, stale_values.clone()] },
+                    doc! { "$and": [{ version.clone(): v }, stale_values] },
+                ];
+                doc! { self.id_path(): id.clone(), "$or": stale }
             }
         };
-        let mut stale = vec![
-            doc! { version.clone(): {"$lt": v} },
-            doc! { "$and": [{ version.clone(): {"$exists": false} }, stale_values.clone()] },
-        ];
-        if guard == Guard::Refresh {
-            // Same version, other values: the source or the copy was written
-            // outside docrel.
-            stale.push(doc! { "$and": [{ version.clone(): v }, stale_values] });
-        }
-        let filter = doc! { self.id_path(): id.clone(), "$or": stale };
         set.insert(version, v);
         let mut update = doc! {"$set": set};
         if !unset.is_empty() {
