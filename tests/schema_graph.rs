@@ -107,6 +107,20 @@ fn inverses_of_two_way_references() {
     assert!(g.inverse_of(one_way).is_none());
 }
 
+/// The runtime finds a handle's inverse, subset and copies by the address
+/// of its schema entry, so a handle must carry the entry itself and not a
+/// copy of it (a `const`-computed reference can be a per-codegen-unit copy
+/// in a release build; the history checker's release run lost a subset to
+/// that).
+#[test]
+fn handles_carry_their_schema_entry_itself() {
+    let g = graph();
+    let from_handle = tasks::Task::rels().owner.relation();
+    let from_schema = tasks::Task::schema().relation("owner").expect("Task.owner");
+    assert!(std::ptr::eq(from_handle, from_schema));
+    assert_eq!(g.inverse_of(from_handle).map(|(s, r)| (s.rust_name, r.field)), Some(("Person", "tasks")));
+}
+
 #[test]
 fn references_to_a_collection() {
     let g = graph();

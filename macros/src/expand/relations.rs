@@ -3,7 +3,9 @@
 //!
 //! Each handle holds its entry of the schema, found by the stored name of its
 //! field when the program is compiled (`__docrel_relation("parts")` in a
-//! `const` block): the handles do not depend on the order of the entries.
+//! `const` block, its index) and read from the schema's static when the
+//! handle is built: the handles do not depend on the order of the entries,
+//! and each entry has one address.
 
 use super::Checked;
 use crate::internals::model::{Element, Model, ModelRelation, RelationKind};
@@ -60,14 +62,15 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
 
-        /// The schema entry of the relationship stored as `field`. Evaluated
-        /// at compile time: a handle without its entry would stop the build.
-        const fn __docrel_relation(field: &str) -> &'static __docrel::Relation {
+        /// The index of the schema entry of the relationship stored as
+        /// `field`. Evaluated at compile time: a handle without its entry
+        /// would stop the build.
+        const fn __docrel_relation(field: &str) -> usize {
             let relations = __DOCREL_SCHEMA.relations;
             let mut i = 0;
             while i < relations.len() {
                 if __docrel::contains(&[relations[i].field], field) {
-                    return &relations[i];
+                    return i;
                 }
                 i += 1;
             }
@@ -89,7 +92,12 @@ fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(Toke
     let ident = m.ident;
     let name = rel.ident;
     let stored = &rel.stored;
-    let entry = quote!(const { __docrel_relation(#stored) });
+    // The index is a constant, the entry is read from the static when the
+    // handle is built: the runtime keys relations by address, and a
+    // reference computed in a `const` may point at a copy of the entry that
+    // a release build emits per codegen unit (the history checker's release
+    // build found its subset missing that way).
+    let entry = quote!(&__DOCREL_SCHEMA.relations[const { __docrel_relation(#stored) }]);
     let (doc, handle_ty, init) = match &rel.kind {
         RelationKind::Embed { subset: None, .. } => return None,
         RelationKind::Embed { subset: Some(subset), .. } => {

@@ -393,7 +393,7 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
     }
 
     fn target(&self) -> Result<&'static SubsetTarget> {
-        subsets_of(C::COLLECTION).iter().find(|t| std::ptr::eq(t.rel, self.rel)).ok_or_else(|| Error::Invalid {
+        subsets_of(C::COLLECTION).iter().find(|t| t.parent == P::COLLECTION && t.rel.field == self.rel.field).ok_or_else(|| Error::Invalid {
             what: crate::error::Misuse::Subset,
             message: format!(
                 "`{}` summarizes `{}`, but no field of `{}` refers back to `{}`: add `#[parent_ref(to = ..)]` on it",

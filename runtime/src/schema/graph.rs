@@ -277,7 +277,9 @@ impl Graph {
             .relations
             .iter()
             .filter(|r| r.subset.is_some())
-            .filter_map(|r| self.subsets.values().flatten().find(|t| std::ptr::eq(t.rel, r)))
+            .filter_map(|r| {
+                self.subsets.values().flatten().find(|t| t.parent == schema.collection && t.rel.field == r.field)
+            })
             .collect()
     }
 
