@@ -313,23 +313,87 @@ impl Bench {
         if warm {
             job(self.timed.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
         }
-        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+        let mut timing = Timing::default();
         for _ in 0..runs {
             round += 1;
             let (c0, t0) = (cpu_ms(), Instant::now());
             job(self.timed.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
-            walls.push(t0.elapsed().as_secs_f64() * 1000.0);
-            cpus.push(cpu_ms() - c0);
+            timing.push(t0, c0);
         }
         round += 1;
         let mark = self.trips.mark();
         job(self.counted.clone(), round).await.unwrap_or_else(|e| panic!("{case}/{way}: {e}"));
-        let (min, max) = (walls.iter().copied().fold(f64::MAX, f64::min), walls.iter().copied().fold(0.0, f64::max));
+        timing.report(case, way, docs, &self.trips, mark)
+    }
+
+    /// docrel and hand-written code on the same case, their timed runs
+    /// interleaved (docrel first in even runs, hand first in odd ones), so
+    /// that a server slowing down as the run goes on, or a neighbour's
+    /// load, weighs on both ways alike. The round number passed to the jobs
+    /// counts the calls of both, so a job that alternates a state by round
+    /// (the reassign case) finds it flipped at every call.
+    async fn pair<D, DFut, H, HFut>(&self, case: &str, docs: usize, mut docrel: D, mut hand: H) -> (Stat, Stat)
+    where
+        D: FnMut(Database, usize) -> DFut,
+        DFut: Future<Output = docrel::Result<()>>,
+        H: FnMut(Database, usize) -> HFut,
+        HFut: Future<Output = docrel::Result<()>>,
+    {
+        let fail = |way: &str, e: docrel::Error| -> ! { panic!("{case}/{way}: {e}") };
+        let mut round = 0;
+        docrel(self.timed.clone(), round).await.unwrap_or_else(|e| fail("docrel", e));
+        round += 1;
+        hand(self.timed.clone(), round).await.unwrap_or_else(|e| fail("hand", e));
+        let (mut d, mut h) = (Timing::default(), Timing::default());
+        for run in 0..self.runs {
+            for docrel_now in [run % 2 == 0, run % 2 == 1] {
+                round += 1;
+                let (c0, t0) = (cpu_ms(), Instant::now());
+                if docrel_now {
+                    docrel(self.timed.clone(), round).await.unwrap_or_else(|e| fail("docrel", e));
+                    d.push(t0, c0);
+                } else {
+                    hand(self.timed.clone(), round).await.unwrap_or_else(|e| fail("hand", e));
+                    h.push(t0, c0);
+                }
+            }
+        }
+        round += 1;
+        let mark = self.trips.mark();
+        docrel(self.counted.clone(), round).await.unwrap_or_else(|e| fail("docrel", e));
+        let d = d.report(case, "docrel", docs, &self.trips, mark);
+        round += 1;
+        let mark = self.trips.mark();
+        hand(self.counted.clone(), round).await.unwrap_or_else(|e| fail("hand", e));
+        let h = h.report(case, "hand", docs, &self.trips, mark);
+        (d, h)
+    }
+}
+
+/// The timed runs of one way.
+#[derive(Default)]
+struct Timing {
+    walls: Vec<f64>,
+    cpus: Vec<f64>,
+}
+
+impl Timing {
+    fn push(&mut self, t0: Instant, c0: f64) {
+        self.walls.push(t0.elapsed().as_secs_f64() * 1000.0);
+        self.cpus.push(cpu_ms() - c0);
+    }
+
+    /// Prints the way's JSON line; round trips and bytes are those counted
+    /// since `mark` (its one monitored run).
+    fn report(mut self, case: &str, way: &str, docs: usize, trips: &RoundTrips, mark: docrel::Mark) -> Stat {
+        let runs = self.walls.len();
+        let min = self.walls.iter().copied().fold(f64::MAX, f64::min);
+        let max = self.walls.iter().copied().fold(0.0, f64::max);
         let stat = Stat {
-            median_ms: median(&mut walls),
-            cpu_ms: median(&mut cpus),
-            round_trips: self.trips.since(mark),
-            bytes: self.trips.bytes_since(mark),
+            median_ms: median(&mut self.walls),
+            cpu_ms: median(&mut self.cpus),
+            round_trips: trips.since(mark),
+            bytes: trips.bytes_since(mark),
         };
         println!(
             "{{\"case\":\"{case}\",\"way\":\"{way}\",\"median_ms\":{:.2},\"min_ms\":{min:.2},\"max_ms\":{max:.2},\"client_cpu_ms\":{:.2},\"round_trips\":{},\"bytes_received\":{},\"docs\":{docs},\"runs\":{runs}}}",
@@ -474,93 +538,97 @@ async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
     // 1. filter: only the parts under 5.00 (Mongoose's populate `match`).
     let case = format!("populate_where_price_under_5_{n}_products");
     let c = cards.clone();
-    let d = b
-        .way(&case, "docrel", refs, move |db, _| {
-            let c = c.clone();
-            async move {
-                let l = Product::rels().parts.load_where::<PartLine>(&db, &c, Part::fields().price.lt(5.0)).await?;
-                assert!(l.distinct().iter().all(|p| p.price < 5.0));
-                Ok(())
-            }
-        })
-        .await;
-    let hc = hands.clone();
-    let h = b
-        .way(&case, "hand", refs, move |db, _| {
-            let hc = hc.clone();
-            async move {
-                let ids: Vec<ObjectId> =
-                    hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
-                let found: Vec<PartLine> = db
-                    .collection::<PartLine>("parts")
-                    .find(doc! {"_id": {"$in": ids}, "price": {"$lt": 5.0}})
-                    .projection(doc! {"name": 1, "price": 1})
-                    .batch_size(i32::MAX as u32)
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let by_id: HashMap<ObjectId, &PartLine> = found.iter().map(|p| (p.id, p)).collect();
-                let per: Vec<Vec<&PartLine>> =
-                    hc.iter().map(|p| p.parts.iter().filter_map(|id| by_id.get(id).copied()).collect()).collect();
-                assert!(per.iter().flatten().all(|p| p.price < 5.0));
-                Ok(())
-            }
-        })
+    let hc_h = hands.clone();
+    let (d, h) = b
+        .pair(
+            &case,
+            refs,
+            move |db, _| {
+                let c = c.clone();
+                async move {
+                    let l = Product::rels().parts.load_where::<PartLine>(&db, &c, Part::fields().price.lt(5.0)).await?;
+                    assert!(l.distinct().iter().all(|p| p.price < 5.0));
+                    Ok(())
+                }
+            },
+            move |db, _| {
+                let hc = hc_h.clone();
+                async move {
+                    let ids: Vec<ObjectId> =
+                        hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
+                    let found: Vec<PartLine> = db
+                        .collection::<PartLine>("parts")
+                        .find(doc! {"_id": {"$in": ids}, "price": {"$lt": 5.0}})
+                        .projection(doc! {"name": 1, "price": 1})
+                        .batch_size(i32::MAX as u32)
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let by_id: HashMap<ObjectId, &PartLine> = found.iter().map(|p| (p.id, p)).collect();
+                    let per: Vec<Vec<&PartLine>> =
+                        hc.iter().map(|p| p.parts.iter().filter_map(|id| by_id.get(id).copied()).collect()).collect();
+                    assert!(per.iter().flatten().all(|p| p.price < 5.0));
+                    Ok(())
+                }
+            },
+        )
         .await;
     ratio(&case, d, h, None);
 
     // 2. sort and a limit per parent: each product's 3 dearest parts.
     let case = format!("populate_top_3_by_price_per_product_{n}_products");
     let c = cards.clone();
-    let d = b
-        .way(&case, "docrel", n * 3, move |db, _| {
-            let c = c.clone();
-            async move {
-                let l = Product::rels()
-                    .parts
-                    .load::<PartLine>(&db, &c)
-                    .sort(Part::fields().price.desc())
-                    .limit_per_parent(3)
-                    .await?;
-                assert!(l.of(0).len() <= 3);
-                Ok(())
-            }
-        })
-        .await;
-    let hc = hands.clone();
-    let h = b
-        .way(&case, "hand", n * 3, move |db, _| {
-            let hc = hc.clone();
-            async move {
-                let ids: Vec<ObjectId> =
-                    hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
-                let found: Vec<PartLine> = db
-                    .collection::<PartLine>("parts")
-                    .find(doc! {"_id": {"$in": ids}})
-                    .sort(doc! {"price": -1})
-                    .projection(doc! {"name": 1, "price": 1})
-                    .batch_size(i32::MAX as u32)
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let rank: HashMap<ObjectId, usize> = found.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
-                let per: Vec<Vec<&PartLine>> = hc
-                    .iter()
-                    .map(|p| {
-                        let mut mine: Vec<usize> = p.parts.iter().filter_map(|id| rank.get(id).copied()).collect();
-                        mine.sort_unstable();
-                        mine.truncate(3);
-                        mine.into_iter().map(|i| &found[i]).collect()
-                    })
-                    .collect();
-                assert!(per[0].len() <= 3);
-                Ok(())
-            }
-        })
+    let hc_h = hands.clone();
+    let (d, h) = b
+        .pair(
+            &case,
+            n * 3,
+            move |db, _| {
+                let c = c.clone();
+                async move {
+                    let l = Product::rels()
+                        .parts
+                        .load::<PartLine>(&db, &c)
+                        .sort(Part::fields().price.desc())
+                        .limit_per_parent(3)
+                        .await?;
+                    assert!(l.of(0).len() <= 3);
+                    Ok(())
+                }
+            },
+            move |db, _| {
+                let hc = hc_h.clone();
+                async move {
+                    let ids: Vec<ObjectId> =
+                        hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
+                    let found: Vec<PartLine> = db
+                        .collection::<PartLine>("parts")
+                        .find(doc! {"_id": {"$in": ids}})
+                        .sort(doc! {"price": -1})
+                        .projection(doc! {"name": 1, "price": 1})
+                        .batch_size(i32::MAX as u32)
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let rank: HashMap<ObjectId, usize> = found.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
+                    let per: Vec<Vec<&PartLine>> = hc
+                        .iter()
+                        .map(|p| {
+                            let mut mine: Vec<usize> = p.parts.iter().filter_map(|id| rank.get(id).copied()).collect();
+                            mine.sort_unstable();
+                            mine.truncate(3);
+                            mine.into_iter().map(|i| &found[i]).collect()
+                        })
+                        .collect();
+                    assert!(per[0].len() <= 3);
+                    Ok(())
+                }
+            },
+        )
         .await;
     ratio(&case, d, h, None);
 
@@ -569,47 +637,49 @@ async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
         Arc::new(Part::repo(&b.timed).find(Filter::all()).limit(50).await?.into_iter().map(|p| p.id).collect());
     let case = "populate_reverse_products_of_50_parts".to_owned();
     let t = targets.clone();
-    let d = b
-        .way(&case, "docrel", 50, move |db, _| {
-            let t = t.clone();
-            async move {
-                let l = Product::rels().parts.referrers_of_many(&db, &t).view::<ProductCard>().await?;
-                assert_eq!(l.len(), 50);
-                Ok(())
-            }
-        })
-        .await;
-    let t = targets.clone();
-    let h = b
-        .way(&case, "hand", 50, move |db, _| {
-            let t = t.clone();
-            async move {
-                let found: Vec<HandCard> = db
-                    .collection::<HandCard>("products")
-                    .find(doc! {"parts": {"$in": t.as_slice()}})
-                    .projection(doc! {"name": 1, "parts": 1})
-                    .batch_size(i32::MAX as u32)
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let mut groups: HashMap<ObjectId, Vec<usize>> = t.iter().map(|id| (*id, Vec::new())).collect();
-                for (i, p) in found.iter().enumerate() {
-                    for id in &p.parts {
-                        if let Some(g) = groups.get_mut(id) {
-                            if g.last() != Some(&i) {
-                                g.push(i);
+    let t_h = targets.clone();
+    let (d, h) = b
+        .pair(
+            &case,
+            50,
+            move |db, _| {
+                let t = t.clone();
+                async move {
+                    let l = Product::rels().parts.referrers_of_many(&db, &t).view::<ProductCard>().await?;
+                    assert_eq!(l.len(), 50);
+                    Ok(())
+                }
+            },
+            move |db, _| {
+                let t = t_h.clone();
+                async move {
+                    let found: Vec<HandCard> = db
+                        .collection::<HandCard>("products")
+                        .find(doc! {"parts": {"$in": t.as_slice()}})
+                        .projection(doc! {"name": 1, "parts": 1})
+                        .batch_size(i32::MAX as u32)
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let mut groups: HashMap<ObjectId, Vec<usize>> = t.iter().map(|id| (*id, Vec::new())).collect();
+                    for (i, p) in found.iter().enumerate() {
+                        for id in &p.parts {
+                            if let Some(g) = groups.get_mut(id) {
+                                if g.last() != Some(&i) {
+                                    g.push(i);
+                                }
                             }
                         }
                     }
+                    let per: Vec<Vec<&HandCard>> =
+                        t.iter().map(|id| groups[id].iter().map(|&i| &found[i]).collect()).collect();
+                    assert_eq!(per.len(), 50);
+                    Ok(())
                 }
-                let per: Vec<Vec<&HandCard>> =
-                    t.iter().map(|id| groups[id].iter().map(|&i| &found[i]).collect()).collect();
-                assert_eq!(per.len(), 50);
-                Ok(())
-            }
-        })
+            },
+        )
         .await;
     let t = targets.clone();
     let nv = b
@@ -639,119 +709,123 @@ async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
     // 4. nested: the supplier of each part of each product, one query per level.
     let case = format!("populate_nested_suppliers_of_parts_of_{n}_products");
     let c = cards.clone();
-    let d = b
-        .way(&case, "docrel", refs, move |db, _| {
-            let c = c.clone();
-            async move {
-                let parts = Product::rels().parts.load::<PartSupplier>(&db, &c).await?;
-                let sup = Part::rels().supplier.load::<SupplierName>(&db, parts.distinct()).await?;
-                let first: Vec<(&str, &str)> = parts
-                    .indices(0)
-                    .map(|k| (parts.distinct()[k].name.as_str(), sup.one(k).map_or("", |s| s.name.as_str())))
-                    .collect();
-                assert_eq!(first.len(), c[0].parts.len());
-                Ok(())
-            }
-        })
-        .await;
-    let hc = hands.clone();
-    let h = b
-        .way(&case, "hand", refs, move |db, _| {
-            let hc = hc.clone();
-            async move {
-                let ids: Vec<ObjectId> =
-                    hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
-                let parts: Vec<PartSupplier> = db
-                    .collection::<PartSupplier>("parts")
-                    .find(doc! {"_id": {"$in": ids}})
-                    .projection(doc! {"name": 1, "supplier": 1})
-                    .batch_size(i32::MAX as u32)
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let sids: Vec<ObjectId> =
-                    parts.iter().map(|p| p.supplier).collect::<HashSet<_>>().into_iter().collect();
-                let sups: Vec<SupplierName> = db
-                    .collection::<SupplierName>("suppliers")
-                    .find(doc! {"_id": {"$in": sids}})
-                    .projection(doc! {"name": 1})
-                    .batch_size(i32::MAX as u32)
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let part_by: HashMap<ObjectId, &PartSupplier> = parts.iter().map(|p| (p.id, p)).collect();
-                let sup_by: HashMap<ObjectId, &SupplierName> = sups.iter().map(|s| (s.id, s)).collect();
-                let per: Vec<Vec<(&str, &str)>> = hc
-                    .iter()
-                    .map(|p| {
-                        p.parts
-                            .iter()
-                            .filter_map(|id| part_by.get(id))
-                            .map(|p| (p.name.as_str(), sup_by.get(&p.supplier).map_or("", |s| s.name.as_str())))
-                            .collect()
-                    })
-                    .collect();
-                assert_eq!(per[0].len(), hc[0].parts.len());
-                Ok(())
-            }
-        })
+    let hc_h = hands.clone();
+    let (d, h) = b
+        .pair(
+            &case,
+            refs,
+            move |db, _| {
+                let c = c.clone();
+                async move {
+                    let parts = Product::rels().parts.load::<PartSupplier>(&db, &c).await?;
+                    let sup = Part::rels().supplier.load::<SupplierName>(&db, parts.distinct()).await?;
+                    let first: Vec<(&str, &str)> = parts
+                        .indices(0)
+                        .map(|k| (parts.distinct()[k].name.as_str(), sup.one(k).map_or("", |s| s.name.as_str())))
+                        .collect();
+                    assert_eq!(first.len(), c[0].parts.len());
+                    Ok(())
+                }
+            },
+            move |db, _| {
+                let hc = hc_h.clone();
+                async move {
+                    let ids: Vec<ObjectId> =
+                        hc.iter().flat_map(|p| p.parts.iter().copied()).collect::<HashSet<_>>().into_iter().collect();
+                    let parts: Vec<PartSupplier> = db
+                        .collection::<PartSupplier>("parts")
+                        .find(doc! {"_id": {"$in": ids}})
+                        .projection(doc! {"name": 1, "supplier": 1})
+                        .batch_size(i32::MAX as u32)
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let sids: Vec<ObjectId> =
+                        parts.iter().map(|p| p.supplier).collect::<HashSet<_>>().into_iter().collect();
+                    let sups: Vec<SupplierName> = db
+                        .collection::<SupplierName>("suppliers")
+                        .find(doc! {"_id": {"$in": sids}})
+                        .projection(doc! {"name": 1})
+                        .batch_size(i32::MAX as u32)
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    let part_by: HashMap<ObjectId, &PartSupplier> = parts.iter().map(|p| (p.id, p)).collect();
+                    let sup_by: HashMap<ObjectId, &SupplierName> = sups.iter().map(|s| (s.id, s)).collect();
+                    let per: Vec<Vec<(&str, &str)>> = hc
+                        .iter()
+                        .map(|p| {
+                            p.parts
+                                .iter()
+                                .filter_map(|id| part_by.get(id))
+                                .map(|p| (p.name.as_str(), sup_by.get(&p.supplier).map_or("", |s| s.name.as_str())))
+                                .collect()
+                        })
+                        .collect();
+                    assert_eq!(per[0].len(), hc[0].parts.len());
+                    Ok(())
+                }
+            },
+        )
         .await;
     ratio(&case, d, h, None);
 
     // 5. the `$lookup` strategy: parents and parts in ONE aggregate, against
     // the same aggregate by hand and against docrel's two queries.
     let case = format!("populate_lookup_{n}_products_x{}_refs", o.refs);
-    let d = b
-        .way(&case, "docrel", refs, |db, _| async move {
-            let (cards, parts) = Product::rels()
-                .parts
-                .with_parents(Product::repo(&db).find(Filter::all()).limit(n as i64).view::<ProductCard>())
-                .view::<PartLine>()
-                .strategy(docrel::Strategy::Lookup)
-                .await?;
-            assert_eq!(parts.of(0).len(), cards[0].parts.len());
-            Ok(())
-        })
-        .await;
-    let h = b
-        .way(&case, "hand", refs, |db, _| async move {
-            #[derive(Deserialize)]
-            struct Joined {
-                #[allow(dead_code)]
-                name: String,
-                parts: Vec<ObjectId>,
-                joined: Vec<PartLine>,
-            }
-            let pipeline = vec![
-                doc! {"$limit": n as i64},
-                doc! {"$project": {"name": 1, "parts": 1}},
-                doc! {"$lookup": {"from": "parts", "localField": "parts", "foreignField": "_id",
-                "pipeline": [{"$project": {"name": 1, "price": 1}}], "as": "joined"}},
-            ];
-            let found: Vec<Joined> = db
-                .collection::<BsonDoc>("products")
-                .aggregate(pipeline)
-                .batch_size(i32::MAX as u32)
-                .with_type::<Joined>()
-                .await
-                .map_err(err)?
-                .try_collect()
-                .await
-                .map_err(err)?;
-            let per: Vec<Vec<&PartLine>> = found
-                .iter()
-                .map(|p| {
-                    let by: HashMap<ObjectId, &PartLine> = p.joined.iter().map(|l| (l.id, l)).collect();
-                    p.parts.iter().filter_map(|id| by.get(id).copied()).collect()
-                })
-                .collect();
-            assert_eq!(per[0].len(), found[0].parts.len());
-            Ok(())
-        })
+    let (d, h) = b
+        .pair(
+            &case,
+            refs,
+            |db, _| async move {
+                let (cards, parts) = Product::rels()
+                    .parts
+                    .with_parents(Product::repo(&db).find(Filter::all()).limit(n as i64).view::<ProductCard>())
+                    .view::<PartLine>()
+                    .strategy(docrel::Strategy::Lookup)
+                    .await?;
+                assert_eq!(parts.of(0).len(), cards[0].parts.len());
+                Ok(())
+            },
+            |db, _| async move {
+                #[derive(Deserialize)]
+                struct Joined {
+                    #[allow(dead_code)]
+                    name: String,
+                    parts: Vec<ObjectId>,
+                    joined: Vec<PartLine>,
+                }
+                let pipeline = vec![
+                    doc! {"$limit": n as i64},
+                    doc! {"$project": {"name": 1, "parts": 1}},
+                    doc! {"$lookup": {"from": "parts", "localField": "parts", "foreignField": "_id",
+                    "pipeline": [{"$project": {"name": 1, "price": 1}}], "as": "joined"}},
+                ];
+                let found: Vec<Joined> = db
+                    .collection::<BsonDoc>("products")
+                    .aggregate(pipeline)
+                    .batch_size(i32::MAX as u32)
+                    .with_type::<Joined>()
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)?;
+                let per: Vec<Vec<&PartLine>> = found
+                    .iter()
+                    .map(|p| {
+                        let by: HashMap<ObjectId, &PartLine> = p.joined.iter().map(|l| (l.id, l)).collect();
+                        p.parts.iter().filter_map(|id| by.get(id).copied()).collect()
+                    })
+                    .collect();
+                assert_eq!(per[0].len(), found[0].parts.len());
+                Ok(())
+            },
+        )
         .await;
     let sep = b.way(&case, "docrel_separate", refs, |db, _| async move { eager_docrel(db, n).await.map(drop) }).await;
     ratio(&case, d, h, None);
@@ -800,6 +874,8 @@ async fn seed_logs(db: &Database, hosts: usize, host_msgs: usize) -> docrel::Res
 async fn main() -> docrel::Result<()> {
     let o = Opts::parse();
     let uri = std::env::var(docrel::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
+    // No tracing subscriber here, so no command event handler either: the
+    // hand-written ways run on a client like the driver's own.
     let plain = docrel::connect(&uri).await?;
     let trips = RoundTrips::new();
     let mut opts = docrel::options(&uri).await?;
@@ -818,16 +894,27 @@ async fn main() -> docrel::Result<()> {
         let n = o.products;
         let case = format!("eager_load_{n}_products_x{}_refs", o.refs);
         let docs = n * o.refs;
-        let d = b.way(&case, "docrel", docs, |db, _| async move { eager_docrel(db, n).await.map(drop) }).await;
-        let h = b.way(&case, "hand", docs, |db, _| async move { eager_hand(db, n).await.map(drop) }).await;
+        let (d, h) = b
+            .pair(
+                &case,
+                docs,
+                |db, _| async move { eager_docrel(db, n).await.map(drop) },
+                |db, _| async move { eager_hand(db, n).await.map(drop) },
+            )
+            .await;
         let nv = b.way(&case, "naive", docs, |db, _| async move { eager_naive(db, n).await.map(drop) }).await;
         ratio(&case, d, h, Some(nv));
         let mut chart = Vec::new();
         for &n in &o.chart {
             let case = format!("chart_eager_load_{n}");
-            let d =
-                b.way(&case, "docrel", n * o.refs, |db, _| async move { eager_docrel(db, n).await.map(drop) }).await;
-            let h = b.way(&case, "hand", n * o.refs, |db, _| async move { eager_hand(db, n).await.map(drop) }).await;
+            let (d, h) = b
+                .pair(
+                    &case,
+                    n * o.refs,
+                    |db, _| async move { eager_docrel(db, n).await.map(drop) },
+                    |db, _| async move { eager_hand(db, n).await.map(drop) },
+                )
+                .await;
             // The naive way costs a query per parent: measured up to 100 on the
             // embedded server (slow per document), up to 1,000 with --full.
             let nv = if n <= o.naive_chart_max {
@@ -852,30 +939,32 @@ async fn main() -> docrel::Result<()> {
         let first = hosts[0];
         let n = o.host_msgs;
         let case = format!("latest_{n}_of_one_host");
-        let d = b
-            .way(&case, "docrel", n, |db, _| async move {
-                let v: Vec<LogLine> = LogMsg::rels().host.children_of(&db, &first).limit(n as i64).to_vec().await?;
-                assert_eq!(v.len(), n);
-                Ok(())
-            })
-            .await;
-        let h = b
-            .way(&case, "hand", n, |db, _| async move {
-                let coll: Collection<LogLine> = db.collection("logmsg");
-                let v: Vec<LogLine> = coll
-                    .find(doc! {"host": first})
-                    .sort(doc! {"time": -1})
-                    .limit(n as i64)
-                    .batch_size(n as u32)
-                    .projection(doc! {"time": 1, "message": 1, "host": 1})
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                assert_eq!(v.len(), n);
-                Ok(())
-            })
+        let (d, h) = b
+            .pair(
+                &case,
+                n,
+                |db, _| async move {
+                    let v: Vec<LogLine> = LogMsg::rels().host.children_of(&db, &first).limit(n as i64).to_vec().await?;
+                    assert_eq!(v.len(), n);
+                    Ok(())
+                },
+                |db, _| async move {
+                    let coll: Collection<LogLine> = db.collection("logmsg");
+                    let v: Vec<LogLine> = coll
+                        .find(doc! {"host": first})
+                        .sort(doc! {"time": -1})
+                        .limit(n as i64)
+                        .batch_size(n as u32)
+                        .projection(doc! {"time": 1, "message": 1, "host": 1})
+                        .await
+                        .map_err(err)?
+                        .try_collect()
+                        .await
+                        .map_err(err)?;
+                    assert_eq!(v.len(), n);
+                    Ok(())
+                },
+            )
             .await;
         let nv = b
             .way(&case, "naive", n, |db, _| async move {
@@ -900,20 +989,16 @@ async fn main() -> docrel::Result<()> {
         let case = format!("latest_10_of_each_of_{}_hosts", hosts.len());
         let docs = hosts.len() * 10;
         let ids = many.clone();
-        let d = b
-            .way(&case, "docrel", docs, move |db, _| {
+        let ids_h = many.clone();
+        let (d, h) = b.pair(&case, docs, move |db, _| {
                 let ids = ids.clone();
                 async move {
                     let l = LogMsg::rels().host.latest_per_parent(&db, &ids, 10).load::<LogLine>().await?;
                     assert_eq!(l.of(1).len(), 10);
                     Ok(())
                 }
-            })
-            .await;
-        let ids = many.clone();
-        let h = b
-            .way(&case, "hand", docs, move |db, _| {
-                let ids = ids.clone();
+            }, move |db, _| {
+                let ids = ids_h.clone();
                 async move {
                     #[derive(Deserialize)]
                     struct Group {
@@ -1039,25 +1124,27 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
     }
     CatalogProduct::repo(db).ensure_indexes().await?;
     let case = format!("fanout_rename_part_held_by_{holders}_of_{}_products", o.fanout_products);
-    let d = b
-        .way(&case, "docrel", holders, |db, r| async move {
-            Part::repo(&db).update_by_id(&held, Part::fields().name.set(format!("docrel {r}"))).await.map(drop)
-        })
-        .await;
-    let h = b
-        .way(&case, "hand", holders, |db, r| async move {
-            let name = format!("hand {r}");
-            db.collection::<Part>("parts")
-                .update_one(doc! {"_id": held}, doc! {"$set": {"name": &name}})
-                .await
-                .map_err(err)?;
-            db.collection::<CatalogProduct>("catalog")
-                .update_many(doc! {"parts.id": held}, doc! {"$set": {"parts.$[e].name": &name}})
-                .array_filters(vec![doc! {"e.id": held}])
-                .await
-                .map_err(err)?;
-            Ok(())
-        })
+    let (d, h) = b
+        .pair(
+            &case,
+            holders,
+            |db, r| async move {
+                Part::repo(&db).update_by_id(&held, Part::fields().name.set(format!("docrel {r}"))).await.map(drop)
+            },
+            |db, r| async move {
+                let name = format!("hand {r}");
+                db.collection::<Part>("parts")
+                    .update_one(doc! {"_id": held}, doc! {"$set": {"name": &name}})
+                    .await
+                    .map_err(err)?;
+                db.collection::<CatalogProduct>("catalog")
+                    .update_many(doc! {"parts.id": held}, doc! {"$set": {"parts.$[e].name": &name}})
+                    .array_filters(vec![doc! {"e.id": held}])
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            },
+        )
         .await;
     let nv = b
         .way(&case, "naive", holders, |db, r| async move {
@@ -1090,27 +1177,29 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
     let id = host.id;
     let n = o.fanout_logmsgs;
     let case = format!("fanout_host_ipaddr_into_{n}_logmsgs");
-    let d = b
-        .way(&case, "docrel", n, |db, r| async move {
-            Host::repo(&db)
-                .update_by_id(&id, Host::fields().ipaddr.set(format!("10.1.{}.{}", r / 256, r % 256)))
-                .await
-                .map(drop)
-        })
-        .await;
-    let h = b
-        .way(&case, "hand", n, |db, r| async move {
-            let ip = format!("10.2.{}.{}", r / 256, r % 256);
-            db.collection::<BsonDoc>("hosts")
-                .update_one(doc! {"_id": id}, doc! {"$set": {"ipaddr": &ip}})
-                .await
-                .map_err(err)?;
-            db.collection::<BsonDoc>("logmsg")
-                .update_many(doc! {"host": id}, doc! {"$set": {"ipaddr": &ip}})
-                .await
-                .map_err(err)?;
-            Ok(())
-        })
+    let (d, h) = b
+        .pair(
+            &case,
+            n,
+            |db, r| async move {
+                Host::repo(&db)
+                    .update_by_id(&id, Host::fields().ipaddr.set(format!("10.1.{}.{}", r / 256, r % 256)))
+                    .await
+                    .map(drop)
+            },
+            |db, r| async move {
+                let ip = format!("10.2.{}.{}", r / 256, r % 256);
+                db.collection::<BsonDoc>("hosts")
+                    .update_one(doc! {"_id": id}, doc! {"$set": {"ipaddr": &ip}})
+                    .await
+                    .map_err(err)?;
+                db.collection::<BsonDoc>("logmsg")
+                    .update_many(doc! {"host": id}, doc! {"$set": {"ipaddr": &ip}})
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            },
+        )
         .await;
     // The naive way writes every message, one round trip each: the same
     // work as the others, timed fewer times (`--naive-runs`).
@@ -1165,53 +1254,56 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
             .collect()
     };
     let case = format!("subset_push_{n}_logmsgs_into_10_hosts_max_1000");
-    let d = b
-        .way(&case, "docrel", n, |db, r| {
-            let msgs = batch(r);
-            async move { LogMsg::repo(&db).insert_many(&msgs).await }
-        })
-        .await;
-    let h = b
-        .way(&case, "hand", n, |db, r| {
-            let mut msgs = batch(r);
-            async move {
-                // The same job: each message carries its host's current ipaddr.
-                let hosts: Vec<ObjectId> = msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
-                let ips: Vec<BsonDoc> = db
-                    .collection::<BsonDoc>("hosts")
-                    .find(doc! {"_id": {"$in": hosts}})
-                    .projection(doc! {"ipaddr": 1})
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)?;
-                let ip: HashMap<ObjectId, String> = ips
-                    .iter()
-                    .filter_map(|h| Some((h.get_object_id("_id").ok()?, h.get_str("ipaddr").ok()?.to_owned())))
-                    .collect();
-                for m in &mut msgs {
-                    if let Some(i) = ip.get(&m.host) {
-                        m.ipaddr.clone_from(i);
-                    }
-                }
-                db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
-                let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
-                for m in &msgs {
-                    by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
-                }
-                for (host, lines) in by_host {
-                    db.collection::<BsonDoc>("hosts")
-                        .update_one(
-                            doc! {"_id": host},
-                            doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}},
-                        )
+    let (d, h) = b
+        .pair(
+            &case,
+            n,
+            |db, r| {
+                let msgs = batch(r);
+                async move { LogMsg::repo(&db).insert_many(&msgs).await }
+            },
+            |db, r| {
+                let mut msgs = batch(r);
+                async move {
+                    // The same job: each message carries its host's current ipaddr.
+                    let hosts: Vec<ObjectId> =
+                        msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
+                    let ips: Vec<BsonDoc> = db
+                        .collection::<BsonDoc>("hosts")
+                        .find(doc! {"_id": {"$in": hosts}})
+                        .projection(doc! {"ipaddr": 1})
+                        .await
+                        .map_err(err)?
+                        .try_collect()
                         .await
                         .map_err(err)?;
+                    let ip: HashMap<ObjectId, String> = ips
+                        .iter()
+                        .filter_map(|h| Some((h.get_object_id("_id").ok()?, h.get_str("ipaddr").ok()?.to_owned())))
+                        .collect();
+                    for m in &mut msgs {
+                        if let Some(i) = ip.get(&m.host) {
+                            m.ipaddr.clone_from(i);
+                        }
+                    }
+                    db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
+                    let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
+                    for m in &msgs {
+                        by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
+                    }
+                    for (host, lines) in by_host {
+                        db.collection::<BsonDoc>("hosts")
+                            .update_one(
+                                doc! {"_id": host},
+                                doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}},
+                            )
+                            .await
+                            .map_err(err)?;
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }
-        })
+            },
+        )
         .await;
     let nv = b
         .way(&case, "naive", n, |db, r| {
@@ -1257,51 +1349,53 @@ async fn reassign_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
     let case = format!("reassign_{}_tasks_two_way", o.tasks);
     let target = move |r: usize| if r.is_multiple_of(2) { z } else { a };
     let list = ids.clone();
-    let d = b
-        .way(&case, "docrel", o.tasks, move |db, r| {
-            let list = list.clone();
-            async move {
-                for t in &list {
-                    Task::rels().owner.reassign(&db, t, &target(r)).await?;
+    let list_h = ids.clone();
+    let (d, h) = b
+        .pair(
+            &case,
+            o.tasks,
+            move |db, r| {
+                let list = list.clone();
+                async move {
+                    for t in &list {
+                        Task::rels().owner.reassign(&db, t, &target(r)).await?;
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }
-        })
-        .await;
-    let list = ids.clone();
-    let h = b
-        .way(&case, "hand", o.tasks, move |db, r| {
-            let list = list.clone();
-            async move {
-                let people = db.collection::<BsonDoc>("people");
-                let tasks = db.collection::<BsonDoc>("tasks");
-                let mut s = db.client().start_session().await.map_err(err)?;
-                let to = target(r);
-                for t in &list {
-                    s.start_transaction().await.map_err(err)?;
-                    people
-                        .update_one(doc! {"_id": to}, doc! {"$addToSet": {"tasks": t}})
-                        .session(&mut s)
-                        .await
-                        .map_err(err)?;
-                    let before = tasks
-                        .find_one_and_update(doc! {"_id": t}, doc! {"$set": {"owner": to}})
-                        .projection(doc! {"owner": 1})
-                        .session(&mut s)
-                        .await
-                        .map_err(err)?;
-                    if let Some(old) = before.and_then(|b| b.get_object_id("owner").ok()).filter(|o| *o != to) {
+            },
+            move |db, r| {
+                let list = list_h.clone();
+                async move {
+                    let people = db.collection::<BsonDoc>("people");
+                    let tasks = db.collection::<BsonDoc>("tasks");
+                    let mut s = db.client().start_session().await.map_err(err)?;
+                    let to = target(r);
+                    for t in &list {
+                        s.start_transaction().await.map_err(err)?;
                         people
-                            .update_one(doc! {"_id": old}, doc! {"$pull": {"tasks": t}})
+                            .update_one(doc! {"_id": to}, doc! {"$addToSet": {"tasks": t}})
                             .session(&mut s)
                             .await
                             .map_err(err)?;
+                        let before = tasks
+                            .find_one_and_update(doc! {"_id": t}, doc! {"$set": {"owner": to}})
+                            .projection(doc! {"owner": 1})
+                            .session(&mut s)
+                            .await
+                            .map_err(err)?;
+                        if let Some(old) = before.and_then(|b| b.get_object_id("owner").ok()).filter(|o| *o != to) {
+                            people
+                                .update_one(doc! {"_id": old}, doc! {"$pull": {"tasks": t}})
+                                .session(&mut s)
+                                .await
+                                .map_err(err)?;
+                        }
+                        s.commit_transaction().await.map_err(err)?;
                     }
-                    s.commit_transaction().await.map_err(err)?;
+                    Ok(())
                 }
-                Ok(())
-            }
-        })
+            },
+        )
         .await;
     let list = ids.clone();
     let nv = b

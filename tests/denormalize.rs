@@ -244,6 +244,45 @@ async fn renaming_a_product_rewrites_its_parts_in_one_update() -> docrel::Result
     Ok(())
 }
 
+/// An update that `$set`s every field copied from its source knows what
+/// it fans out: its `findAndModify` reads back only the version. One that
+/// leaves a copied field as stored reads that field back, so the copy it
+/// rewrites keeps the stored value (and is not unset).
+#[tokio::test]
+async fn a_write_that_sets_every_copied_field_reads_back_only_its_version() -> docrel::Result<()> {
+    let t = TestDb::new("known_values").await?;
+    let c = catalog(&t).await?;
+    let repo = Product::repo(&t.db);
+    let (name, number) = (Product::fields().name, Product::fields().catalog_number);
+    let mark = t.trips.mark();
+    repo.update_by_id(&c.product.id, name.set("shifter".into()).and(number.set(77))).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify products", "update parts"]);
+    let every_field_set = t.trips.bytes_since(mark);
+    for p in &c.parts {
+        let stored = raw(&t, "parts", p.id).await;
+        assert_eq!(
+            (stored.get_str("product_name").unwrap(), stored.get_i32("product_catalog_number").unwrap()),
+            ("shifter", 77)
+        );
+    }
+    let mark = t.trips.mark();
+    repo.update_by_id(&c.product.id, name.set("shifter 2".into())).await?;
+    assert_eq!(t.trips.commands_since(mark), ["findAndModify products", "update parts"]);
+    let one_field_set = t.trips.bytes_since(mark);
+    for p in &c.parts {
+        let stored = raw(&t, "parts", p.id).await;
+        assert_eq!(
+            (stored.get_str("product_name").unwrap(), stored.get_i32("product_catalog_number").unwrap()),
+            ("shifter 2", 77)
+        );
+    }
+    // The second reply carries the two copied fields, the first neither.
+    assert!(every_field_set < one_field_set, "version only: {every_field_set} bytes vs {one_field_set}");
+    let report = fanout::repair::<Part>(&t.db).run().await?;
+    assert_eq!((report.stale, report.fixed), (0, 0));
+    Ok(())
+}
+
 #[tokio::test]
 async fn changing_a_hosts_ipaddr_rewrites_its_log_messages() -> docrel::Result<()> {
     let t = TestDb::new("ipaddr").await?;

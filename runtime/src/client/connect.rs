@@ -29,8 +29,10 @@ pub async fn connect(uri: &str) -> Result<Client> {
 }
 
 /// Parses `uri` into client options with docrel's default server selection
-/// timeout and round-trip counting for its spans
-/// ([`crate::trace::count_round_trips`]); adjust them (for example to
+/// timeout and, when a `tracing` subscriber records docrel's `DEBUG` spans
+/// at this point, round-trip counting for them
+/// ([`crate::trace::count_round_trips`]; install the subscriber first, or
+/// call that yourself); adjust them (for example to
 /// add command monitoring of your own, which keeps receiving every event) and
 /// pass them to [`connect_with`].
 pub async fn options(uri: &str) -> Result<ClientOptions> {
@@ -39,7 +41,13 @@ pub async fn options(uri: &str) -> Result<ClientOptions> {
     if options.server_selection_timeout.is_none() {
         options.server_selection_timeout = Some(DEFAULT_SERVER_SELECTION_TIMEOUT);
     }
-    crate::client::trace::count_round_trips(&mut options);
+    // Once any command event handler is installed, the driver builds an
+    // event for every command (the command and its reply copied into
+    // documents): a tenth of a small write's client CPU. So the counter is
+    // only installed when docrel's spans are recorded.
+    if tracing::enabled!(target: "docrel", tracing::Level::DEBUG) {
+        crate::client::trace::count_round_trips(&mut options);
+    }
     Ok(options)
 }
 

@@ -223,6 +223,27 @@ pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
     Some(p)
 }
 
+/// The values of everything derived from `source` after an update `body`,
+/// when its `$set` gives each of them literally (`$set: {name: ..}` for a
+/// copied `name`): the write then reads back only its version. `None`
+/// when some derived field is not set that way (left as stored, changed by
+/// another operator, nested, or unknown to the schema): then the write
+/// reads them back ([`source_projection`]).
+pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
+    let derived = graph().derived_fields(source)?;
+    let set = body.get_document("$set").ok()?;
+    derived
+        .iter()
+        .map(|f| if f.contains('.') { None } else { set.get(*f).map(|v| ((*f).to_owned(), v.clone())) })
+        .collect()
+}
+
+/// The projection of a write whose derived values are [`known_values`]:
+/// its version alone.
+pub(crate) fn version_projection() -> BsonDoc {
+    doc! { VERSION_PATH: 1 }
+}
+
 /// What a fan-out wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FanOutReport {

@@ -543,9 +543,15 @@ impl<T: Document> Repository<T> {
             };
             return Ok(UpdateOutcome { matched: r.matched_count, modified: r.modified_count });
         }
-        let projection = fanout::source_projection(T::COLLECTION);
+        // A single write that `$set`s every derived field knows what to fan
+        // out: it reads back only its version (fewer bytes, less decoding).
+        let known = if many { None } else { fanout::known_values(T::COLLECTION, &body) };
+        let projection = match known {
+            Some(_) => Some(fanout::version_projection()),
+            None => fanout::source_projection(T::COLLECTION),
+        };
         if !many && self.transactional {
-            return self.update_and_fan_out_in_transaction(filter, body, projection, touched, session).await;
+            return self.update_and_fan_out_in_transaction(filter, body, projection, known, touched, session).await;
         }
         if !many {
             let after = in_session!(
@@ -557,10 +563,7 @@ impl<T: Document> Repository<T> {
             )
             .map_err(self.err("findAndModify"))?;
             let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-            let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
-                what: format!("the updated document of `{}`", T::COLLECTION),
-                message: e.to_string(),
-            })?;
+            let after = updated::<T>(&after, known)?;
             fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
@@ -601,6 +604,7 @@ impl<T: Document> Repository<T> {
         filter: bson::Document,
         body: bson::Document,
         projection: Option<bson::Document>,
+        known: Option<bson::Document>,
         touched: &[String],
         mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
@@ -611,8 +615,8 @@ impl<T: Document> Repository<T> {
             session.as_deref_mut(),
             "transactional fan-out",
             &mut |session| {
-                let (raw, db, filter, body, projection) =
-                    (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
+                let (raw, db, filter, body, projection, known) =
+                    (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone(), known.clone());
                 let touched = touched.to_vec();
                 Box::pin(async move {
                     let after = raw
@@ -623,10 +627,7 @@ impl<T: Document> Repository<T> {
                         .await
                         .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
                     let Some(after) = after else { return Ok(None) };
-                    let after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
-                        what: format!("the updated document of `{}`", T::COLLECTION),
-                        message: e.to_string(),
-                    })?;
+                    let after = updated::<T>(&after, known)?;
                     fanout::fan_out_copies(&db, T::COLLECTION, &after, Some(&touched), Some(session)).await?;
                     Ok(Some(after))
                 })
@@ -1129,6 +1130,17 @@ fn plain_or(plain: &[bson::Document], raw: &RawDocumentBuf) -> Result<bson::Docu
         None => bson::Document::try_from(raw.as_ref())
             .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() }),
     }
+}
+
+/// A source document read back after its write, with the values the write
+/// is known to have set (see [`fanout::known_values`]).
+fn updated<T: Document>(after: &RawDocumentBuf, known: Option<bson::Document>) -> Result<bson::Document> {
+    let mut after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
+        what: format!("the updated document of `{}`", T::COLLECTION),
+        message: e.to_string(),
+    })?;
+    after.extend(known.unwrap_or_default());
+    Ok(after)
 }
 
 /// Whether an update document does more than remove (`$pull`, `$unset`).
