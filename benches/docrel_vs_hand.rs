@@ -9,7 +9,7 @@
 //!
 //! `scripts/bench` runs it on the embedded server (or `MONGODB_URI`);
 //! sizes are flags: `--products=200 --refs=20 --parts=1000 --fanout-products=2000
-//! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --runs=5 --naive-runs=1
+//! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --runs=11 --naive-runs=1
 //! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign`
 //! (`--full` sets larger sizes, for a real mongod).
 //!
@@ -214,7 +214,7 @@ impl Opts {
             fanout_logmsgs: 1000,
             subset_msgs: 200,
             tasks: 100,
-            runs: 5,
+            runs: 11,
             chart: vec![10, 100, 1000],
             compile: false,
             only: None,

@@ -13,8 +13,11 @@
 //!   the clock, in microseconds, so a source deleted and inserted again
 //!   with the same `_id` starts above every version its earlier life
 //!   reached) and moved on by each docrel write of a copied field, in the
-//!   same atomic write (an update adds one; a replace that changes a
-//!   copied field moves it past the clock as well, see [`replace_version`]);
+//!   same atomic write (an update adds one, or, when it only `$set`s every
+//!   copied field of one document by `_id`, writes a stamp from the clock
+//!   where the stored version is below it, see [`stamped`]; a replace that
+//!   changes a copied field moves it past the clock as well, see
+//!   [`replace_version`]);
 //! - a document holding copies records, per source document, the version
 //!   it copied: `_docrel.copies.<via>.<source id>` for top-level copies and
 //!   `_docrel.copies.<array>.<source id>` for copies inside reference
@@ -242,6 +245,55 @@ pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
 /// its version alone.
 pub(crate) fn version_projection() -> BsonDoc {
     doc! { VERSION_PATH: 1 }
+}
+
+/// A version stamped by this process: the clock in microseconds (see
+/// [`first_version`]), above every stamp it issued before.
+pub(crate) fn next_stamp() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = first_version();
+    let prev = LAST.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1))).unwrap_or(0);
+    now.max(prev + 1)
+}
+
+/// A single write that needs no read-back: the write of a source by its
+/// `_id`, made only of a `$set` of every derived field ([`known_values`]).
+/// The version it writes is stamped here ([`next_stamp`]) and the write
+/// applies only where the stored version is below the stamp, so each
+/// successful write still moves the version on and the version still tells
+/// the values; both are known without reading the document back, which
+/// makes the write a plain `update` (some servers answer `findAndModify` by
+/// scanning the collection). Returns the filter, the update, the stamp and
+/// the source's id; `None` for any other write.
+///
+/// A stamped write that matches nothing (no such document, one never
+/// versioned, or a version at or above the stamp: this client's clock
+/// behind another writer's) is written again the usual way
+/// (`findAndModify` with `$inc`), which tells those apart. Only a `$set`
+/// qualifies because of that second write: after a retry whose first
+/// attempt did land, it writes the same values again, at a later version.
+pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc) -> Option<(BsonDoc, BsonDoc, i64, Bson)> {
+    let id = match filter.get("_id")? {
+        Bson::Document(d) if d.keys().any(|k| k.starts_with('$')) => return None,
+        id => id.clone(),
+    };
+    if filter.contains_key(VERSION_PATH) || filter.keys().any(|k| k.starts_with('$')) {
+        return None;
+    }
+    let only_version_inc =
+        |v: &Bson| matches!(v, Bson::Document(inc) if inc.len() == 1 && inc.contains_key(VERSION_PATH));
+    // A source with copies elsewhere: its update carries the `$inc` of its
+    // version (a subset child, versioned by nothing, does not).
+    if !body.get("$inc").is_some_and(only_version_inc) || !body.iter().all(|(op, _)| op == "$set" || op == "$inc") {
+        return None;
+    }
+    let stamp = next_stamp();
+    let mut filter = filter.clone();
+    filter.insert(VERSION_PATH, doc! {"$lt": stamp});
+    let mut set = body.get_document("$set").ok()?.clone();
+    set.insert(VERSION_PATH, stamp);
+    Some((filter, doc! {"$set": set}, stamp, id))
 }
 
 /// What a fan-out wrote.

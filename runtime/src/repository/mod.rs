@@ -553,6 +553,18 @@ impl<T: Document> Repository<T> {
         if !many && self.transactional {
             return self.update_and_fan_out_in_transaction(filter, body, projection, known, touched, session).await;
         }
+        if let (false, Some(values)) = (many, &known) {
+            if let Some((stamped, set, stamp, id)) = fanout::stamped(&filter, &body) {
+                let r = in_session!(self.raw.update_one(stamped, set), session.as_deref_mut())
+                    .map_err(self.err("update_one"))?;
+                if r.matched_count == 1 {
+                    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
+                    after.extend(values.clone());
+                    fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
+                    return Ok(UpdateOutcome { matched: 1, modified: r.modified_count });
+                }
+            }
+        }
         if !many {
             let after = in_session!(
                 self.raw
