@@ -172,13 +172,15 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
     });
+    let handle_impls = crate::expand::handle_struct_impls(&fields_ty);
     quote! {
         #[doc = #fields_doc]
         #[allow(dead_code)]
-        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
         #vis struct #fields_ty {
             #(#handle_decls)*
         }
+
+        #handle_impls
 
         #[allow(dead_code)]
         impl #ident {

@@ -27,12 +27,14 @@ pub fn document(s: &Stub) -> TokenStream {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
         quote!(#name: __docrel::Field::new(#path, #max),)
     });
+    let handle_impls = crate::expand::handle_struct_impls(&fields_ty);
     let out = quote! {
         const _: () = {
             use ::docrel::__private as __docrel;
             #[allow(dead_code)]
-            #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
             #vis struct #fields_ty { #(#decls)* }
+
+            #handle_impls
 
             #[allow(dead_code)]
             impl #ident {

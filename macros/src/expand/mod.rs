@@ -155,6 +155,32 @@ fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
         .collect()
 }
 
+/// `Clone`, `Copy` and `Debug` of a generated handles struct (`PartFields`,
+/// `PartRels`), written out rather than derived: the derives check every
+/// field's type once more (`Clone` asserts each field is `Clone`, `Debug`
+/// formats each), which across a crate of documents is compile time spent
+/// on structs of `Copy` handles. `Debug` names the struct only.
+pub fn handle_struct_impls(ty: &syn::Ident) -> TokenStream {
+    let name = ty.to_string();
+    quote! {
+        #[automatically_derived]
+        impl ::core::clone::Clone for #ty {
+            #[inline]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        #[automatically_derived]
+        impl ::core::marker::Copy for #ty {}
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #ty {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#name)
+            }
+        }
+    }
+}
+
 /// `tokens` with every `::docrel` path starting at `krate` instead.
 pub fn with_crate(tokens: TokenStream, krate: Option<&Path>) -> TokenStream {
     match krate {

@@ -43,13 +43,15 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
     });
+    let handle_impls = crate::expand::handle_struct_impls(rels_ty);
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #[derive(::core::clone::Clone, ::core::marker::Copy)]
         #vis struct #rels_ty {
             #(#decls)*
         }
+
+        #handle_impls
 
         #(#carries)*
 
