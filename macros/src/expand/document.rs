@@ -172,7 +172,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
     });
-    let handle_impls = crate::expand::handle_struct_impls(&fields_ty);
+    let handle_impls = crate::expand::handle_struct_impls(fields_ty);
     quote! {
         #[doc = #fields_doc]
         #[allow(dead_code)]

@@ -27,7 +27,7 @@ pub fn document(s: &Stub) -> TokenStream {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
         quote!(#name: __docrel::Field::new(#path, #max),)
     });
-    let handle_impls = crate::expand::handle_struct_impls(&fields_ty);
+    let handle_impls = crate::expand::handle_struct_impls(fields_ty);
     let out = quote! {
         const _: () = {
             use ::docrel::__private as __docrel;
