@@ -416,8 +416,7 @@ impl<T: Document> Repository<T> {
     ) -> Result<UpdateOutcome> {
         let mut body = update.to_document()?;
         if let Some(rel) = graph()
-            .two_way_of(T::schema())
-            .into_iter()
+            .two_way_iter(T::schema())
             .find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
         {
             return Err(Error::TwoWayField {

@@ -13,7 +13,10 @@
 
 use crate::schema::document::{Relation, RelationKind, Schema, SubsetSpec};
 use crate::schema::registry::schemas;
-use std::collections::HashMap;
+/// The graph's maps: keyed by the program's own collection names and
+/// descriptor addresses, never by input, so a fast non-cryptographic hasher
+/// (every docrel write looks some of them up).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::OnceLock;
 
 /// Where copies sit in a target document.
@@ -268,7 +271,12 @@ impl Graph {
 
     /// The two-way references a type declares (those whose inverse exists).
     pub fn two_way_of(&self, schema: &'static Schema) -> Vec<&'static Relation> {
-        schema.relations.iter().filter(|r| self.inverse_of(r).is_some()).collect()
+        self.two_way_iter(schema).collect()
+    }
+
+    /// [`Graph::two_way_of`] without collecting it.
+    pub(crate) fn two_way_iter(&self, schema: &'static Schema) -> impl Iterator<Item = &'static Relation> + '_ {
+        schema.relations.iter().filter(|r| r.inverse.is_some() && self.inverse_of(r).is_some())
     }
 
     /// The subsets a type keeps, as parent.
