@@ -9,7 +9,7 @@ use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{BucketSpec, Document, Relation};
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc, RawDocumentBuf};
-use mongodb::Database;
+use mongodb::{Collection, Database};
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -111,6 +111,23 @@ fn open_pages() -> &'static OpenPages {
     PAGES.get_or_init(Default::default)
 }
 
+/// The page remembered for `key`, if it still has room: `push` applied
+/// to it with one round trip, and never a new page (the cache may be
+/// stale). `None` when nothing is remembered or the page is full.
+async fn append_to_remembered(
+    coll: &Collection<BsonDoc>,
+    key: &(String, &'static str, String),
+    open: impl Fn(i64) -> BsonDoc,
+    push: &[BsonDoc],
+) -> Result<Option<i64>> {
+    let Some(page) = open_pages().lock().ok().and_then(|m| m.get(key).copied()) else { return Ok(None) };
+    let r = coll
+        .update_one(open(page), push.to_vec())
+        .await
+        .map_err(|e| Error::driver("update", coll.name().to_owned(), e))?;
+    Ok((r.matched_count == 1).then_some(page))
+}
+
 fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     match &*e.kind {
         mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => w.code == 11000,
@@ -192,16 +209,9 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             let stored_page = Bson::Int32(i32::try_from(page).unwrap_or(i32::MAX));
             doc! { spec.parent: parent.to_bson(), spec.page: stored_page, spec.count: {"$lt": size as i64} }
         };
-        // The page this process appended to last, if it still has room: one
-        // round trip, and never a new page (the cache may be stale).
-        if let Some(page) = open_pages().lock().ok().and_then(|m| m.get(&key).copied()) {
-            let r = coll
-                .update_one(open(page), push.clone())
-                .await
-                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
-            if r.matched_count == 1 {
-                return Ok(Appended { page: Some(page), start: None });
-            }
+        // The page this process appended to last, if it still has room.
+        if let Some(page) = append_to_remembered(&coll, &key, &open, &push).await? {
+            return Ok(Appended { page: Some(page), start: None });
         }
         // Otherwise from the stored last page, so no page is ever skipped.
         let mut page = self.last_page(db, parent).await?.unwrap_or(1);
@@ -261,14 +271,8 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             B::COLLECTION,
             format!("{}@{}", show_id(&parent.to_bson()), start.timestamp_millis()),
         );
-        if let Some(spill) = open_pages().lock().ok().and_then(|m| m.get(&key).copied()) {
-            let r = coll
-                .update_one(open(spill), push.clone())
-                .await
-                .map_err(|e| Error::driver("update", B::COLLECTION, e))?;
-            if r.matched_count == 1 {
-                return Ok(at(spill));
-            }
+        if let Some(spill) = append_to_remembered(&coll, &key, &open, &push).await? {
+            return Ok(at(spill));
         }
         let mut spill = 1;
         for _ in 0..1_000 {

@@ -393,19 +393,16 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
     }
 
     fn target(&self) -> Result<&'static SubsetTarget> {
-        subsets_of(C::COLLECTION)
-            .iter()
-            .find(|t| t.parent == P::COLLECTION && t.rel.field == self.rel.field)
-            .ok_or_else(|| Error::Invalid {
-                what: crate::error::Misuse::Subset,
-                message: format!(
+        subsets_of(C::COLLECTION).iter().find(|t| t.is_kept_in(P::COLLECTION, self.rel)).ok_or_else(|| Error::Invalid {
+            what: crate::error::Misuse::Subset,
+            message: format!(
                 "`{}` summarizes `{}`, but no field of `{}` refers back to `{}`: add `#[parent_ref(to = ..)]` on it",
                 self.rel.field,
                 C::COLLECTION,
                 C::COLLECTION,
                 P::COLLECTION
             ),
-            })
+        })
     }
 
     /// Rebuilds the parent's subset from the full collection (one read, one

@@ -79,6 +79,14 @@ pub struct SubsetTarget {
 }
 
 impl SubsetTarget {
+    /// Whether this is the subset `parent` keeps in its relation `rel`.
+    /// Compared by name, not by the descriptor's address: a reference to a
+    /// descriptor computed in a `const` can point at a copy of it in a
+    /// release build.
+    pub fn is_kept_in(&self, parent: &str, rel: &Relation) -> bool {
+        self.parent == parent && self.rel.field == rel.field
+    }
+
     /// The fields of a child this subset depends on (`None`: all of them).
     pub fn fields(&self) -> Option<Vec<&'static str>> {
         let mut out: Vec<&'static str> = self.spec.fields?.to_vec();
@@ -285,9 +293,7 @@ impl Graph {
             .relations
             .iter()
             .filter(|r| r.subset.is_some())
-            .filter_map(|r| {
-                self.subsets.values().flatten().find(|t| t.parent == schema.collection && t.rel.field == r.field)
-            })
+            .filter_map(|r| self.subsets.values().flatten().find(|t| t.is_kept_in(schema.collection, r)))
             .collect()
     }
 
