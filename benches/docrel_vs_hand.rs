@@ -1431,14 +1431,19 @@ async fn reassign_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
 
 /// `cargo check` of a crate of 50 documents with relations (a bounded
 /// embed, a single reference, a copy through it, a bounded reference array)
-/// against the same structs with serde derives only; dependencies checked
-/// first, then the crate re-checked after a touch, median of 3.
+/// against the same structs with serde derives only, dependencies checked
+/// first. Two lines: the crate re-checked after a touch (incremental: the
+/// derives run again, rustc reuses what did not change), and checked clean
+/// (`cargo clean -p` first: every generated item type-checked). Nine runs
+/// of each way, interleaved (docrel first in every other pair) so that the
+/// machine's load weighs on both alike; medians.
 fn compile_case() {
+    const RUNS: usize = 9;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     // Inside the target directory in use, which already holds the dependencies' sources.
     let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-compile");
-    let mut results = Vec::new();
-    for way in ["docrel", "serde"] {
+    let ways = ["docrel", "serde"];
+    for way in ways {
         let dir = base.join(way);
         std::fs::create_dir_all(dir.join("src")).expect("bench dir");
         std::fs::write(dir.join("src/lib.rs"), compile_source(way == "docrel")).expect("bench source");
@@ -1451,40 +1456,56 @@ fn compile_case() {
         )
         .expect("bench manifest");
         std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock");
-        let check = || {
-            let t0 = Instant::now();
-            let ok = std::process::Command::new(env!("CARGO"))
-                .args(["check", "--quiet", "--offline"])
-                .current_dir(&dir)
-                .env("CARGO_TARGET_DIR", base.join("target"))
-                .env_remove("RUSTFLAGS")
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            assert!(ok, "the {way} compile-time crate must check");
-            t0.elapsed().as_secs_f64() * 1000.0
-        };
-        check(); // dependencies
-        let mut times: Vec<f64> = (0..3)
-            .map(|_| {
-                let lib = dir.join("src/lib.rs");
-                let text = std::fs::read_to_string(&lib).expect("source");
-                std::fs::write(&lib, text).expect("touch");
-                check()
-            })
-            .collect();
-        let med = median(&mut times);
-        println!(
-            "{{\"case\":\"check_50_documents_with_relations\",\"way\":\"{way}\",\"median_ms\":{med:.0},\"min_ms\":{:.0},\"max_ms\":{:.0}}}",
-            times[0],
-            times[times.len() - 1]
-        );
-        results.push(med);
     }
-    println!(
-        "{{\"case\":\"check_50_documents_with_relations\",\"ratio\":\"docrel/serde\",\"wall\":{:.2}}}",
-        results[0] / results[1]
-    );
+    let cargo = |way: &str, args: &[&str]| {
+        let t0 = Instant::now();
+        let ok = std::process::Command::new(env!("CARGO"))
+            .args(args)
+            .args(["--quiet", "--offline"])
+            .current_dir(base.join(way))
+            .env("CARGO_TARGET_DIR", base.join("target"))
+            .env_remove("RUSTFLAGS")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "`cargo {}` of the {way} compile-time crate must succeed", args.join(" "));
+        t0.elapsed().as_secs_f64() * 1000.0
+    };
+    for way in ways {
+        cargo(way, &["check"]); // dependencies
+    }
+    let touched = |way: &str| {
+        let lib = base.join(way).join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).expect("source");
+        std::fs::write(&lib, text).expect("touch");
+        cargo(way, &["check"])
+    };
+    let clean = |way: &str| {
+        cargo(way, &["clean", "-p", &format!("compile-{way}")]);
+        cargo(way, &["check"])
+    };
+    let measures: [(&str, &dyn Fn(&str) -> f64); 2] =
+        [("check_50_documents_with_relations", &touched), ("check_50_documents_with_relations_clean", &clean)];
+    for (case, measure) in measures {
+        let mut times = [Vec::new(), Vec::new()];
+        for run in 0..RUNS {
+            let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                times[i].push(measure(ways[i]));
+            }
+        }
+        let mut medians = [0.0; 2];
+        for (i, way) in ways.iter().enumerate() {
+            medians[i] = median(&mut times[i]);
+            println!(
+                "{{\"case\":\"{case}\",\"way\":\"{way}\",\"median_ms\":{:.0},\"min_ms\":{:.0},\"max_ms\":{:.0}}}",
+                medians[i],
+                times[i][0],
+                times[i][RUNS - 1]
+            );
+        }
+        println!("{{\"case\":\"{case}\",\"ratio\":\"docrel/serde\",\"wall\":{:.2}}}", medians[0] / medians[1]);
+    }
 }
 
 /// The 50 structs: each embeds a bounded array, refers to the one before
