@@ -124,57 +124,68 @@ impl Op {
     }
 
     /// Runs `work` inside the span.
-    pub(crate) async fn run<R>(self, work: impl Future<Output = Result<R>>) -> Result<R> {
-        self.run_counted(work, |_| None).await
+    pub(crate) fn run<R>(self, work: impl Future<Output = Result<R>>) -> impl Future<Output = Result<R>> {
+        self.run_counted(work, |_| None)
     }
 
     /// Runs `work` inside the span and records the documents `count` finds
     /// in its result.
-    pub(crate) async fn run_counted<R>(
+    ///
+    /// Untraced (the span disabled), the result is `work` itself: no
+    /// wrapper future around it. An `async fn` here would hold `work` twice
+    /// (as its argument and inside the state that awaits it), and every
+    /// docrel operation's future would be as large again and copied that
+    /// much more each time it moves.
+    pub(crate) fn run_counted<R, W: Future<Output = Result<R>>>(
         self,
-        work: impl Future<Output = Result<R>>,
+        work: W,
         count: impl FnOnce(&R) -> Option<usize>,
-    ) -> Result<R> {
+    ) -> impl Future<Output = Result<R>> {
         let span = self.span;
         if span.is_disabled() {
-            return work.await;
+            return futures::future::Either::Left(work);
         }
-        let started = Instant::now();
-        // A docrel operation inside another (a save that fans out, a loader
-        // inside a join) counts on the outer one's counter, by difference.
-        let (result, trips) = match TRIPS.try_with(Arc::clone) {
-            Ok(trips) => {
-                let before = trips.load(Ordering::Relaxed);
-                let result = work.instrument(span.clone()).await;
-                (result, trips.load(Ordering::Relaxed) - before)
+        // Traced: boxed once, so the states below hold a pointer to it.
+        let work = Box::pin(work);
+        futures::future::Either::Right(async move {
+            let started = Instant::now();
+            // A docrel operation inside another (a save that fans out, a loader
+            // inside a join) counts on the outer one's counter, by difference.
+            let (result, trips) = match TRIPS.try_with(Arc::clone) {
+                Ok(trips) => {
+                    let before = trips.load(Ordering::Relaxed);
+                    let result = work.instrument(span.clone()).await;
+                    (result, trips.load(Ordering::Relaxed) - before)
+                }
+                Err(_) => {
+                    let trips = Arc::new(AtomicU64::new(0));
+                    let result = TRIPS.scope(trips.clone(), work.instrument(span.clone())).await;
+                    (result, trips.load(Ordering::Relaxed))
+                }
+            };
+            if INSTALLED.load(Ordering::Relaxed) > 0 {
+                span.record("round_trips", trips);
             }
-            Err(_) => {
-                let trips = Arc::new(AtomicU64::new(0));
-                let result = TRIPS.scope(trips.clone(), work.instrument(span.clone())).await;
-                (result, trips.load(Ordering::Relaxed))
-            }
-        };
-        if INSTALLED.load(Ordering::Relaxed) > 0 {
-            span.record("round_trips", trips);
-        }
-        span.record("elapsed_us", started.elapsed().as_micros() as u64);
-        match &result {
-            Ok(value) => {
-                if let Some(n) = count(value) {
-                    span.record("documents", n as u64);
+            span.record("elapsed_us", started.elapsed().as_micros() as u64);
+            match &result {
+                Ok(value) => {
+                    if let Some(n) = count(value) {
+                        span.record("documents", n as u64);
+                    }
+                }
+                Err(e) => {
+                    span.record("error", tracing::field::display(e.kind()));
                 }
             }
-            Err(e) => {
-                span.record("error", tracing::field::display(e.kind()));
-            }
-        }
-        result
+            result
+        })
     }
 }
 
 /// A fan-out target rewritten: a `DEBUG` event in the operation's span.
-pub(crate) fn fanned_out(target: &str, path: &str, modified: u64) {
-    tracing::debug!(target: "docrel", collection = target, path, modified, "fan-out");
+pub(crate) fn fanned_out<'a>(target: &str, path: impl FnOnce() -> &'a str, modified: u64) {
+    // `path` is called only when the event is enabled.
+    tracing::debug!(target: "docrel", collection = target, path = path(), modified, "fan-out");
 }
 
 /// A retry: a `DEBUG` event in the operation's span.

@@ -69,7 +69,12 @@ impl Target {
     }
 
     pub(crate) fn version_path(&self, id: &Bson) -> String {
-        format!("{COPIES_PATH}.{}.{}", self.record_field(), id_key(id))
+        let (field, key) = (self.record_field(), id_key(id));
+        let mut path = String::with_capacity(COPIES_PATH.len() + field.len() + key.len() + 2);
+        for part in [COPIES_PATH, ".", field, ".", &key] {
+            path.push_str(part);
+        }
+        path
     }
 
     /// The update that writes `values` (of the source `id`, at version `v`)
@@ -88,11 +93,9 @@ impl Target {
         // Only the refresh guard compares values; a fan-out's guard skips
         // building the comparison.
         let mut differs = Vec::new();
-        for (copy, source) in &self.fields {
-            let path = match self.shape {
-                Shape::Top { .. } => (*copy).to_owned(),
-                Shape::Array { array, .. } => format!("{array}.$[e].{copy}"),
-            };
+        let paths = self.paths();
+        for ((copy, source), path) in self.fields.iter().zip(&paths.set) {
+            let path = path.clone();
             match lookup(values, source) {
                 Some(value) => {
                     if guard == Guard::Refresh {
@@ -115,7 +118,7 @@ impl Target {
             // reference index. A missing record counts as older, so such
             // a copy is rewritten (and recorded) even when its values
             // already match: harmless, since no later version wrote it.
-            Guard::FanOut => doc! { self.id_path(): id.clone(), version.clone(): {"$not": {"$gte": v}} },
+            Guard::FanOut => doc! { paths.id.clone(): id.clone(), version.clone(): {"$not": {"$gte": v}} },
             Guard::Refresh => {
                 let stale_values = match self.shape {
                     Shape::Top { .. } => doc! {"$or": differs},
@@ -130,7 +133,7 @@ impl Target {
                     doc! { "$and": [{ version.clone(): {"$exists": false} }, stale_values.clone()] },
                     doc! { "$and": [{ version.clone(): v }, stale_values] },
                 ];
-                doc! { self.id_path(): id.clone(), "$or": stale }
+                doc! { paths.id.clone(): id.clone(), "$or": stale }
             }
         };
         set.insert(version, v);
@@ -138,10 +141,7 @@ impl Target {
         if !unset.is_empty() {
             update.insert("$unset", unset);
         }
-        let array_filters = match self.shape {
-            Shape::Top { .. } => None,
-            Shape::Array { key, .. } => Some(vec![doc! { format!("e.{key}"): id.clone() }]),
-        };
+        let array_filters = paths.element_key.as_ref().map(|key| vec![doc! { key.clone(): id.clone() }]);
         (filter, update, array_filters)
     }
 }
@@ -296,6 +296,31 @@ pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc) -> Option<(BsonDoc, Bson
     Some((filter, doc! {"$set": set}, stamp, id))
 }
 
+/// The stamped write of one source by its `_id` (see [`stamped`]), built
+/// from the update alone: `body` must be only a `$set` of every derived
+/// field. Returns the filter, the update and the source as the fan-out
+/// reads it (`_id`, version, derived values); `None` for any other write.
+pub(crate) fn stamped_by_id(source: &str, id: &Bson, mut body: BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
+    let g = graph();
+    if body.len() != 1 || g.targets_of(source).is_empty() {
+        return None;
+    }
+    let Some(Bson::Document(mut set)) = body.remove("$set") else { return None };
+    let derived = g.derived_fields(source)?;
+    if derived.iter().any(|f| f.contains('.') || !set.contains_key(*f)) {
+        return None;
+    }
+    let stamp = next_stamp();
+    let mut after = doc! {"_id": id.clone(), "_docrel": {"v": stamp}};
+    for f in derived {
+        if let Some(value) = set.get(*f) {
+            after.insert(*f, value.clone());
+        }
+    }
+    set.insert(VERSION_PATH, stamp);
+    Some((doc! {"_id": id.clone(), VERSION_PATH: {"$lt": stamp}}, doc! {"$set": set}, after))
+}
+
 /// What a fan-out wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FanOutReport {
@@ -424,7 +449,11 @@ pub(crate) async fn fan_out(
     mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let report = fan_out_copies(db, source, source_doc, touched, session.as_deref_mut()).await?;
-    crate::patterns::subset::after_change(db, source, None, source_doc, touched, session).await?;
+    // Boxed, and only for a source that is summarized somewhere: its future
+    // would otherwise make every fan-out's as large.
+    if !graph().subsets_of(source).is_empty() {
+        Box::pin(crate::patterns::subset::after_change(db, source, None, source_doc, touched, session)).await?;
+    }
     Ok(report)
 }
 
@@ -456,6 +485,6 @@ pub(crate) async fn apply_to(
         action = action.array_filters(af);
     }
     let r = in_session!(action, session).map_err(|e| Error::driver("update_many", target.collection, e))?;
-    crate::client::trace::fanned_out(target.collection, &target.id_path(), r.modified_count);
+    crate::client::trace::fanned_out(target.collection, || &target.paths().id, r.modified_count);
     Ok(r.modified_count)
 }

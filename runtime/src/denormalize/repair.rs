@@ -355,7 +355,7 @@ pub(crate) async fn refresh_many(
     if !statements.is_empty() {
         modified += send_updates(db, target, statements, session).await?;
     }
-    crate::client::trace::fanned_out(target.collection, &target.id_path(), modified);
+    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
     Ok(modified)
 }
 

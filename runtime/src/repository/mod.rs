@@ -352,26 +352,78 @@ impl<T: Document> Repository<T> {
         Box::pin(self.update_by_id_in(id, update, None))
     }
 
-    async fn update_by_id_in(
+    // A plain `fn`: an `async fn` around the span's future would hold the
+    // update twice and make the boxed future of every update by id larger
+    // than the allocator's fast sizes.
+    fn update_by_id_in<'a>(
+        &'a self,
+        id: &'a T::Id,
+        update: Update<T>,
+        mut session: Option<&'a mut ClientSession>,
+    ) -> impl std::future::Future<Output = Result<UpdateOutcome>> + Send + 'a {
+        Op::new("update_by_id", T::COLLECTION).run_counted(
+            async move {
+                let outcome = match self.update_stamped(id, &update, session.as_deref_mut()).await? {
+                    Some(outcome) => outcome,
+                    // Boxed: the general way's future is large, and the
+                    // common write above should not carry (and copy) it.
+                    None => {
+                        let filter = doc! {"_id": id.to_bson()};
+                        Box::pin(self.update_where(
+                            filter,
+                            &update,
+                            Scope::OneUnstamped,
+                            Some(id.to_bson()),
+                            session.as_deref_mut(),
+                        ))
+                        .await?
+                    }
+                };
+                if outcome.matched == 0 {
+                    return Err(self.explain_unmatched(id, &update, session).await?);
+                }
+                Ok(outcome)
+            },
+            |o: &UpdateOutcome| Some(o.modified as usize),
+        )
+    }
+
+    /// The common update by id, the short way: a write that only `$set`s
+    /// every field derived from this type (nothing pushed, no two-way or
+    /// held field touched, fan-out neither deferred nor transactional) is
+    /// one stamped `update` and its fan-out (see
+    /// [`fanout::stamped_by_id`]). `None` when the write is not of that
+    /// kind, or matched nothing (missing, never versioned, or a stored
+    /// version above this client's clock): the general way then tells
+    /// those apart.
+    async fn update_stamped(
         &self,
         id: &T::Id,
-        update: Update<T>,
+        update: &Update<T>,
         mut session: Option<&mut ClientSession>,
-    ) -> Result<UpdateOutcome> {
-        Op::new("update_by_id", T::COLLECTION)
-            .run_counted(
-                async move {
-                    let filter = doc! {"_id": id.to_bson()};
-                    let outcome =
-                        self.update_where(filter, &update, false, Some(id.to_bson()), session.as_deref_mut()).await?;
-                    if outcome.matched == 0 {
-                        return Err(self.explain_unmatched(id, &update, session).await?);
-                    }
-                    Ok(outcome)
-                },
-                |o: &UpdateOutcome| Some(o.modified as usize),
-            )
-            .await
+    ) -> Result<Option<UpdateOutcome>> {
+        let g = graph();
+        if self.deferred
+            || self.transactional
+            || !update.pushes().is_empty()
+            || !fanout::touches_derived(T::COLLECTION, update.touched())
+            || crate::denormalize::fill::touched_holdings(T::schema(), update.touched())
+            || g.two_way_iter(T::schema()).any(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
+        {
+            return Ok(None);
+        }
+        let Ok(body) = update.to_document() else { return Ok(None) };
+        let Some((filter, body, after)) = fanout::stamped_by_id(T::COLLECTION, &id.to_bson(), body) else {
+            return Ok(None);
+        };
+        let modified = match in_session!(self.raw.update_one(filter, body), session.as_deref_mut()) {
+            Ok(r) if r.matched_count == 1 => r.modified_count,
+            Ok(_) => return Ok(None),
+            Err(e) => return Err(self.err("update_one")(e)),
+        };
+        // The write set every derived field: every target and summary is touched.
+        fanout::fan_out(&self.db, T::COLLECTION, &after, None, session).await?;
+        Ok(Some(UpdateOutcome { matched: 1, modified }))
     }
 
     /// Applies an update to the first document matching a filter (bounded
@@ -401,7 +453,7 @@ impl<T: Document> Repository<T> {
             if !many {
                 crate::schema::shard::check_routed(T::schema(), &filter, "update_one")?;
             }
-            self.update_where(filter, &update, many, None, session).await
+            self.update_where(filter, &update, Scope::of(many), None, session).await
         };
         op.run_counted(work, |o| Some(o.modified as usize)).await
     }
@@ -410,9 +462,9 @@ impl<T: Document> Repository<T> {
         &self,
         mut filter: bson::Document,
         update: &Update<T>,
-        many: bool,
+        scope: Scope,
         id: Option<bson::Bson>,
-        mut session: Option<&mut ClientSession>,
+        session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let mut body = update.to_document()?;
         if let Some(rel) = graph()
@@ -450,24 +502,39 @@ impl<T: Document> Repository<T> {
         // A write of references or copies this type holds: its holders are
         // known first, and their copies refreshed from the sources after.
         if !crate::denormalize::fill::touched_holdings(T::schema(), update.touched()) {
-            return self.write_and_refresh(filter, body, update, many, None, session).await;
+            return self.write_and_refresh(filter, body, update, scope, None, session).await;
         }
         crate::denormalize::fill::prune_pulled(T::schema(), &mut body);
         if let Some(id) = id {
-            return self.write_and_refresh(filter, body, update, many, Some(vec![id]), session).await;
+            return self.write_and_refresh(filter, body, update, scope, Some(vec![id]), session).await;
         }
-        // Page by page (bounded memory and `$in`): each page's write, then
-        // the refresh of its holders. One document needs the first page only.
+        // Boxed, as are the other rare branches of an update: the future of
+        // every update would otherwise be as large as its largest branch,
+        // and it is copied each time it moves.
+        Box::pin(self.update_holders_by_page(filter, body, update, scope, session)).await
+    }
+
+    /// An update of references or copies by a filter, page by page (bounded
+    /// memory and `$in`): each page's write, then the refresh of its
+    /// holders. One document needs the first page only.
+    async fn update_holders_by_page(
+        &self,
+        filter: bson::Document,
+        body: bson::Document,
+        update: &Update<T>,
+        scope: Scope,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
         let mut outcome = UpdateOutcome::default();
         let mut after = None;
         while let Some(page) = self.id_page(&filter, after, session.as_deref_mut()).await? {
             after = page.last().cloned();
             let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": page.clone()}}]};
             let o =
-                self.write_and_refresh(scoped, body.clone(), update, many, Some(page), session.as_deref_mut()).await?;
+                self.write_and_refresh(scoped, body.clone(), update, scope, Some(page), session.as_deref_mut()).await?;
             outcome.matched += o.matched;
             outcome.modified += o.modified;
-            if !many && outcome.matched > 0 {
+            if !scope.many() && outcome.matched > 0 {
                 break;
             }
         }
@@ -482,15 +549,15 @@ impl<T: Document> Repository<T> {
         filter: bson::Document,
         body: bson::Document,
         update: &Update<T>,
-        many: bool,
+        scope: Scope,
         holders: Option<Vec<bson::Bson>>,
         mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let outcome = if crate::denormalize::fanout::touches_derived(T::COLLECTION, update.touched()) {
             let touched: Vec<String> = update.touched().map(str::to_owned).collect();
-            self.update_and_fan_out(filter, body, &touched, many, session.as_deref_mut()).await?
+            self.update_and_fan_out(filter, body, &touched, scope, session.as_deref_mut()).await?
         } else {
-            let result = if many {
+            let result = if scope.many() {
                 in_session!(self.raw.update_many(filter, body), session.as_deref_mut())
                     .map_err(self.err("update_many"))?
             } else {
@@ -503,7 +570,7 @@ impl<T: Document> Repository<T> {
         let adds = holders.is_some() && body_adds(&update.to_document()?);
         if let (Some(ids), true) = (holders, adds) {
             if outcome.matched > 0 {
-                crate::denormalize::fill::refresh(&self.db, T::schema(), &ids, session).await?;
+                Box::pin(crate::denormalize::fill::refresh(&self.db, T::schema(), &ids, session)).await?;
             }
         }
         Ok(outcome)
@@ -517,9 +584,10 @@ impl<T: Document> Repository<T> {
         filter: bson::Document,
         mut body: bson::Document,
         touched: &[String],
-        many: bool,
+        scope: Scope,
         mut session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
+        let many = scope.many();
         // Only a source with copies elsewhere carries a version: a subset
         // child's summaries are rewritten from the write's own result.
         if !fanout::targets_of(T::COLLECTION).is_empty() {
@@ -550,9 +618,10 @@ impl<T: Document> Repository<T> {
             None => fanout::source_projection(T::COLLECTION),
         };
         if !many && self.transactional {
-            return self.update_and_fan_out_in_transaction(filter, body, projection, known, touched, session).await;
+            return Box::pin(self.update_and_fan_out_in_transaction(filter, body, projection, known, touched, session))
+                .await;
         }
-        if let (false, Some(values)) = (many, &known) {
+        if let (Scope::One, Some(values)) = (scope, &known) {
             if let Some((stamped, set, stamp, id)) = fanout::stamped(&filter, &body) {
                 let r = in_session!(self.raw.update_one(stamped, set), session.as_deref_mut())
                     .map_err(self.err("update_one"))?;
@@ -578,8 +647,20 @@ impl<T: Document> Repository<T> {
             fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
-        // Many sources, page by page (bounded memory and `$in`): their ids,
-        // one update, their new values, then each source's fan-out.
+        Box::pin(self.update_many_and_fan_out(filter, body, projection, touched, session)).await
+    }
+
+    /// An update of copied fields of many sources, page by page (bounded
+    /// memory and `$in`): their ids, one update, their new values, then
+    /// each source's fan-out.
+    async fn update_many_and_fan_out(
+        &self,
+        filter: bson::Document,
+        body: bson::Document,
+        projection: Option<bson::Document>,
+        touched: &[String],
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
         let mut outcome = UpdateOutcome::default();
         let mut after = None;
         while let Some(ids) = self.id_page(&filter, after, session.as_deref_mut()).await? {
@@ -1152,6 +1233,33 @@ fn updated<T: Document>(after: &RawDocumentBuf, known: Option<bson::Document>) -
     })?;
     after.extend(known.unwrap_or_default());
     Ok(after)
+}
+
+/// What an update applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The first matching document.
+    One,
+    /// The first matching document, whose stamped write (see
+    /// [`fanout::stamped`]) was tried already and matched nothing: the
+    /// write reads back instead of trying again.
+    OneUnstamped,
+    /// Every matching document.
+    Many,
+}
+
+impl Scope {
+    fn of(many: bool) -> Scope {
+        if many {
+            Scope::Many
+        } else {
+            Scope::One
+        }
+    }
+
+    fn many(self) -> bool {
+        self == Scope::Many
+    }
 }
 
 /// Whether an update document does more than remove (`$pull`, `$unset`).

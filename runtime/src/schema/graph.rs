@@ -46,15 +46,46 @@ pub struct Target {
     pub shape: Shape,
     /// `(copy field, source field)` pairs.
     pub fields: Vec<(&'static str, &'static str)>,
+    /// The paths every fan-out to this target writes, made once (after the
+    /// graph is complete) rather than formatted on each write.
+    paths: std::sync::OnceLock<TargetPaths>,
+}
+
+/// The paths of a [`Target`]'s writes.
+#[derive(Debug, Clone)]
+pub(crate) struct TargetPaths {
+    /// [`Target::id_path`].
+    pub(crate) id: String,
+    /// Where each of [`Target::fields`] is set, in order: the copy field, or
+    /// `<array>.$[e].<copy>` inside an array.
+    pub(crate) set: Vec<String>,
+    /// The array filter's key (`e.<key>`) of an array of copies.
+    pub(crate) element_key: Option<String>,
 }
 
 impl Target {
+    fn new(collection: &'static str, shape: Shape, fields: Vec<(&'static str, &'static str)>) -> Target {
+        Target { collection, shape, fields, paths: std::sync::OnceLock::new() }
+    }
+
     /// The path matching target documents that hold a copy of the source.
     pub fn id_path(&self) -> String {
-        match self.shape {
-            Shape::Top { via } => via.to_owned(),
-            Shape::Array { array, key } => format!("{array}.{key}"),
-        }
+        self.paths().id.clone()
+    }
+
+    pub(crate) fn paths(&self) -> &TargetPaths {
+        self.paths.get_or_init(|| match self.shape {
+            Shape::Top { via } => TargetPaths {
+                id: via.to_owned(),
+                set: self.fields.iter().map(|(copy, _)| (*copy).to_owned()).collect(),
+                element_key: None,
+            },
+            Shape::Array { array, key } => TargetPaths {
+                id: format!("{array}.{key}"),
+                set: self.fields.iter().map(|(copy, _)| format!("{array}.$[e].{copy}")).collect(),
+                element_key: Some(format!("e.{key}")),
+            },
+        })
     }
 
     /// The source fields this target copies.
@@ -167,9 +198,7 @@ impl Graph {
             match targets.iter_mut().find(|t| t.collection == schema.collection && t.shape == shape) {
                 Some(t) if !t.fields.contains(&(field, source_field)) => t.fields.push((field, source_field)),
                 Some(_) => {}
-                None => {
-                    targets.push(Target { collection: schema.collection, shape, fields: vec![(field, source_field)] })
-                }
+                None => targets.push(Target::new(schema.collection, shape, vec![(field, source_field)])),
             }
         };
         for copy in schema.copies {
