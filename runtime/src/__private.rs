@@ -56,6 +56,20 @@ pub const fn contains(names: &[&str], name: &str) -> bool {
     false
 }
 
+/// The index of the relation stored as `field` among `relations` (a
+/// document's schema entries), for the derive's relation handles.
+/// Evaluated at compile time: a handle without its entry stops the build.
+pub const fn relation_index(relations: &[Relation], field: &str) -> usize {
+    let mut i = 0;
+    while i < relations.len() {
+        if str_eq(relations[i].field, field) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("docrel: a relation handle has no schema entry")
+}
+
 // ---- compile-time checks of the derives ----------------------------------
 //
 // One mistake, one error: a check that fails makes the type alias built on

@@ -2,7 +2,7 @@
 //! the loaders, link/unlink and the fan-outs work through.
 //!
 //! Each handle holds its entry of the schema, found by the stored name of its
-//! field when the program is compiled (`__docrel_relation("parts")` in a
+//! field when the program is compiled (`relation_index(.., "parts")` in a
 //! `const` block, its index) and read from the schema's static when the
 //! handle is built: the handles do not depend on the order of the entries,
 //! and each entry has one address.
@@ -63,21 +63,6 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
                 #rels_ty { #(#inits)* }
             }
         }
-
-        /// The index of the schema entry of the relationship stored as
-        /// `field`. Evaluated at compile time: a handle without its entry
-        /// would stop the build.
-        const fn __docrel_relation(field: &str) -> usize {
-            let relations = __DOCREL_SCHEMA.relations;
-            let mut i = 0;
-            while i < relations.len() {
-                if __docrel::contains(&[relations[i].field], field) {
-                    return i;
-                }
-                i += 1;
-            }
-            ::core::panic!("docrel: a relation handle has no schema entry")
-        }
     }
 }
 
@@ -99,7 +84,8 @@ fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(Toke
     // reference computed in a `const` may point at a copy of the entry that
     // a release build emits per codegen unit (the history checker's release
     // build found its subset missing that way).
-    let entry = quote!(&__DOCREL_SCHEMA.relations[const { __docrel_relation(#stored) }]);
+    let entry =
+        quote!(&__DOCREL_SCHEMA.relations[const { __docrel::relation_index(__DOCREL_SCHEMA.relations, #stored) }]);
     let (doc, handle_ty, init) = match &rel.kind {
         RelationKind::Embed { subset: None, .. } => return None,
         RelationKind::Embed { subset: Some(subset), .. } => {
