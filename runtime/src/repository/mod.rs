@@ -421,8 +421,13 @@ impl<T: Document> Repository<T> {
             Ok(_) => return Ok(None),
             Err(e) => return Err(self.err("update_one")(e)),
         };
-        // The write set every derived field: every target and summary is touched.
-        fanout::fan_out(&self.db, T::COLLECTION, &after, None, session).await?;
+        // Every derived field was set, so every target is touched; the
+        // paths still tell a subset whether the child may have moved to
+        // another parent (which costs a read), so they go along when the
+        // type is summarized somewhere.
+        let touched: Option<Vec<String>> =
+            (!graph().subsets_of(T::COLLECTION).is_empty()).then(|| update.touched().map(str::to_owned).collect());
+        fanout::fan_out(&self.db, T::COLLECTION, &after, touched.as_deref(), session).await?;
         Ok(Some(UpdateOutcome { matched: 1, modified }))
     }
 
