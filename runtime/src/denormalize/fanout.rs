@@ -264,8 +264,9 @@ pub(crate) fn next_stamp() -> i64 {
 /// successful write still moves the version on and the version still tells
 /// the values; both are known without reading the document back, which
 /// makes the write a plain `update` (some servers answer `findAndModify` by
-/// scanning the collection). Returns the filter, the update, the stamp and
-/// the source's id; `None` for any other write.
+/// scanning the collection). Returns the filter, the update and the source
+/// as the fan-out reads it (`_id`, version, the derived `values`); `None`
+/// for any other write.
 ///
 /// A stamped write that matches nothing (no such document, one never
 /// versioned, or a version at or above the stamp: this client's clock
@@ -273,7 +274,7 @@ pub(crate) fn next_stamp() -> i64 {
 /// (`findAndModify` with `$inc`), which tells those apart. Only a `$set`
 /// qualifies because of that second write: after a retry whose first
 /// attempt did land, it writes the same values again, at a later version.
-pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc) -> Option<(BsonDoc, BsonDoc, i64, Bson)> {
+pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
     let id = match filter.get("_id")? {
         Bson::Document(d) if d.keys().any(|k| k.starts_with('$')) => return None,
         id => id.clone(),
@@ -288,37 +289,32 @@ pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc) -> Option<(BsonDoc, Bson
     if !body.get("$inc").is_some_and(only_version_inc) || !body.iter().all(|(op, _)| op == "$set" || op == "$inc") {
         return None;
     }
-    let stamp = next_stamp();
-    let mut filter = filter.clone();
-    filter.insert(VERSION_PATH, doc! {"$lt": stamp});
-    let mut set = body.get_document("$set").ok()?.clone();
-    set.insert(VERSION_PATH, stamp);
-    Some((filter, doc! {"$set": set}, stamp, id))
+    let set = body.get_document("$set").ok()?.clone();
+    Some(stamp_write(filter.clone(), set, id, values.clone()))
 }
 
 /// The stamped write of one source by its `_id` (see [`stamped`]), built
 /// from the update alone: `body` must be only a `$set` of every derived
-/// field. Returns the filter, the update and the source as the fan-out
-/// reads it (`_id`, version, derived values); `None` for any other write.
+/// field ([`known_values`]), and the source must carry a version.
 pub(crate) fn stamped_by_id(source: &str, id: &Bson, mut body: BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
-    let g = graph();
-    if body.len() != 1 || g.targets_of(source).is_empty() {
+    if body.len() != 1 || graph().targets_of(source).is_empty() {
         return None;
     }
-    let Some(Bson::Document(mut set)) = body.remove("$set") else { return None };
-    let derived = g.derived_fields(source)?;
-    if derived.iter().any(|f| f.contains('.') || !set.contains_key(*f)) {
-        return None;
-    }
+    let values = known_values(source, &body)?;
+    let Some(Bson::Document(set)) = body.remove("$set") else { return None };
+    Some(stamp_write(doc! {"_id": id.clone()}, set, id.clone(), values))
+}
+
+/// A stamped write of `set` to the source `id` where `filter` matches:
+/// the filter and the update with the stamp (see [`stamped`]), and the
+/// source as the fan-out reads it (`_id`, version, derived `values`).
+fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc, id: Bson, values: BsonDoc) -> (BsonDoc, BsonDoc, BsonDoc) {
     let stamp = next_stamp();
-    let mut after = doc! {"_id": id.clone(), "_docrel": {"v": stamp}};
-    for f in derived {
-        if let Some(value) = set.get(*f) {
-            after.insert(*f, value.clone());
-        }
-    }
+    filter.insert(VERSION_PATH, doc! {"$lt": stamp});
     set.insert(VERSION_PATH, stamp);
-    Some((doc! {"_id": id.clone(), VERSION_PATH: {"$lt": stamp}}, doc! {"$set": set}, after))
+    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
+    after.extend(values);
+    (filter, doc! {"$set": set}, after)
 }
 
 /// What a fan-out wrote.

@@ -402,13 +402,12 @@ impl<T: Document> Repository<T> {
         update: &Update<T>,
         mut session: Option<&mut ClientSession>,
     ) -> Result<Option<UpdateOutcome>> {
-        let g = graph();
         if self.deferred
             || self.transactional
             || !update.pushes().is_empty()
             || !fanout::touches_derived(T::COLLECTION, update.touched())
             || crate::denormalize::fill::touched_holdings(T::schema(), update.touched())
-            || g.two_way_iter(T::schema()).any(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
+            || touched_two_way::<T>(update).is_some()
         {
             return Ok(None);
         }
@@ -472,10 +471,7 @@ impl<T: Document> Repository<T> {
         session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
         let mut body = update.to_document()?;
-        if let Some(rel) = graph()
-            .two_way_iter(T::schema())
-            .find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
-        {
+        if let Some(rel) = touched_two_way::<T>(update) {
             return Err(Error::TwoWayField {
                 collection: T::COLLECTION,
                 field: rel.field,
@@ -627,12 +623,10 @@ impl<T: Document> Repository<T> {
                 .await;
         }
         if let (Scope::One, Some(values)) = (scope, &known) {
-            if let Some((stamped, set, stamp, id)) = fanout::stamped(&filter, &body) {
+            if let Some((stamped, set, after)) = fanout::stamped(&filter, &body, values) {
                 let r = in_session!(self.raw.update_one(stamped, set), session.as_deref_mut())
                     .map_err(self.err("update_one"))?;
                 if r.matched_count == 1 {
-                    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
-                    after.extend(values.clone());
                     fanout::fan_out(&self.db, T::COLLECTION, &after, Some(touched), session).await?;
                     return Ok(UpdateOutcome { matched: 1, modified: r.modified_count });
                 }
@@ -1238,6 +1232,12 @@ fn updated<T: Document>(after: &RawDocumentBuf, known: Option<bson::Document>) -
     })?;
     after.extend(known.unwrap_or_default());
     Ok(after)
+}
+
+/// The first two-way reference of `T` that `update` writes: such fields
+/// change only through link/unlink/reassign.
+fn touched_two_way<T: Document>(update: &Update<T>) -> Option<&'static crate::schema::document::Relation> {
+    graph().two_way_iter(T::schema()).find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
 }
 
 /// What an update applies to.

@@ -32,25 +32,28 @@ fn is_within(path: &str, parent: &str) -> bool {
 /// string itself when it is a safe field name (otherwise its bytes in hex).
 pub fn id_key(id: &Bson) -> String {
     match id {
-        Bson::ObjectId(o) => {
-            // What `to_hex` gives, without its per-character iterator: this
-            // runs for every copy record a fan-out writes.
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let mut hex = String::with_capacity(24);
-            for b in o.bytes() {
-                hex.push(HEX[usize::from(b >> 4)] as char);
-                hex.push(HEX[usize::from(b & 0xf)] as char);
-            }
-            hex
-        }
+        // What `to_hex` gives, without its per-character iterator: this
+        // runs for every copy record a fan-out writes.
+        Bson::ObjectId(o) => hex(&o.bytes()),
         Bson::Int32(i) => i.to_string(),
         Bson::Int64(i) => i.to_string(),
         Bson::String(s) if !s.is_empty() && !s.contains(['.', '$']) && !s.starts_with('x') => s.clone(),
         other => {
             let bytes = bson_compat::to_vec(&doc! {"": other.clone()}).unwrap_or_default();
-            format!("x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+            format!("x{}", hex(&bytes))
         }
     }
+}
+
+/// `bytes` in lowercase hex, two digits each.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    hex
 }
 
 #[cfg(test)]
