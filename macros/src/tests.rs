@@ -348,10 +348,10 @@ fn subset_sort_and_key_are_read_from_the_child() {
     // `Review` is read through its checked alias (`__DocrelDoc0`).
     assert!(expanded.contains("type __DocrelDoc0 = < __docrel :: Pick < Review ,"), "{expanded}");
     assert!(
-        expanded.contains("sort : & [(< __DocrelDoc0 > :: fields () . published_date . path () , - 1i32)"),
+        expanded.contains("sort : & [(< __DocrelDoc0 > :: __DOCREL_FIELDS . published_date . path () , - 1i32)"),
         "{expanded}"
     );
-    assert!(expanded.contains("key : __docrel :: Some (< __DocrelDoc0 > :: fields () . review_id . path ())"));
+    assert!(expanded.contains("key : __docrel :: Some (< __DocrelDoc0 > :: __DOCREL_FIELDS . review_id . path ())"));
 }
 
 #[test]

@@ -18,7 +18,9 @@ pub use serde;
 // tokens for every derive to emit and rustc to read.
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
-pub use crate::{Bucket, Document, Embedded, Field, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View};
+pub use crate::{
+    Bucket, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View,
+};
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
 
@@ -56,18 +58,38 @@ pub const fn contains(names: &[&str], name: &str) -> bool {
     false
 }
 
-/// The index of the relation stored as `field` among `relations` (a
-/// document's schema entries), for the derive's relation handles.
-/// Evaluated at compile time: a handle without its entry stops the build.
-pub const fn relation_index(relations: &[Relation], field: &str) -> usize {
-    let mut i = 0;
-    while i < relations.len() {
-        if str_eq(relations[i].field, field) {
-            return i;
-        }
-        i += 1;
+// ---- the visits of reference fields ------------------------------------
+//
+// What a relation handle calls to read the ids a parent's field holds, one
+// generic function per shape rather than a closure per reference: the
+// derive names one (`visit_vec::<Id>`), which costs rustc no item of the
+// user's crate to check.
+
+/// The id of a field holding one.
+pub fn visit_id<I>(value: &I, f: &mut dyn FnMut(&I)) {
+    f(value)
+}
+
+/// The id of an optional reference, if set.
+pub fn visit_option<I>(value: &Option<I>, f: &mut dyn FnMut(&I)) {
+    if let Some(id) = value {
+        f(id)
     }
-    panic!("docrel: a relation handle has no schema entry")
+}
+
+/// Each id of an array of references, in order.
+#[allow(clippy::ptr_arg)] // the field's own type: `FieldVisit<Vec<I>, I>`
+pub fn visit_vec<I>(value: &Vec<I>, f: &mut dyn FnMut(&I)) {
+    for id in value {
+        f(id)
+    }
+}
+
+/// Each id of an optional array of references, in order.
+pub fn visit_option_vec<I>(value: &Option<Vec<I>>, f: &mut dyn FnMut(&I)) {
+    for id in value.iter().flatten() {
+        f(id)
+    }
 }
 
 // ---- compile-time checks of the derives ----------------------------------

@@ -42,6 +42,7 @@ pub use admin::report;
 pub use patterns::bucket_check;
 /// Verify and repair of two-way references: both sides agree (I2).
 pub use relations::inverse_check;
+pub use schema::handles::Handles;
 pub use schema::{graph, indexes, registry, shard};
 
 pub use client::connect::{

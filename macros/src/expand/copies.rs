@@ -20,7 +20,7 @@ pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<Toke
                 field: #stored,
                 source: <#src as __docrel::Document>::COLLECTION,
                 source_type: #src_name,
-                source_field: <#src>::fields().#src_field.path(),
+                source_field: <#src>::__DOCREL_FIELDS.#src_field.path(),
                 via: #via_stored,
             }
         });
@@ -39,7 +39,8 @@ fn source(copied: &Copied, checked: &mut Checked) -> TokenStream {
     let src = checked.doc(&copied.source.path);
     let (field, ty) = (&copied.source_field, copied.ty);
     let key = format!("copy {} {}", copied.ident, src);
-    let check = quote_spanned!(field.span()=> __docrel::Named::field(<#src>::fields().#field).copied_as::<#ty>());
+    let check =
+        quote_spanned!(field.span()=> __docrel::Named::field(<#src>::__DOCREL_FIELDS.#field).copied_as::<#ty>());
     checked.checked(key, src, check)
 }
 
@@ -61,7 +62,7 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
                     field: #stored,
                     source: <#src as __docrel::Document>::COLLECTION,
                     source_type: #src_name,
-                    source_field: <#src>::fields().#src_field.path(),
+                    source_field: <#src>::__DOCREL_FIELDS.#src_field.path(),
                 }
             }
         })

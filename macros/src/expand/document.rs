@@ -172,7 +172,6 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
     });
-    let handle_impls = crate::expand::handle_struct_impls(fields_ty);
     quote! {
         #[doc = #fields_doc]
         #[allow(dead_code)]
@@ -180,15 +179,16 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             #(#handle_decls)*
         }
 
-        #handle_impls
-
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the stored fields: their paths, and filters,
             /// updates and sorts built on them.
-            pub const fn fields() -> #fields_ty {
-                #fields_ty { #(#handle_inits)* }
+            pub const fn fields() -> __docrel::Handles<#fields_ty> {
+                __docrel::Handles::new(&Self::__DOCREL_FIELDS)
             }
+
+            #[doc(hidden)]
+            pub const __DOCREL_FIELDS: #fields_ty = #fields_ty { #(#handle_inits)* };
 
             #[doc(hidden)]
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];

@@ -27,18 +27,17 @@ pub fn document(s: &Stub) -> TokenStream {
         let (name, path, max) = (f.ident, &f.stored, option(f.bound));
         quote!(#name: __docrel::Field::new(#path, #max),)
     });
-    let handle_impls = crate::expand::handle_struct_impls(fields_ty);
     let out = quote! {
         const _: () = {
             use ::docrel::__private as __docrel;
             #[allow(dead_code)]
             #vis struct #fields_ty { #(#decls)* }
 
-            #handle_impls
-
             #[allow(dead_code)]
             impl #ident {
-                pub const fn fields() -> #fields_ty { #fields_ty { #(#inits)* } }
+                pub const fn fields() -> __docrel::Handles<#fields_ty> { __docrel::Handles::new(&Self::__DOCREL_FIELDS) }
+                #[doc(hidden)]
+                pub const __DOCREL_FIELDS: #fields_ty = #fields_ty { #(#inits)* };
                 pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> {
                     __docrel::Repository::new(db)
                 }

@@ -40,7 +40,7 @@ fn stored_name(name: &StoredName, checked: &mut Checked) -> TokenStream {
         StoredName::Here(name) => quote!(#name),
         StoredName::OfDocument { doc, field } => {
             let doc = checked.doc(doc);
-            quote_spanned!(field.span()=> <#doc>::fields().#field.path())
+            quote_spanned!(field.span()=> <#doc>::__DOCREL_FIELDS.#field.path())
         }
         StoredName::OfElement { elem, field } => {
             let elem = checked.embedded(elem);
@@ -108,7 +108,7 @@ impl Checked {
     pub fn with_field(&mut self, to: &Path, field: &Ident) -> TokenStream {
         let key = format!("field {} {}", to.to_token_stream(), field);
         let to = self.doc(to);
-        let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::fields().#field));
+        let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::__DOCREL_FIELDS.#field));
         self.alias(key, "Field", to, check)
     }
 
@@ -153,32 +153,6 @@ fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
             tt
         })
         .collect()
-}
-
-/// `Clone`, `Copy` and `Debug` of a generated handles struct (`PartFields`,
-/// `PartRels`), written out rather than derived: the derives check every
-/// field's type once more (`Clone` asserts each field is `Clone`, `Debug`
-/// formats each), which across a crate of documents is compile time spent
-/// on structs of `Copy` handles. `Debug` names the struct only.
-pub fn handle_struct_impls(ty: &syn::Ident) -> TokenStream {
-    let name = ty.to_string();
-    quote! {
-        #[automatically_derived]
-        impl ::core::clone::Clone for #ty {
-            #[inline]
-            fn clone(&self) -> Self {
-                *self
-            }
-        }
-        #[automatically_derived]
-        impl ::core::marker::Copy for #ty {}
-        #[automatically_derived]
-        impl ::core::fmt::Debug for #ty {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str(#name)
-            }
-        }
-    }
 }
 
 /// `tokens` with every `::docrel` path starting at `krate` instead.

@@ -1,16 +1,15 @@
 //! Generation of the typed relation handles (`Product::rels().parts`), which
 //! the loaders, link/unlink and the fan-outs work through.
 //!
-//! Each handle holds its entry of the schema, found by the stored name of its
-//! field when the program is compiled (`relation_index(.., "parts")` in a
-//! `const` block, its index) and read from the schema's static when the
-//! handle is built: the handles do not depend on the order of the entries,
-//! and each entry has one address.
+//! Each handle holds the index of its entry in the schema's relations, which
+//! this derive writes in the model's order, and reads the entry from the
+//! schema's static when used, so each entry has one address; the handles
+//! struct is then a `const`, and `rels()` returns a reference to it.
 
 use super::Checked;
 use crate::internals::model::{Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 /// The handles struct (`ProductRels`) and the `rels()` that builds it,
@@ -18,7 +17,8 @@ use syn::spanned::Spanned;
 pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
     let vis = m.vis;
-    let handles: Vec<_> = m.relations.iter().filter_map(|rel| handle(m, rel, checked)).collect();
+    let handles: Vec<_> =
+        m.relations.iter().enumerate().filter_map(|(index, rel)| handle(m, index, rel, checked)).collect();
     if handles.is_empty() {
         return TokenStream::new();
     }
@@ -43,7 +43,6 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             }
         }
     });
-    let handle_impls = crate::expand::handle_struct_impls(rels_ty);
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
@@ -51,41 +50,47 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             #(#decls)*
         }
 
-        #handle_impls
-
         #(#carries)*
 
         #[allow(dead_code)]
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and
             /// reverse lookups.
-            pub fn rels() -> #rels_ty #stored {
-                #rels_ty { #(#inits)* }
+            pub const fn rels() -> __docrel::Handles<#rels_ty> #stored {
+                __docrel::Handles::new(&Self::__DOCREL_RELS)
             }
+
+            #[doc(hidden)]
+            pub const __DOCREL_RELS: #rels_ty = #rels_ty { #(#inits)* };
         }
     }
 }
 
-/// The const argument naming a field in `Carries`: its key, computed by the
-/// runtime's `field_key` from the Rust name.
+/// The const argument naming a field in `Carries`: its key, the runtime's
+/// `field_key` (FNV-1a, 64 bits) of the Rust name, computed here and
+/// written as a literal: a literal argument costs rustc no `const` item to
+/// evaluate, of which a crate of documents would have two per reference.
 pub fn field_key(name: &syn::Ident) -> TokenStream {
-    let name = name.to_string();
-    quote!({ __docrel::field_key(#name) })
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.to_string().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    proc_macro2::Literal::u64_suffixed(hash).into_token_stream()
 }
 
 /// The declaration and the initializer of one handle; `None` for an embed,
 /// which has no handle.
-fn handle(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> Option<(TokenStream, TokenStream)> {
+fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -> Option<(TokenStream, TokenStream)> {
     let ident = m.ident;
     let name = rel.ident;
-    let stored = &rel.stored;
-    // The index is a constant, the entry is read from the static when the
-    // handle is built: the runtime keys relations by address, and a
-    // reference computed in a `const` may point at a copy of the entry that
-    // a release build emits per codegen unit (the history checker's release
-    // build found its subset missing that way).
-    let entry =
-        quote!(&__DOCREL_SCHEMA.relations[const { __docrel::relation_index(__DOCREL_SCHEMA.relations, #stored) }]);
+    // The handle holds the entry's index (the schema's relations are
+    // generated in the model's order) and reads the entry from the static
+    // when used: the runtime keys relations by address, and a reference
+    // computed in a `const` may point at a copy of the entry that a release
+    // build emits per codegen unit (the history checker's release build
+    // found its subset missing that way).
+    let entry = proc_macro2::Literal::usize_unsuffixed(index);
     let (doc, handle_ty, init) = match &rel.kind {
         RelationKind::Embed { subset: None, .. } => return None,
         RelationKind::Embed { subset: Some(subset), .. } => {
@@ -136,8 +141,8 @@ fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> Toke
 }
 
 /// The visit of a reference array, given the field's value (so that any
-/// type carrying the field can be a parent): the ids themselves, or each
-/// element's key.
+/// type carrying the field can be a parent): the ids themselves, through
+/// the runtime's visit of the shape, or each element's key.
 fn many_visit(
     rel: &ModelRelation,
     to: &TokenStream,
@@ -145,47 +150,35 @@ fn many_visit(
     optional: bool,
     checked: &mut Checked,
 ) -> TokenStream {
-    let ty = rel.ty;
-    let id = quote!(<#to as __docrel::Document>::Id);
-    let each = match element {
-        Element::Structs { key, .. } => quote_spanned!(key.span()=> __f(&__e.#key)),
+    match element {
         Element::Ids { ty } => {
             let held = checked_id(to, ty, checked);
-            quote!({
-                let __e: &#held = __e;
-                __f(__e)
-            })
+            if optional {
+                quote!(__docrel::visit_option_vec::<#held>)
+            } else {
+                quote!(__docrel::visit_vec::<#held>)
+            }
         }
-    };
-    let elements = if optional { quote!(__v.iter().flatten()) } else { quote!(__v) };
-    quote! {
-        |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-            for __e in #elements { #each }
+        Element::Structs { key, .. } => {
+            let (ty, id) = (rel.ty, quote!(<#to as __docrel::Document>::Id));
+            let each = quote_spanned!(key.span()=> __f(&__e.#key));
+            let elements = if optional { quote!(__v.iter().flatten()) } else { quote!(__v) };
+            quote! {
+                |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
+                    for __e in #elements { #each }
+                }
+            }
         }
     }
 }
 
 /// The visit of a single reference (`Id` or `Option<Id>`), given the
-/// field's value.
+/// field's value: the runtime's visit of the shape, at the checked id type.
 fn single_visit(rel: &ModelRelation, to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
-    let ty = rel.ty;
-    let id = quote!(<#to as __docrel::Document>::Id);
     let held = checked_id(to, held, checked);
     if rel.kind.optional() {
-        quote! {
-            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                if let __docrel::Some(__x) = __v {
-                    let __x: &#held = __x;
-                    __f(__x)
-                }
-            }
-        }
+        quote!(__docrel::visit_option::<#held>)
     } else {
-        quote! {
-            |__v: &#ty, __f: &mut dyn ::core::ops::FnMut(&#id)| {
-                let __x: &#held = __v;
-                __f(__x)
-            }
-        }
+        quote!(__docrel::visit_id::<#held>)
     }
 }

@@ -23,7 +23,7 @@ pub fn expand(m: &ViewModel) -> TokenStream {
         // A view field is a field of the document, of the same type and the
         // same stored name: the handle says so, or this does not compile.
         quote_spanned! {name.span()=>
-            const _: () = if !__docrel::Named::field(<#of>::fields().#name).viewed_as::<#ty>(#stored) {
+            const _: () = if !__docrel::Named::field(<#of>::__DOCREL_FIELDS.#name).viewed_as::<#ty>(#stored) {
                 ::core::panic!("{}", #message)
             };
         }

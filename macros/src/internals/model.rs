@@ -92,7 +92,7 @@ impl<'a> ModelField<'a> {
 pub enum StoredName<'a> {
     /// A field of this type, after serde's renames.
     Here(String),
-    /// A field of another document: `Child::fields().field.path()`.
+    /// A field of another document: `Child::__DOCREL_FIELDS.field.path()`.
     OfDocument { doc: Path, field: Ident },
     /// A field of an element struct, from its `#[derive(Embedded)]`.
     OfElement { elem: &'a Type, field: Ident },

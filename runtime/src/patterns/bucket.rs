@@ -53,7 +53,8 @@ use std::sync::{Mutex, OnceLock};
 /// # Ok(()) });
 /// ```
 pub struct Bucket<B, P, E> {
-    rel: &'static Relation,
+    /// The relationship's index in `B`'s schema (see `RefMany`'s).
+    index: usize,
     time: Option<fn(&E) -> DateTime>,
     _types: PhantomData<Types<B, P, E>>,
 }
@@ -71,9 +72,17 @@ impl<B, P, E> Clone for Bucket<B, P, E> {
 }
 impl<B, P, E> Copy for Bucket<B, P, E> {}
 
-impl<B, P, E> std::fmt::Debug for Bucket<B, P, E> {
+impl<B: Document, P, E> std::fmt::Debug for Bucket<B, P, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bucket").field("relation", self.rel).finish()
+        f.debug_struct("Bucket").field("relation", &B::schema().relations[self.index]).finish()
+    }
+}
+
+impl<B, P, E> Bucket<B, P, E> {
+    /// A handle (generated code calls this).
+    #[doc(hidden)]
+    pub const fn new(index: usize, time: Option<fn(&E) -> DateTime>) -> Self {
+        Bucket { index, time, _types: PhantomData }
     }
 }
 
@@ -137,23 +146,22 @@ fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
 }
 
 impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
-    /// A handle (generated code calls this).
-    #[doc(hidden)]
-    pub fn new(rel: &'static Relation, time: Option<fn(&E) -> DateTime>) -> Self {
-        Bucket { rel, time, _types: PhantomData }
+    /// The static description of the bucket array.
+    pub fn relation(&self) -> &'static Relation {
+        &B::schema().relations[self.index]
     }
 
     fn spec(&self) -> Result<&'static BucketSpec> {
-        self.rel.bucket.as_ref().ok_or_else(|| Error::Invalid {
+        self.relation().bucket.as_ref().ok_or_else(|| Error::Invalid {
             what: crate::error::Misuse::Bucket,
-            message: format!("`{}` is not declared with `#[bucket(..)]`", self.rel.field),
+            message: format!("`{}` is not declared with `#[bucket(..)]`", self.relation().field),
         })
     }
 
     fn element(&self, element: &E) -> Result<Bson> {
         let spec = self.spec()?;
         let value = bson_compat::to_bson(element).map_err(|e| Error::Encode {
-            what: format!("an element of `{}`", self.rel.field),
+            what: format!("an element of `{}`", self.relation().field),
             message: e.to_string(),
         })?;
         if let Some(max) = spec.max_bytes {
@@ -165,7 +173,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                     message: format!(
                         "an element of `{}.{}` is {bytes} bytes, above its `max_bytes = {max}`; nothing was written",
                         B::COLLECTION,
-                        self.rel.field
+                        self.relation().field
                     ),
                 });
             }
@@ -195,7 +203,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         // (operators add new fields in lexicographic order).
         let push = vec![doc! {"$set": {
             spec.count: {"$add": [{"$ifNull": [format!("${}", spec.count), 0]}, 1]},
-            self.rel.field: {"$concatArrays": [{"$ifNull": [format!("${}", self.rel.field), []]}, {"$literal": [value]}]},
+            self.relation().field: {"$concatArrays": [{"$ifNull": [format!("${}", self.relation().field), []]}, {"$literal": [value]}]},
         }}];
         if let (Some(window), Some(time)) = (spec.window_ms, self.time) {
             let t = time(element).timestamp_millis();
@@ -404,7 +412,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 what: crate::error::Misuse::BucketRange,
                 message: format!(
                     "`{}` is bucketed by count: a range read needs `#[bucket(by = .., window = ..)]`",
-                    self.rel.field
+                    self.relation().field
                 ),
             });
         };
@@ -428,19 +436,22 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             .collection::<RawDocumentBuf>(B::COLLECTION)
             .find(filter)
             .sort(order)
-            .projection(doc! { self.rel.field: 1 })
+            .projection(doc! { self.relation().field: 1 })
             .batch_size(i32::MAX as u32)
             .await
             .map_err(|e| Error::driver("find", B::COLLECTION, e))?;
         let mut out = Vec::new();
         while cursor.advance().await.map_err(|e| Error::driver("find", B::COLLECTION, e))? {
             let raw = cursor.current();
-            let Ok(array) = raw.get_array(self.rel.field) else { continue };
+            let Ok(array) = raw.get_array(self.relation().field) else { continue };
             for item in array.into_iter().filter_map(|i| i.ok()) {
                 let element: E = match item.as_document() {
                     Some(d) => crate::store::codec::decode(B::COLLECTION, d)?,
                     None => bson_compat::from_bson(Bson::try_from(item).unwrap_or(Bson::Null)).map_err(|e| {
-                        Error::Encode { what: format!("an element of `{}`", self.rel.field), message: e.to_string() }
+                        Error::Encode {
+                            what: format!("an element of `{}`", self.relation().field),
+                            message: e.to_string(),
+                        }
                     })?,
                 };
                 if keep(&element) {

@@ -368,7 +368,8 @@ pub(crate) async fn after_delete(
 /// The subset array of parent `P` summarizing children `C`; from
 /// `P::rels().<array>`.
 pub struct Subset<P, C> {
-    rel: &'static Relation,
+    /// The relationship's index in `P`'s schema (see `RefMany`'s).
+    index: usize,
     _types: std::marker::PhantomData<fn() -> (P, C)>,
 }
 
@@ -379,29 +380,38 @@ impl<P, C> Clone for Subset<P, C> {
 }
 impl<P, C> Copy for Subset<P, C> {}
 
-impl<P, C> std::fmt::Debug for Subset<P, C> {
+impl<P: crate::schema::document::Document, C> std::fmt::Debug for Subset<P, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subset").field("relation", self.rel).finish()
+        f.debug_struct("Subset").field("relation", &P::schema().relations[self.index]).finish()
+    }
+}
+
+impl<P, C> Subset<P, C> {
+    /// A handle (generated code calls this).
+    #[doc(hidden)]
+    pub const fn new(index: usize) -> Self {
+        Subset { index, _types: std::marker::PhantomData }
     }
 }
 
 impl<P: crate::schema::document::Document, C: crate::schema::document::Document> Subset<P, C> {
-    /// A handle (generated code calls this).
-    #[doc(hidden)]
-    pub fn new(rel: &'static Relation) -> Self {
-        Subset { rel, _types: std::marker::PhantomData }
+    /// The static description of the subset's array.
+    pub fn relation(&self) -> &'static Relation {
+        &P::schema().relations[self.index]
     }
 
     fn target(&self) -> Result<&'static SubsetTarget> {
-        subsets_of(C::COLLECTION).iter().find(|t| t.is_kept_in(P::COLLECTION, self.rel)).ok_or_else(|| Error::Invalid {
-            what: crate::error::Misuse::Subset,
-            message: format!(
+        subsets_of(C::COLLECTION).iter().find(|t| t.is_kept_in(P::COLLECTION, self.relation())).ok_or_else(|| {
+            Error::Invalid {
+                what: crate::error::Misuse::Subset,
+                message: format!(
                 "`{}` summarizes `{}`, but no field of `{}` refers back to `{}`: add `#[parent_ref(to = ..)]` on it",
-                self.rel.field,
+                self.relation().field,
                 C::COLLECTION,
                 C::COLLECTION,
                 P::COLLECTION
             ),
+            }
         })
     }
 
@@ -419,11 +429,11 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
         let stored = db
             .collection::<BsonDoc>(P::COLLECTION)
             .find_one(doc! {"_id": id})
-            .projection(doc! { self.rel.field: 1 })
+            .projection(doc! { self.relation().field: 1 })
             .await
             .map_err(|e| Error::driver("find", P::COLLECTION, e))?;
         let stored: Vec<BsonDoc> = stored
-            .and_then(|d| d.get_array(self.rel.field).ok().cloned())
+            .and_then(|d| d.get_array(self.relation().field).ok().cloned())
             .unwrap_or_default()
             .into_iter()
             .filter_map(|b| b.as_document().cloned())

@@ -20,7 +20,11 @@ macro_rules! handle {
         /// ([`crate::field_key`] of its name): the loaders take as parents
         /// any type that [`Carries`] it, the document or a view of it.
         pub struct $name<P, T: Document, F, const K: u64> {
-            rel: &'static Relation,
+            /// The relationship's index in `P`'s schema: the handle reads the
+            /// entry from the schema's static, whose address the runtime keys
+            /// relationships by (a `'static` reference made in a `const`
+            /// may point at a copy of it), and can itself be a `const`.
+            index: usize,
             visit: FieldVisit<F, T::Id>,
             _types: PhantomData<fn() -> (P, T)>,
         }
@@ -32,22 +36,26 @@ macro_rules! handle {
         }
         impl<P, T: Document, F, const K: u64> Copy for $name<P, T, F, K> {}
 
-        impl<P, T: Document, F, const K: u64> std::fmt::Debug for $name<P, T, F, K> {
+        impl<P: Document, T: Document, F, const K: u64> std::fmt::Debug for $name<P, T, F, K> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct(stringify!($name)).field("relation", self.rel).finish()
+                f.debug_struct(stringify!($name)).field("relation", self.relation()).finish()
+            }
+        }
+
+        impl<P, T: Document, F, const K: u64> $name<P, T, F, K> {
+            /// A handle (generated code calls this). No bound on `P`: a
+            /// document whose serde derive is missing gets that one error,
+            /// not a second one at its handles.
+            #[doc(hidden)]
+            pub const fn new(index: usize, visit: FieldVisit<F, T::Id>) -> Self {
+                $name { index, visit, _types: PhantomData }
             }
         }
 
         impl<P: Document, T: Document, F, const K: u64> $name<P, T, F, K> {
-            /// A handle (generated code calls this).
-            #[doc(hidden)]
-            pub const fn new(rel: &'static Relation, visit: FieldVisit<F, T::Id>) -> Self {
-                $name { rel, visit, _types: PhantomData }
-            }
-
             /// The static description of the relationship.
             pub fn relation(&self) -> &'static Relation {
-                self.rel
+                &P::schema().relations[self.index]
             }
 
             /// Calls `f` with each id this parent (the document or a view
@@ -219,7 +227,7 @@ macro_rules! loaders {
             where
                 F: 'static,
             {
-                WithParents::new(find, self.rel, Carries::carried, self.visit)
+                WithParents::new(find, self.relation(), Carries::carried, self.visit)
             }
 
             /// The documents that refer to any of `targets`, grouped by
@@ -229,7 +237,7 @@ macro_rules! loaders {
             /// [`Referrers::filter`], [`Referrers::sort`] or
             /// [`Referrers::limit_per_target`] if needed.
             pub fn referrers_of_many<'a>(&self, db: &'a Database, targets: &[T::Id]) -> Referrers<'a, P, T> {
-                Referrers::new(db, self.rel, targets.to_vec())
+                Referrers::new(db, self.relation(), targets.to_vec())
             }
         }
     };
@@ -242,13 +250,13 @@ impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
     /// The children of one parent: set a filter, an order (by default the
     /// one declared with `sort = ..`) and a limit, then run it. One round trip.
     pub fn children_of<'a>(&self, db: &'a Database, parent: &P::Id) -> Children<'a, C, P> {
-        Children::new(db, self.rel, vec![parent.clone()])
+        Children::new(db, self.relation(), vec![parent.clone()])
     }
 
     /// The children of many parents with one `find({parent: {$in: ids}})`,
     /// grouped by parent (in the order of `parents`).
     pub fn children_of_many<'a>(&self, db: &'a Database, parents: &[P::Id]) -> Children<'a, C, P> {
-        Children::new(db, self.rel, parents.to_vec())
+        Children::new(db, self.relation(), parents.to_vec())
     }
 
     /// The latest `n` children of EACH parent (by `sort`, by default the
@@ -256,7 +264,7 @@ impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
     /// stage of the parent ids with a `$lookup` whose pipeline sorts and
     /// limits on the `{parent, order}` index.
     pub fn latest_per_parent<'a>(&self, db: &'a Database, parents: &[P::Id], n: u32) -> Latest<'a, C, P> {
-        Latest::new(db, self.rel, parents.to_vec(), n)
+        Latest::new(db, self.relation(), parents.to_vec(), n)
     }
 
     /// The parent id a child refers to, if set.
@@ -268,12 +276,12 @@ impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
 
     /// A filter matching the children of `parent`.
     pub fn filter(&self, parent: &P::Id) -> Filter {
-        Filter::new(bson::doc! { self.rel.field: crate::id::DocId::to_bson(parent) })
+        Filter::new(bson::doc! { self.relation().field: crate::id::DocId::to_bson(parent) })
     }
 
     /// The declared order of the children (`sort = "-time"`), if any.
     pub fn order(&self) -> Option<Sort> {
-        Sort::declared(self.rel.order)
+        Sort::declared(self.relation().order)
     }
 }
 
@@ -285,20 +293,20 @@ impl<P: Document, T: Document, F, const K: u64> RefMany<P, T, F, K> {
     /// when the deployment supports one ([`LinkOutcome::transactional`]).
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn link<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
-        LinkWrite::new(db, P::schema(), self.rel, parent.to_bson(), target.to_bson(), false)
+        LinkWrite::new(db, P::schema(), self.relation(), parent.to_bson(), target.to_bson(), false)
     }
 
     /// Removes `target` from the array of `parent`, and the back-reference
     /// from `target` for a two-way reference.
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn unlink<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
-        LinkWrite::new(db, P::schema(), self.rel, parent.to_bson(), target.to_bson(), true)
+        LinkWrite::new(db, P::schema(), self.relation(), parent.to_bson(), target.to_bson(), true)
     }
 
     /// The parents whose array holds `target`: the reverse lookup of a
     /// one-way reference, through the multikey index `ensure_indexes` makes.
     pub fn referrers(&self, db: &Database, target: &T::Id) -> Find<P, P> {
-        Find::on(db, Filter::new(bson::doc! { self.rel.id_path(): target.to_bson() }))
+        Find::on(db, Filter::new(bson::doc! { self.relation().id_path(): target.to_bson() }))
     }
 }
 
@@ -309,12 +317,12 @@ impl<P: Document, T: Document, F, const K: u64> RefOne<P, T, F, K> {
     /// sides in one call (in a transaction when the deployment supports one).
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn reassign<'a>(&self, db: &'a Database, child: &P::Id, target: &T::Id) -> LinkWrite<'a> {
-        LinkWrite::new(db, P::schema(), self.rel, child.to_bson(), target.to_bson(), false)
+        LinkWrite::new(db, P::schema(), self.relation(), child.to_bson(), target.to_bson(), false)
     }
 
     /// Clears an optional reference (and the back-reference of a two-way one).
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn unlink<'a>(&self, db: &'a Database, child: &P::Id, target: &T::Id) -> LinkWrite<'a> {
-        LinkWrite::new(db, P::schema(), self.rel, child.to_bson(), target.to_bson(), true)
+        LinkWrite::new(db, P::schema(), self.relation(), child.to_bson(), target.to_bson(), true)
     }
 }

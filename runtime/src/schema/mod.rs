@@ -4,6 +4,7 @@
 
 pub mod document;
 pub mod graph;
+pub mod handles;
 pub mod indexes;
 pub mod registry;
 pub mod shard;
