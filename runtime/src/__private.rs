@@ -4,8 +4,8 @@ pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::schema::document::{
-    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
-    Schema, SubsetSpec,
+    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
+    RelationKind, Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
 pub use inventory;
@@ -287,45 +287,15 @@ pub const fn holds_id<H: IdOf<I>, I>() -> bool {
     true
 }
 
-/// What a stored field of a document is, for the checks other documents
-/// make against it (`inverse = ..`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkKind {
-    /// A plain field, an embed or a bucket.
-    Plain,
-    /// An array of ids (`#[reference(many)]` on `Vec<Id>`).
-    Ids,
-    /// An array of `{id, ..}` structs.
-    Structs,
-    /// A single reference (`#[reference(to = ..)]`).
-    One,
-    /// A parent reference.
-    Parent,
-    /// The type failed its derive: nothing is known, nothing is reported.
-    Stub,
-}
-
-/// A stored field of a document, by Rust name.
-#[derive(Debug, Clone, Copy)]
-pub struct Link {
-    /// The Rust field.
-    pub rust: &'static str,
-    /// The stored name.
-    pub stored: &'static str,
-    /// What it is.
-    pub kind: LinkKind,
-    /// The collection it refers to (references).
-    pub target: Option<&'static str>,
-}
-
 /// The links of a type whose derive failed.
-pub const STUB_LINKS: &[Link] = &[Link { rust: "", stored: "", kind: LinkKind::Stub, target: None }];
+pub const STUB_LINKS: &[FieldInfo] =
+    &[FieldInfo { rust: "", bson: "", rust_type: "", kind: LinkKind::Stub, target: None }];
 
 /// What `inverse = rust` finds on a document with `links`, for a reference
 /// declared on collection `back_to`: `0` a reference back (ids or single),
 /// `1` no such stored field, `2` not a reference, `3` a reference to another
 /// collection, `4` an array of `{id, ..}` structs.
-pub const fn inverse_check(links: &[Link], rust: &str, back_to: &str) -> u8 {
+pub const fn inverse_check(links: &[FieldInfo], rust: &str, back_to: &str) -> u8 {
     let mut i = 0;
     while i < links.len() {
         let link = &links[i];
@@ -347,11 +317,11 @@ pub const fn inverse_check(links: &[Link], rust: &str, back_to: &str) -> u8 {
 
 /// The stored name of the field `rust` of a document with `links` (`""` when
 /// it has none: a check reports that).
-pub const fn link_path(links: &[Link], rust: &str) -> &'static str {
+pub const fn link_path(links: &[FieldInfo], rust: &str) -> &'static str {
     let mut i = 0;
     while i < links.len() {
         if str_eq(links[i].rust, rust) {
-            return links[i].stored;
+            return links[i].bson;
         }
         i += 1;
     }
@@ -359,7 +329,7 @@ pub const fn link_path(links: &[Link], rust: &str) -> &'static str {
 }
 
 /// Whether the field `rust` of a document with `links` is an array of references.
-pub const fn link_is_array(links: &[Link], rust: &str) -> bool {
+pub const fn link_is_array(links: &[FieldInfo], rust: &str) -> bool {
     let mut i = 0;
     while i < links.len() {
         if str_eq(links[i].rust, rust) {

@@ -71,8 +71,8 @@ pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
 pub use repository::{InSession, Repository, UpdateOutcome};
 pub use schema::document::{
-    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, OnDelete, Relation, RelationKind,
-    RoutedById, Schema, View, TIME_BUCKET_SIZE,
+    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
+    RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
 pub use store::find::{Find, FindIn};
 pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};

@@ -5,7 +5,7 @@
 use super::{with_crate, Checked};
 use crate::internals::model::{Copied, EmbeddedModel, ModelCopy};
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 
 /// The `Copy` descriptors of a document's top-level copies, and their checks.
 pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<TokenStream>, TokenStream) {
@@ -25,7 +25,7 @@ pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<Toke
             }
         });
         // rustc reports an unmet bound at the type argument: the `via` key's.
-        let via_to = super::respan(checked.doc(&via.to), via.ident.span());
+        let via_to = super::respan(checked.doc(&via.to).into_token_stream(), via.ident.span());
         checks.push(quote_spanned! {via.ident.span()=>
             const _: bool = __docrel::leads_to::<#via_to, #src>();
         });
@@ -35,13 +35,13 @@ pub fn document_copies(copies: &[ModelCopy], checked: &mut Checked) -> (Vec<Toke
 
 /// The source document of a copy, once the copy has its source field's
 /// type (the one check of a copy, at the source field's name).
-fn source(copied: &Copied, checked: &mut Checked) -> TokenStream {
+fn source(copied: &Copied, checked: &mut Checked) -> syn::Ident {
     let src = checked.doc(&copied.source.path);
     let (field, ty) = (&copied.source_field, copied.ty);
     let key = format!("copy {} {}", copied.ident, src);
     let check =
         quote_spanned!(field.span()=> __docrel::Named::field(<#src>::__DOCREL_FIELDS.#field).copied_as::<#ty>());
-    checked.checked(key, src, check)
+    checked.checked(key, src.into_token_stream(), check)
 }
 
 /// `#[derive(Embedded)]`: the copies an element struct of a reference array

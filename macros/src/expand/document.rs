@@ -13,10 +13,6 @@ pub fn expand(m: &Model) -> TokenStream {
     let ident = m.ident;
     let collection = &m.collection;
     let rust_name = ident.to_string();
-    let field_infos = m.fields.iter().map(|f| {
-        let (rust, bson, ty) = (f.ident.to_string(), &f.stored, &f.type_name);
-        quote! { __docrel::FieldInfo { rust: #rust, bson: #bson, rust_type: #ty } }
-    });
     let relations: Vec<_> = m.relations.iter().map(|rel| relation(rel, &mut checked)).collect();
     let indexes = m.fields.iter().filter(|f| f.index != Index::None).map(|f| {
         let (name, unique) = (&f.stored, f.index == Index::Unique);
@@ -48,7 +44,7 @@ pub fn expand(m: &Model) -> TokenStream {
                 rust_name: #rust_name,
                 module: ::core::module_path!(),
                 collection: #collection,
-                fields: &[#(#field_infos),*],
+                fields: <#ident>::__DOCREL_LINKS,
                 relations: &[#(#relations),*],
                 indexes: &[#(#indexes),*],
                 copies: &[#(#copies),*],
@@ -150,7 +146,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| rust_name(f.ident));
     let links = m.fields.iter().map(|f| {
-        let (rust, stored) = (rust_name(f.ident), &f.stored);
+        let (rust, stored, ty) = (rust_name(f.ident), &f.stored, &f.type_name);
         let rel = m.relations.iter().find(|r| r.ident == f.ident);
         let kind = match rel.map(|r| &r.kind) {
             Some(RelationKind::RefMany { element: Element::Ids { .. }, .. }) => quote!(Ids),
@@ -164,9 +160,10 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             quote!(<#to as __docrel::Document>::COLLECTION)
         }));
         quote! {
-            __docrel::Link {
+            __docrel::FieldInfo {
                 rust: #rust,
-                stored: #stored,
+                bson: #stored,
+                rust_type: #ty,
                 kind: __docrel::LinkKind::#kind,
                 target: #target,
             }
@@ -194,7 +191,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
 
             #[doc(hidden)]
-            pub const __DOCREL_LINKS: &'static [__docrel::Link] = &[#(#links),*];
+            pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = &[#(#links),*];
 
             /// The typed repository of this document type in `db`.
             pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> #stored {

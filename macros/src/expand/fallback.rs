@@ -44,7 +44,7 @@ pub fn document(s: &Stub) -> TokenStream {
                 #[doc(hidden)]
                 pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[];
                 #[doc(hidden)]
-                pub const __DOCREL_LINKS: &'static [__docrel::Link] = __docrel::STUB_LINKS;
+                pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = __docrel::STUB_LINKS;
             }
 
             #[automatically_derived]

@@ -83,21 +83,21 @@ pub struct Checked {
 
 impl Checked {
     /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`).
-    pub fn doc(&mut self, path: &Path) -> TokenStream {
+    pub fn doc(&mut self, path: &Path) -> Ident {
         let key = format!("doc {}", path.to_token_stream());
         let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
         self.alias(key, "Doc", quote!(#path), check)
     }
 
     /// `ty` as the element struct of a reference array.
-    pub fn embedded(&mut self, ty: &Type) -> TokenStream {
+    pub fn embedded(&mut self, ty: &Type) -> Ident {
         let key = format!("elem {}", ty.to_token_stream());
         let check = quote_spanned!(ty.span()=> __docrel::is_embedded::<#ty>());
         self.alias(key, "Elem", quote!(#ty), check)
     }
 
     /// `ty` as a view of the document `of` (the summaries of a subset).
-    pub fn view_of(&mut self, ty: &Type, of: &Path) -> TokenStream {
+    pub fn view_of(&mut self, ty: &Type, of: &Path) -> Ident {
         let key = format!("view {} of {}", ty.to_token_stream(), of.to_token_stream());
         let of = self.doc(of);
         let check = quote_spanned!(ty.span()=> __docrel::is_view_of::<#ty, #of>());
@@ -105,22 +105,22 @@ impl Checked {
     }
 
     /// The document `to`, once it has the field `field` (`inverse = field`).
-    pub fn with_field(&mut self, to: &Path, field: &Ident) -> TokenStream {
+    pub fn with_field(&mut self, to: &Path, field: &Ident) -> Ident {
         let key = format!("field {} {}", to.to_token_stream(), field);
         let to = self.doc(to);
         let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::__DOCREL_FIELDS.#field));
-        self.alias(key, "Field", to, check)
+        self.alias(key, "Field", to.into_token_stream(), check)
     }
 
     /// `base`, once `check` (a `const` expression of type `bool`, `true`
     /// when it compiles) compiles.
-    pub fn checked(&mut self, key: String, base: TokenStream, check: TokenStream) -> TokenStream {
+    pub fn checked(&mut self, key: String, base: TokenStream, check: TokenStream) -> Ident {
         self.alias(key, "Check", base, check)
     }
 
-    fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> TokenStream {
+    fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> Ident {
         if let Some((_, alias)) = self.seen.iter().find(|(k, _)| *k == key) {
-            return alias.to_token_stream();
+            return alias.clone();
         }
         let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
         self.decls.push(quote! {
@@ -128,7 +128,7 @@ impl Checked {
             type #alias = <__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out;
         });
         self.seen.push((key, alias.clone()));
-        alias.to_token_stream()
+        alias
     }
 
     /// The alias declarations (inside the derive's `const _` block).

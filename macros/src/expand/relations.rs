@@ -133,7 +133,7 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
 
 /// The id type of `to`, once the ids a field holds (`held`, as written) are
 /// of that type: the one check of a reference's id type, at the field's type.
-fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
+fn checked_id(to: &syn::Ident, held: &syn::Type, checked: &mut Checked) -> syn::Ident {
     let id = quote!(<#to as __docrel::Document>::Id);
     let key = format!("id {to} {}", quote!(#held));
     let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());
@@ -145,7 +145,7 @@ fn checked_id(to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> Toke
 /// the runtime's visit of the shape, or each element's key.
 fn many_visit(
     rel: &ModelRelation,
-    to: &TokenStream,
+    to: &syn::Ident,
     element: &Element,
     optional: bool,
     checked: &mut Checked,
@@ -174,7 +174,7 @@ fn many_visit(
 
 /// The visit of a single reference (`Id` or `Option<Id>`), given the
 /// field's value: the runtime's visit of the shape, at the checked id type.
-fn single_visit(rel: &ModelRelation, to: &TokenStream, held: &syn::Type, checked: &mut Checked) -> TokenStream {
+fn single_visit(rel: &ModelRelation, to: &syn::Ident, held: &syn::Type, checked: &mut Checked) -> TokenStream {
     let held = checked_id(to, held, checked);
     if rel.kind.optional() {
         quote!(__docrel::visit_option::<#held>)

@@ -267,27 +267,28 @@ pub struct Names {
 
 impl Names {
     pub fn new(input: &syn::DeriveInput) -> Self {
-        let mut mentioned = std::collections::HashSet::new();
-        collect_idents(quote::ToTokens::to_token_stream(input), &mut mentioned);
+        // The input as one string, searched for the names as words: one
+        // call into the compiler, where walking the tokens would make one
+        // per identifier. A name that appears only inside a literal or a
+        // doc comment is taken as mentioned too, which costs nothing but
+        // the prefix.
+        let text = quote::ToTokens::to_token_stream(input).to_string();
         let name = |suffix: &str| {
             let plain = format!("{}{suffix}", input.ident);
-            let name = if mentioned.contains(&plain) { format!("__Docrel{plain}") } else { plain };
+            let name = if mentions(&text, &plain) { format!("__Docrel{plain}") } else { plain };
             Ident::new(&name, input.ident.span())
         };
         Names { fields: name("Fields"), rels: name("Rels") }
     }
 }
 
-fn collect_idents(tokens: proc_macro2::TokenStream, out: &mut std::collections::HashSet<String>) {
-    for tt in tokens {
-        match tt {
-            proc_macro2::TokenTree::Ident(i) => {
-                out.insert(i.to_string());
-            }
-            proc_macro2::TokenTree::Group(g) => collect_idents(g.stream(), out),
-            _ => {}
-        }
-    }
+/// Whether `word` appears in `text` as a whole identifier.
+fn mentions(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(is_ident)
+            && !text[at + word.len()..].chars().next().is_some_and(is_ident)
+    })
 }
 
 impl RelationKind<'_> {

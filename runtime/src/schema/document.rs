@@ -244,7 +244,7 @@ pub struct IndexSpec {
 }
 
 /// One stored field of a document type.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct FieldInfo {
     /// The Rust field name.
     pub rust: &'static str,
@@ -252,6 +252,30 @@ pub struct FieldInfo {
     pub bson: &'static str,
     /// The Rust type, as written.
     pub rust_type: &'static str,
+    /// What the field is: plain, or which kind of reference.
+    pub kind: LinkKind,
+    /// The collection a reference field refers to.
+    pub target: Option<&'static str>,
+}
+
+/// What a stored field of a document is ([`FieldInfo::kind`]); other
+/// documents' derives check their `inverse = ..` against it when the
+/// program is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    /// A plain field, an embed or a bucket.
+    Plain,
+    /// An array of ids (`#[reference(many)]` on `Vec<Id>`).
+    Ids,
+    /// An array of `{id, ..}` structs.
+    Structs,
+    /// A single reference (`#[reference(to = ..)]`).
+    One,
+    /// A parent reference.
+    Parent,
+    /// The type failed its derive: nothing is known, nothing is reported.
+    #[doc(hidden)]
+    Stub,
 }
 
 /// A relationship declared by an attribute on a field.
