@@ -183,6 +183,24 @@ impl<Y, N: 'static> Select<false, Y, N> {
     }
 }
 
+/// The quiet twin of every probed piece of advice (see the derive's
+/// `warn.rs`): a probe that finds the advice does not apply calls the
+/// method of this name here, which says nothing, instead of the deprecated
+/// one on the user's type. The names are the rules'; a derive with two
+/// probed pieces of advice of one rule (whose names then carry the field)
+/// declares its own twins.
+pub struct Quiet;
+
+#[allow(non_snake_case)]
+impl Quiet {
+    /// Rule 2's twin.
+    pub fn docrel_rule_2_embedded_document(&self) {}
+    /// The relationship balance twin.
+    pub fn docrel_relationship_balance(&self) {}
+    /// Rule 5's twin.
+    pub fn docrel_rule_5_write_heavy_copy(&self) {}
+}
+
 /// `T`, once a check on it holds (see [`Resolve`]).
 pub struct Pick<T: ?Sized, const OK: bool>(PhantomData<T>);
 

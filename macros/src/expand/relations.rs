@@ -25,7 +25,6 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let decls = handles.iter().map(|(decl, _)| decl);
     let inits = handles.iter().map(|(_, init)| init);
     let rels_ty = &m.names.rels;
-    let stored = super::stored_bounds(ident);
     let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
     // Every type that carries a reference field can be a loader's parent:
     // the document itself here, its views in the `View` derive.
@@ -56,7 +55,7 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
         impl #ident {
             /// Typed handles of the relationships: loaders, link/unlink and
             /// reverse lookups.
-            pub const fn rels() -> __docrel::Handles<#rels_ty> #stored {
+            pub const fn rels() -> __docrel::Handles<#rels_ty> {
                 __docrel::Handles::new(&Self::__DOCREL_RELS)
             }
 

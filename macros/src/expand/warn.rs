@@ -50,17 +50,19 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
         }
     };
     // The twin of each probed method that says nothing, called when the
-    // probe finds the advice does not apply; one per derive.
+    // probe finds the advice does not apply: the runtime's `Quiet` has
+    // every rule's; a field-suffixed name gets one per derive.
     let probed: Vec<&Ident> =
         pending.iter().zip(&names).filter(|(a, _)| !matches!(a.when, When::Always)).map(|(_, n)| n).collect();
-    let quiet = if probed.is_empty() {
-        TokenStream::new()
+    let (quiet_ty, quiet) = if probed.iter().all(|n| pending.iter().any(|a| n.to_string() == a.name)) {
+        (quote!(__docrel::Quiet), TokenStream::new())
     } else {
-        quote! {
+        let quiet = quote! {
             struct __DocrelQuiet;
             #[allow(dead_code, non_snake_case)]
             impl __DocrelQuiet { #(fn #probed(&self) {})* }
-        }
+        };
+        (quote!(__DocrelQuiet), quiet)
     };
     let uses = pending.iter().zip(&names).enumerate().map(|(i, (a, name))| {
         let fn_name = format_ident!("__docrel_advice_{}", i);
@@ -69,19 +71,19 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
             When::Always => quote_spanned!(a.span=> let _ = #ident::#name;),
             When::IsDocument(ty) => quote! {
                 use __docrel::{Otherwise as _, WhenDocument as _};
-                (&__docrel::Probe::<#ty, #ident, __DocrelQuiet>::new()).pick()#call;
+                (&__docrel::Probe::<#ty, #ident, #quiet_ty>::new()).pick()#call;
             },
             When::InverseIsArray { to, inverse } => {
                 let links = checked.with_field(to, inverse);
                 let rust = inverse.to_string();
                 let rust = rust.trim_start_matches("r#");
-                select(ident, &call, quote!(__docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
+                select(ident, &quiet_ty, &call, quote!(__docrel::link_is_array(<#links>::__DOCREL_LINKS, #rust)))
             }
             When::WriteHeavy { src, field } => {
                 let src = checked.doc(src);
                 let field = field.to_string();
                 let field = field.trim_start_matches("r#");
-                select(ident, &call, quote!(__docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
+                select(ident, &quiet_ty, &call, quote!(__docrel::contains(<#src>::__DOCREL_WRITE_HEAVY, #field)))
             }
         };
         quote! {
@@ -94,9 +96,9 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
 
 /// Calls the deprecated method when the `const` condition holds, its quiet
 /// twin otherwise.
-fn select(ident: &Ident, call: &TokenStream, condition: TokenStream) -> TokenStream {
+fn select(ident: &Ident, quiet: &TokenStream, call: &TokenStream, condition: TokenStream) -> TokenStream {
     quote! {
-        __docrel::Select::<{ #condition }, #ident, __DocrelQuiet>::new().pick()#call;
+        __docrel::Select::<{ #condition }, #ident, #quiet>::new().pick()#call;
     }
 }
 
