@@ -2,7 +2,7 @@
 //! (registered at link time), the typed field handles and relation handles,
 //! and the checks against the other types the attributes name.
 
-use super::{option, stored_name, with_crate, Checked};
+use super::{stored_name, with_crate, Checked, CollectionOf, Opt};
 use crate::internals::model::{Bucket, Element, Index, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -134,46 +134,36 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let stored = super::stored_bounds(ident);
     let vis = m.vis;
     let fields_ty = &m.names.fields;
-    let handle_decls = m.fields.iter().map(|f| {
-        let (name, ty) = (f.ident, f.ty);
-        let doc = format!("`{}` (stored as `{}`).", name, f.stored);
-        quote! { #[doc = #doc] pub #name: __docrel::Field<#ident, #ty>, }
-    });
-    let handle_inits = m.fields.iter().map(|f| {
-        let (name, path, max) = (f.ident, &f.stored, option(f.bound));
-        quote! { #name: __docrel::Field::new(#path, #max), }
-    });
+    // Parallel lists, one repetition each: a stream per field (a closure's
+    // `quote!`) would cost calls into the compiler for each (see `Opt`).
+    let names: Vec<&syn::Ident> = m.fields.iter().map(|f| f.ident).collect();
+    let tys = m.fields.iter().map(|f| f.ty);
+    let docs = m.fields.iter().map(|f| format!("`{}` (stored as `{}`).", f.ident, f.stored));
+    let paths: Vec<&String> = m.fields.iter().map(|f| &f.stored).collect();
+    let maxes = m.fields.iter().map(|f| Opt(f.bound));
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| rust_name(f.ident));
-    let links = m.fields.iter().map(|f| {
-        let (rust, stored, ty) = (rust_name(f.ident), &f.stored, &f.type_name);
+    let rusts = m.fields.iter().map(|f| rust_name(f.ident));
+    let type_names = m.fields.iter().map(|f| &f.type_name);
+    let mut kinds = Vec::new();
+    let mut targets = Vec::new();
+    for f in &m.fields {
         let rel = m.relations.iter().find(|r| r.ident == f.ident);
         let kind = match rel.map(|r| &r.kind) {
-            Some(RelationKind::RefMany { element: Element::Ids { .. }, .. }) => quote!(Ids),
-            Some(RelationKind::RefMany { element: Element::Structs { .. }, .. }) => quote!(Structs),
-            Some(RelationKind::RefOne { .. }) => quote!(One),
-            Some(RelationKind::ParentRef { .. }) => quote!(Parent),
-            _ => quote!(Plain),
+            Some(RelationKind::RefMany { element: Element::Ids { .. }, .. }) => "Ids",
+            Some(RelationKind::RefMany { element: Element::Structs { .. }, .. }) => "Structs",
+            Some(RelationKind::RefOne { .. }) => "One",
+            Some(RelationKind::ParentRef { .. }) => "Parent",
+            _ => "Plain",
         };
-        let target = option(rel.and_then(|r| r.kind.target()).map(|t| {
-            let to = checked.doc(&t.path);
-            quote!(<#to as __docrel::Document>::COLLECTION)
-        }));
-        quote! {
-            __docrel::FieldInfo {
-                rust: #rust,
-                bson: #stored,
-                rust_type: #ty,
-                kind: __docrel::LinkKind::#kind,
-                target: #target,
-            }
-        }
-    });
+        kinds.push(syn::Ident::new(kind, proc_macro2::Span::call_site()));
+        targets.push(Opt(rel.and_then(|r| r.kind.target()).map(|t| CollectionOf(checked.doc(&t.path)))));
+    }
     quote! {
         #[doc = #fields_doc]
         #[allow(dead_code)]
         #vis struct #fields_ty {
-            #(#handle_decls)*
+            #(#[doc = #docs] pub #names: __docrel::Field<#ident, #tys>,)*
         }
 
         #[allow(dead_code)]
@@ -185,13 +175,21 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             }
 
             #[doc(hidden)]
-            pub const __DOCREL_FIELDS: #fields_ty = #fields_ty { #(#handle_inits)* };
+            pub const __DOCREL_FIELDS: #fields_ty = #fields_ty { #(#names: __docrel::Field::new(#paths, #maxes),)* };
 
             #[doc(hidden)]
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
 
             #[doc(hidden)]
-            pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = &[#(#links),*];
+            pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = &[#(
+                __docrel::FieldInfo {
+                    rust: #rusts,
+                    bson: #paths,
+                    rust_type: #type_names,
+                    kind: __docrel::LinkKind::#kinds,
+                    target: #targets,
+                }
+            ),*];
 
             /// The typed repository of this document type in `db`.
             pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> #stored {
@@ -309,22 +307,22 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let field = &rel.stored;
     let rust_field = rel.ident.to_string();
     let kind = relation_kind(&rel.kind, checked);
-    let target = option(rel.kind.target().map(|t| {
-        let to = checked.doc(&t.path);
-        quote!(<#to as __docrel::Document>::COLLECTION)
-    }));
-    let target_type = option(rel.kind.target().map(|t| &t.name));
-    let inverse = option(rel.kind.inverse().map(|(to, inverse)| {
+    let target = Opt(rel.kind.target().map(|t| CollectionOf(checked.doc(&t.path))));
+    let target_type = Opt(rel.kind.target().map(|t| &t.name));
+    let inverse = Opt(rel.kind.inverse().map(|(to, inverse)| {
         let links = checked.with_field(&to.path, inverse);
         let rust = rust_name(inverse);
         quote!(__docrel::link_path(<#links>::__DOCREL_LINKS, #rust))
     }));
-    let on_delete = match rel.on_delete {
-        OnDelete::Nothing => quote!(__docrel::OnDelete::Nothing),
-        OnDelete::Pull => quote!(__docrel::OnDelete::Pull),
-        OnDelete::Cascade => quote!(__docrel::OnDelete::Cascade),
-        OnDelete::Restrict => quote!(__docrel::OnDelete::Restrict),
-    };
+    let on_delete = syn::Ident::new(
+        match rel.on_delete {
+            OnDelete::Nothing => "Nothing",
+            OnDelete::Pull => "Pull",
+            OnDelete::Cascade => "Cascade",
+            OnDelete::Restrict => "Restrict",
+        },
+        proc_macro2::Span::call_site(),
+    );
     let order = match &rel.kind {
         RelationKind::ParentRef { order, .. } => sort_pairs(order, checked),
         _ => quote!(&[]),
@@ -336,11 +334,11 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
         }
         _ => quote!(&[]),
     };
-    let subset = option(match &rel.kind {
+    let subset = Opt(match &rel.kind {
         RelationKind::Embed { subset: Some(subset), .. } => Some(subset_spec(subset, checked)),
         _ => None,
     });
-    let bucket = option(match &rel.kind {
+    let bucket = Opt(match &rel.kind {
         RelationKind::Bucket(bucket) => Some(bucket_spec(bucket)),
         _ => None,
     });
@@ -352,7 +350,7 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
             target: #target,
             target_type: #target_type,
             inverse: #inverse,
-            on_delete: #on_delete,
+            on_delete: __docrel::OnDelete::#on_delete,
             order: #order,
             copies: #copies,
             subset: #subset,
@@ -364,12 +362,12 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
 fn relation_kind(kind: &RelationKind, checked: &mut Checked) -> TokenStream {
     match kind {
         RelationKind::Embed { many, max, .. } => {
-            let max = option(*max);
+            let max = Opt(*max);
             quote!(__docrel::RelationKind::Embed { many: #many, max: #max })
         }
         RelationKind::RefMany { max, element, .. } => {
-            let max = option(*max);
-            let key = option(element.key().as_ref().map(|k| stored_name(k, checked)));
+            let max = Opt(*max);
+            let key = Opt(element.key().as_ref().map(|k| stored_name(k, checked)));
             quote!(__docrel::RelationKind::RefMany { max: #max, key: #key })
         }
         RelationKind::RefOne { optional, .. } => {
@@ -396,8 +394,8 @@ fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
     let elem = checked.view_of(s.elem, &s.child.path);
     let sort = sort_pairs(&s.sort, checked);
     let keep_last = s.keep_last;
-    let key = option(s.key.as_ref().map(|k| stored_name(k, checked)));
-    let max_bytes = option(s.max_bytes);
+    let key = Opt(s.key.as_ref().map(|k| stored_name(k, checked)));
+    let max_bytes = Opt(s.max_bytes);
     quote! {
         __docrel::SubsetSpec {
             child: <#child as __docrel::Document>::COLLECTION,
@@ -413,7 +411,7 @@ fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
 
 fn bucket_spec(b: &Bucket) -> TokenStream {
     let (parent, count, page, start) = (&b.parent_field, &b.count, &b.page, &b.start);
-    let (size, window, max_bytes) = (option(b.size), option(b.window_ms), option(b.max_bytes));
+    let (size, window, max_bytes) = (Opt(b.size), Opt(b.window_ms), Opt(b.max_bytes));
     quote! {
         __docrel::BucketSpec {
             parent: #parent,

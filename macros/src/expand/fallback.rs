@@ -5,7 +5,7 @@
 //! to this one. Every shape gets them: a struct whose attributes are wrong,
 //! and an enum, a tuple or unit struct, or a union derived by mistake.
 
-use super::{option, with_crate};
+use super::{with_crate, Opt};
 use crate::internals::model::Stub;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -24,7 +24,7 @@ pub fn document(s: &Stub) -> TokenStream {
         quote!(pub #name: __docrel::Field<#ident, #ty>,)
     });
     let inits = s.fields.iter().map(|f| {
-        let (name, path, max) = (f.ident, &f.stored, option(f.bound));
+        let (name, path, max) = (f.ident, &f.stored, Opt(f.bound));
         quote!(#name: __docrel::Field::new(#path, #max),)
     });
     let out = quote! {

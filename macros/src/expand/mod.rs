@@ -24,11 +24,52 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
-/// `Some(v)` or `None`, by absolute path.
-fn option(value: Option<impl ToTokens>) -> TokenStream {
-    match value {
-        Some(v) => quote!(__docrel::Some(#v)),
-        None => quote!(__docrel::None),
+/// `__docrel::Some(v)` or `__docrel::None`, appended to the stream it is
+/// interpolated in token by token: building it as a stream of its own
+/// (`quote!`) and interpolating that costs calls into the compiler per
+/// stream, which a crate of documents pays for every field.
+pub struct Opt<T>(pub Option<T>);
+
+impl<T: ToTokens> ToTokens for Opt<T> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        use proc_macro2::{Delimiter, Group, Punct, Span};
+        use quote::TokenStreamExt;
+        let span = Span::call_site();
+        tokens.append(Ident::new("__docrel", span));
+        tokens.append(Punct::new(':', Spacing::Joint));
+        tokens.append(Punct::new(':', Spacing::Alone));
+        match &self.0 {
+            Some(value) => {
+                tokens.append(Ident::new("Some", span));
+                tokens.append(Group::new(Delimiter::Parenthesis, value.to_token_stream()));
+            }
+            None => tokens.append(Ident::new("None", span)),
+        }
+    }
+}
+
+/// `<alias as __docrel::Document>::COLLECTION`, appended token by token
+/// (see [`Opt`]).
+pub struct CollectionOf(pub Ident);
+
+impl ToTokens for CollectionOf {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        use proc_macro2::{Punct, Span};
+        use quote::TokenStreamExt;
+        let span = Span::call_site();
+        let colons = |tokens: &mut TokenStream| {
+            tokens.append(Punct::new(':', Spacing::Joint));
+            tokens.append(Punct::new(':', Spacing::Alone));
+        };
+        tokens.append(Punct::new('<', Spacing::Alone));
+        tokens.append(self.0.clone());
+        tokens.append(Ident::new("as", span));
+        tokens.append(Ident::new("__docrel", span));
+        colons(tokens);
+        tokens.append(Ident::new("Document", span));
+        tokens.append(Punct::new('>', Spacing::Alone));
+        colons(tokens);
+        tokens.append(Ident::new("COLLECTION", span));
     }
 }
 
