@@ -233,9 +233,13 @@ pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
 /// another operator, nested, or unknown to the schema): then the write
 /// reads them back ([`source_projection`]).
 pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
-    let derived = graph().derived_fields(source)?;
-    let set = body.get_document("$set").ok()?;
-    derived
+    set_values(source, body.get_document("$set").ok()?)
+}
+
+/// [`known_values`] from the `$set` of the update.
+pub(crate) fn set_values(source: &str, set: &BsonDoc) -> Option<BsonDoc> {
+    graph()
+        .derived_fields(source)?
         .iter()
         .map(|f| if f.contains('.') { None } else { set.get(*f).map(|v| ((*f).to_owned(), v.clone())) })
         .collect()
@@ -290,31 +294,46 @@ pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Opt
         return None;
     }
     let set = body.get_document("$set").ok()?.clone();
-    Some(stamp_write(filter.clone(), set, id, values.clone()))
+    let (filter, update, stamp) = stamp_write(filter.clone(), set);
+    Some((filter, update, after_image(id, stamp, values.clone())))
 }
 
 /// The stamped write of one source by its `_id` (see [`stamped`]), built
-/// from the update alone: `body` must be only a `$set` of every derived
-/// field ([`known_values`]), and the source must carry a version.
-pub(crate) fn stamped_by_id(source: &str, id: &Bson, mut body: BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
-    if body.len() != 1 || graph().targets_of(source).is_empty() {
+/// from the `$set` of an update that is nothing else: every derived field
+/// must be set in it literally ([`known_values`]), and the source must
+/// carry a version. Returns the filter, the update and the stamp; the
+/// fan-out reads the values from `set` itself ([`fan_out_source`]), so no
+/// image of the source is built.
+pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: &BsonDoc) -> Option<(BsonDoc, BsonDoc, i64)> {
+    if graph().targets_of(source).is_empty() || !sets_derived(source, set) {
         return None;
     }
-    let values = known_values(source, &body)?;
-    let Some(Bson::Document(set)) = body.remove("$set") else { return None };
-    Some(stamp_write(doc! {"_id": id.clone()}, set, id.clone(), values))
+    Some(stamp_write(doc! {"_id": id.clone()}, set.clone()))
 }
 
-/// A stamped write of `set` to the source `id` where `filter` matches:
-/// the filter and the update with the stamp (see [`stamped`]), and the
-/// source as the fan-out reads it (`_id`, version, derived `values`).
-fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc, id: Bson, values: BsonDoc) -> (BsonDoc, BsonDoc, BsonDoc) {
+/// Whether `set` (a `$set`) gives every field derived from `source`
+/// literally: the condition of [`known_values`], without building them.
+fn sets_derived(source: &str, set: &BsonDoc) -> bool {
+    graph()
+        .derived_fields(source)
+        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.contains_key(f)))
+}
+
+/// The source as the fan-out reads it after a stamped write: `_id`,
+/// version, the derived `values`.
+pub(crate) fn after_image(id: Bson, stamp: i64, values: BsonDoc) -> BsonDoc {
+    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
+    after.extend(values);
+    after
+}
+
+/// A stamped write of `set` to the source where `filter` matches: the
+/// filter and the update with the stamp (see [`stamped`]), and the stamp.
+fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64) {
     let stamp = next_stamp();
     filter.insert(VERSION_PATH, doc! {"$lt": stamp});
     set.insert(VERSION_PATH, stamp);
-    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
-    after.extend(values);
-    (filter, doc! {"$set": set}, after)
+    (filter, doc! {"$set": set}, stamp)
 }
 
 /// What a fan-out wrote.
@@ -332,10 +351,24 @@ pub(crate) async fn fan_out_copies(
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    mut session: Option<&mut ClientSession>,
+    session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    let version = version_of(source_doc);
+    fan_out_source(db, source, &id, version_of(source_doc), source_doc, touched, session).await
+}
+
+/// [`fan_out_copies`] of the source `id` at `version`, given its copied
+/// fields at their paths in `values` (other fields are ignored): a write
+/// that knows them needs no image of the source.
+pub(crate) async fn fan_out_source(
+    db: &Database,
+    source: &'static str,
+    id: &Bson,
+    version: i64,
+    values: &BsonDoc,
+    touched: Option<&[String]>,
+    mut session: Option<&mut ClientSession>,
+) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
     for target in targets_of(source) {
         if let Some(touched) = touched {
@@ -343,12 +376,12 @@ pub(crate) async fn fan_out_copies(
                 continue;
             }
         }
-        let n = apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut())
-            .await
-            .map_err(|e| {
+        let n = apply_to(db, target, id, values, version, Guard::FanOut, None, session.as_deref_mut()).await.map_err(
+            |e| {
                 let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
-                failed(source, &id, target, done, e)
-            })?;
+                failed(source, id, target, done, e)
+            },
+        )?;
         report.targets.push((target.collection, n));
     }
     Ok(report)

@@ -247,6 +247,17 @@ impl<D> Update<D> {
     }
 }
 
+impl<D> Update<D> {
+    /// The `$set` of an update that is only a `$set` and can be sent (what
+    /// [`Update::to_document`] would give, without copying it).
+    pub(crate) fn only_set(&self) -> Option<&BsonDoc> {
+        match (&self.problem, self.doc.len(), self.doc.get("$set")) {
+            (None, 1, Some(Bson::Document(set))) => Some(set),
+            _ => None,
+        }
+    }
+}
+
 impl<D: Document> Update<D> {
     /// One operation on one path of a typed handle, checked against the bounds.
     fn one(handle: (&'static str, Option<u32>), op: &'static str, value: std::result::Result<Bson, String>) -> Self {
