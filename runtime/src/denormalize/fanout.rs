@@ -89,7 +89,9 @@ impl Target {
     ) -> (BsonDoc, BsonDoc, Option<Vec<BsonDoc>>) {
         let version = self.version_path(id);
         let mut set = BsonDoc::new();
-        let mut unset = BsonDoc::new();
+        // Made on the first missing value: a fan-out usually has none, and
+        // every new document costs a hasher seed and allocations.
+        let mut unset: Option<BsonDoc> = None;
         // Only the refresh guard compares values; a fan-out's guard skips
         // building the comparison.
         let mut differs = Vec::new();
@@ -107,7 +109,7 @@ impl Target {
                     if guard == Guard::Refresh {
                         differs.push(doc! { *copy: {"$exists": true} });
                     }
-                    unset.insert(path, "");
+                    unset.get_or_insert_with(BsonDoc::new).insert(path, "");
                 }
             }
         }
@@ -138,7 +140,7 @@ impl Target {
         };
         set.insert(version, v);
         let mut update = doc! {"$set": set};
-        if !unset.is_empty() {
+        if let Some(unset) = unset {
             update.insert("$unset", unset);
         }
         let array_filters = paths.element_key.as_ref().map(|key| vec![doc! { key.clone(): id.clone() }]);
