@@ -41,7 +41,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
-use crate::store::path::{id_key, lookup};
+use crate::store::path::{id_key, lookup, push_id_key};
 use crate::store::session::{collect, in_session, plain};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
@@ -69,11 +69,13 @@ impl Target {
     }
 
     pub(crate) fn version_path(&self, id: &Bson) -> String {
-        let (field, key) = (self.record_field(), id_key(id));
-        let mut path = String::with_capacity(COPIES_PATH.len() + field.len() + key.len() + 2);
-        for part in [COPIES_PATH, ".", field, ".", &key] {
+        let field = self.record_field();
+        // Room for an object id's key, the common one.
+        let mut path = String::with_capacity(COPIES_PATH.len() + field.len() + 26);
+        for part in [COPIES_PATH, ".", field, "."] {
             path.push_str(part);
         }
+        push_id_key(&mut path, id);
         path
     }
 
