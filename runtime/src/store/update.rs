@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::schema::document::{Document, RelationKind, Schema};
 use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 /// An update of documents of type `D`; combine with [`Update::and`].
@@ -41,9 +42,12 @@ use std::marker::PhantomData;
 /// ```
 pub struct Update<D> {
     doc: BsonDoc,
-    touched: Vec<String>,
+    // Borrowed for a typed handle's path, which is `'static`: the common
+    // update then allocates no copy of it.
+    touched: Vec<Cow<'static, str>>,
     pushes: Vec<Push>,
-    problem: Option<Problem>,
+    // Boxed: rare, and every update's future holds the update.
+    problem: Option<Box<Problem>>,
     _doc: PhantomData<fn() -> D>,
 }
 
@@ -199,10 +203,10 @@ impl<D> Update<D> {
                 (Some(Bson::Document(mine)), Bson::Document(theirs)) => {
                     for (path, value) in theirs {
                         if mine.contains_key(&path) && self.problem.is_none() {
-                            self.problem = Some(Problem::Invalid(format!(
+                            self.problem = Some(Box::new(Problem::Invalid(format!(
                                 "`{path}` is given to `{op}` twice, and the second would replace the first; \
                                  give it once (with `$each` for several elements)"
-                            )));
+                            ))));
                         }
                         mine.insert(path, value);
                     }
@@ -219,7 +223,7 @@ impl<D> Update<D> {
 
     /// The stored paths this update writes.
     pub fn touched(&self) -> impl Iterator<Item = &str> + '_ {
-        self.touched.iter().map(String::as_str)
+        self.touched.iter().map(|t| t.as_ref())
     }
 
     /// The arrays this update pushes to, with how many elements each.
@@ -231,7 +235,7 @@ impl<D> Update<D> {
     /// bound passed for sure is [`Error::EmbedFull`] (its id is `(any)`: the
     /// update was refused before any document was read).
     pub fn to_document(&self) -> Result<BsonDoc> {
-        match &self.problem {
+        match self.problem.as_deref() {
             Some(Problem::Invalid(message)) => {
                 Err(Error::Invalid { what: crate::error::Misuse::Update, message: message.clone() })
             }
@@ -263,13 +267,13 @@ impl<D: Document> Update<D> {
     fn one(handle: (&'static str, Option<u32>), op: &'static str, value: std::result::Result<Bson, String>) -> Self {
         let path = handle.0;
         let mut u = Update::empty();
-        u.touched.push(path.to_owned());
+        u.touched.push(Cow::Borrowed(path));
         match value {
-            Err(message) => u.problem = Some(Problem::Invalid(message)),
+            Err(message) => u.problem = Some(Box::new(Problem::Invalid(message))),
             Ok(v) => {
                 match check::<D>(op, path, Some(handle), &v) {
                     Ok(push) => u.pushes.extend(push),
-                    Err(p) => u.problem = Some(p),
+                    Err(p) => u.problem = Some(Box::new(p)),
                 }
                 u.doc.insert(op, doc! { path: v });
             }
@@ -309,14 +313,14 @@ impl<D: Document> Update<D> {
         for (op, fields) in &doc {
             let Bson::Document(fields) = fields else { continue };
             for (path, value) in fields {
-                u.touched.push(path.clone());
+                u.touched.push(Cow::Owned(path.clone()));
                 if let ("$rename", Bson::String(to)) = (op.as_str(), value) {
-                    u.touched.push(to.clone());
+                    u.touched.push(Cow::Owned(to.clone()));
                 }
                 match check::<D>(op, path, None, value) {
                     Ok(push) => u.pushes.extend(push),
                     Err(p) => {
-                        u.problem.get_or_insert(p);
+                        u.problem.get_or_insert_with(|| Box::new(p));
                     }
                 }
             }
