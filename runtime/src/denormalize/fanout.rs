@@ -43,8 +43,28 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, push_id_key};
 use crate::store::session::{collect, in_session, plain};
+use crate::store::update::OnlySet;
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
+
+/// The values of a changed source a fan-out copies, by source field.
+pub(crate) trait Values: Sync {
+    fn value(&self, field: &str) -> Option<&Bson>;
+}
+
+impl Values for BsonDoc {
+    fn value(&self, field: &str) -> Option<&Bson> {
+        lookup(self, field)
+    }
+}
+
+/// The `$set` of a short write by id: its fields are top-level (see
+/// [`known_values`]).
+impl Values for OnlySet<'_> {
+    fn value(&self, field: &str) -> Option<&Bson> {
+        self.get(field)
+    }
+}
 
 /// Where a source document keeps its version.
 pub const VERSION_PATH: &str = "_docrel.v";
@@ -85,7 +105,7 @@ impl Target {
     pub(crate) fn update(
         &self,
         id: &Bson,
-        values: &BsonDoc,
+        values: &(impl Values + ?Sized),
         v: i64,
         guard: Guard,
     ) -> (BsonDoc, BsonDoc, Option<Vec<BsonDoc>>) {
@@ -100,7 +120,7 @@ impl Target {
         let paths = self.paths();
         for ((copy, source), path) in self.fields.iter().zip(&paths.set) {
             let path = path.clone();
-            match lookup(values, source) {
+            match values.value(source) {
                 Some(value) => {
                     if guard == Guard::Refresh {
                         differs.push(doc! { *copy: {"$ne": value.clone()} });
@@ -241,11 +261,11 @@ pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
 }
 
 /// [`known_values`] from the `$set` of the update.
-pub(crate) fn set_values(source: &str, set: &BsonDoc) -> Option<BsonDoc> {
+pub(crate) fn set_values(source: &str, set: &(impl Values + ?Sized)) -> Option<BsonDoc> {
     graph()
         .derived_fields(source)?
         .iter()
-        .map(|f| if f.contains('.') { None } else { set.get(*f).map(|v| ((*f).to_owned(), v.clone())) })
+        .map(|f| if f.contains('.') { None } else { set.value(f).map(|v| ((*f).to_owned(), v.clone())) })
         .collect()
 }
 
@@ -308,19 +328,19 @@ pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Opt
 /// carry a version. Returns the filter, the update and the stamp; the
 /// fan-out reads the values from `set` itself ([`fan_out_source`]), so no
 /// image of the source is built.
-pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: &BsonDoc) -> Option<(BsonDoc, BsonDoc, i64)> {
-    if graph().targets_of(source).is_empty() || !sets_derived(source, set) {
+pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: OnlySet<'_>) -> Option<(BsonDoc, BsonDoc, i64)> {
+    if graph().targets_of(source).is_empty() || !sets_derived(source, &set) {
         return None;
     }
-    Some(stamp_write(doc! {"_id": id.clone()}, set.clone()))
+    Some(stamp_write(doc! {"_id": id.clone()}, set.to_doc()))
 }
 
 /// Whether `set` (a `$set`) gives every field derived from `source`
 /// literally: the condition of [`known_values`], without building them.
-fn sets_derived(source: &str, set: &BsonDoc) -> bool {
+fn sets_derived(source: &str, set: &OnlySet<'_>) -> bool {
     graph()
         .derived_fields(source)
-        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.contains_key(f)))
+        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.get(f).is_some()))
 }
 
 /// The source as the fan-out reads it after a stamped write: `_id`,
@@ -369,7 +389,7 @@ pub(crate) async fn fan_out_source(
     source: &'static str,
     id: &Bson,
     version: i64,
-    values: &BsonDoc,
+    values: &(impl Values + ?Sized),
     touched: Option<&[String]>,
     mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
@@ -502,7 +522,7 @@ pub(crate) async fn apply_to(
     db: &Database,
     target: &Target,
     id: &Bson,
-    values: &BsonDoc,
+    values: &(impl Values + ?Sized),
     version: i64,
     guard: Guard,
     only: Option<&[Bson]>,

@@ -438,11 +438,11 @@ impl<T: Document> Repository<T> {
         // whether the child may have moved to another parent (which costs
         // a read).
         if graph().subsets_of(T::COLLECTION).is_empty() {
-            fanout::fan_out_source(&self.db, T::COLLECTION, &id, stamp, set, None, session).await?;
+            fanout::fan_out_source(&self.db, T::COLLECTION, &id, stamp, &set, None, session).await?;
         } else {
             // Boxed: its image and the subsets' future would make this one
             // (and every update by id's) larger than the allocator's fast sizes.
-            let values = fanout::set_values(T::COLLECTION, set).unwrap_or_default();
+            let values = fanout::set_values(T::COLLECTION, &set).unwrap_or_default();
             let after = fanout::after_image(id, stamp, values);
             let touched: Vec<String> = update.touched().map(str::to_owned).collect();
             Box::pin(async move { fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched), session).await })
