@@ -18,7 +18,6 @@ use futures::future::BoxFuture;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
-use std::future::IntoFuture as _;
 use std::marker::PhantomData;
 
 mod session;
@@ -414,20 +413,10 @@ impl<T: Document> Repository<T> {
         }
         let Some(set) = update.only_set() else { return Ok(None) };
         let id = id.to_bson();
-        // The filter and the update in a block that ends before the await:
-        // a local moved into the driver still takes room in this future
-        // while in scope, and this future is in every boxed update by id.
-        let (sent, stamp) = {
-            let Some((filter, body, stamp)) = fanout::stamped_by_id(T::COLLECTION, &id, set) else {
-                return Ok(None);
-            };
-            let sent = match session.as_deref_mut() {
-                Some(s) => self.raw.update_one(filter, body).session(s).into_future(),
-                None => self.raw.update_one(filter, body).into_future(),
-            };
-            (sent, stamp)
+        let Some((filter, body, stamp)) = fanout::stamped_by_id(T::COLLECTION, &id, set) else {
+            return Ok(None);
         };
-        let modified = match sent.await {
+        let modified = match in_session!(self.raw.update_one(filter, body), session.as_deref_mut()) {
             Ok(r) if r.matched_count == 1 => r.modified_count,
             Ok(_) => return Ok(None),
             Err(e) => return Err(self.err("update_one")(e)),
