@@ -41,10 +41,30 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
-use crate::store::path::{id_key, lookup};
+use crate::store::path::{id_key, lookup, push_id_key};
 use crate::store::session::{collect, in_session, plain};
+use crate::store::update::OnlySet;
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
+
+/// The values of a changed source a fan-out copies, by source field.
+pub(crate) trait Values: Sync {
+    fn value(&self, field: &str) -> Option<&Bson>;
+}
+
+impl Values for BsonDoc {
+    fn value(&self, field: &str) -> Option<&Bson> {
+        lookup(self, field)
+    }
+}
+
+/// The `$set` of a short write by id: its fields are top-level (see
+/// [`known_values`]).
+impl Values for OnlySet<'_> {
+    fn value(&self, field: &str) -> Option<&Bson> {
+        self.get(field)
+    }
+}
 
 /// Where a source document keeps its version.
 pub const VERSION_PATH: &str = "_docrel.v";
@@ -69,11 +89,13 @@ impl Target {
     }
 
     pub(crate) fn version_path(&self, id: &Bson) -> String {
-        let (field, key) = (self.record_field(), id_key(id));
-        let mut path = String::with_capacity(COPIES_PATH.len() + field.len() + key.len() + 2);
-        for part in [COPIES_PATH, ".", field, ".", &key] {
+        let field = self.record_field();
+        // Room for an object id's key, the common one.
+        let mut path = String::with_capacity(COPIES_PATH.len() + field.len() + 26);
+        for part in [COPIES_PATH, ".", field, "."] {
             path.push_str(part);
         }
+        push_id_key(&mut path, id);
         path
     }
 
@@ -83,20 +105,22 @@ impl Target {
     pub(crate) fn update(
         &self,
         id: &Bson,
-        values: &BsonDoc,
+        values: &(impl Values + ?Sized),
         v: i64,
         guard: Guard,
     ) -> (BsonDoc, BsonDoc, Option<Vec<BsonDoc>>) {
         let version = self.version_path(id);
         let mut set = BsonDoc::new();
-        let mut unset = BsonDoc::new();
+        // Made on the first missing value: a fan-out usually has none, and
+        // every new document costs a hasher seed and allocations.
+        let mut unset: Option<BsonDoc> = None;
         // Only the refresh guard compares values; a fan-out's guard skips
         // building the comparison.
         let mut differs = Vec::new();
         let paths = self.paths();
         for ((copy, source), path) in self.fields.iter().zip(&paths.set) {
             let path = path.clone();
-            match lookup(values, source) {
+            match values.value(source) {
                 Some(value) => {
                     if guard == Guard::Refresh {
                         differs.push(doc! { *copy: {"$ne": value.clone()} });
@@ -107,7 +131,7 @@ impl Target {
                     if guard == Guard::Refresh {
                         differs.push(doc! { *copy: {"$exists": true} });
                     }
-                    unset.insert(path, "");
+                    unset.get_or_insert_with(BsonDoc::new).insert(path, "");
                 }
             }
         }
@@ -138,7 +162,7 @@ impl Target {
         };
         set.insert(version, v);
         let mut update = doc! {"$set": set};
-        if !unset.is_empty() {
+        if let Some(unset) = unset {
             update.insert("$unset", unset);
         }
         let array_filters = paths.element_key.as_ref().map(|key| vec![doc! { key.clone(): id.clone() }]);
@@ -233,11 +257,15 @@ pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
 /// another operator, nested, or unknown to the schema): then the write
 /// reads them back ([`source_projection`]).
 pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
-    let derived = graph().derived_fields(source)?;
-    let set = body.get_document("$set").ok()?;
-    derived
+    set_values(source, body.get_document("$set").ok()?)
+}
+
+/// [`known_values`] from the `$set` of the update.
+pub(crate) fn set_values(source: &str, set: &(impl Values + ?Sized)) -> Option<BsonDoc> {
+    graph()
+        .derived_fields(source)?
         .iter()
-        .map(|f| if f.contains('.') { None } else { set.get(*f).map(|v| ((*f).to_owned(), v.clone())) })
+        .map(|f| if f.contains('.') { None } else { set.value(f).map(|v| ((*f).to_owned(), v.clone())) })
         .collect()
 }
 
@@ -290,31 +318,46 @@ pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Opt
         return None;
     }
     let set = body.get_document("$set").ok()?.clone();
-    Some(stamp_write(filter.clone(), set, id, values.clone()))
+    let (filter, update, stamp) = stamp_write(filter.clone(), set);
+    Some((filter, update, after_image(id, stamp, values.clone())))
 }
 
 /// The stamped write of one source by its `_id` (see [`stamped`]), built
-/// from the update alone: `body` must be only a `$set` of every derived
-/// field ([`known_values`]), and the source must carry a version.
-pub(crate) fn stamped_by_id(source: &str, id: &Bson, mut body: BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
-    if body.len() != 1 || graph().targets_of(source).is_empty() {
+/// from the `$set` of an update that is nothing else: every derived field
+/// must be set in it literally ([`known_values`]), and the source must
+/// carry a version. Returns the filter, the update and the stamp; the
+/// fan-out reads the values from `set` itself ([`fan_out_source`]), so no
+/// image of the source is built.
+pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: OnlySet<'_>) -> Option<(BsonDoc, BsonDoc, i64)> {
+    if graph().targets_of(source).is_empty() || !sets_derived(source, &set) {
         return None;
     }
-    let values = known_values(source, &body)?;
-    let Some(Bson::Document(set)) = body.remove("$set") else { return None };
-    Some(stamp_write(doc! {"_id": id.clone()}, set, id.clone(), values))
+    Some(stamp_write(doc! {"_id": id.clone()}, set.to_doc()))
 }
 
-/// A stamped write of `set` to the source `id` where `filter` matches:
-/// the filter and the update with the stamp (see [`stamped`]), and the
-/// source as the fan-out reads it (`_id`, version, derived `values`).
-fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc, id: Bson, values: BsonDoc) -> (BsonDoc, BsonDoc, BsonDoc) {
+/// Whether `set` (a `$set`) gives every field derived from `source`
+/// literally: the condition of [`known_values`], without building them.
+fn sets_derived(source: &str, set: &OnlySet<'_>) -> bool {
+    graph()
+        .derived_fields(source)
+        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.get(f).is_some()))
+}
+
+/// The source as the fan-out reads it after a stamped write: `_id`,
+/// version, the derived `values`.
+pub(crate) fn after_image(id: Bson, stamp: i64, values: BsonDoc) -> BsonDoc {
+    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
+    after.extend(values);
+    after
+}
+
+/// A stamped write of `set` to the source where `filter` matches: the
+/// filter and the update with the stamp (see [`stamped`]), and the stamp.
+fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64) {
     let stamp = next_stamp();
     filter.insert(VERSION_PATH, doc! {"$lt": stamp});
     set.insert(VERSION_PATH, stamp);
-    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
-    after.extend(values);
-    (filter, doc! {"$set": set}, after)
+    (filter, doc! {"$set": set}, stamp)
 }
 
 /// What a fan-out wrote.
@@ -332,10 +375,24 @@ pub(crate) async fn fan_out_copies(
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    mut session: Option<&mut ClientSession>,
+    session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    let version = version_of(source_doc);
+    fan_out_source(db, source, &id, version_of(source_doc), source_doc, touched, session).await
+}
+
+/// [`fan_out_copies`] of the source `id` at `version`, given its copied
+/// fields at their paths in `values` (other fields are ignored): a write
+/// that knows them needs no image of the source.
+pub(crate) async fn fan_out_source(
+    db: &Database,
+    source: &'static str,
+    id: &Bson,
+    version: i64,
+    values: &(impl Values + ?Sized),
+    touched: Option<&[String]>,
+    mut session: Option<&mut ClientSession>,
+) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
     for target in targets_of(source) {
         if let Some(touched) = touched {
@@ -343,12 +400,12 @@ pub(crate) async fn fan_out_copies(
                 continue;
             }
         }
-        let n = apply_to(db, target, &id, source_doc, version, Guard::FanOut, None, session.as_deref_mut())
-            .await
-            .map_err(|e| {
+        let n = apply_to(db, target, id, values, version, Guard::FanOut, None, session.as_deref_mut()).await.map_err(
+            |e| {
                 let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
-                failed(source, &id, target, done, e)
-            })?;
+                failed(source, id, target, done, e)
+            },
+        )?;
         report.targets.push((target.collection, n));
     }
     Ok(report)
@@ -465,7 +522,7 @@ pub(crate) async fn apply_to(
     db: &Database,
     target: &Target,
     id: &Bson,
-    values: &BsonDoc,
+    values: &(impl Values + ?Sized),
     version: i64,
     guard: Guard,
     only: Option<&[Bson]>,

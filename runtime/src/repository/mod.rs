@@ -411,8 +411,9 @@ impl<T: Document> Repository<T> {
         {
             return Ok(None);
         }
-        let Ok(body) = update.to_document() else { return Ok(None) };
-        let Some((filter, body, after)) = fanout::stamped_by_id(T::COLLECTION, &id.to_bson(), body) else {
+        let Some(set) = update.only_set() else { return Ok(None) };
+        let id = id.to_bson();
+        let Some((filter, body, stamp)) = fanout::stamped_by_id(T::COLLECTION, &id, set) else {
             return Ok(None);
         };
         let modified = match in_session!(self.raw.update_one(filter, body), session.as_deref_mut()) {
@@ -420,13 +421,22 @@ impl<T: Document> Repository<T> {
             Ok(_) => return Ok(None),
             Err(e) => return Err(self.err("update_one")(e)),
         };
-        // Every derived field was set, so every target is touched; the
-        // paths still tell a subset whether the child may have moved to
-        // another parent (which costs a read), so they go along when the
-        // type is summarized somewhere.
-        let touched: Option<Vec<String>> =
-            (!graph().subsets_of(T::COLLECTION).is_empty()).then(|| update.touched().map(str::to_owned).collect());
-        fanout::fan_out(&self.db, T::COLLECTION, &after, touched.as_deref(), session).await?;
+        // Every derived field was set, so every target is touched, and the
+        // copies read their values from the update's own `$set`. A subset
+        // reads an image of the source, and the paths, which tell it
+        // whether the child may have moved to another parent (which costs
+        // a read).
+        if graph().subsets_of(T::COLLECTION).is_empty() {
+            fanout::fan_out_source(&self.db, T::COLLECTION, &id, stamp, &set, None, session).await?;
+        } else {
+            // Boxed: its image and the subsets' future would make this one
+            // (and every update by id's) larger than the allocator's fast sizes.
+            let values = fanout::set_values(T::COLLECTION, &set).unwrap_or_default();
+            let after = fanout::after_image(id, stamp, values);
+            let touched: Vec<String> = update.touched().map(str::to_owned).collect();
+            Box::pin(async move { fanout::fan_out(&self.db, T::COLLECTION, &after, Some(&touched), session).await })
+                .await?;
+        }
         Ok(Some(UpdateOutcome { matched: 1, modified }))
     }
 

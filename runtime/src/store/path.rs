@@ -31,16 +31,33 @@ fn is_within(path: &str, parent: &str) -> bool {
 /// A field name for an id: hex for ObjectIds, digits for numbers, and the
 /// string itself when it is a safe field name (otherwise its bytes in hex).
 pub fn id_key(id: &Bson) -> String {
+    let mut key = String::new();
+    push_id_key(&mut key, id);
+    key
+}
+
+/// [`id_key`] written at the end of `out`: a copy record's path takes it
+/// without a string of its own.
+pub(crate) fn push_id_key(out: &mut String, id: &Bson) {
     match id {
-        // What `to_hex` gives, without its per-character iterator: this
-        // runs for every copy record a fan-out writes.
-        Bson::ObjectId(o) => hex(&o.bytes()),
-        Bson::Int32(i) => i.to_string(),
-        Bson::Int64(i) => i.to_string(),
-        Bson::String(s) if !s.is_empty() && !s.contains(['.', '$']) && !s.starts_with('x') => s.clone(),
+        // What `to_hex` gives, without its per-character iterator or a
+        // string of its own: this runs for every copy record a fan-out writes.
+        Bson::ObjectId(o) => {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let mut hex = [0u8; 24];
+            for (pair, b) in hex.chunks_exact_mut(2).zip(o.bytes()) {
+                pair[0] = DIGITS[usize::from(b >> 4)];
+                pair[1] = DIGITS[usize::from(b & 0xf)];
+            }
+            out.push_str(std::str::from_utf8(&hex).unwrap_or_default());
+        }
+        Bson::Int32(i) => out.push_str(&i.to_string()),
+        Bson::Int64(i) => out.push_str(&i.to_string()),
+        Bson::String(s) if !s.is_empty() && !s.contains(['.', '$']) && !s.starts_with('x') => out.push_str(s),
         other => {
             let bytes = bson_compat::to_vec(&doc! {"": other.clone()}).unwrap_or_default();
-            format!("x{}", hex(&bytes))
+            out.push('x');
+            out.push_str(&hex(&bytes));
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::schema::document::{Document, RelationKind, Schema};
 use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 /// An update of documents of type `D`; combine with [`Update::and`].
@@ -40,10 +41,13 @@ use std::marker::PhantomData;
 /// # Ok::<(), docrel::Error>(())
 /// ```
 pub struct Update<D> {
-    doc: BsonDoc,
-    touched: Vec<String>,
+    ops: Ops,
+    // Borrowed for a typed handle's path, which is `'static`: the common
+    // update then allocates no copy of it.
+    touched: Vec<Cow<'static, str>>,
     pushes: Vec<Push>,
-    problem: Option<Problem>,
+    // Boxed: rare, and every update's future holds the update.
+    problem: Option<Box<Problem>>,
     _doc: PhantomData<fn() -> D>,
 }
 
@@ -57,7 +61,7 @@ enum Problem {
 impl<D> Clone for Update<D> {
     fn clone(&self) -> Self {
         Update {
-            doc: self.doc.clone(),
+            ops: self.ops.clone(),
             touched: self.touched.clone(),
             pushes: self.pushes.clone(),
             problem: self.problem.clone(),
@@ -68,7 +72,64 @@ impl<D> Clone for Update<D> {
 
 impl<D> std::fmt::Debug for Update<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Update").field("doc", &self.doc).field("problem", &self.problem).finish()
+        f.debug_struct("Update").field("doc", &self.ops.to_doc()).field("problem", &self.problem).finish()
+    }
+}
+
+/// The operations of an update.
+#[derive(Clone)]
+enum Ops {
+    /// One operation of a typed handle, the most common update, made into
+    /// a document only when one is asked for: the short write of a source
+    /// reads it as it is and builds no document it would only copy.
+    One {
+        op: &'static str,
+        path: &'static str,
+        value: Bson,
+    },
+    Doc(BsonDoc),
+}
+
+impl Ops {
+    fn to_doc(&self) -> BsonDoc {
+        match self {
+            Ops::One { op, path, value } => doc! { *op: { *path: value.clone() } },
+            Ops::Doc(d) => d.clone(),
+        }
+    }
+
+    fn into_doc(self) -> BsonDoc {
+        match self {
+            Ops::One { op, path, value } => doc! { op: { path: value } },
+            Ops::Doc(d) => d,
+        }
+    }
+}
+
+/// The `$set` of an update that is nothing else (see [`Update::only_set`]).
+#[derive(Clone, Copy)]
+pub(crate) enum OnlySet<'a> {
+    /// One path and its value.
+    One(&'static str, &'a Bson),
+    /// A `$set` document.
+    Doc(&'a BsonDoc),
+}
+
+impl OnlySet<'_> {
+    /// The value set at a top-level `field`.
+    pub(crate) fn get(&self, field: &str) -> Option<&Bson> {
+        match self {
+            OnlySet::One(path, value) => (*path == field).then_some(*value),
+            OnlySet::Doc(set) => set.get(field),
+        }
+    }
+
+    /// The `$set` as a document of its own.
+    pub(crate) fn to_doc(self) -> BsonDoc {
+        match self {
+            OnlySet::One(path, value) => doc! { path: value.clone() },
+            OnlySet::Doc(set) => set.clone(),
+        }
     }
 }
 
@@ -175,7 +236,7 @@ fn check<D: Document>(
 
 impl<D> Update<D> {
     fn empty() -> Self {
-        Update { doc: BsonDoc::new(), touched: vec![], pushes: vec![], problem: None, _doc: PhantomData }
+        Update { ops: Ops::Doc(BsonDoc::new()), touched: vec![], pushes: vec![], problem: None, _doc: PhantomData }
     }
 
     /// Both updates. One path given twice to the same operator is an error
@@ -194,24 +255,26 @@ impl<D> Update<D> {
         if self.problem.is_none() {
             self.problem = other.problem;
         }
-        for (op, fields) in other.doc {
-            match (self.doc.get_mut(&op), fields) {
+        let mut doc = self.ops.into_doc();
+        for (op, fields) in other.ops.into_doc() {
+            match (doc.get_mut(&op), fields) {
                 (Some(Bson::Document(mine)), Bson::Document(theirs)) => {
                     for (path, value) in theirs {
                         if mine.contains_key(&path) && self.problem.is_none() {
-                            self.problem = Some(Problem::Invalid(format!(
+                            self.problem = Some(Box::new(Problem::Invalid(format!(
                                 "`{path}` is given to `{op}` twice, and the second would replace the first; \
                                  give it once (with `$each` for several elements)"
-                            )));
+                            ))));
                         }
                         mine.insert(path, value);
                     }
                 }
                 (_, fields) => {
-                    self.doc.insert(op, fields);
+                    doc.insert(op, fields);
                 }
             }
         }
+        self.ops = Ops::Doc(doc);
         self.touched.extend(other.touched);
         self.pushes.extend(other.pushes);
         self
@@ -219,7 +282,7 @@ impl<D> Update<D> {
 
     /// The stored paths this update writes.
     pub fn touched(&self) -> impl Iterator<Item = &str> + '_ {
-        self.touched.iter().map(String::as_str)
+        self.touched.iter().map(|t| t.as_ref())
     }
 
     /// The arrays this update pushes to, with how many elements each.
@@ -231,18 +294,34 @@ impl<D> Update<D> {
     /// bound passed for sure is [`Error::EmbedFull`] (its id is `(any)`: the
     /// update was refused before any document was read).
     pub fn to_document(&self) -> Result<BsonDoc> {
-        match &self.problem {
+        match self.problem.as_deref() {
             Some(Problem::Invalid(message)) => {
                 Err(Error::Invalid { what: crate::error::Misuse::Update, message: message.clone() })
             }
             Some(Problem::Full { collection, field, max, len }) => {
                 Err(Error::EmbedFull { collection, id: "(any)".into(), field, max: *max, len: *len })
             }
-            None if self.doc.is_empty() => Err(Error::Invalid {
+            None if matches!(&self.ops, Ops::Doc(d) if d.is_empty()) => Err(Error::Invalid {
                 what: crate::error::Misuse::Update,
                 message: "it changes nothing; add at least one operation".into(),
             }),
-            None => Ok(self.doc.clone()),
+            None => Ok(self.ops.to_doc()),
+        }
+    }
+}
+
+impl<D> Update<D> {
+    /// The `$set` of an update that is only a `$set` and can be sent (what
+    /// [`Update::to_document`] would give, without copying it).
+    pub(crate) fn only_set(&self) -> Option<OnlySet<'_>> {
+        match (&self.problem, &self.ops) {
+            (Some(_), _) => None,
+            (None, Ops::One { op: "$set", path, value }) => Some(OnlySet::One(path, value)),
+            (None, Ops::One { .. }) => None,
+            (None, Ops::Doc(doc)) => match (doc.len(), doc.get("$set")) {
+                (1, Some(Bson::Document(set))) => Some(OnlySet::Doc(set)),
+                _ => None,
+            },
         }
     }
 }
@@ -251,19 +330,19 @@ impl<D: Document> Update<D> {
     /// One operation on one path of a typed handle, checked against the bounds.
     fn one(handle: (&'static str, Option<u32>), op: &'static str, value: std::result::Result<Bson, String>) -> Self {
         let path = handle.0;
-        let mut u = Update::empty();
-        u.touched.push(path.to_owned());
-        match value {
-            Err(message) => u.problem = Some(Problem::Invalid(message)),
-            Ok(v) => {
-                match check::<D>(op, path, Some(handle), &v) {
-                    Ok(push) => u.pushes.extend(push),
-                    Err(p) => u.problem = Some(p),
-                }
-                u.doc.insert(op, doc! { path: v });
+        // Made here rather than from `Update::empty`: its document would be
+        // replaced at once, and a new document costs a hasher seed.
+        let (ops, pushes, problem) = match value {
+            Err(message) => (Ops::Doc(BsonDoc::new()), vec![], Some(Problem::Invalid(message))),
+            Ok(value) => {
+                let (pushes, problem) = match check::<D>(op, path, Some(handle), &value) {
+                    Ok(push) => (push.into_iter().collect(), None),
+                    Err(p) => (vec![], Some(p)),
+                };
+                (Ops::One { op, path, value }, pushes, problem)
             }
-        }
-        u
+        };
+        Update { ops, touched: vec![Cow::Borrowed(path)], pushes, problem: problem.map(Box::new), _doc: PhantomData }
     }
 
     /// An update from a raw BSON update document, sent as given. docrel
@@ -298,19 +377,19 @@ impl<D: Document> Update<D> {
         for (op, fields) in &doc {
             let Bson::Document(fields) = fields else { continue };
             for (path, value) in fields {
-                u.touched.push(path.clone());
+                u.touched.push(Cow::Owned(path.clone()));
                 if let ("$rename", Bson::String(to)) = (op.as_str(), value) {
-                    u.touched.push(to.clone());
+                    u.touched.push(Cow::Owned(to.clone()));
                 }
                 match check::<D>(op, path, None, value) {
                     Ok(push) => u.pushes.extend(push),
                     Err(p) => {
-                        u.problem.get_or_insert(p);
+                        u.problem.get_or_insert_with(|| Box::new(p));
                     }
                 }
             }
         }
-        u.doc = doc;
+        u.ops = Ops::Doc(doc);
         u
     }
 }
