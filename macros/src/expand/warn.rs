@@ -54,7 +54,7 @@ pub fn warnings(ident: &Ident, advice: &[Advice], checked: &mut Checked) -> (Tok
     // every rule's; a field-suffixed name gets one per derive.
     let probed: Vec<&Ident> =
         pending.iter().zip(&names).filter(|(a, _)| !matches!(a.when, When::Always)).map(|(_, n)| n).collect();
-    let (quiet_ty, quiet) = if probed.iter().all(|n| pending.iter().any(|a| n.to_string() == a.name)) {
+    let (quiet_ty, quiet) = if probed.iter().all(|n| pending.iter().any(|a| *n == a.name)) {
         (quote!(__docrel::Quiet), TokenStream::new())
     } else {
         let quiet = quote! {
