@@ -571,3 +571,106 @@ async fn a_transactional_fan_out_commits_with_its_source_or_not_at_all() -> docr
     assert_eq!(copied_names(&raw(&t, "products", c.holders[1].id).await), ["#7 grommet"]);
     Ok(())
 }
+
+// ---- a source both copied and summarized --------------------------------------------------
+
+/// A gadget keeps its latest critiques (a subset); a reply copies its
+/// critique's author: `Critique` is both copied and summarized.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "gadgets")]
+struct Gadget {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 5, subset_of = Critique, sort = "-at", key = number)]
+    critiques: Vec<CritiqueLine>,
+}
+
+#[derive(docrel::View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Critique)]
+struct CritiqueLine {
+    number: i32,
+    author: String,
+    at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "critiques")]
+struct Critique {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    number: i32,
+    #[parent_ref(to = Gadget)]
+    gadget: i32,
+    author: String,
+    at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "critique_replies")]
+struct CritiqueReply {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Critique)]
+    critique: ObjectId,
+    #[denormalize(from = Critique::author, via = critique)]
+    author: String,
+}
+
+#[tokio::test]
+async fn the_short_update_of_a_copied_and_summarized_source_fans_out_and_rebuilds_the_subset() -> docrel::Result<()> {
+    let t = TestDb::new("copied_and_summarized").await?;
+    Gadget::repo(&t.db).insert(&Gadget { id: 1, critiques: vec![] }).await?;
+    let critiques: Vec<Critique> = (1..=3)
+        .map(|i| Critique {
+            id: ObjectId::new(),
+            number: i,
+            gadget: 1,
+            author: format!("author {i}"),
+            at: DateTime::from_millis(i64::from(i) * 1_000),
+        })
+        .collect();
+    Critique::repo(&t.db).insert_many(&critiques).await?;
+    let c3 = &critiques[2];
+    let reply = CritiqueReply { id: ObjectId::new(), critique: c3.id, author: String::new() };
+    CritiqueReply::repo(&t.db).insert(&reply).await?;
+
+    // Every field derived from a critique (the copied author, the summary's
+    // fields and its parent) set literally: the stamped `update` (where the
+    // general way sends `findAndModify`), the copy's fan-out, the subset's
+    // rebuild, and, the parent field being written, the read of the other
+    // parents the critique may have left.
+    let f = Critique::fields();
+    let update = f
+        .gadget
+        .set(1)
+        .and(f.number.set(3))
+        .and(f.author.set("Ann".into()))
+        .and(f.at.set(DateTime::from_millis(9_000)));
+    let mark = t.trips.mark();
+    Critique::repo(&t.db).update_by_id(&c3.id, update).await?;
+    assert_eq!(
+        t.trips.commands_since(mark),
+        [
+            "update critiques",
+            "update critique_replies",
+            "findAndModify gadgets",
+            "find critiques",
+            "update gadgets",
+            "distinct gadgets"
+        ]
+    );
+
+    // As stored: the copy, the summary first (the newest), and the
+    // critique's version.
+    let stored_reply =
+        t.db.collection::<BsonDoc>("critique_replies").find_one(doc! {"_id": reply.id}).await.unwrap().unwrap();
+    assert_eq!(stored_reply.get_str("author").unwrap(), "Ann");
+    let gadget = t.db.collection::<BsonDoc>("gadgets").find_one(doc! {"_id": 1}).await.unwrap().unwrap();
+    let lines = gadget.get_array("critiques").unwrap();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0], Bson::Document(doc! {"number": 3, "author": "Ann", "at": DateTime::from_millis(9_000)}));
+    let stored = t.db.collection::<BsonDoc>("critiques").find_one(doc! {"_id": c3.id}).await.unwrap().unwrap();
+    assert!(stored.get_document("_docrel").unwrap().get_i64("v").unwrap() > 0);
+    assert!(Gadget::rels().critiques.check(&t.db, &1).await?);
+    Ok(())
+}
