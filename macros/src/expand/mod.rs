@@ -32,12 +32,11 @@ pub struct Opt<T>(pub Option<T>);
 
 impl<T: ToTokens> ToTokens for Opt<T> {
     fn to_tokens(&self, tokens: &mut TokenStream) {
-        use proc_macro2::{Delimiter, Group, Punct, Span};
+        use proc_macro2::{Delimiter, Group, Span};
         use quote::TokenStreamExt;
         let span = Span::call_site();
         tokens.append(Ident::new("__docrel", span));
-        tokens.append(Punct::new(':', Spacing::Joint));
-        tokens.append(Punct::new(':', Spacing::Alone));
+        append_colons(tokens);
         match &self.0 {
             Some(value) => {
                 tokens.append(Ident::new("Some", span));
@@ -57,20 +56,23 @@ impl ToTokens for CollectionOf {
         use proc_macro2::{Punct, Span};
         use quote::TokenStreamExt;
         let span = Span::call_site();
-        let colons = |tokens: &mut TokenStream| {
-            tokens.append(Punct::new(':', Spacing::Joint));
-            tokens.append(Punct::new(':', Spacing::Alone));
-        };
         tokens.append(Punct::new('<', Spacing::Alone));
         tokens.append(self.0.clone());
         tokens.append(Ident::new("as", span));
         tokens.append(Ident::new("__docrel", span));
-        colons(tokens);
+        append_colons(tokens);
         tokens.append(Ident::new("Document", span));
         tokens.append(Punct::new('>', Spacing::Alone));
-        colons(tokens);
+        append_colons(tokens);
         tokens.append(Ident::new("COLLECTION", span));
     }
+}
+
+/// `::`, as two joined punctuation tokens.
+fn append_colons(tokens: &mut TokenStream) {
+    use quote::TokenStreamExt;
+    tokens.append(proc_macro2::Punct::new(':', Spacing::Joint));
+    tokens.append(proc_macro2::Punct::new(':', Spacing::Alone));
 }
 
 /// A stored name as a `&'static str` constant expression. Another type's

@@ -69,6 +69,8 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
 /// `field_key` (FNV-1a, 64 bits) of the Rust name, computed here and
 /// written as a literal: a literal argument costs rustc no `const` item to
 /// evaluate, of which a crate of documents would have two per reference.
+/// The runtime's `Carries` doctest names a view's key with `field_key`, so
+/// the two computations are checked to agree.
 pub fn field_key(name: &syn::Ident) -> TokenStream {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in name.to_string().bytes() {

@@ -74,7 +74,14 @@ impl<B, P, E> Copy for Bucket<B, P, E> {}
 
 impl<B: Document, P, E> std::fmt::Debug for Bucket<B, P, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bucket").field("relation", &B::schema().relations[self.index]).finish()
+        f.debug_struct("Bucket").field("relation", self.relation()).finish()
+    }
+}
+
+impl<B: Document, P, E> Bucket<B, P, E> {
+    /// The static description of the bucket array.
+    pub fn relation(&self) -> &'static Relation {
+        &B::schema().relations[self.index]
     }
 }
 
@@ -146,11 +153,6 @@ fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
 }
 
 impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
-    /// The static description of the bucket array.
-    pub fn relation(&self) -> &'static Relation {
-        &B::schema().relations[self.index]
-    }
-
     fn spec(&self) -> Result<&'static BucketSpec> {
         self.relation().bucket.as_ref().ok_or_else(|| Error::Invalid {
             what: crate::error::Misuse::Bucket,

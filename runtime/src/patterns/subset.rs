@@ -382,7 +382,7 @@ impl<P, C> Copy for Subset<P, C> {}
 
 impl<P: crate::schema::document::Document, C> std::fmt::Debug for Subset<P, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subset").field("relation", &P::schema().relations[self.index]).finish()
+        f.debug_struct("Subset").field("relation", self.relation()).finish()
     }
 }
 
@@ -394,12 +394,14 @@ impl<P, C> Subset<P, C> {
     }
 }
 
-impl<P: crate::schema::document::Document, C: crate::schema::document::Document> Subset<P, C> {
+impl<P: crate::schema::document::Document, C> Subset<P, C> {
     /// The static description of the subset's array.
     pub fn relation(&self) -> &'static Relation {
         &P::schema().relations[self.index]
     }
+}
 
+impl<P: crate::schema::document::Document, C: crate::schema::document::Document> Subset<P, C> {
     fn target(&self) -> Result<&'static SubsetTarget> {
         subsets_of(C::COLLECTION).iter().find(|t| t.is_kept_in(P::COLLECTION, self.relation())).ok_or_else(|| {
             Error::Invalid {

@@ -425,7 +425,8 @@ impl<T: Document> Repository<T> {
         // copies read their values from the update's own `$set`. A subset
         // reads an image of the source, and the paths, which tell it
         // whether the child may have moved to another parent (which costs
-        // a read).
+        // a read): here they always do, since the parent field is among
+        // the derived fields that were set.
         if graph().subsets_of(T::COLLECTION).is_empty() {
             fanout::fan_out_source(&self.db, T::COLLECTION, &id, stamp, &set, None, session).await?;
         } else {
