@@ -365,8 +365,15 @@ fn tarjan(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
         }
     }
     let n = succ.len();
-    let mut s =
-        State { succ, index: vec![None; n], low: vec![0; n], on_stack: vec![false; n], stack: Vec::new(), next: 0, out: Vec::new() };
+    let mut s = State {
+        succ,
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
     for v in 0..n {
         if s.index[v].is_none() {
             connect(&mut s, v);

@@ -113,13 +113,13 @@ async fn three_writes(
     new_part: &Part,
     new_review: &Review,
 ) -> docrel::Result<()> {
-    Part::repo(&t.db).with_session(s).insert(new_part).await?;
+    Part::repo(&t.db).insert(new_part).session(s).await?;
     Supplier::repo(&t.db)
         .transactional_fan_out()
-        .with_session(s)
         .update_by_id(&1, Supplier::fields().name.set("Acme Corp".to_owned()))
+        .session(s)
         .await?;
-    Review::repo(&t.db).with_session(s).insert(new_review).await?;
+    Review::repo(&t.db).insert(new_review).session(s).await?;
     Ok(())
 }
 
@@ -134,9 +134,9 @@ async fn a_user_transaction_commits_or_aborts_every_derived_write() -> docrel::R
     s.start_transaction().await.expect("start_transaction");
     three_writes(&t, &mut s, &new_part, &new_review).await?;
     // Inside the transaction its writes are seen, copies included.
-    let mut parts = Part::repo(&t.db).with_session(&mut s);
-    assert_eq!(parts.require(&new_part.id).await?.supplier_name, "Acme Corp");
-    assert_eq!(parts.require(&old).await?.supplier_name, "Acme Corp");
+    let parts = Part::repo(&t.db);
+    assert_eq!(parts.require(&new_part.id).session(&mut s).await?.supplier_name, "Acme Corp");
+    assert_eq!(parts.require(&old).session(&mut s).await?.supplier_name, "Acme Corp");
     s.abort_transaction().await.expect("abort_transaction");
 
     assert_eq!(raw(&t, "suppliers", 1).await.unwrap().get_str("name").unwrap(), "Acme");
@@ -167,22 +167,22 @@ async fn writes_in_a_session_outside_a_transaction_apply_at_once() -> docrel::Re
     let old = seed(&t).await?;
     let mut s = t.client.start_session().await.expect("start_session");
     let new_part = Part { id: ObjectId::new(), name: "nut".into(), supplier: 1, supplier_name: String::new() };
-    Part::repo(&t.db).with_session(&mut s).insert(&new_part).await?;
+    Part::repo(&t.db).insert(&new_part).session(&mut s).await?;
     assert_eq!(raw(&t, "parts", new_part.id).await.unwrap().get_str("supplier_name").unwrap(), "Acme");
 
     let suppliers = Supplier::repo(&t.db).transactional_fan_out();
-    suppliers.with_session(&mut s).update_by_id(&1, Supplier::fields().name.set("Acme Corp".to_owned())).await?;
+    suppliers.update_by_id(&1, Supplier::fields().name.set("Acme Corp".to_owned())).session(&mut s).await?;
     for id in [old, new_part.id] {
         assert_eq!(raw(&t, "parts", id).await.unwrap().get_str("supplier_name").unwrap(), "Acme Corp");
     }
 
-    let mut reviews = Review::repo(&t.db).with_session(&mut s);
+    let reviews = Review::repo(&t.db);
     let best = review(2, 5);
-    reviews.insert(&best).await?;
+    reviews.insert(&best).session(&mut s).await?;
     assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [2, 1]);
-    assert!(reviews.delete_by_id(&best.id).await?);
+    assert!(reviews.delete_by_id(&best.id).session(&mut s).await?);
     assert_eq!(top_ids(&raw(&t, "shops", 1).await.unwrap()), [1]);
-    assert_eq!(reviews.count(docrel::Filter::all()).await?, 1);
+    assert_eq!(reviews.count(docrel::Filter::all()).session(&mut s).await?, 1);
     Ok(())
 }
 
@@ -209,7 +209,7 @@ async fn a_two_way_link_joins_the_user_transaction() -> docrel::Result<()> {
 
     s.start_transaction().await.expect("start_transaction");
     owner.reassign(&t.db, &task.id, &1).session(&mut s).await?;
-    Person::repo(&t.db).with_session(&mut s).update_by_id(&1, Person::fields().name.set("Anne".to_owned())).await?;
+    Person::repo(&t.db).update_by_id(&1, Person::fields().name.set("Anne".to_owned())).session(&mut s).await?;
     s.commit_transaction().await.expect("commit_transaction");
     assert_eq!(raw(&t, "people", 1).await.unwrap().get_array("tasks").unwrap(), &vec![Bson::ObjectId(task.id)]);
     let stored = raw(&t, "tasks", task.id).await.unwrap();
@@ -241,17 +241,17 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
 
     let mut s = t.client.start_session().await.expect("start_session");
     s.start_transaction().await.expect("start_transaction");
-    Supplier::repo(&t.db).with_session(&mut s).insert(&Supplier { id: 2, name: "Bolt Co".into() }).await?;
+    Supplier::repo(&t.db).insert(&Supplier { id: 2, name: "Bolt Co".into() }).session(&mut s).await?;
     let inside = supplier.load::<SupplierName>(&t.db, parts).session(&mut s).await?;
     assert_eq!(inside.one(0).map(|x| x.name.as_str()), Some("Bolt Co"));
     let found = Supplier::repo(&t.db).find(Supplier::fields().name.eq("Bolt Co")).session(&mut s).await?;
     assert_eq!(found.len(), 1);
 
-    Shop::repo(&t.db).with_session(&mut s).insert(&Shop { id: 1, name: "corner".into(), top: vec![] }).await?;
-    Review::repo(&t.db).with_session(&mut s).insert(&review(1, 4)).await?;
+    Shop::repo(&t.db).insert(&Shop { id: 1, name: "corner".into(), top: vec![] }).session(&mut s).await?;
+    Review::repo(&t.db).insert(&review(1, 4)).session(&mut s).await?;
     let children = Review::rels().shop.children_of(&t.db, &1).session(&mut s).await?;
     assert_eq!(children.len(), 1);
-    Part::repo(&t.db).with_session(&mut s).insert(&part).await?;
+    Part::repo(&t.db).insert(&part).session(&mut s).await?;
     let referrers = supplier.referrers_of_many(&t.db, &[2]).session(&mut s).await?;
     assert_eq!(referrers.of(0).map(|p| p.supplier_name.as_str()).collect::<Vec<_>>(), ["Bolt Co"]);
 
@@ -306,13 +306,13 @@ async fn a_docrel_call_failing_inside_a_user_transaction_leaves_nothing_after_ab
 
     let mut s = t.client.start_session().await.expect("start_session");
     s.start_transaction().await.expect("start_transaction");
-    Supplier::repo(&t.db).with_session(&mut s).update_by_id(&1, Supplier::fields().name.set("Renamed".into())).await?;
-    Review::repo(&t.db).with_session(&mut s).insert(&review(2, 5)).await?;
-    Person::repo(&t.db).with_session(&mut s).insert(&Person { id: 9, name: "Ann".into(), tasks: vec![] }).await?;
+    Supplier::repo(&t.db).update_by_id(&1, Supplier::fields().name.set("Renamed".into())).session(&mut s).await?;
+    Review::repo(&t.db).insert(&review(2, 5)).session(&mut s).await?;
+    Person::repo(&t.db).insert(&Person { id: 9, name: "Ann".into(), tasks: vec![] }).session(&mut s).await?;
     // The same review again: the server refuses the duplicate id, and with
     // it the rest of the transaction.
     let again = Review::repo(&t.db).find(Review::fields().review_id.eq(&2)).session(&mut s).await?;
-    let err = Review::repo(&t.db).with_session(&mut s).insert(&again[0]).await.unwrap_err();
+    let err = Review::repo(&t.db).insert(&again[0]).session(&mut s).await.unwrap_err();
     assert!(matches!(err, docrel::Error::Driver { operation: "insert", .. }), "{err}");
     s.abort_transaction().await.expect("abort_transaction");
 

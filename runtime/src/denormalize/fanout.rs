@@ -181,6 +181,35 @@ pub(crate) fn first_version() -> i64 {
         .unwrap_or(1)
 }
 
+/// Adds to an update of a source the move of its version by one, in the
+/// same atomic write.
+pub(crate) fn inc_version(body: &mut BsonDoc) {
+    match body.get_mut("$inc") {
+        Some(Bson::Document(inc)) => {
+            inc.insert(VERSION_PATH, 1_i64);
+        }
+        _ => {
+            body.insert("$inc", doc! { VERSION_PATH: 1_i64 });
+        }
+    }
+}
+
+/// The first version of a new source, in the bookkeeping of each of
+/// `docs` (as inserted).
+pub(crate) fn stamp_first_version(docs: &mut [BsonDoc]) {
+    let v = first_version();
+    for d in docs {
+        match d.get_mut("_docrel") {
+            Some(Bson::Document(b)) => {
+                b.insert("v", v);
+            }
+            _ => {
+                d.insert("_docrel", doc! {"v": v});
+            }
+        }
+    }
+}
+
 /// The version a source document carries (0 when docrel never wrote it).
 pub(crate) fn version_of(source: &BsonDoc) -> i64 {
     lookup(source, VERSION_PATH).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)

@@ -6,6 +6,7 @@ pub mod fanout;
 pub mod fill;
 pub mod repair;
 pub mod sync;
+pub(crate) mod write;
 
 pub use crate::schema::graph::{Shape, Target};
 pub use fanout::{FanOutReport, VERSION_PATH};

@@ -16,7 +16,7 @@ const MAX_CASCADE_DEPTH: usize = 16;
 /// How many ids one step of a cascade reads, pulls from and deletes: one
 /// `find` page, one `updateMany` per pulling reference, one `deleteMany`.
 /// Memory holds at most this many ids per level of the cascade.
-pub const BATCH: usize = 1000;
+pub const BATCH: usize = crate::store::ID_PAGE;
 
 /// Whether deleting a document of `collection` has anything to apply.
 pub(crate) fn has_rules(collection: &str) -> bool {

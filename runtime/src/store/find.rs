@@ -244,7 +244,7 @@ impl<T: Document, V: View> Find<T, V> {
     /// let driver = |e| docrel::Error::driver("session", "", e);
     /// let mut s = db.client().start_session().await.map_err(driver)?;
     /// s.start_transaction().await.map_err(driver)?;
-    /// Part::repo(&db).with_session(&mut s).insert(&Part { id: ObjectId::new(), qty: 3 }).await?;
+    /// Part::repo(&db).insert(&Part { id: ObjectId::new(), qty: 3 }).session(&mut s).await?;
     /// let low = Part::repo(&db).find(Part::fields().qty.lt(5)).limit(10).session(&mut s).await?;
     /// assert_eq!(low.len(), 1); // the transaction's own insert
     /// assert!(Part::repo(&db).find(Part::fields().qty.lt(5)).await?.is_empty()); // not committed

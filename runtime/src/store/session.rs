@@ -1,12 +1,31 @@
 //! The caller's session, threaded through every capability: each driver
 //! call of a docrel write runs in it when there is one, so the side effects
 //! of a write (fan-out, fill, subsets, inverse sides, `on_delete`) join the
-//! caller's transaction. Capabilities take `Option<&mut ClientSession>` and
-//! pass it on with `as_deref_mut()`.
+//! caller's transaction. A write's steps take one [`Cx`] (the database and
+//! the optional session) and pass it on.
 
 use crate::error::{Error, Result};
 use mongodb::bson::{self, RawDocument};
-use mongodb::ClientSession;
+use mongodb::{ClientSession, Database};
+
+/// Where a docrel call runs: its database, and the caller's session when
+/// there is one. Every step of a write takes `&mut Cx` and hands it on, so
+/// the session can be neither dropped nor used twice at once.
+pub(crate) struct Cx<'a> {
+    pub(crate) db: &'a Database,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> Cx<'a> {
+    pub(crate) fn new(db: &'a Database, session: Option<&'a mut ClientSession>) -> Self {
+        Cx { db, session }
+    }
+
+    /// The session, for one driver call (`in_session!(action, cx.session())`).
+    pub(crate) fn session(&mut self) -> Option<&mut ClientSession> {
+        self.session.as_deref_mut()
+    }
+}
 
 /// Runs a driver action, in `session` when given:
 /// `in_session!(coll.update_one(f, u), session.as_deref_mut())`.

@@ -1,0 +1,109 @@
+//! A replace (or upsert) of a document something is derived from, or that
+//! keeps derived data: the write keeps docrel's bookkeeping and what docrel
+//! maintains, then the copies and summaries of the changed fields follow.
+
+use super::{Mode, Optional};
+use crate::denormalize::fanout;
+use crate::error::Result;
+use crate::schema::document::Document;
+use crate::schema::graph::graph;
+use crate::store::path::lookup;
+use crate::store::session::{in_session, Cx};
+use mongodb::bson::{self, doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::options::ReturnDocument;
+use mongodb::Collection;
+
+/// Replaces (or upserts, `upsert`) the document of `T` that `filter`
+/// finds with `new`: in the same atomic write the copy records are those
+/// of the fill, not the stored ones, and (for a source with copies
+/// elsewhere) the version moves on when a derived field changes; then the
+/// copies and summaries of the changed fields are rewritten. Returns
+/// whether the document was created, or `None` when a replace found none.
+///
+/// A source's fan-out takes its version and values from the image *after*
+/// the write, never from the one before it: both are atomic with the write
+/// on MongoDB, but the embedded test server returns a pre-image read before
+/// it takes its lock, so two racing replaces could both fan out the same
+/// version with different values. Which fields changed and whether the
+/// document is new are then told by the version itself (see
+/// [`fanout::replace_version`]).
+pub(crate) async fn replace_image<T: Document>(
+    cx: &mut Cx<'_>,
+    raw: &Collection<RawDocumentBuf>,
+    filter: BsonDoc,
+    new: BsonDoc,
+    upsert: bool,
+    mode: Mode,
+) -> Result<Option<bool>> {
+    let g = graph();
+    let versioned = !g.targets_of(T::COLLECTION).is_empty();
+    let stamp = fanout::first_version();
+    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, versioned, stamp)}];
+    let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
+    let image = in_session!(
+        raw.find_one_and_update(filter, pipeline)
+            .upsert(upsert)
+            .return_document(image)
+            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
+        cx.session()
+    )
+    .map_err(|e| crate::error::Error::driver("findAndModify", T::COLLECTION, e))?;
+    let image = match image {
+        Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
+        None if upsert => None,
+        None => return Ok(None),
+    };
+    if versioned {
+        let after = image.unwrap_or_default();
+        let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
+        if changed && !mode.deferred {
+            fanout::fan_out(cx.db, T::COLLECTION, &after, None, cx.session()).await?;
+        }
+        return Ok(Some(created));
+    }
+    let before = image;
+    let empty = BsonDoc::new();
+    let old = before.as_ref().unwrap_or(&empty);
+    let touched: Vec<String> = match g.derived_fields(T::COLLECTION) {
+        Some(fields) => fields.iter().filter(|f| lookup(old, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect(),
+        None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
+    };
+    if !touched.is_empty() && !mode.deferred {
+        let before = before.as_ref();
+        crate::patterns::subset::after_change(cx.db, T::COLLECTION, before, &new, Some(&touched), cx.session()).await?;
+    }
+    Ok(Some(before.is_none()))
+}
+
+/// The document a replace writes: the caller's fields, what docrel keeps
+/// taken from the stored document (two-way references, changed through
+/// link/unlink/reassign, and subsets, kept from the children), and the
+/// bookkeeping: the fill's copy records and the version of [`replace_version`].
+///
+/// [`replace_version`]: fanout::replace_version
+fn replacement<T: Document>(new: &BsonDoc, versioned: bool, stamp: i64) -> BsonDoc {
+    let g = graph();
+    let mut bookkeeping = vec![Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
+    if g.holds_copies(T::schema()) {
+        let copies = new.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok()).cloned();
+        bookkeeping.push(doc! {"copies": {"$literal": copies.unwrap_or_default()}}.into());
+    }
+    let mut body = new.clone();
+    body.remove("_docrel");
+    if versioned {
+        bookkeeping.push(doc! {"v": fanout::replace_version(g.derived_fields(T::COLLECTION), &body, stamp)}.into());
+    }
+    let mut kept = BsonDoc::new();
+    for rel in g.two_way_of(T::schema()) {
+        kept.insert(rel.field, format!("${}", rel.field));
+    }
+    for subset in g.subsets_kept_by(T::schema()) {
+        kept.insert(subset.rel.field, format!("${}", subset.rel.field));
+    }
+    let bookkeeping = if bookkeeping.len() == 1 {
+        Bson::String("$_docrel".into())
+    } else {
+        doc! {"$mergeObjects": bookkeeping}.into()
+    };
+    doc! {"$mergeObjects": [{"$literal": body}, kept, {"_docrel": bookkeeping}]}
+}
