@@ -226,6 +226,8 @@ impl Reader<'_> {
                     self.macro_tokens(&inner);
                     i += 1;
                 }
+                // `pub(in crate::x)` names a scope, not an import.
+                TokenTree::Ident(_) if i > 0 && matches!(&tokens[i - 1], TokenTree::Ident(p) if p == "in") => i += 1,
                 TokenTree::Ident(id) if matches!(id.to_string().as_str(), "crate" | "self" | "super") => {
                     let mut segments = vec![id.to_string()];
                     let mut j = i + 1;

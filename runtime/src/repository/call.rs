@@ -6,15 +6,17 @@
 //! between the caller's `start_transaction` and `commit_transaction` are
 //! committed, or aborted, together.
 
-use super::{Repository, UpdateOutcome};
+use super::repo::Repository;
+use crate::denormalize::write::UpdateOutcome;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
-use crate::schema::document::Document;
+use crate::schema::document::{Document, RoutedById};
 use crate::store::query::{Filter, Update};
 use futures::future::BoxFuture;
 use mongodb::bson::doc;
 use mongodb::ClientSession;
 use std::future::IntoFuture;
+use std::marker::PhantomData;
 
 /// A repository call: `.await` it, or set its session first.
 ///
@@ -89,6 +91,121 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
     }
 }
 
+impl<T: Document> Repository<T> {
+    /// Inserts one document, after checking its bounds and its size. Its
+    /// denormalized copies are filled from their sources first.
+    pub fn insert<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Insert<'a, T>> {
+        Call::new(self, ops::Insert { docs: std::slice::from_ref(doc), _doc: PhantomData })
+    }
+
+    /// Inserts many documents, in order. Every one is checked first: if any
+    /// breaks a bound or the size limit, nothing is written. If the server
+    /// refuses one (a duplicate key, say), the ones before it are written
+    /// and the rest are not, as with the driver's ordered insert; what is
+    /// derived from the ones written (copies, subset summaries) is kept
+    /// for exactly those, and the error names the first one refused.
+    pub fn insert_many<'a>(&'a self, docs: &'a [T]) -> Call<'a, T, ops::Insert<'a, T>> {
+        Call::new(self, ops::Insert { docs, _doc: PhantomData })
+    }
+
+    /// The document with this id, if any.
+    pub fn get<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::Get<'a, T>> {
+        Call::new(self, ops::Get { id, _doc: PhantomData })
+    }
+
+    /// The document with this id, or [`Error::NotFound`].
+    pub fn require<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::Require<'a, T>> {
+        Call::new(self, ops::Require { id, _doc: PhantomData })
+    }
+
+    /// How many documents match.
+    pub fn count(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::Count<'_, T>> {
+        Call::new(self, ops::Count { filter: filter.into(), _doc: PhantomData })
+    }
+
+    /// Applies an update to the document with this id. A push into a bounded
+    /// array happens only while the array has room for every pushed element,
+    /// atomically (the filter requires index `max - n` to be absent), so
+    /// concurrent pushes never pass the bound; otherwise the result is
+    /// [`Error::EmbedFull`] and nothing is written. A missing document is
+    /// [`Error::NotFound`].
+    ///
+    /// A type sharded on more than `_id` updates one document with
+    /// [`Repository::update_one`] and a filter on its whole shard key
+    /// instead (see [`crate::RoutedById`]).
+    // A boxed future, not an `async fn`: rustc reports an unmet bound of an
+    // `async fn` three times (the call, its future, the `.await`), of a
+    // plain `fn` with a concrete return type once.
+    pub fn update_by_id<'a>(&'a self, id: &'a T::Id, update: Update<T>) -> Call<'a, T, ops::UpdateById<'a, T>>
+    where
+        T: RoutedById,
+    {
+        Call::new(self, ops::UpdateById { id, update, _doc: PhantomData })
+    }
+
+    /// Applies an update to the first document matching a filter (bounded
+    /// pushes guarded as in [`Repository::update_by_id`]). On a sharded type
+    /// the filter must fix the whole shard key, so that the write reaches
+    /// one shard ([`crate::Misuse::ShardKey`] otherwise).
+    pub fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::UpdateWhere<'_, T>> {
+        Call::new(self, ops::UpdateWhere { filter: filter.into(), update, many: false, _doc: PhantomData })
+    }
+
+    /// Applies an update to every document matching a filter. Documents whose
+    /// bounded arrays have no room for a push are left out (not matched).
+    pub fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::UpdateWhere<'_, T>> {
+        Call::new(self, ops::UpdateWhere { filter: filter.into(), update, many: true, _doc: PhantomData })
+    }
+
+    /// Replaces the stored document with the same id, after checking bounds
+    /// and size; [`Error::NotFound`] when there is none. Its copies are
+    /// filled from their sources and confirmed after the write.
+    pub fn replace<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Replace<'a, T>> {
+        Call::new(self, ops::Replace { doc, _doc: PhantomData })
+    }
+
+    /// Inserts the document, or replaces the stored one with the same id
+    /// (copies filled and confirmed as in [`Repository::replace`]).
+    pub fn save<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Save<'a, T>> {
+        Call::new(self, ops::Save { doc, _doc: PhantomData })
+    }
+
+    /// Deletes the document with this id, applying the `on_delete` rules of
+    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it
+    /// existed. A type sharded on more than `_id` deletes with
+    /// [`Repository::delete`] or [`Repository::delete_one`] instead (see
+    /// [`crate::RoutedById`]).
+    pub fn delete_by_id<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::DeleteById<'a, T>>
+    where
+        T: RoutedById,
+    {
+        Call::new(self, ops::DeleteById { id, _doc: PhantomData })
+    }
+
+    /// Deletes this document, found by its `_id` and shard key, applying
+    /// the `on_delete` rules as [`Repository::delete_by_id`] does. Returns
+    /// whether it existed.
+    pub fn delete<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Delete<'a, T>> {
+        Call::new(self, ops::Delete { doc, _doc: PhantomData })
+    }
+
+    /// Deletes the first document matching a filter, applying the
+    /// `on_delete` rules to it. On a sharded type the filter must fix the
+    /// whole shard key ([`crate::Misuse::ShardKey`] otherwise). Returns
+    /// whether one was deleted.
+    pub fn delete_one(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::DeleteOne<'_, T>> {
+        Call::new(self, ops::DeleteOne { filter: filter.into(), _doc: PhantomData })
+    }
+
+    /// Deletes every document matching a filter, applying the `on_delete`
+    /// rules to each. The documents are found first and exactly those are
+    /// deleted, so one inserted while the rules run is not deleted without
+    /// its rules. Returns how many were deleted.
+    pub fn delete_many(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::DeleteMany<'_, T>> {
+        Call::new(self, ops::DeleteMany { filter: filter.into(), _doc: PhantomData })
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -118,8 +235,8 @@ pub mod ops {
          |$repo:ident, $session:ident| $body:expr) => {
             $(#[$doc])*
             pub struct $name<$a, $t: Document> {
-                $(pub(in crate::repository) $field: $ty,)*
-                pub(in crate::repository) _doc: std::marker::PhantomData<(&$a (), fn() -> $t)>,
+                $(pub(super) $field: $ty,)*
+                pub(super) _doc: std::marker::PhantomData<(&$a (), fn() -> $t)>,
             }
             impl<$a, $t: Document> super::sealed::Sealed for $name<$a, $t> {}
             impl<$a, $t: Document> Operation<$a, $t> for $name<$a, $t> {

@@ -2,7 +2,7 @@
 //! and every `$in` built from a page stay bounded however many match.
 
 use crate::error::Result;
-use crate::store::session::collect;
+use crate::store::session::{collect, primary};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::{ClientSession, Collection};
 
@@ -27,7 +27,7 @@ pub(crate) async fn id_page(
         .sort(doc! {"_id": 1})
         .limit(ID_PAGE as i64)
         .batch_size(ID_PAGE as u32)
-        .selection_criteria(crate::store::primary());
+        .selection_criteria(primary());
     let collection = raw.name().to_owned();
     let ids = collect(find, session, &collection, |raw| {
         Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()))

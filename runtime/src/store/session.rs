@@ -91,3 +91,10 @@ pub(crate) fn plain(collection: &str, raw: &RawDocument) -> Result<bson::Documen
     bson::Document::try_from(raw)
         .map_err(|e| Error::Encode { what: format!("a document of `{collection}`"), message: e.to_string() })
 }
+
+/// Reads that decide a write go to the primary, whatever the client's read
+/// preference: a secondary may be behind, and a guard checked against old
+/// data lets a stale write through.
+pub(crate) fn primary() -> mongodb::options::SelectionCriteria {
+    mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary)
+}

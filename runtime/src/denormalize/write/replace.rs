@@ -2,7 +2,7 @@
 //! keeps derived data: the write keeps docrel's bookkeeping and what docrel
 //! maintains, then the copies and summaries of the changed fields follow.
 
-use super::{Mode, Optional};
+use super::outcome::{Mode, Optional};
 use crate::denormalize::fanout;
 use crate::error::Result;
 use crate::schema::document::Document;

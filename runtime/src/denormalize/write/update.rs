@@ -3,7 +3,7 @@
 //! the type holds, and which way it runs. Every fact is computed in
 //! [`UpdatePlan::new`] and read from there.
 
-use super::{Mode, Optional, Scope, UpdateOutcome};
+use super::outcome::{Mode, Optional, Scope, UpdateOutcome};
 use crate::denormalize::{fanout, fill};
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, Relation};

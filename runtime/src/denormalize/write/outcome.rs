@@ -1,0 +1,66 @@
+//! The vocabulary of a planned write: what it applies to, how it fans
+//! out, and what it did.
+
+/// What an update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UpdateOutcome {
+    /// Documents the filter matched (with room for any bounded push).
+    pub matched: u64,
+    /// Documents actually changed.
+    pub modified: u64,
+}
+
+impl UpdateOutcome {
+    pub(super) fn add(&mut self, other: UpdateOutcome) {
+        self.matched += other.matched;
+        self.modified += other.modified;
+    }
+}
+
+/// How a repository's writes fan out (its `deferred_fan_out()` and
+/// `transactional_fan_out()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Mode {
+    /// Copies are left to the sync worker: the write only versions the source.
+    pub(crate) deferred: bool,
+    /// A write by id and its copies' fan-out commit together.
+    pub(crate) transactional: bool,
+}
+
+/// What an update applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The first matching document.
+    One,
+    /// The first matching document, whose stamped write (see
+    /// [`crate::denormalize::fanout::stamped`]) was tried already and matched nothing:
+    /// the write reads back instead of trying again.
+    OneUnstamped,
+    /// Every matching document.
+    Many,
+}
+
+impl Scope {
+    pub(crate) fn of(many: bool) -> Scope {
+        if many {
+            Scope::Many
+        } else {
+            Scope::One
+        }
+    }
+
+    pub(super) fn many(self) -> bool {
+        self == Scope::Many
+    }
+}
+
+/// Sets an option of a driver action only when there is a value for it.
+pub(super) trait Optional: Sized {
+    fn optional<V>(self, value: Option<V>, set: impl FnOnce(Self, V) -> Self) -> Self {
+        match value {
+            Some(v) => set(self, v),
+            None => self,
+        }
+    }
+}
+impl<T> Optional for T {}

@@ -1,0 +1,148 @@
+//! Deletes: the `on_delete` rules of every reference to the type run for
+//! exactly the documents found, then those are deleted, then the subsets
+//! that summarized them are rebuilt.
+
+use super::repo::Repository;
+use crate::bson_compat;
+use crate::client::trace::Op;
+use crate::error::{Error, Result};
+use crate::id::DocId;
+use crate::schema::document::Document;
+use crate::store::query::Filter;
+use crate::store::session::in_session;
+use mongodb::bson::{self, doc};
+use mongodb::ClientSession;
+
+impl<T: Document> Repository<T> {
+    pub(super) async fn delete_by_id_in(&self, id: &T::Id, session: Option<&mut ClientSession>) -> Result<bool> {
+        Op::new("delete_by_id", T::COLLECTION)
+            .run_counted(self.delete_found(id.to_bson(), doc! {"_id": id.to_bson()}, session), |d| Some(*d as usize))
+            .await
+    }
+
+    pub(super) async fn delete_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<bool> {
+        let id = doc.id().to_bson();
+        let filter = match T::SHARD_KEY.is_empty() {
+            true => doc! {"_id": id.clone()},
+            false => {
+                let stored = bson_compat::to_document(doc).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })?;
+                crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)
+            }
+        };
+        Op::new("delete", T::COLLECTION)
+            .run_counted(self.delete_found(id, filter, session), |d| Some(*d as usize))
+            .await
+    }
+
+    pub(super) async fn delete_one_in(
+        &self,
+        filter: impl Into<Filter>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<bool> {
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            crate::schema::shard::check_routed(T::schema(), &filter, "delete_one")?;
+            // The rules run for exactly the document found, and exactly it
+            // is deleted.
+            let found = in_session!(
+                self.raw
+                    .find_one(filter.clone())
+                    .projection(doc! {"_id": 1})
+                    .selection_criteria(crate::store::primary()),
+                session.as_deref_mut()
+            )
+            .map_err(self.err("find"))?;
+            let Some(id) = found.and_then(|d| d.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id).ok()))
+            else {
+                return Ok(false);
+            };
+            let filter = doc! {"$and": [filter, {"_id": id.clone()}]};
+            self.delete_found(id, filter, session).await
+        };
+        Op::new("delete_one", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
+    }
+
+    /// Deletes the document `id` with a filter that finds it (and routes to
+    /// its shard), after its `on_delete` rules.
+    async fn delete_found(
+        &self,
+        id: bson::Bson,
+        filter: bson::Document,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<bool> {
+        if crate::relations::on_delete::has_rules(T::COLLECTION) {
+            let ids = std::slice::from_ref(&id);
+            crate::relations::on_delete::check(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
+            crate::relations::on_delete::apply_checked(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
+        }
+        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+        let r = in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
+        if r.deleted_count == 1 && !parents.is_empty() {
+            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+        }
+        Ok(r.deleted_count == 1)
+    }
+
+    pub(super) async fn delete_many_in(
+        &self,
+        filter: impl Into<Filter>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<u64> {
+        let op = Op::new("delete_many", T::COLLECTION);
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            if !crate::relations::on_delete::has_rules(T::COLLECTION) {
+                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
+                    .map_err(self.err("delete_many"))?;
+                if r.deleted_count > 0 && !parents.is_empty() {
+                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+                }
+                return Ok(r.deleted_count);
+            }
+            // The rules run page by page, so memory and every `$in` stay
+            // bounded however many documents match; a `restrict` is checked
+            // on every page before any is written.
+            let mut after = None;
+            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, session.as_deref_mut()).await? {
+                after = page.last().cloned();
+                crate::relations::on_delete::check(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+            }
+            let mut deleted = 0;
+            let mut after = None;
+            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, session.as_deref_mut()).await? {
+                after = page.last().cloned();
+                let on_delete = crate::relations::on_delete::apply_checked;
+                on_delete(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+                // Exactly the documents found, so one inserted while the
+                // rules ran is not deleted without its rules.
+                let filter = doc! {"$and": [filter.clone(), {"_id": {"$in": page}}]};
+                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
+                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
+                    .map_err(self.err("delete_many"))?;
+                deleted += r.deleted_count;
+                if r.deleted_count > 0 && !parents.is_empty() {
+                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session.as_deref_mut())
+                        .await?;
+                }
+            }
+            Ok(deleted)
+        };
+        op.run_counted(work, |n| Some(*n as usize)).await
+    }
+
+    /// The parents whose subsets may summarize the documents `filter` matches.
+    async fn subset_parents(
+        &self,
+        filter: &bson::Document,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<(usize, bson::Bson)>> {
+        if crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter, session).await
+    }
+}

@@ -1,0 +1,295 @@
+//! Writes of whole documents (insert, replace, save): bounds and size
+//! checked, copies filled from their sources, the write, then what the new
+//! document owes the documents around it.
+
+use super::repo::Repository;
+use crate::bson_compat;
+use crate::client::trace::Op;
+use crate::denormalize::fanout;
+use crate::denormalize::fill::Sources;
+use crate::denormalize::write::replace_image;
+use crate::error::{Error, Result};
+use crate::id::{show, DocId};
+use crate::schema::document::Document;
+use crate::schema::graph::graph;
+use crate::store::codec::encode;
+use crate::store::session::{collect, in_session, Cx};
+use mongodb::bson::{self, doc, RawDocumentBuf};
+use mongodb::ClientSession;
+
+impl<T: Document> Repository<T> {
+    /// Encodes documents for a write: bounds, copies filled from their
+    /// sources (one read per source collection for the batch), a source's
+    /// first version when `inserting`, size. When something is derived from
+    /// or held by them the BSON documents come back too, so they are built once.
+    async fn encode_all(&self, docs: &[T], inserting: bool, session: Option<&mut ClientSession>) -> Result<Encoded> {
+        for d in docs {
+            d.check_bounds()?;
+        }
+        let g = graph();
+        let fills = g.holds_copies(T::schema());
+        let versioned = inserting && !g.targets_of(T::COLLECTION).is_empty();
+        // A new document owes something to the documents around it (see
+        // `after_insert`) when it is a source, a subset child, the holder of
+        // a two-way reference or the keeper of a subset.
+        let owes = versioned
+            || !g.subsets_of(T::COLLECTION).is_empty()
+            || !g.two_way_of(T::schema()).is_empty()
+            || !g.subsets_kept_by(T::schema()).is_empty();
+        if !fills && !owes {
+            let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+            return Ok(Encoded { raws, plain: Vec::new(), filled: None });
+        }
+        let mut plain = docs
+            .iter()
+            .map(|d| {
+                bson_compat::to_document(d).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let filled = if fills {
+            Some(crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain, session).await?)
+        } else {
+            None
+        };
+        if versioned {
+            fanout::stamp_first_version(&mut plain);
+        }
+        crate::patterns::subset::check(T::COLLECTION, &plain)?;
+        let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+        Ok(Encoded { raws, plain, filled })
+    }
+
+    /// What depends on documents just written (all of `written`): their
+    /// copies confirmed, holders already referring to them filled, their
+    /// summaries pushed into their parents' subsets.
+    async fn after_insert(
+        &self,
+        written: &[bson::Document],
+        filled: Option<Sources>,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<()> {
+        if written.is_empty() {
+            return Ok(());
+        }
+        if let Some(filled) = filled {
+            crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled, session.as_deref_mut()).await?;
+        }
+        crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written, session.as_deref_mut()).await?;
+        self.after_new(written, session.as_deref_mut()).await?;
+        if !graph().subsets_of(T::COLLECTION).is_empty() {
+            // The summaries in the parents' subsets: one push per parent.
+            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written, session).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn insert_many_in(&self, docs: &[T], mut session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
+            .documents(docs.len())
+            .run(async move {
+                if docs.is_empty() {
+                    return Ok(());
+                }
+                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
+                let result = if raws.len() == 1 {
+                    let raw = raws.pop().ok_or_else(|| Error::Invalid {
+                        what: crate::error::Misuse::Insert,
+                        message: "nothing encoded".into(),
+                    })?;
+                    in_session!(self.raw.insert_one(raw), session.as_deref_mut())
+                        .map(|_| ())
+                        .map_err(self.err("insert"))
+                } else {
+                    in_session!(self.raw.insert_many(raws), session.as_deref_mut())
+                        .map(|_| ())
+                        .map_err(self.err("insert_many"))
+                };
+                match result {
+                    Ok(()) => self.after_insert(&plain, filled, session).await,
+                    Err(e) => {
+                        if !plain.is_empty() {
+                            let landed = self.landed(&e, &plain, session.as_deref_mut()).await?;
+                            self.after_insert(&plain[..landed], filled, session).await?;
+                        }
+                        Err(e)
+                    }
+                }
+            })
+            .await
+    }
+
+    /// How many of `plain` an ordered insert that failed with `e` wrote:
+    /// those before the first write error; after an error without one (a
+    /// connection lost), those found on the server.
+    async fn landed(&self, e: &Error, plain: &[bson::Document], session: Option<&mut ClientSession>) -> Result<usize> {
+        if let Error::Driver { source, .. } = e {
+            match &*source.kind {
+                mongodb::error::ErrorKind::InsertMany(m) => {
+                    if let Some(first) = m.write_errors.as_ref().and_then(|w| w.iter().map(|w| w.index).min()) {
+                        return Ok(first.min(plain.len()));
+                    }
+                }
+                // The server answered with an error for the whole command
+                // (a fail point, a lost election): it wrote nothing.
+                mongodb::error::ErrorKind::Write(_) | mongodb::error::ErrorKind::Command(_) => return Ok(0),
+                _ => {}
+            }
+        }
+        // No answer: what is stored says. A document with one of the ids
+        // that is not the one sent (it was there before) did not land.
+        let ids: Vec<bson::Bson> = plain.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        let find = self
+            .raw
+            .find(doc! {"_id": {"$in": ids}})
+            .batch_size(plain.len().try_into().unwrap_or(u32::MAX))
+            .selection_criteria(crate::denormalize::fill::primary());
+        let mut stored = std::collections::HashMap::new();
+        for d in collect(find, session, T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await? {
+            if let Some(key) = d.get("_id").map(crate::store::path::id_key) {
+                stored.insert(key, d);
+            }
+        }
+        let sent = |d: &bson::Document| {
+            let Some(found) = d.get("_id").and_then(|id| stored.get(&crate::store::path::id_key(id))) else {
+                return false;
+            };
+            // docrel's bookkeeping is what the write stamped (a source's
+            // first version tells it apart); the fields are the caller's.
+            d.iter().all(|(k, v)| found.get(k) == Some(v))
+        };
+        // An ordered insert writes a prefix.
+        Ok(plain.iter().take_while(|d| sent(d)).count())
+    }
+
+    /// Replace or save: fill, write, confirm.
+    async fn put(&self, doc: &T, upsert: bool, mut session: Option<&mut ClientSession>) -> Result<bool> {
+        let Encoded { mut raws, plain, filled } =
+            self.encode_all(std::slice::from_ref(doc), upsert, session.as_deref_mut()).await?;
+        let raw = raws
+            .pop()
+            .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
+        let g = graph();
+        let keeps = g.holds_copies(T::schema())
+            || !g.two_way_of(T::schema()).is_empty()
+            || !g.subsets_kept_by(T::schema()).is_empty();
+        let written = if g.has_derived(T::COLLECTION) || keeps {
+            let new = match plain.first() {
+                Some(p) => p.clone(),
+                None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
+                    what: format!("a document of `{}`", T::COLLECTION),
+                    message: e.to_string(),
+                })?,
+            };
+            let filter = crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new);
+            let mut cx = Cx::new(&self.db, session.as_deref_mut());
+            replace_image::<T>(&mut cx, &self.raw, filter, new, upsert, self.mode()).await?
+        } else {
+            let filter = match T::SHARD_KEY.is_empty() {
+                true => doc! {"_id": doc.id().to_bson()},
+                false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
+            };
+            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), session.as_deref_mut())
+                .map_err(self.err("replace"))?;
+            (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
+        };
+        if written == Some(true) {
+            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), session.as_deref_mut()).await?;
+        }
+        let written = written.is_some();
+        if written {
+            if let Some(filled) = filled {
+                crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled, session).await?;
+            }
+        }
+        Ok(written)
+    }
+
+    /// What a new document of `T` owes the documents around it: the other
+    /// side of its two-way references, and the subsets it keeps of children
+    /// that already exist.
+    async fn after_new(&self, docs: &[bson::Document], mut session: Option<&mut ClientSession>) -> Result<()> {
+        let g = graph();
+        for rel in g.two_way_of(T::schema()) {
+            for d in docs {
+                let Some(x) = d.get("_id") else { continue };
+                let targets: Vec<bson::Bson> = match d.get(rel.field) {
+                    Some(bson::Bson::Array(ids)) => ids.clone(),
+                    Some(bson::Bson::Null) | None => Vec::new(),
+                    Some(id) => vec![id.clone()],
+                };
+                for y in targets {
+                    let linked = crate::relations::two_way::link(
+                        &self.db,
+                        T::schema(),
+                        rel,
+                        x.clone(),
+                        y,
+                        session.as_deref_mut(),
+                    );
+                    match linked.await {
+                        // A reference to a document not there yet: it links back when it is inserted.
+                        Err(Error::NotFound { collection, .. }) if Some(collection) == rel.target => {}
+                        other => {
+                            other?;
+                        }
+                    }
+                }
+            }
+        }
+        for subset in g.subsets_kept_by(T::schema()) {
+            let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+            let children = self.db.collection::<bson::Document>(subset.spec.child);
+            let with_children = in_session!(
+                children
+                    .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
+                    .selection_criteria(crate::store::primary()),
+                session.as_deref_mut()
+            )
+            .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
+            for parent in with_children {
+                subset.rebuild_in(&self.db, &parent, session.as_deref_mut()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn replace_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new("replace", T::COLLECTION)
+            .documents(1)
+            .run(async move {
+                match self.put(doc, false, session).await? {
+                    true => Ok(()),
+                    false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
+                }
+            })
+            .await
+    }
+
+    pub(super) async fn save_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
+        Op::new("save", T::COLLECTION)
+            .documents(1)
+            .run(async move { self.put(doc, true, session).await.map(|_| ()) })
+            .await
+    }
+}
+
+/// The document as BSON: the encoded one when there is one.
+fn plain_or(plain: &[bson::Document], raw: &RawDocumentBuf) -> Result<bson::Document> {
+    match plain.first() {
+        Some(p) => Ok(p.clone()),
+        None => bson::Document::try_from(raw.as_ref())
+            .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() }),
+    }
+}
+
+/// Documents encoded for a write.
+struct Encoded {
+    raws: Vec<RawDocumentBuf>,
+    /// The same as BSON documents, when something is derived from or held by them.
+    plain: Vec<bson::Document>,
+    /// The sources their copies were filled from.
+    filled: Option<Sources>,
+}

@@ -1,0 +1,93 @@
+//! Updates: the repository checks what only the typed update knows (a
+//! filter routed to one shard, why nothing matched) and hands the write to
+//! its plan ([`crate::denormalize::write::UpdatePlan`]).
+
+use super::repo::Repository;
+use crate::client::trace::Op;
+use crate::denormalize::write::UpdateOutcome;
+use crate::denormalize::write::{Scope, UpdatePlan};
+use crate::error::{Error, Result};
+use crate::id::{show, DocId};
+use crate::schema::document::Document;
+use crate::store::query::{Filter, Update};
+use crate::store::session::{in_session, Cx};
+use mongodb::bson::doc;
+use mongodb::ClientSession;
+
+impl<T: Document> Repository<T> {
+    // A plain `fn`: an `async fn` around the span's future would hold the
+    // update twice and make the boxed future of every update by id larger
+    // than the allocator's fast sizes.
+    pub(super) fn update_by_id_in<'a>(
+        &'a self,
+        id: &'a T::Id,
+        update: Update<T>,
+        mut session: Option<&'a mut ClientSession>,
+    ) -> impl std::future::Future<Output = Result<UpdateOutcome>> + Send + 'a {
+        Op::new("update_by_id", T::COLLECTION).run_counted(
+            async move {
+                let mut cx = Cx::new(&self.db, session.as_deref_mut());
+                let outcome = UpdatePlan::new(&self.raw, &update, self.mode())?.by_id(&mut cx, id.to_bson()).await?;
+                if outcome.matched == 0 {
+                    return Err(self.explain_unmatched(id, &update, session).await?);
+                }
+                Ok(outcome)
+            },
+            |o: &UpdateOutcome| Some(o.modified as usize),
+        )
+    }
+
+    pub(super) async fn update_matching(
+        &self,
+        filter: impl Into<Filter>,
+        update: Update<T>,
+        many: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateOutcome> {
+        let op = Op::new(if many { "update_many" } else { "update_one" }, T::COLLECTION);
+        let work = async move {
+            let filter = filter.into().into_document()?;
+            if !many {
+                crate::schema::shard::check_routed(T::schema(), &filter, "update_one")?;
+            }
+            let mut cx = Cx::new(&self.db, session);
+            UpdatePlan::new(&self.raw, &update, self.mode())?.run(&mut cx, filter, Scope::of(many), None).await
+        };
+        op.run_counted(work, |o| Some(o.modified as usize)).await
+    }
+
+    #[cold]
+    async fn explain_unmatched(
+        &self,
+        id: &T::Id,
+        update: &Update<T>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Error> {
+        let bounded: Vec<_> = update.pushes().iter().filter(|p| p.max.is_some()).collect();
+        let mut projection = doc! {"_id": 1};
+        for p in &bounded {
+            projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});
+        }
+        let found = in_session!(self.raw.find_one(doc! {"_id": id.to_bson()}).projection(projection), session)
+            .map_err(self.err("find"))?;
+        let Some(found) = found else {
+            return Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) });
+        };
+        for p in bounded {
+            let len = found.get_i32(p.path).map(|l| l as usize).unwrap_or(0);
+            let max = p.max.unwrap_or(u32::MAX);
+            if len + p.count > max as usize {
+                return Ok(Error::EmbedFull {
+                    collection: T::COLLECTION,
+                    id: show(id),
+                    field: p.path,
+                    max,
+                    len: len + p.count,
+                });
+            }
+        }
+        // It existed and had room when read back: a concurrent change removed
+        // it or made room between the two reads. Report what the write saw.
+        Ok(Error::NotFound { collection: T::COLLECTION, id: show(id) })
+    }
+}
