@@ -347,7 +347,7 @@ impl<T: Document> Repository<T> {
     // plain `fn` with a concrete return type once.
     pub fn update_by_id<'a>(&'a self, id: &'a T::Id, update: Update<T>) -> BoxFuture<'a, Result<UpdateOutcome>>
     where
-        T: crate::RoutedById,
+        T: crate::schema::document::RoutedById,
     {
         Box::pin(self.update_by_id_in(id, update, None))
     }
@@ -1008,7 +1008,7 @@ impl<T: Document> Repository<T> {
     /// [`crate::RoutedById`]).
     pub fn delete_by_id<'a>(&'a self, id: &'a T::Id) -> BoxFuture<'a, Result<bool>>
     where
-        T: crate::RoutedById,
+        T: crate::schema::document::RoutedById,
     {
         Box::pin(self.delete_by_id_in(id, None))
     }

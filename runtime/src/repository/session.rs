@@ -115,7 +115,7 @@ impl<T: Document> InSession<'_, T> {
     /// [`Repository::update_by_id`] in the session.
     pub fn update_by_id<'s>(&'s mut self, id: &'s T::Id, update: Update<T>) -> BoxFuture<'s, Result<UpdateOutcome>>
     where
-        T: crate::RoutedById,
+        T: crate::schema::document::RoutedById,
     {
         Box::pin(self.repo.update_by_id_in(id, update, Some(self.session)))
     }
@@ -143,7 +143,7 @@ impl<T: Document> InSession<'_, T> {
     /// [`Repository::delete_by_id`] in the session, `on_delete` rules included.
     pub fn delete_by_id<'s>(&'s mut self, id: &'s T::Id) -> BoxFuture<'s, Result<bool>>
     where
-        T: crate::RoutedById,
+        T: crate::schema::document::RoutedById,
     {
         Box::pin(self.repo.delete_by_id_in(id, Some(self.session)))
     }
