@@ -51,3 +51,27 @@ impl Ctxt {
 pub fn error_at(span: Span, message: impl Display) -> darling::Error {
     darling::Error::custom(message).with_span(&span)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Ctxt;
+    use proc_macro2::Span;
+
+    #[test]
+    fn every_error_is_handed_over_in_order() {
+        let cx = Ctxt::new();
+        cx.error_at(Span::call_site(), "first");
+        assert_eq!(cx.handle(Ok::<_, darling::Error>(1)), Some(1));
+        assert_eq!(cx.handle(Err::<(), _>(darling::Error::custom("second"))), None);
+        let errors: Vec<String> = cx.check().unwrap_err().into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors, ["first", "second"]);
+        assert!(Ctxt::new().check().is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "dropped without being finished")]
+    fn a_context_dropped_unchecked_is_a_bug_of_the_derive() {
+        let cx = Ctxt::new();
+        cx.error_at(Span::call_site(), "forgotten");
+    }
+}
