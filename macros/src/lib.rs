@@ -3,7 +3,8 @@
 //!
 //! Each derive follows parse -> validate -> generate: `internals` reads the
 //! attributes (`ast`) and checks the rules into one model (`model`),
-//! collecting every error; `expand` only generates, from the model alone.
+//! collecting every error in one context (`ctxt`); `expand` only generates,
+//! from the model alone.
 //! Each `derive_x` calls `derive_x_inner`, which the unit tests call too.
 
 mod expand;
@@ -13,6 +14,7 @@ mod tests;
 
 use internals::ast::Container;
 use internals::check;
+use internals::ctxt::Ctxt;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
@@ -24,10 +26,10 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 }
 
 fn derive_document_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
-    let mut errors = darling::Error::accumulator();
-    let container = Container::from_ast(input, "Document", &mut errors);
-    let model = container.as_ref().and_then(|c| check::document(c, &mut errors));
-    match errors.finish() {
+    let cx = Ctxt::new();
+    let container = Container::from_ast(input, "Document", &cx);
+    let model = container.as_ref().and_then(|c| check::document(c, &cx));
+    match cx.check() {
         Ok(()) => model.map(|m| expand::document::expand(&m)).unwrap_or_default(),
         Err(e) => {
             // The items other code refers to, for every shape, so the one
@@ -51,11 +53,11 @@ pub fn derive_view(input: TokenStream) -> TokenStream {
 }
 
 fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
-    let mut errors = darling::Error::accumulator();
-    let container = Container::from_ast(input, "View", &mut errors);
-    let (of, krate) = internals::ast::view_of(input, &mut errors);
+    let cx = Ctxt::new();
+    let container = Container::from_ast(input, "View", &cx);
+    let (of, krate) = internals::ast::view_of(input, &cx);
     let model = container.as_ref().zip(of.clone()).map(|(c, of)| check::view(c, of, krate.clone()));
-    match errors.finish() {
+    match cx.check() {
         Ok(()) => model.map(|m| expand::view::expand(&m)).unwrap_or_default(),
         Err(e) => {
             let errors = e.write_errors();
@@ -77,10 +79,10 @@ pub fn derive_embedded(input: TokenStream) -> TokenStream {
 }
 
 fn derive_embedded_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
-    let mut errors = darling::Error::accumulator();
-    let container = Container::from_ast(input, "Embedded", &mut errors);
-    let model = container.as_ref().map(|c| check::embedded(c, &mut errors));
-    match errors.finish() {
+    let cx = Ctxt::new();
+    let container = Container::from_ast(input, "Embedded", &cx);
+    let model = container.as_ref().map(|c| check::embedded(c, &cx));
+    match cx.check() {
         Ok(()) => model.map(|m| expand::copies::embedded(&m)).unwrap_or_default(),
         Err(e) => {
             let errors = e.write_errors();

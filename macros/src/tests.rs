@@ -4,6 +4,7 @@
 
 use crate::internals::ast::Container;
 use crate::internals::check;
+use crate::internals::ctxt::Ctxt;
 use crate::internals::model::{Element, Model, RelationKind, SortKey, StoredName};
 use proc_macro2::TokenStream;
 use syn::{parse_quote, DeriveInput};
@@ -222,10 +223,10 @@ fn failed_document_keeps_its_items() {
 
 /// Checks `input` as a document and hands its model to `f`.
 fn with_model(input: DeriveInput, f: impl FnOnce(&Model)) {
-    let mut errors = darling::Error::accumulator();
-    let container = Container::from_ast(&input, "Document", &mut errors).expect("a struct with named fields");
-    let model = check::document(&container, &mut errors);
-    if let Err(e) = errors.finish() {
+    let cx = Ctxt::new();
+    let container = Container::from_ast(&input, "Document", &cx).expect("a struct with named fields");
+    let model = check::document(&container, &cx);
+    if let Err(e) = cx.check() {
         panic!("unexpected errors: {e}");
     }
     f(&model.expect("a model when there is no error"));

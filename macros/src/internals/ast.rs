@@ -6,10 +6,10 @@ use super::attr::{
     BucketAttr, ContainerAttr, DenormalizeAttr, EmbedAttr, EmbeddedAttr, FieldDocAttr, ParentRefAttr, ReferenceAttr,
     ViewAttr,
 };
+use super::ctxt::Ctxt;
 use super::serde_names;
 use super::symbol::{BUCKET, DENORMALIZE, DOCUMENT, EMBED, EMBEDDED, PARENT_REF, REFERENCE, RELATIONSHIP_ATTRS, VIEW};
 use super::ty::array_element;
-use darling::error::Accumulator;
 use darling::FromMeta;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -96,12 +96,12 @@ fn parse_required<T: FromMeta>(attr: &Attribute, example: &str) -> darling::Resu
 
 impl<'a> Container<'a> {
     /// Reads the struct; `None` when its shape cannot be a document (the
-    /// error is in `errors`).
-    pub fn from_ast(input: &'a DeriveInput, derive: &str, errors: &mut Accumulator) -> Option<Self> {
+    /// error is in `cx`).
+    pub fn from_ast(input: &'a DeriveInput, derive: &str, cx: &Ctxt) -> Option<Self> {
         let named = match &input.data {
             syn::Data::Struct(syn::DataStruct { fields: syn::Fields::Named(named), .. }) => named,
             syn::Data::Struct(s) => {
-                errors.push(
+                cx.push(
                     darling::Error::custom(format!(
                         "#[derive({derive})] needs a struct with named fields: a document is stored as \
                          `{{field: value}}`, so give each field a name (`struct Part {{ id: ObjectId, name: String }}`)"
@@ -115,7 +115,7 @@ impl<'a> Container<'a> {
                 return None;
             }
             syn::Data::Enum(e) => {
-                errors.push(
+                cx.push(
                     darling::Error::custom(format!(
                         "#[derive({derive})] needs a struct with named fields, not an enum: wrap the enum in a \
                          field of a struct (`struct Event {{ id: ObjectId, kind: Kind }}`)"
@@ -125,7 +125,7 @@ impl<'a> Container<'a> {
                 return None;
             }
             syn::Data::Union(u) => {
-                errors.push(
+                cx.push(
                     darling::Error::custom(format!(
                         "#[derive({derive})] needs a struct with named fields, not a union"
                     ))
@@ -135,7 +135,7 @@ impl<'a> Container<'a> {
             }
         };
         if !input.generics.params.is_empty() {
-            errors.push(
+            cx.push(
                 darling::Error::custom(format!(
                     "#[derive({derive})] does not support generic structs: a document type maps to one collection \
                      and one stored shape; write a concrete struct"
@@ -144,15 +144,11 @@ impl<'a> Container<'a> {
             );
             return None;
         }
-        let serde_container =
-            errors.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
+        let serde_container = cx.handle(serde_names::container(&input.attrs).map_err(Into::into)).unwrap_or_default();
 
-        let (attr, attr_failed) = container_attr(input, derive, errors);
-        let fields = named
-            .named
-            .iter()
-            .filter_map(|f| Field::from_ast(f, serde_container.rename_all.as_deref(), errors))
-            .collect();
+        let (attr, attr_failed) = container_attr(input, derive, cx);
+        let fields =
+            named.named.iter().filter_map(|f| Field::from_ast(f, serde_container.rename_all.as_deref(), cx)).collect();
         Some(Container { input, ident: &input.ident, vis: &input.vis, attr, attr_failed, fields })
     }
 }
@@ -160,7 +156,7 @@ impl<'a> Container<'a> {
 /// The container attribute of `derive`: `#[document(..)]` of a document,
 /// `#[embedded(crate = ..)]` of an element struct (a view's is read by
 /// `view_of`); and whether one of them failed to parse.
-fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -> (ContainerAttr, bool) {
+fn container_attr(input: &DeriveInput, derive: &str, cx: &Ctxt) -> (ContainerAttr, bool) {
     let mut attr = ContainerAttr::default();
     let mut failed = false;
     let name = match derive {
@@ -170,9 +166,9 @@ fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -
     };
     for a in input.attrs.iter().filter(|a| a.path().is_ident(name)) {
         let parsed = if derive == "Document" {
-            errors.handle(parse_attr::<ContainerAttr>(a))
+            cx.handle(parse_attr::<ContainerAttr>(a))
         } else {
-            errors.handle(parse_attr::<EmbeddedAttr>(a)).map(|e| ContainerAttr { krate: e.krate, ..Default::default() })
+            cx.handle(parse_attr::<EmbeddedAttr>(a)).map(|e| ContainerAttr { krate: e.krate, ..Default::default() })
         };
         let Some(parsed) = parsed else {
             failed = true;
@@ -180,7 +176,7 @@ fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -
         };
         if parsed.collection.is_some() {
             if attr.collection.is_some() {
-                errors.push(darling::Error::duplicate_field("collection").with_span(a));
+                cx.push(darling::Error::duplicate_field("collection").with_span(a));
             }
             attr.collection = parsed.collection;
         }
@@ -189,7 +185,7 @@ fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -
         }
         if parsed.shard_key.is_some() {
             if attr.shard_key.is_some() {
-                errors.push(darling::Error::duplicate_field("shard_key").with_span(a));
+                cx.push(darling::Error::duplicate_field("shard_key").with_span(a));
             }
             attr.shard_key = parsed.shard_key;
         }
@@ -198,9 +194,9 @@ fn container_attr(input: &DeriveInput, derive: &str, errors: &mut Accumulator) -
 }
 
 impl<'a> Field<'a> {
-    fn from_ast(f: &'a syn::Field, rename_all: Option<&str>, errors: &mut Accumulator) -> Option<Self> {
+    fn from_ast(f: &'a syn::Field, rename_all: Option<&str>, cx: &Ctxt) -> Option<Self> {
         let ident = f.ident.as_ref()?;
-        let serde = errors.handle(serde_names::field(&f.attrs).map_err(Into::into)).unwrap_or_default();
+        let serde = cx.handle(serde_names::field(&f.attrs).map_err(Into::into)).unwrap_or_default();
         let rust_name = ident.to_string();
         let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name).to_owned();
         let stored = if serde.not_stored {
@@ -213,7 +209,7 @@ impl<'a> Field<'a> {
 
         let mut doc = FieldDocAttr::default();
         for a in f.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
-            if let Some(parsed) = errors.handle(parse_attr::<FieldDocAttr>(a)) {
+            if let Some(parsed) = cx.handle(parse_attr::<FieldDocAttr>(a)) {
                 doc.id = if parsed.id.is_present() { parsed.id } else { doc.id };
                 doc.index = if parsed.index.is_present() { parsed.index } else { doc.index };
                 doc.unique = if parsed.unique.is_present() { parsed.unique } else { doc.unique };
@@ -221,8 +217,8 @@ impl<'a> Field<'a> {
             }
         }
 
-        let role = parse_role(f, errors);
-        let copy = parse_copy(f, ident, errors);
+        let role = parse_role(f, cx);
+        let copy = parse_copy(f, ident, cx);
         Some(Field { ident, ty: &f.ty, stored, doc, role, copy })
     }
 
@@ -238,11 +234,11 @@ impl<'a> Field<'a> {
 }
 
 /// The one relationship attribute of a field, if any.
-fn parse_role(f: &syn::Field, errors: &mut Accumulator) -> Role {
+fn parse_role(f: &syn::Field, cx: &Ctxt) -> Role {
     let mut role = Role::Plain;
     for a in f.attrs.iter().filter(|a| RELATIONSHIP_ATTRS.iter().any(|n| a.path().is_ident(n))) {
         if role.span().is_some() {
-            errors.push(
+            cx.push(
                 darling::Error::custom(
                     "a field holds one relationship: `#[embed]`, `#[reference]` and `#[parent_ref]` exclude each \
                      other; keep the one that matches how the data is stored",
@@ -253,25 +249,19 @@ fn parse_role(f: &syn::Field, errors: &mut Accumulator) -> Role {
         }
         let span = a.path().span();
         let parsed = if a.path().is_ident(EMBED) {
-            errors.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
+            cx.handle(parse_attr::<EmbedAttr>(a)).map(|attr| Role::Embed { attr, span })
         } else if a.path().is_ident(REFERENCE) {
-            errors
-                .handle(parse_required::<ReferenceAttr>(
-                    a,
-                    "#[reference(to = Part)]` or `#[reference(many, to = Part)]",
-                ))
+            cx.handle(parse_required::<ReferenceAttr>(a, "#[reference(to = Part)]` or `#[reference(many, to = Part)]"))
                 .map(|attr| Role::Reference { attr, span })
         } else if a.path().is_ident(PARENT_REF) {
-            errors
-                .handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
+            cx.handle(parse_required::<ParentRefAttr>(a, "#[parent_ref(to = Host)]"))
                 .map(|attr| Role::ParentRef { attr, span })
         } else if a.path().is_ident(BUCKET) {
-            errors
-                .handle(parse_required::<BucketAttr>(
-                    a,
-                    "#[bucket(size = 50)]` or `#[bucket(by = time, window = \"day\")]",
-                ))
-                .map(|attr| Role::Bucket { attr, span })
+            cx.handle(parse_required::<BucketAttr>(
+                a,
+                "#[bucket(size = 50)]` or `#[bucket(by = time, window = \"day\")]",
+            ))
+            .map(|attr| Role::Bucket { attr, span })
         } else {
             None
         };
@@ -283,11 +273,11 @@ fn parse_role(f: &syn::Field, errors: &mut Accumulator) -> Role {
 }
 
 /// `#[denormalize(..)]`, at most once.
-fn parse_copy(f: &syn::Field, ident: &Ident, errors: &mut Accumulator) -> Option<Copy> {
+fn parse_copy(f: &syn::Field, ident: &Ident, cx: &Ctxt) -> Option<Copy> {
     let mut copy = None;
     for a in f.attrs.iter().filter(|a| a.path().is_ident(DENORMALIZE)) {
         if copy.is_some() {
-            errors.push(
+            cx.push(
                 darling::Error::custom(format!(
                     "`#[denormalize]` appears twice on `{ident}`: a field is the copy of one source field; \
                      remove one"
@@ -296,7 +286,7 @@ fn parse_copy(f: &syn::Field, ident: &Ident, errors: &mut Accumulator) -> Option
             );
             continue;
         }
-        copy = errors
+        copy = cx
             .handle(parse_required::<DenormalizeAttr>(a, "#[denormalize(from = Part::name)]"))
             .map(|attr| Copy { attr, span: a.path().span() });
     }
@@ -322,18 +312,18 @@ impl Container<'_> {
 
 /// `#[view(of = Part)]`: the document a view reads, and the crate path
 /// (`crate = ".."`); `of` is `None` when absent or malformed (the error is
-/// in `errors`).
-pub fn view_of(input: &DeriveInput, errors: &mut Accumulator) -> (Option<syn::Path>, Option<syn::Path>) {
+/// in `cx`).
+pub fn view_of(input: &DeriveInput, cx: &Ctxt) -> (Option<syn::Path>, Option<syn::Path>) {
     let attrs: Vec<&Attribute> = input.attrs.iter().filter(|a| a.path().is_ident(VIEW)).collect();
     let (mut of, mut krate) = (None, None);
     for a in &attrs {
-        if let Some(v) = errors.handle(ViewAttr::from_meta(&a.meta)) {
+        if let Some(v) = cx.handle(ViewAttr::from_meta(&a.meta)) {
             of = Some(v.of);
             krate = v.krate.or(krate);
         }
     }
     if attrs.is_empty() {
-        errors.push(
+        cx.push(
             darling::Error::custom(format!(
                 "missing the document this is a view of: add `#[view(of = Part)]` to `{}`",
                 input.ident

@@ -3,26 +3,24 @@
 //! What passes becomes the model (`model.rs`) the generation reads.
 
 use super::ast::{Container, Role};
-use super::model::{Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, Names, Stub, Target, Via, ViewModel};
-use darling::error::Accumulator;
-use proc_macro2::Span;
-
-pub(super) fn err(span: Span, message: impl std::fmt::Display) -> darling::Error {
-    darling::Error::custom(message).with_span(&span)
-}
+use super::ctxt::Ctxt;
+use super::model::{
+    Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, ModelRelation, Names, RelationKind, Stub, Target,
+    Via, ViewModel,
+};
 
 /// Checks a document struct into its model; `None` when it cannot be one
-/// (the reasons are in `errors`).
-pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Model<'a>> {
-    let collection = check_collection(c, errors);
-    check_stored_names(c, errors);
-    let id = find_id(c, errors);
-    let relations = super::relation::relations(c, errors);
-    let copies = check_copies(c, errors, true);
-    check_sizes(c, errors);
+/// (the reasons are in `cx`).
+pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
+    let collection = check_collection(c, cx);
+    check_stored_names(c, cx);
+    let id = find_id(c, cx);
+    let relations = super::relation::relations(c, cx);
+    let copies = check_copies(c, cx, true);
+    check_sizes(c, cx);
     let copies: Option<Vec<_>> =
         copies.into_iter().map(|(copied, via)| Some(ModelCopy { copied, via: via? })).collect();
-    let shard_key = check_shard_key(c, id?, relations.as_deref(), errors);
+    let shard_key = check_shard_key(c, id?, relations.as_deref(), cx);
     let id = &c.fields[id?];
     Some(Model {
         ident: c.ident,
@@ -44,17 +42,20 @@ pub fn document<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Mo
 /// unique index that does not start with it, and, when the key is more
 /// than `_id`, the patterns that write this document by `_id` alone
 /// (two-way references, subsets) or a bucket key its appends do not know.
-fn check_shard_key(
-    c: &Container,
-    id: usize,
-    relations: Option<&[super::model::ModelRelation]>,
-    errors: &mut Accumulator,
-) -> Option<Vec<String>> {
-    use super::model::RelationKind;
+fn check_shard_key(c: &Container, id: usize, relations: Option<&[ModelRelation]>, cx: &Ctxt) -> Option<Vec<String>> {
     let Some(key) = &c.attr.shard_key else { return Some(Vec::new()) };
+    let stored = shard_key_stored(c, id, &key.0, cx)?;
+    let unique_ok = check_sharded_unique(c, &stored, cx);
+    let relations_ok = check_sharded_relations(c, &stored, relations.unwrap_or_default(), cx);
+    (unique_ok && relations_ok).then_some(stored)
+}
+
+/// The stored names of the shard key's fields; `None` when one is not a
+/// stored field or appears twice (every such name is reported).
+fn shard_key_stored(c: &Container, id: usize, names: &[syn::Ident], cx: &Ctxt) -> Option<Vec<String>> {
     let mut stored: Vec<String> = Vec::new();
     let mut ok = true;
-    for name in &key.0 {
+    for name in names {
         let field = if name == "_id" { Some(id) } else { c.fields.iter().position(|f| f.ident == name) };
         let found = field.and_then(|i| if i == id { Some("_id".to_owned()) } else { c.fields[i].stored.clone() });
         match found {
@@ -62,77 +63,91 @@ fn check_shard_key(
                 ok = false;
                 let known: Vec<String> =
                     c.fields.iter().filter(|f| f.stored.is_some()).map(|f| format!("`{}`", f.ident)).collect();
-                errors.push(err(
+                cx.error_at(
                     name.span(),
                     format!(
                         "the shard key names `{name}`, which is not a stored field of `{}`: name its fields ({})",
                         c.ident,
                         known.join(", ")
                     ),
-                ));
+                );
             }
             Some(s) if stored.contains(&s) => {
                 ok = false;
-                errors.push(err(name.span(), format!("`{name}` appears twice in the shard key: name it once")));
+                cx.error_at(name.span(), format!("`{name}` appears twice in the shard key: name it once"));
             }
             Some(s) => stored.push(s),
-        }
-    }
-    if !ok {
-        return None;
-    }
-    let shown = stored.join(", ");
-    for f in c.fields.iter().filter(|f| f.doc.unique.is_present()) {
-        if f.stored.as_ref().is_some_and(|s| stored != [s.clone()]) {
-            ok = false;
-            errors.push(err(
-                f.ident.span(),
-                format!(
-                    "`{}` is sharded on ({shown}), and a sharded collection can enforce a unique index only when it \
-                     starts with the shard key: drop `unique` from `{}`, or shard on it",
-                    c.ident, f.ident
-                ),
-            ));
-        }
-    }
-    let by_id = stored == ["_id"];
-    for rel in relations.unwrap_or_default() {
-        let problem = match &rel.kind {
-            _ if by_id => None,
-            RelationKind::RefMany { inverse: Some(_), .. } | RelationKind::RefOne { inverse: Some(_), .. } => Some(
-                "is a two-way reference, and link/unlink write each side by `_id` alone: that cannot be routed on \
-                 a collection sharded on more than `_id`; shard it on `_id` (a hashed `_id` key spreads the writes), \
-                 or make the reference one-way (drop `inverse`)",
-            ),
-            RelationKind::Embed { subset: Some(_), .. } => Some(
-                "is a subset, which each change of a child rewrites by the parent's `_id` alone: that cannot be \
-                 routed on a collection sharded on more than `_id`; shard it on `_id` (hashed), or load the newest \
-                 children with `latest_per_parent` instead of keeping a subset",
-            ),
-            RelationKind::Bucket(b) => {
-                let known = [b.parent_field.as_str(), if b.window_ms.is_some() { &b.start } else { &b.page }];
-                (!stored.iter().all(|s| known.contains(&s.as_str()))).then_some(
-                    "is a bucket array, and `append` finds its bucket by parent and page (or window start) alone: \
-                     shard a bucket collection on its parent reference (and page or start), which every append knows",
-                )
-            }
-            _ => None,
-        };
-        if let Some(problem) = problem {
-            ok = false;
-            errors.push(err(
-                rel.ident.span(),
-                format!("`{}` {problem} (`{}` is sharded on ({shown}))", rel.ident, c.ident),
-            ));
         }
     }
     ok.then_some(stored)
 }
 
+/// A unique index on a sharded collection must start with the shard key.
+fn check_sharded_unique(c: &Container, stored: &[String], cx: &Ctxt) -> bool {
+    let mut ok = true;
+    for f in c.fields.iter().filter(|f| f.doc.unique.is_present()) {
+        if f.stored.as_ref().is_some_and(|s| stored != [s.clone()]) {
+            ok = false;
+            cx.error_at(
+                f.ident.span(),
+                format!(
+                    "`{}` is sharded on ({}), and a sharded collection can enforce a unique index only when it \
+                     starts with the shard key: drop `unique` from `{}`, or shard on it",
+                    c.ident,
+                    stored.join(", "),
+                    f.ident
+                ),
+            );
+        }
+    }
+    ok
+}
+
+/// The relationships whose writes could not be routed on this shard key.
+fn check_sharded_relations(c: &Container, stored: &[String], relations: &[ModelRelation], cx: &Ctxt) -> bool {
+    let mut ok = true;
+    for rel in relations {
+        if let Some(problem) = sharded_write_problem(&rel.kind, stored) {
+            ok = false;
+            cx.error_at(
+                rel.ident.span(),
+                format!("`{}` {problem} (`{}` is sharded on ({}))", rel.ident, c.ident, stored.join(", ")),
+            );
+        }
+    }
+    ok
+}
+
+/// Why the writes of a relationship of `kind` cannot carry the shard key
+/// `stored`, if they cannot.
+fn sharded_write_problem(kind: &RelationKind, stored: &[String]) -> Option<&'static str> {
+    match kind {
+        _ if stored == ["_id"] => None,
+        RelationKind::RefMany { inverse: Some(_), .. } | RelationKind::RefOne { inverse: Some(_), .. } => Some(
+            "is a two-way reference, and link/unlink write each side by `_id` alone: that cannot be routed on \
+             a collection sharded on more than `_id`; shard it on `_id` (a hashed `_id` key spreads the writes), \
+             or make the reference one-way (drop `inverse`)",
+        ),
+        RelationKind::Embed { subset: Some(_), .. } => Some(
+            "is a subset, which each change of a child rewrites by the parent's `_id` alone: that cannot be \
+             routed on a collection sharded on more than `_id`; shard it on `_id` (hashed), or load the newest \
+             children with `latest_per_parent` instead of keeping a subset",
+        ),
+        RelationKind::Bucket(b) => {
+            let known = [b.parent_field.as_str(), if b.window_ms.is_some() { &b.start } else { &b.page }];
+            (!stored.iter().all(|s| known.contains(&s.as_str()))).then_some(
+                "is a bucket array, and `append` finds its bucket by parent and page (or window start) alone: \
+                 shard a bucket collection on its parent reference (and page or start), which every append knows",
+            )
+        }
+        _ => None,
+    }
+}
+
 /// Checks an element struct of a reference array (`#[derive(Embedded)]`).
-pub fn embedded<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> EmbeddedModel<'a> {
-    check_stored_names(c, errors);
-    let copies = check_copies(c, errors, false);
+pub fn embedded<'a>(c: &'a Container<'a>, cx: &Ctxt) -> EmbeddedModel<'a> {
+    check_stored_names(c, cx);
+    let copies = check_copies(c, cx, false);
     EmbeddedModel {
         ident: c.ident,
         krate: c.attr.krate.clone(),
@@ -186,20 +201,20 @@ pub fn stub_of_shape<'a>(input: &'a syn::DeriveInput, attr: &str) -> Option<Stub
     })
 }
 
-fn check_collection(c: &Container, errors: &mut Accumulator) -> Option<String> {
+fn check_collection(c: &Container, cx: &Ctxt) -> Option<String> {
     let Some(name) = &c.attr.collection else {
         // A `#[document(..)]` that failed to parse has its own error.
         if c.attr_failed {
             return None;
         }
-        errors.push(err(
+        cx.error_at(
             c.ident.span(),
             format!(
                 "missing collection name: add `#[document(collection = \"{}\")]` to `{}`",
                 default_collection(&c.ident.to_string()),
                 c.ident
             ),
-        ));
+        );
         return None;
     };
     let span = name.span();
@@ -219,7 +234,7 @@ fn check_collection(c: &Container, errors: &mut Accumulator) -> Option<String> {
     };
     match problem {
         Some(p) => {
-            errors.push(err(span, p));
+            cx.error_at(span, p);
             None
         }
         None => Some(value.to_owned()),
@@ -238,12 +253,12 @@ fn default_collection(ident: &str) -> String {
     out + "s"
 }
 
-fn check_stored_names(c: &Container, errors: &mut Accumulator) {
+fn check_stored_names(c: &Container, cx: &Ctxt) {
     let mut seen: Vec<(&str, &syn::Ident)> = Vec::new();
     for f in &c.fields {
         let Some(name) = f.stored.as_deref() else { continue };
         if name.contains('$') || name.contains('.') || name.is_empty() {
-            errors.push(err(
+            cx.error_at(
                 f.ident.span(),
                 format!(
                     "field `{}` would be stored as `{name}`: a stored field name must not be empty or contain `$` or \
@@ -251,29 +266,29 @@ fn check_stored_names(c: &Container, errors: &mut Accumulator) {
                     f.ident,
                     name.replace(['$', '.'], "_").trim_matches('_')
                 ),
-            ));
+            );
         }
         if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
-            errors.push(err(
+            cx.error_at(
                 f.ident.span(),
                 format!("fields `{first}` and `{}` are both stored as `{name}`: rename one with `#[serde(rename = \"...\")]`", f.ident),
-            ));
+            );
         }
         seen.push((name, f.ident));
     }
 }
 
-fn find_id(c: &Container, errors: &mut Accumulator) -> Option<usize> {
+fn find_id(c: &Container, cx: &Ctxt) -> Option<usize> {
     match c.id_candidates().as_slice() {
         [] => {
-            errors.push(err(
+            cx.error_at(
                 c.ident.span(),
                 format!(
                     "`{}` has no `_id` field: add `#[serde(rename = \"_id\")] id: ObjectId` (or mark the id field \
                      with `#[document(id)]`)",
                     c.ident
                 ),
-            ));
+            );
             None
         }
         [one] => {
@@ -284,28 +299,28 @@ fn find_id(c: &Container, errors: &mut Accumulator) -> Option<usize> {
                 } else {
                     "add `#[serde(rename = \"_id\")]` to it"
                 };
-                errors.push(err(
+                cx.error_at(
                     f.ident.span(),
                     format!(
                         "the id field `{}` would be stored as `{}`, but MongoDB keys every document by `_id`: {fix}",
                         f.ident,
                         f.stored.as_deref().unwrap_or("nothing")
                     ),
-                ));
+                );
                 return None;
             }
             Some(*one)
         }
         [first, rest @ ..] => {
             for &i in rest {
-                errors.push(err(
+                cx.error_at(
                     c.fields[i].ident.span(),
                     format!(
                         "two id fields: `{}` and `{}` both claim `_id`; keep one (mark it with `#[document(id)]`) and \
                          rename the other",
                         c.fields[*first].ident, c.fields[i].ident
                     ),
-                ));
+                );
             }
             None
         }
@@ -315,39 +330,34 @@ fn find_id(c: &Container, errors: &mut Accumulator) -> Option<usize> {
 /// `#[denormalize]` on the fields of a document (`in_document`, with `via`)
 /// or of an element struct of a reference array (without): each copy with
 /// its source, and the reference `via` names when it leads somewhere.
-fn check_copies<'a>(
-    c: &'a Container<'a>,
-    errors: &mut Accumulator,
-    in_document: bool,
-) -> Vec<(Copied<'a>, Option<Via<'a>>)> {
+fn check_copies<'a>(c: &'a Container<'a>, cx: &Ctxt, in_document: bool) -> Vec<(Copied<'a>, Option<Via<'a>>)> {
     let mut out = Vec::new();
     for f in &c.fields {
         let Some(copy) = &f.copy else { continue };
         let source = copy.source();
         if source.is_none() {
-            errors.push(err(
+            cx.error_at(
                 copy.span,
                 format!(
                     "`#[denormalize]` on `{}` needs its source field: write `from = Part::name`, the source document \
                      type, then its field",
                     f.ident
                 ),
-            ));
+            );
         }
         if f.stored.is_none() {
-            errors
-                .push(err(copy.span, format!("`{}` is not stored (`#[serde(skip)]`): a copy must be stored", f.ident)));
+            cx.error_at(copy.span, format!("`{}` is not stored (`#[serde(skip)]`): a copy must be stored", f.ident));
         }
         if f.role.span().is_some() {
-            errors.push(err(
+            cx.error_at(
                 copy.span,
                 format!(
                     "`{}` carries a relationship; a copy is a plain field: put `#[denormalize]` on another field",
                     f.ident
                 ),
-            ));
+            );
         }
-        let via = check_via(c, f, copy, errors, in_document);
+        let via = check_via(c, f, copy, cx, in_document);
         if let (Some((src, src_field)), Some(stored)) = (source, &f.stored) {
             let copied = Copied {
                 ident: f.ident,
@@ -367,15 +377,15 @@ fn check_via<'a>(
     c: &'a Container<'a>,
     f: &super::ast::Field,
     copy: &'a super::ast::Copy,
-    errors: &mut Accumulator,
+    cx: &Ctxt,
     in_document: bool,
 ) -> Option<Via<'a>> {
     match (&copy.attr.via, in_document) {
-        (Some(via), false) => errors.push(err(
+        (Some(via), false) => cx.error_at(
             via.span(),
             "an element of a reference array copies from the document its id refers to: remove `via`",
-        )),
-        (None, true) => errors.push(err(
+        ),
+        (None, true) => cx.error_at(
             copy.span,
             format!(
                 "`{}` needs `via`: name the reference that leads to the source, e.g. \
@@ -383,7 +393,7 @@ fn check_via<'a>(
                  `#[reference(to = Product)]` or `#[parent_ref(to = Product)]`",
                 f.ident
             ),
-        )),
+        ),
         (Some(via), true) => match c.fields.iter().find(|g| g.ident == via) {
             None => {
                 let references = c.fields.iter().filter(|g| match &g.role {
@@ -401,18 +411,18 @@ fn check_via<'a>(
                     ),
                     None => format!("; its single references are {}", list(&names)),
                 };
-                errors.push(err(via.span(), format!("`via = {via}`: `{}` has no field `{via}`{hint}", c.ident)))
+                cx.error_at(via.span(), format!("`via = {via}`: `{}` has no field `{via}`{hint}", c.ident))
             }
             Some(g) => match &g.role {
                 Role::ParentRef { attr, .. } => return via_to(via, g, attr.to.as_ref()),
                 Role::Reference { attr, .. } if !attr.many.is_present() => return via_to(via, g, attr.to.as_ref()),
-                _ => errors.push(err(
+                _ => cx.error_at(
                     via.span(),
                     format!(
                         "`via = {via}` must name a single reference: `{via}` needs `#[reference(to = ..)]` or \
                          `#[parent_ref(to = ..)]` (copies into reference arrays go on the element struct)"
                     ),
-                )),
+                ),
             },
         },
         (None, false) => {}
@@ -426,20 +436,20 @@ fn via_to<'a>(ident: &'a syn::Ident, field: &super::ast::Field, to: Option<&syn:
 
 /// A bound that can pass MongoDB's 16 MiB document limit is an error: per
 /// field, and for the document as a whole.
-fn check_sizes(c: &Container, errors: &mut Accumulator) {
+fn check_sizes(c: &Container, cx: &Ctxt) {
     const LIMIT: u64 = 16 * 1024 * 1024;
     let mut total = 0u64;
     let mut reported = false;
     for f in &c.fields {
         if let Some((span, bounded)) = super::advice::max_bytes_span(f) {
             if !bounded {
-                errors.push(err(span, "`max_bytes` is the size of one element: it needs `max = N` to bound the array"));
+                cx.error_at(span, "`max_bytes` is the size of one element: it needs `max = N` to bound the array");
             }
         }
         let Some((bytes, span)) = super::advice::worst_case_bytes(f) else { continue };
         total = total.saturating_add(bytes);
         if bytes > LIMIT {
-            errors.push(err(
+            cx.error_at(
                 span,
                 format!(
                     "`{}` can reach {bytes} bytes (its bound times its element size), above MongoDB's 16 MiB document \
@@ -447,19 +457,19 @@ fn check_sizes(c: &Container, errors: &mut Accumulator) {
                      `#[parent_ref(..)]`",
                     f.ident
                 ),
-            ));
+            );
             reported = true;
         }
     }
     if total > LIMIT && !reported {
-        errors.push(err(
+        cx.error_at(
             c.ident.span(),
             format!(
                 "`{}` can reach {total} bytes with every bounded array full, above MongoDB's 16 MiB document limit \
                  ({LIMIT} bytes): lower the bounds, or move an array into its own collection",
                 c.ident
             ),
-        ));
+        );
     }
 }
 

@@ -1,10 +1,13 @@
 //! Parse and validate: the attributes as written (`ast`, `attr`), then the
-//! rules across them (`check`, `relation`), into one model (`model`).
+//! rules across them (`check`, which calls `relation` for each relationship
+//! attribute), into one model (`model`). Every error goes into the one
+//! context (`ctxt`), so parsing and checking never stop at the first.
 
 pub mod advice;
 pub mod ast;
 pub mod attr;
 pub mod check;
+pub mod ctxt;
 pub mod model;
 pub mod relation;
 pub mod serde_names;

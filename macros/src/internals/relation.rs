@@ -2,34 +2,34 @@
 //! kind and target, keys and sorts as stored names, bucket fields.
 
 use super::ast::{Container, Field, Role};
-use super::attr::{BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
-use super::check::err;
+use super::attr::{Bound, BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
+use super::ctxt::{error_at, Ctxt};
 use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
 use super::ty::{array_element, is_id_type, option_inner, vec_element};
-use darling::error::Accumulator;
+use darling::util::{Flag, SpannedValue};
 use proc_macro2::Span;
-use syn::{Ident, LitStr};
+use syn::{Ident, LitStr, Type};
 
 /// The relationships of a document's stored fields, in declaration order;
-/// `None` when one of them is wrong (the reasons are in `errors`).
-pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<Vec<ModelRelation<'a>>> {
+/// `None` when one of them is wrong (the reasons are in `cx`).
+pub fn relations<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Vec<ModelRelation<'a>>> {
     let mut out = Some(Vec::new());
     for f in &c.fields {
         let Some(stored) = &f.stored else {
             if let Some(span) = f.role.span() {
-                errors.push(err(span, format!(
+                cx.error_at(span, format!(
                     "field `{}` is not stored on its own (`#[serde(skip)]` or `flatten`), so it cannot carry a relationship",
                     f.ident
-                )));
+                ));
             }
             continue;
         };
         let (kind, on_delete) = match &f.role {
             Role::Plain => continue,
-            Role::Embed { attr, span } => (embed(f, attr, *span, errors), None),
-            Role::Reference { attr, span } => (reference(f, attr, *span, errors), attr.on_delete.as_ref()),
-            Role::ParentRef { attr, span } => (parent_ref(c, f, attr, *span, errors), attr.on_delete.as_ref()),
-            Role::Bucket { attr, span } => (bucket(c, f, attr, *span, errors), None),
+            Role::Embed { attr, span } => (embed(f, attr, *span, cx), None),
+            Role::Reference { attr, span } => (reference(f, attr, *span, cx), attr.on_delete.as_ref()),
+            Role::ParentRef { attr, span } => (parent_ref(c, f, attr, *span, cx), attr.on_delete.as_ref()),
+            Role::Bucket { attr, span } => (bucket(c, f, attr, *span, cx), None),
         };
         let on_delete = match on_delete.map(|r| **r) {
             None => OnDelete::Nothing,
@@ -47,55 +47,47 @@ pub fn relations<'a>(c: &'a Container<'a>, errors: &mut Accumulator) -> Option<V
     out
 }
 
-fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Accumulator) -> Option<RelationKind<'a>> {
+fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, cx: &Ctxt) -> Option<RelationKind<'a>> {
     let array = array_element(f.ty);
     let elem = array.map(|(elem, _)| elem);
     let mut subset = None;
-    if let (Some(max), true) = (&attr.max, attr.allow_unbounded.is_present()) {
-        errors.push(err(
-            attr.allow_unbounded.span(),
-            format!(
-                "`allow_unbounded` acknowledges an array with no bound, but `{}` has `max = {}`: remove one of them",
-                f.ident, max.0
-            ),
-        ));
-    }
+    check_unbounded_flag(f, attr.max.as_ref(), &attr.allow_unbounded, cx);
     if let (Some(_), Some((_, true))) = (&attr.subset_of, array) {
-        errors.push(err(
+        cx.error_at(
             span,
             format!(
                 "a subset is kept with `$push`, which fails on the `null` serde stores for `None`: make `{}` a \
                  `Vec<..>` (with `#[serde(default)]` to read documents without it)",
                 f.ident
             ),
-        ));
+        );
     } else if let Some(child) = &attr.subset_of {
         if attr.max.is_none() || elem.is_none() {
-            errors.push(err(
+            cx.error_at(
                 span,
                 format!(
                     "a subset keeps the N newest (or highest) children: `{}` needs to be a `Vec` with `max = N`, e.g. \
                  `#[embed(max = 10, subset_of = Review, sort = \"-published_date\")]`",
                     f.ident
                 ),
-            ));
+            );
         }
         if attr.sort.is_none() {
-            errors.push(err(
+            cx.error_at(
                 span,
                 format!(
                     "the subset `{}` needs an order to know which children to keep: add `sort = \"-published_date\"` \
                  (a stored field of the child, `-` for descending)",
                     f.ident
                 ),
-            ));
+            );
         }
         if let Some(keep) = &attr.keep {
             if keep != "first" && keep != "last" {
-                errors.push(err(keep.span(), "`keep` is `first` (the default) or `last`"));
+                cx.error_at(keep.span(), "`keep` is `first` (the default) or `last`");
             }
         }
-        subset = elem.map(|elem| self::subset(child, elem, attr, errors));
+        subset = elem.map(|elem| self::subset(child, elem, attr, cx));
     } else if let Some(extra) = attr
         .sort
         .as_ref()
@@ -103,20 +95,20 @@ fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Acc
         .or(attr.key.as_ref().map(|k| k.span()))
         .or(attr.keep.as_ref().map(|k| k.span()))
     {
-        errors.push(err(extra, "`sort`, `key` and `keep` describe a subset: they need `subset_of = Child`"));
+        cx.error_at(extra, "`sort`, `key` and `keep` describe a subset: they need `subset_of = Child`");
     }
     if let Some(max) = &attr.max {
         if max.0 == 0 {
-            errors.push(err(
+            cx.error_at(
                 max.span(),
                 "`max = 0` allows no element at all: give the bound the array may reach, e.g. `max = 20`",
-            ));
+            );
         }
         if elem.is_none() {
-            errors.push(err(span, format!(
+            cx.error_at(span, format!(
                 "`#[embed(max = ..)]` bounds an array, but `{}` is not a `Vec<T>` (or `Option<Vec<T>>`): drop `max` to embed one struct, or make the field a `Vec`",
                 f.ident
-            )));
+            ));
         }
     }
     // A subset whose order did not resolve has its errors reported above.
@@ -129,15 +121,10 @@ fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, errors: &mut Acc
 
 /// A subset's child, order and key: names of the child's fields, whose
 /// stored names the child's derive holds.
-fn subset<'a>(
-    child: &syn::Path,
-    elem: &'a syn::Type,
-    attr: &EmbedAttr,
-    errors: &mut Accumulator,
-) -> Option<Subset<'a>> {
+fn subset<'a>(child: &syn::Path, elem: &'a syn::Type, attr: &EmbedAttr, cx: &Ctxt) -> Option<Subset<'a>> {
     let field_of_child = |name: Ident| StoredName::OfDocument { doc: child.clone(), field: name };
     let sort = match &attr.sort {
-        Some(sort) => sort_keys(sort, errors, |name| rust_ident(name, sort.span()).map(field_of_child))?,
+        Some(sort) => sort_keys(sort, cx, |name| rust_ident(name, sort.span()).map(field_of_child))?,
         None => Vec::new(),
     };
     Some(Subset {
@@ -150,101 +137,22 @@ fn subset<'a>(
     })
 }
 
-fn reference<'a>(
-    f: &'a Field<'a>,
-    attr: &'a ReferenceAttr,
-    span: Span,
-    errors: &mut Accumulator,
-) -> Option<RelationKind<'a>> {
+fn reference<'a>(f: &'a Field<'a>, attr: &'a ReferenceAttr, span: Span, cx: &Ctxt) -> Option<RelationKind<'a>> {
     let many = attr.many.is_present();
     if attr.to.is_none() {
-        errors.push(err(
+        cx.error_at(
             span,
             format!(
                 "`#[reference]` on `{}` needs its target: add `to = Part`, the document type it refers to",
                 f.ident
             ),
-        ));
+        );
     }
     let array = array_element(f.ty);
     let elem = array.map(|(elem, _)| elem);
     let optional_array = array.is_some_and(|(_, optional)| optional);
-    if many && elem.is_none() {
-        errors.push(err(
-            span,
-            format!(
-            "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>` \
-             (or `Option<Vec<T>>`): make it `Vec<ObjectId>`, or drop `many` for a single reference",
-            f.ident
-        ),
-        ));
-    }
-    if let (Some(max), true) = (&attr.max, attr.allow_unbounded.is_present()) {
-        errors.push(err(
-            attr.allow_unbounded.span(),
-            format!(
-                "`allow_unbounded` acknowledges an array with no bound, but `{}` has `max = {}`: remove one of them",
-                f.ident, max.0
-            ),
-        ));
-    }
-    if let (Some(inverse), true) = (&attr.inverse, many) {
-        if optional_array {
-            errors.push(err(
-                inverse.span(),
-                format!(
-                    "a two-way array is written with `$addToSet` and `$pull`, which fail on the `null` serde stores \
-                     for `None`: make `{}` a `Vec<..>` (with `#[serde(default)]` to read documents without it), or \
-                     remove `inverse`",
-                    f.ident
-                ),
-            ));
-        } else if elem.is_some_and(|e| !is_id_type(e)) {
-            errors.push(err(
-                inverse.span(),
-                format!(
-                    "link/unlink keep two-way references of ids, but `{}` holds `{{id, ..}}` structs whose other \
-                     fields they cannot make: hold the ids (`Vec<ObjectId>`), or remove `inverse`",
-                    f.ident
-                ),
-            ));
-        }
-    }
-    if !many && elem.is_some() {
-        errors.push(err(
-            span,
-            format!("`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`", f.ident),
-        ));
-    }
-    if let Some(max) = &attr.max {
-        if !many {
-            errors.push(err(max.span(), "`max` bounds an array of references: it needs `many`"));
-        } else if max.0 == 0 {
-            errors.push(err(
-                max.span(),
-                "`max = 0` allows no reference at all: give the bound the array may reach, e.g. `max = 5000`",
-            ));
-        }
-    }
-    if let Some(key) = &attr.key {
-        if !many {
-            errors
-                .push(err(key.span(), "`key` names the id field of the structs of a reference array: it needs `many`"));
-        } else if elem.is_some_and(is_id_type) {
-            errors.push(err(
-                key.span(),
-                "`key` is for arrays of `{id, ..}` structs; this array holds the ids themselves: remove `key`",
-            ));
-        }
-    }
-    if let Some(rule) = &attr.on_delete {
-        if **rule == OnDeleteAttr::Pull && !many && option_inner(f.ty).is_none() {
-            errors.push(err(rule.span(), format!(
-                "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
-                f.ident
-            )));
-        }
-    }
+    check_reference_array(f, attr, span, array, cx);
+    check_reference_keys(f, attr, elem, cx);
     let to = Target::new(attr.to.as_ref()?);
     let inverse = attr.inverse.as_ref();
     if !many {
@@ -260,46 +168,141 @@ fn reference<'a>(
     Some(RelationKind::RefMany { to, max: f.bound(), element, optional: optional_array, inverse })
 }
 
+/// Whether `many` matches the field's type, and what a two-way array needs:
+/// `array` is the field's element type and whether the array is optional.
+fn check_reference_array(f: &Field, attr: &ReferenceAttr, span: Span, array: Option<(&Type, bool)>, cx: &Ctxt) {
+    let many = attr.many.is_present();
+    let elem = array.map(|(elem, _)| elem);
+    if many && elem.is_none() {
+        cx.error_at(
+            span,
+            format!(
+            "`#[reference(many, ..)]` needs an array of ids or of `{{id, ..}}` structs, but `{}` is not a `Vec<T>` \
+             (or `Option<Vec<T>>`): make it `Vec<ObjectId>`, or drop `many` for a single reference",
+            f.ident
+        ),
+        );
+    }
+    check_unbounded_flag(f, attr.max.as_ref(), &attr.allow_unbounded, cx);
+    if let (Some(inverse), true) = (&attr.inverse, many) {
+        if array.is_some_and(|(_, optional)| optional) {
+            cx.error_at(
+                inverse.span(),
+                format!(
+                    "a two-way array is written with `$addToSet` and `$pull`, which fail on the `null` serde stores \
+                     for `None`: make `{}` a `Vec<..>` (with `#[serde(default)]` to read documents without it), or \
+                     remove `inverse`",
+                    f.ident
+                ),
+            );
+        } else if elem.is_some_and(|e| !is_id_type(e)) {
+            cx.error_at(
+                inverse.span(),
+                format!(
+                    "link/unlink keep two-way references of ids, but `{}` holds `{{id, ..}}` structs whose other \
+                     fields they cannot make: hold the ids (`Vec<ObjectId>`), or remove `inverse`",
+                    f.ident
+                ),
+            );
+        }
+    }
+    if !many && elem.is_some() {
+        cx.error_at(
+            span,
+            format!("`{}` is a `Vec`, which holds many references: write `#[reference(many, to = ..)]`", f.ident),
+        );
+    }
+}
+
+/// The keys that only some references take: `max` and `key` need `many`,
+/// `on_delete = pull` a single reference that may be absent.
+fn check_reference_keys(f: &Field, attr: &ReferenceAttr, elem: Option<&Type>, cx: &Ctxt) {
+    let many = attr.many.is_present();
+    if let Some(max) = &attr.max {
+        if !many {
+            cx.error_at(max.span(), "`max` bounds an array of references: it needs `many`");
+        } else if max.0 == 0 {
+            cx.error_at(
+                max.span(),
+                "`max = 0` allows no reference at all: give the bound the array may reach, e.g. `max = 5000`",
+            );
+        }
+    }
+    if let Some(key) = &attr.key {
+        if !many {
+            cx.error_at(key.span(), "`key` names the id field of the structs of a reference array: it needs `many`");
+        } else if elem.is_some_and(is_id_type) {
+            cx.error_at(
+                key.span(),
+                "`key` is for arrays of `{id, ..}` structs; this array holds the ids themselves: remove `key`",
+            );
+        }
+    }
+    if !many {
+        check_pull_unsets(f, attr.on_delete.as_ref(), cx);
+    }
+}
+
+/// `allow_unbounded` acknowledges a missing `max`, so both together are a
+/// contradiction.
+fn check_unbounded_flag(f: &Field, max: Option<&SpannedValue<Bound>>, allow_unbounded: &Flag, cx: &Ctxt) {
+    if let (Some(max), true) = (max, allow_unbounded.is_present()) {
+        cx.error_at(
+            allow_unbounded.span(),
+            format!(
+                "`allow_unbounded` acknowledges an array with no bound, but `{}` has `max = {}`: remove one of them",
+                f.ident, max.0
+            ),
+        );
+    }
+}
+
+/// `on_delete = pull` on a single reference unsets it, which serde can only
+/// read back into an `Option`.
+fn check_pull_unsets(f: &Field, rule: Option<&SpannedValue<OnDeleteAttr>>, cx: &Ctxt) {
+    if let Some(rule) = rule {
+        if **rule == OnDeleteAttr::Pull && option_inner(f.ty).is_none() {
+            cx.error_at(rule.span(), format!(
+                "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
+                f.ident
+            ));
+        }
+    }
+}
+
 fn parent_ref<'a>(
     c: &'a Container<'a>,
     f: &'a Field<'a>,
     attr: &'a ParentRefAttr,
     span: Span,
-    errors: &mut Accumulator,
+    cx: &Ctxt,
 ) -> Option<RelationKind<'a>> {
     if attr.to.is_none() {
-        errors.push(err(
+        cx.error_at(
             span,
             format!(
                 "`#[parent_ref]` on `{}` needs its parent: add `to = Host`, the document type it refers to",
                 f.ident
             ),
-        ));
+        );
     }
     if array_element(f.ty).is_some() {
-        errors.push(err(span, format!(
+        cx.error_at(span, format!(
             "`#[parent_ref]` holds the one id of the parent, but `{}` is a `Vec`: use `#[reference(many, ..)]` for arrays",
             f.ident
-        )));
+        ));
     }
-    if let Some(rule) = &attr.on_delete {
-        if **rule == OnDeleteAttr::Pull && option_inner(f.ty).is_none() {
-            errors.push(err(rule.span(), format!(
-                "`on_delete = pull` would unset `{}`, but it is not an `Option`: make it `Option<..>`, or use `cascade` or `restrict`",
-                f.ident
-            )));
-        }
-    }
+    check_pull_unsets(f, attr.on_delete.as_ref(), cx);
     // The order of the children: stored names of this type's fields (a Rust
     // field name is read as its stored name).
     let order = match &attr.sort {
-        Some(sort) => sort_keys(sort, errors, |name| {
+        Some(sort) => sort_keys(sort, cx, |name| {
             let field = c.fields.iter().find(|g| g.stored.as_deref() == Some(name)).or_else(|| {
                 c.fields.iter().find(|g| g.stored.is_some() && g.ident.to_string().trim_start_matches("r#") == name)
             });
             match field.and_then(|g| g.stored.clone()) {
                 Some(stored) => Ok(StoredName::Here(stored)),
-                None => Err(err(sort.span(), format!(
+                None => Err(error_at(sort.span(), format!(
                     "`sort` names `{name}`, which is not a stored field of `{}`: write stored names, `-` for descending, e.g. `sort = \"-time\"`",
                     c.ident
                 ))),
@@ -316,7 +319,7 @@ fn parent_ref<'a>(
 /// Every name is checked, so all wrong ones are reported.
 fn sort_keys<'a>(
     sort: &LitStr,
-    errors: &mut Accumulator,
+    cx: &Ctxt,
     resolve: impl Fn(&str) -> darling::Result<StoredName<'a>>,
 ) -> Option<Vec<SortKey<'a>>> {
     let keys: Vec<_> = sort
@@ -328,7 +331,7 @@ fn sort_keys<'a>(
                 Some(name) => (name, -1),
                 None => (part.strip_prefix('+').unwrap_or(part), 1),
             };
-            errors.handle(resolve(name.trim())).map(|name| SortKey { name, direction })
+            cx.handle(resolve(name.trim())).map(|name| SortKey { name, direction })
         })
         .collect();
     keys.into_iter().collect()
@@ -346,7 +349,7 @@ fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
         // A keyword names the field `r#type`.
         Ok(Ident::new_raw(name, span))
     } else {
-        Err(err(
+        Err(error_at(
             span,
             format!(
             "`sort` names `{name}`, which is not a field name: write the child's field names, separated by commas, \
@@ -371,37 +374,37 @@ fn bucket<'a>(
     f: &'a Field<'a>,
     attr: &'a BucketAttr,
     span: Span,
-    errors: &mut Accumulator,
+    cx: &Ctxt,
 ) -> Option<RelationKind<'a>> {
     let elem = vec_element(f.ty);
     if elem.is_none() {
-        errors.push(err(
+        cx.error_at(
             span,
             format!("`#[bucket]` goes on the array of a bucket document, but `{}` is not a `Vec<T>`", f.ident),
-        ));
+        );
     }
-    check_bucket_kind(f, attr, span, errors);
+    check_bucket_kind(f, attr, span, cx);
     let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
     if parent.is_none() {
-        errors.push(err(
+        cx.error_at(
             span,
             format!(
                 "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
                 c.ident
             ),
-        ));
+        );
     }
-    let mut stored = |named: Option<&Ident>, default: &str, used: bool| {
+    let stored = |named: Option<&Ident>, default: &str, used: bool| {
         let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
         let field = c.fields.iter().find(|g| g.ident == name.as_str());
         if used && field.is_none() {
-            errors.push(err(
+            cx.error_at(
                 named.map(|n| n.span()).unwrap_or(span),
                 format!(
                     "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
                     c.ident
                 ),
-            ));
+            );
         }
         field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
     };
@@ -427,30 +430,30 @@ fn bucket<'a>(
 
 /// A bucket holds `size` elements, or the elements of one time window (at
 /// most `size` per bucket, when given).
-fn check_bucket_kind(f: &Field, attr: &BucketAttr, span: Span, errors: &mut Accumulator) {
+fn check_bucket_kind(f: &Field, attr: &BucketAttr, span: Span, cx: &Ctxt) {
     if let Some(size) = attr.size.as_ref().filter(|s| s.0 == 0) {
-        errors.push(err(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`"));
+        cx.error_at(size.span(), "`size = 0` holds nothing: give the bucket size, e.g. `size = 50`");
     }
     match (&attr.size, &attr.by, &attr.window) {
         (Some(_), None, None) => {}
         (_, Some(_), Some(window)) => {
             if window_ms(&window.value()).is_none() {
-                errors.push(err(
+                cx.error_at(
                     window.span(),
                     format!(
                         "unknown window `{}`: write `window = \"minute\"`, `\"hour\"` or `\"day\"`",
                         window.value()
                     ),
-                ));
+                );
             }
         }
-        _ => errors.push(err(
+        _ => cx.error_at(
             span,
             format!(
                 "`#[bucket]` on `{}` needs either a size or a time window: `#[bucket(size = 50)]` for pages of 50, or \
              `#[bucket(by = time, window = \"day\")]` for one bucket per day of the elements' `time`",
                 f.ident
             ),
-        )),
+        ),
     }
 }

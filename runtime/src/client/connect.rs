@@ -57,7 +57,7 @@ pub async fn connect_with(uri: &str, options: ClientOptions) -> Result<Client> {
     let hosts: Vec<String> = options.hosts.iter().map(|h| h.to_string()).collect();
     let client = Client::with_options(options).map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
     // `hello` answers as a ping would, and says what the deployment supports.
-    crate::client::deployment::learn(&client, hosts.join(","), uri).await?;
+    crate::client::deployment::learn(&client, hosts.join(","), redact(uri)).await?;
     Ok(client)
 }
 

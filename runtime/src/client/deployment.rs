@@ -88,13 +88,15 @@ fn known() -> &'static Mutex<HashMap<String, Deployment>> {
 static PRETEND: Mutex<Option<i32>> = Mutex::new(None);
 
 /// Asks the deployment at `hosts` what it is (one `hello` through `client`),
-/// remembers it, and fails if it is older than docrel needs.
-pub(crate) async fn learn(client: &Client, hosts: String, uri_for_errors: &str) -> Result<Deployment> {
+/// remembers it, and fails if it is older than docrel needs. `redacted_uri`
+/// names the deployment in the error, its secrets already hidden by the
+/// caller, which owns the URI.
+pub(crate) async fn learn(client: &Client, hosts: String, redacted_uri: String) -> Result<Deployment> {
     let hello = client
         .database("admin")
         .run_command(mongodb::bson::doc! {"hello": 1})
         .await
-        .map_err(|e| Error::Connect { uri: crate::client::connect::redact(uri_for_errors), source: Box::new(e) })?;
+        .map_err(|e| Error::Connect { uri: redacted_uri, source: Box::new(e) })?;
     let pretended = *PRETEND.lock().unwrap_or_else(|p| p.into_inner());
     let deployment = Deployment {
         max_wire_version: pretended.unwrap_or_else(|| hello.get_i32("maxWireVersion").unwrap_or(0)),

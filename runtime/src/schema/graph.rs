@@ -146,6 +146,12 @@ pub fn graph() -> &'static Graph {
     GRAPH.get_or_init(|| Graph::build(schemas()))
 }
 
+/// Every reference, from any document type linked into the program, whose
+/// target is `collection`, with the schema declaring it.
+pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema, &'static Relation)> + '_ {
+    graph().references_to(collection).iter().copied()
+}
+
 /// The address of a descriptor: one per Rust type.
 fn key<T>(item: &'static T) -> usize {
     item as *const T as usize

@@ -25,12 +25,6 @@ pub fn schemas() -> impl Iterator<Item = &'static Schema> {
     inventory::iter::<Registered>.into_iter().map(|r| r.0)
 }
 
-/// Every reference, from any document type, whose target is `collection`,
-/// with the schema declaring it.
-pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema, &'static Relation)> + '_ {
-    crate::schema::graph::graph().references_to(collection).iter().copied()
-}
-
 /// Every document type, ordered by collection then type name.
 pub fn sorted() -> Vec<&'static Schema> {
     let mut all: Vec<&'static Schema> = schemas().collect();

@@ -6,7 +6,7 @@
 //! synchronously, or see it twice after a restart, and a rebuild is right
 //! either way while a second push would duplicate the summary.
 
-use super::{Applied, Watched};
+use super::watched::Watched;
 use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of};
 use crate::error::{Error, Result};
 use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
@@ -14,6 +14,18 @@ use crate::store::primary;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, UpdateDescription};
 use mongodb::Database;
+
+/// Something derived the worker brought up to date.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The collection written: a source of copies, or a child of a subset.
+    pub source: &'static str,
+    /// The written document's `_id`.
+    pub id: Bson,
+    /// The source's version the copies now carry (0 for a document that
+    /// carries none: a subset child, or a deleted child).
+    pub version: i64,
+}
 
 /// The paths an update event touched: its updated and removed fields, and
 /// the arrays it truncated. A truncation is a change of the array like any

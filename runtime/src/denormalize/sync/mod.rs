@@ -38,20 +38,22 @@
 //!   (`fullDocumentBeforeChange: whenAvailable`), which needs MongoDB 6.0.
 
 mod apply;
+mod watched;
 
-pub use apply::touched_fields;
+pub use apply::{touched_fields, Applied};
 
 use crate::bson_compat;
 use crate::error::{Error, Result};
-use crate::schema::graph::graph;
-use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
+use mongodb::bson::{self, doc, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
 use mongodb::Database;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use watched::Watched;
 
 /// The collection the workers keep their resume tokens in.
 pub const SYNC_COLLECTION: &str = "_docrel_sync";
@@ -61,18 +63,6 @@ const CHANGE_STREAM_HISTORY_LOST: i32 = 286;
 /// Server code of a change stream that cannot go on (for example the
 /// resume point is gone on a server that says so this way).
 const CHANGE_STREAM_FATAL_ERROR: i32 = 280;
-
-/// Something derived the worker brought up to date.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Applied {
-    /// The collection written: a source of copies, or a child of a subset.
-    pub source: &'static str,
-    /// The written document's `_id`.
-    pub id: Bson,
-    /// The source's version the copies now carry (0 for a document that
-    /// carries none: a subset child, or a deleted child).
-    pub version: i64,
-}
 
 /// What a worker does when its resume point is no longer in the oplog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -108,57 +98,26 @@ struct Saved {
     at: Instant,
 }
 
-/// The collections a worker watches, from the schema graph.
-#[derive(Debug, Clone)]
-struct Watched {
-    /// Sources of copies.
-    sources: Vec<&'static str>,
-    /// Children of subsets.
-    children: Vec<&'static str>,
+/// A change stream being followed, and where it stands.
+struct Followed {
+    stream: ChangeStream<ChangeStreamEvent<BsonDoc>>,
+    /// Where the stream is now.
+    position: Option<Position>,
+    saved: Saved,
+    /// The stream was opened from now after a repair and has not answered
+    /// yet: lost history again means the stream itself is failing.
+    fresh: bool,
+    /// Changes were applied since the position was last saved.
+    unsaved_work: bool,
 }
 
-impl Watched {
-    fn of_graph() -> Self {
-        let g = graph();
-        Watched { sources: g.sources(), children: g.subset_children() }
-    }
-
-    fn find(&self, coll: &str) -> Option<&'static str> {
-        self.sources.iter().chain(&self.children).copied().find(|c| *c == coll)
-    }
-
-    fn is_child(&self, coll: &str) -> bool {
-        self.children.contains(&coll)
-    }
-
-    fn all(&self) -> Vec<&'static str> {
-        let mut all: Vec<&'static str> = self.sources.iter().chain(&self.children).copied().collect();
-        all.sort_unstable();
-        all.dedup();
-        all
-    }
-
-    /// The server-side filter: only events the worker acts on travel. Copy
-    /// sources need writes that create or change a document (a deleted
-    /// source leaves dangling copies that verify reports; nothing to
-    /// rewrite); subset children need deletes too. Invalidate always passes:
-    /// the worker must see where its stream ended.
-    fn pipeline(&self) -> Vec<BsonDoc> {
-        let mut or = vec![doc! {"operationType": "invalidate"}];
-        if !self.sources.is_empty() {
-            or.push(doc! {
-                "ns.coll": {"$in": self.sources.clone()},
-                "operationType": {"$in": ["insert", "update", "replace"]},
-            });
-        }
-        if !self.children.is_empty() {
-            or.push(doc! {
-                "ns.coll": {"$in": self.children.clone()},
-                "operationType": {"$in": ["insert", "update", "replace", "delete"]},
-            });
-        }
-        vec![doc! {"$match": {"$or": or}}]
-    }
+/// How following a stream ended.
+enum Ended {
+    /// `shutdown` completed, and the position is saved.
+    Shutdown,
+    /// Open a new stream `from` this position (`None`: from now), repairing
+    /// everything first when `repair` (history was lost).
+    Reopen { from: Option<Position>, repair: bool },
 }
 
 type OnReady = Arc<dyn Fn() + Send + Sync>;
@@ -318,7 +277,7 @@ impl SyncWorker {
         let mut position = self.stored_position().await?;
         let mut repair = false;
         loop {
-            let mut stream = match self.open(&watched, position.as_ref()).await {
+            let stream = match self.open(&watched, position.as_ref()).await {
                 Ok(stream) => stream,
                 // Lost history is about a stored position; a stream opened
                 // from now that fails this way is not cured by a repair.
@@ -330,86 +289,118 @@ impl SyncWorker {
                 }
                 Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
             };
-            let opened = stream.resume_token().map(|token| Position { token, start_after: false });
-            let opened_after_repair = repair;
-            if repair {
-                // Before the new position is saved: if the repair fails, the
-                // lost token stays stored and the next start repairs again.
-                self.repair(&watched).await?;
-                repair = false;
-            }
-            let mut saved = Saved { position: position.clone(), at: Instant::now() };
-            if position.is_none() {
-                position = opened;
-                self.save_moved(&mut saved, position.as_ref()).await?;
-            }
-            if let Some(ready) = &self.on_ready {
-                ready();
-            }
-            let mut unsaved_work = false;
-            // Whether the stream was just opened from now after a repair
-            // and has not answered yet.
-            let mut fresh = opened_after_repair;
-            // Follow the stream until it ends (an invalidate) or fails.
-            loop {
-                if !stream.is_alive() {
-                    break;
-                }
-                let next = tokio::select! {
-                    biased;
-                    () = &mut shutdown => {
-                        self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
-                        return Ok(());
-                    }
-                    next = stream.next_if_any() => next,
-                };
-                if next.is_ok() {
-                    fresh = false;
-                }
-                match next {
-                    Ok(Some(event)) => {
-                        if event.operation_type == OperationType::Invalidate {
-                            // The stream is over (its database was dropped,
-                            // or its collection renamed or dropped). Go on
-                            // after the invalidate, never before it: a
-                            // restart from an earlier token would meet it
-                            // again, forever.
-                            let after = Position { token: event.id.clone(), start_after: true };
-                            self.save(&after).await?;
-                            position = Some(after);
-                            break;
-                        }
-                        if let Some(applied) = apply::apply(&self.db, &watched, &event).await? {
-                            on_applied(&applied);
-                            unsaved_work = true;
-                        }
-                    }
-                    Ok(None) => {
-                        // Idle: the batch is drained. Save what was applied
-                        // now rather than at the next tick.
-                        if unsaved_work {
-                            self.save_moved(&mut saved, current(&stream, position.as_ref()).as_ref()).await?;
-                            unsaved_work = false;
-                        }
-                    }
-                    Err(e) if history_lost(&e) => {
-                        // Again before the stream moved after a repair: the
-                        // stream itself is failing, and repairing in a loop
-                        // would not help.
-                        self.on_lost(&watched, e, fresh)?;
-                        position = None;
-                        repair = true;
-                        break;
-                    }
-                    Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
-                }
-                position = current(&stream, position.as_ref());
-                if saved.at.elapsed() >= self.checkpoint_every {
-                    self.save_moved(&mut saved, position.as_ref()).await?;
-                    unsaved_work = false;
-                }
+            let mut followed = self.start(&watched, stream, position, repair).await?;
+            match self.follow(&watched, &mut followed, shutdown.as_mut(), &mut on_applied).await? {
+                Ended::Shutdown => return Ok(()),
+                Ended::Reopen { from, repair: owed } => (position, repair) = (from, owed),
             }
         }
+    }
+
+    /// A stream just opened from `position` (`None`: from now): the repair
+    /// owed after lost history, then its first position saved, then the
+    /// ready signal.
+    async fn start(
+        &self,
+        watched: &Watched,
+        stream: ChangeStream<ChangeStreamEvent<BsonDoc>>,
+        mut position: Option<Position>,
+        repair: bool,
+    ) -> Result<Followed> {
+        let opened = stream.resume_token().map(|token| Position { token, start_after: false });
+        if repair {
+            // Before the new position is saved: if the repair fails, the
+            // lost token stays stored and the next start repairs again.
+            self.repair(watched).await?;
+        }
+        let mut saved = Saved { position: position.clone(), at: Instant::now() };
+        if position.is_none() {
+            position = opened;
+            self.save_moved(&mut saved, position.as_ref()).await?;
+        }
+        if let Some(ready) = &self.on_ready {
+            ready();
+        }
+        Ok(Followed { stream, position, saved, fresh: repair, unsaved_work: false })
+    }
+
+    /// Follows the stream until it ends (an invalidate), fails, or
+    /// `shutdown` completes.
+    async fn follow(
+        &self,
+        watched: &Watched,
+        f: &mut Followed,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+        on_applied: &mut impl FnMut(&Applied),
+    ) -> Result<Ended> {
+        loop {
+            if !f.stream.is_alive() {
+                return Ok(Ended::Reopen { from: f.position.take(), repair: false });
+            }
+            let next = tokio::select! {
+                biased;
+                () = &mut shutdown => {
+                    self.save_moved(&mut f.saved, current(&f.stream, f.position.as_ref()).as_ref()).await?;
+                    return Ok(Ended::Shutdown);
+                }
+                next = f.stream.next_if_any() => next,
+            };
+            if next.is_ok() {
+                f.fresh = false;
+            }
+            match next {
+                Ok(Some(event)) => {
+                    if let Some(ended) = self.on_event(watched, f, &event, on_applied).await? {
+                        return Ok(ended);
+                    }
+                }
+                Ok(None) => {
+                    // Idle: the batch is drained. Save what was applied
+                    // now rather than at the next tick.
+                    if f.unsaved_work {
+                        self.save_moved(&mut f.saved, current(&f.stream, f.position.as_ref()).as_ref()).await?;
+                        f.unsaved_work = false;
+                    }
+                }
+                Err(e) if history_lost(&e) => {
+                    // Again before the stream moved after a repair: the
+                    // stream itself is failing, and repairing in a loop
+                    // would not help.
+                    self.on_lost(watched, e, f.fresh)?;
+                    return Ok(Ended::Reopen { from: None, repair: true });
+                }
+                Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
+            }
+            f.position = current(&f.stream, f.position.as_ref());
+            if f.saved.at.elapsed() >= self.checkpoint_every {
+                self.save_moved(&mut f.saved, f.position.as_ref()).await?;
+                f.unsaved_work = false;
+            }
+        }
+    }
+
+    /// One event of the stream: an invalidate ends it, any other is applied.
+    async fn on_event(
+        &self,
+        watched: &Watched,
+        f: &mut Followed,
+        event: &ChangeStreamEvent<BsonDoc>,
+        on_applied: &mut impl FnMut(&Applied),
+    ) -> Result<Option<Ended>> {
+        if event.operation_type == OperationType::Invalidate {
+            // The stream is over (its database was dropped, or its
+            // collection renamed or dropped). Go on after the invalidate,
+            // never before it: a restart from an earlier token would meet
+            // it again, forever.
+            let after = Position { token: event.id.clone(), start_after: true };
+            self.save(&after).await?;
+            return Ok(Some(Ended::Reopen { from: Some(after), repair: false }));
+        }
+        if let Some(applied) = apply::apply(&self.db, watched, event).await? {
+            on_applied(&applied);
+            f.unsaved_work = true;
+        }
+        Ok(None)
     }
 
     /// Applies one change event the way the worker does; `None` when
