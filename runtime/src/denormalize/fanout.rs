@@ -42,10 +42,9 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, push_id_key};
-use crate::store::session::{collect, in_session, plain};
+use crate::store::session::{collect, in_session, plain, Cx};
 use crate::store::update::OnlySet;
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
-use mongodb::{ClientSession, Database};
 
 /// The values of a changed source a fan-out copies, by source field.
 pub(crate) trait Values: Sync {
@@ -400,27 +399,25 @@ pub struct FanOutReport {
 /// its write: `_id`, the copied fields and `_docrel.v`) whose fields are in
 /// `touched` (all when `None`). One `updateMany` per target path.
 pub(crate) async fn fan_out_copies(
-    db: &Database,
+    cx: &mut Cx<'_>,
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    fan_out_source(db, source, &id, version_of(source_doc), source_doc, touched, session).await
+    fan_out_source(cx, source, &id, version_of(source_doc), source_doc, touched).await
 }
 
 /// [`fan_out_copies`] of the source `id` at `version`, given its copied
 /// fields at their paths in `values` (other fields are ignored): a write
 /// that knows them needs no image of the source.
 pub(crate) async fn fan_out_source(
-    db: &Database,
+    cx: &mut Cx<'_>,
     source: &'static str,
     id: &Bson,
     version: i64,
     values: &(impl Values + ?Sized),
     touched: Option<&[String]>,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
     for target in targets_of(source) {
@@ -429,12 +426,10 @@ pub(crate) async fn fan_out_source(
                 continue;
             }
         }
-        let n = apply_to(db, target, id, values, version, Guard::FanOut, None, session.as_deref_mut()).await.map_err(
-            |e| {
-                let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
-                failed(source, id, target, done, e)
-            },
-        )?;
+        let n = apply_to(cx, target, id, values, version, Guard::FanOut, None).await.map_err(|e| {
+            let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
+            failed(source, id, target, done, e)
+        })?;
         report.targets.push((target.collection, n));
     }
     Ok(report)
@@ -459,19 +454,14 @@ fn failed(source: &'static str, id: &Bson, target: &Target, done: String, cause:
 /// to them (written while they did not exist, or when an earlier document
 /// with the same id existed) get their copies. One `distinct` per target
 /// path, and one update per target path and referenced new document.
-pub(crate) async fn fan_out_inserted(
-    db: &Database,
-    source: &'static str,
-    docs: &[BsonDoc],
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
     let targets = targets_of(source);
     if targets.is_empty() || docs.is_empty() {
         return Ok(());
     }
     let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
     for target in targets {
-        let referenced = referenced_ids(db, target, &ids, session.as_deref_mut()).await?;
+        let referenced = referenced_ids(cx, target, &ids).await?;
         if referenced.is_empty() {
             continue;
         }
@@ -479,7 +469,7 @@ pub(crate) async fn fan_out_inserted(
         for d in docs {
             let Some(id) = d.get("_id") else { continue };
             if wanted.contains(&id_key(id)) {
-                apply_to(db, target, id, d, version_of(d), Guard::FanOut, None, session.as_deref_mut())
+                apply_to(cx, target, id, d, version_of(d), Guard::FanOut, None)
                     .await
                     .map_err(|e| failed(source, id, target, String::new(), e))?;
             }
@@ -492,26 +482,22 @@ pub(crate) async fn fan_out_inserted(
 /// reference field; for arrays the holders' element ids are read instead,
 /// since `distinct` through an array of documents is not answered the same
 /// by every MongoDB-wire server (the embedded test server misses it).
-async fn referenced_ids(
-    db: &Database,
-    target: &Target,
-    ids: &[Bson],
-    session: Option<&mut ClientSession>,
-) -> Result<Vec<Bson>> {
-    let coll = db.collection::<BsonDoc>(target.collection);
+async fn referenced_ids(cx: &mut Cx<'_>, target: &Target, ids: &[Bson]) -> Result<Vec<Bson>> {
+    let coll = cx.db.collection::<BsonDoc>(target.collection);
     let filter = doc! { target.id_path(): {"$in": ids} };
     match target.shape {
-        Shape::Top { .. } => {
-            in_session!(coll.distinct(target.id_path(), filter).selection_criteria(crate::store::primary()), session)
-                .map_err(|e| Error::driver("distinct", target.collection, e))
-        }
+        Shape::Top { .. } => in_session!(
+            coll.distinct(target.id_path(), filter).selection_criteria(crate::store::primary()),
+            cx.session()
+        )
+        .map_err(|e| Error::driver("distinct", target.collection, e)),
         Shape::Array { .. } => {
             let find = coll
                 .find(filter)
                 .projection(doc! { target.id_path(): 1 })
                 .batch_size(i32::MAX as u32)
                 .selection_criteria(crate::store::primary());
-            let holders = collect(find, session, target.collection, |raw| plain(target.collection, raw)).await?;
+            let holders = collect(find, cx.session(), target.collection, |raw| plain(target.collection, raw)).await?;
             Ok(holders
                 .iter()
                 .flat_map(|holder| crate::denormalize::fill::held_copies(target, holder))
@@ -524,17 +510,16 @@ async fn referenced_ids(
 /// [`fan_out_copies`] and then the summaries of the source in its parents'
 /// subsets: everything derived from one changed source document.
 pub(crate) async fn fan_out(
-    db: &Database,
+    cx: &mut Cx<'_>,
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<FanOutReport> {
-    let report = fan_out_copies(db, source, source_doc, touched, session.as_deref_mut()).await?;
+    let report = fan_out_copies(cx, source, source_doc, touched).await?;
     // Boxed, and only for a source that is summarized somewhere: its future
     // would otherwise make every fan-out's as large.
     if !graph().subsets_of(source).is_empty() {
-        Box::pin(crate::patterns::subset::after_change(db, source, None, source_doc, touched, session)).await?;
+        Box::pin(crate::patterns::subset::after_change(cx, source, None, source_doc, touched)).await?;
     }
     Ok(report)
 }
@@ -548,25 +533,24 @@ fn touches_copies_one(field: &str, touched: &[String]) -> bool {
 /// scanned, so its counts add up), inside `session`'s transaction if given.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn apply_to(
-    db: &Database,
+    cx: &mut Cx<'_>,
     target: &Target,
     id: &Bson,
     values: &(impl Values + ?Sized),
     version: i64,
     guard: Guard,
     only: Option<&[Bson]>,
-    session: Option<&mut ClientSession>,
 ) -> Result<u64> {
     let (mut filter, update, array_filters) = target.update(id, values, version, guard);
     if let Some(only) = only {
         filter = doc! {"$and": [filter, {"_id": {"$in": only}}]};
     }
-    let coll = db.collection::<RawDocumentBuf>(target.collection);
+    let coll = cx.db.collection::<RawDocumentBuf>(target.collection);
     let mut action = coll.update_many(filter, update);
     if let Some(af) = array_filters {
         action = action.array_filters(af);
     }
-    let r = in_session!(action, session).map_err(|e| Error::driver("update_many", target.collection, e))?;
+    let r = in_session!(action, cx.session()).map_err(|e| Error::driver("update_many", target.collection, e))?;
     crate::client::trace::fanned_out(target.collection, || &target.paths().id, r.modified_count);
     Ok(r.modified_count)
 }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup, overlaps};
-use crate::store::session::{collect, plain};
+use crate::store::session::{collect, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
 use std::collections::{HashMap, HashSet};
@@ -205,14 +205,13 @@ pub(crate) async fn confirm(
             let unchanged = filled.get(source, id).is_some_and(|before| version_of(before) == version_of(current));
             if !unchanged {
                 apply_to(
-                    db,
+                    &mut Cx::new(db, session.as_deref_mut()),
                     target,
                     id,
                     current,
                     version_of(current),
                     Guard::Refresh,
                     Some(holder_ids),
-                    session.as_deref_mut(),
                 )
                 .await?;
             }

@@ -23,9 +23,9 @@ use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
 use crate::store::path::lookup;
 use crate::store::primary;
-use crate::store::session::{collect, in_session, plain};
+use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::{ClientSession, Database};
+use mongodb::Database;
 
 /// How many times a rebuild retries when other changes keep coming in
 /// between its read and its write.
@@ -74,13 +74,7 @@ impl SubsetTarget {
         format!("_docrel.subsets.{}", self.rel.field)
     }
 
-    async fn push(
-        &self,
-        db: &Database,
-        parent: &Bson,
-        summaries: Vec<BsonDoc>,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<()> {
+    async fn push(&self, cx: &mut Cx<'_>, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
         // A rebuild that ran between the children's insert and this push
         // already took them in: pushing again would keep them twice.
@@ -94,14 +88,14 @@ impl SubsetTarget {
         if let (Some(key), Some(keys)) = (self.spec.key, &keys) {
             filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
         }
-        let coll = db.collection::<BsonDoc>(self.parent);
-        let r = in_session!(coll.update_one(filter, update), session.as_deref_mut())
+        let coll = cx.db.collection::<BsonDoc>(self.parent);
+        let r = in_session!(coll.update_one(filter, update), cx.session())
             .map_err(|e| Error::driver("update", self.parent, e))?;
         if r.matched_count == 0 && keys.is_some() {
             // The parent is gone (the rebuild finds none and writes nothing),
             // or one of the summaries is already there: the rebuild writes
             // exactly the top N.
-            self.rebuild_in(db, parent, session).await?;
+            self.rebuild_in(cx, parent).await?;
         }
         Ok(())
     }
@@ -110,17 +104,14 @@ impl SubsetTarget {
     /// (or last) children in order, replacing the array. Returns how many
     /// summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &Bson) -> Result<usize> {
-        crate::client::trace::Op::new("subset_rebuild", self.parent).run(self.rebuild_in(db, parent, None)).await
+        crate::client::trace::Op::new("subset_rebuild", self.parent)
+            .run(self.rebuild_in(&mut Cx::new(db, None), parent))
+            .await
     }
 
     /// [`Self::rebuild`] in the caller's session, when given.
-    pub(crate) async fn rebuild_in(
-        &self,
-        db: &Database,
-        parent: &Bson,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<usize> {
-        let parents = db.collection::<BsonDoc>(self.parent);
+    pub(crate) async fn rebuild_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<usize> {
+        let parents = cx.db.collection::<BsonDoc>(self.parent);
         let counter = self.counter();
         for attempt in 1..=REBUILD_ATTEMPTS {
             if attempt > 1 {
@@ -131,20 +122,20 @@ impl SubsetTarget {
                     .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})
                     .return_document(mongodb::options::ReturnDocument::After)
                     .projection(doc! { counter.clone(): 1 }),
-                session.as_deref_mut()
+                cx.session()
             )
             .map_err(|e| Error::driver("findAndModify", self.parent, e))?;
             // No parent: nothing holds the subset.
             let Some(bumped) = bumped else { return Ok(0) };
             let epoch = counter_value(&bumped, &format!("{counter}.n"));
-            let summaries = self.expected_in(db, parent, session.as_deref_mut()).await?;
+            let summaries = self.expected_in(cx, parent).await?;
             let n = summaries.len();
             let written = in_session!(
                 parents.update_one(
                     doc! {"_id": parent.clone(), format!("{counter}.n"): epoch},
                     doc! {"$set": { self.rel.field: summaries, format!("{counter}.r"): epoch }},
                 ),
-                session.as_deref_mut()
+                cx.session()
             )
             .map_err(|e| Error::driver("update", self.parent, e))?;
             if written.matched_count == 1 {
@@ -155,7 +146,7 @@ impl SubsetTarget {
                     .find_one(doc! {"_id": parent.clone()})
                     .projection(doc! { counter.clone(): 1 })
                     .selection_criteria(primary()),
-                session.as_deref_mut()
+                cx.session()
             )
             .map_err(|e| Error::driver("find", self.parent, e))?;
             match now {
@@ -175,16 +166,11 @@ impl SubsetTarget {
 
     /// What the parent's subset should hold, read from the full collection.
     pub async fn expected(&self, db: &Database, parent: &Bson) -> Result<Vec<BsonDoc>> {
-        self.expected_in(db, parent, None).await
+        self.expected_in(&mut Cx::new(db, None), parent).await
     }
 
     /// [`Self::expected`] read in the caller's session, when given.
-    async fn expected_in(
-        &self,
-        db: &Database,
-        parent: &Bson,
-        session: Option<&mut ClientSession>,
-    ) -> Result<Vec<BsonDoc>> {
+    async fn expected_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<Vec<BsonDoc>> {
         let mut sort = self.order();
         if self.spec.keep_last {
             for (_, d) in sort.iter_mut() {
@@ -193,7 +179,7 @@ impl SubsetTarget {
                 }
             }
         }
-        let coll = db.collection::<BsonDoc>(self.spec.child);
+        let coll = cx.db.collection::<BsonDoc>(self.spec.child);
         let mut find = coll
             .find(doc! { self.parent_field: parent.clone() })
             .selection_criteria(primary())
@@ -205,7 +191,7 @@ impl SubsetTarget {
             find = find.projection(p);
         }
         let child = self.spec.child;
-        let mut out = collect(find, session, child, |raw| self.summary(&plain(child, raw)?)).await?;
+        let mut out = collect(find, cx.session(), child, |raw| self.summary(&plain(child, raw)?)).await?;
         if self.spec.keep_last {
             out.reverse();
         }
@@ -239,12 +225,7 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
 }
 
 /// After children were inserted: one push per parent and subset.
-pub(crate) async fn after_insert(
-    db: &Database,
-    child: &str,
-    docs: &[BsonDoc],
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
         for d in docs {
@@ -256,17 +237,17 @@ pub(crate) async fn after_insert(
             }
         }
         for (parent, summaries) in by_parent {
-            target.push(db, &parent, summaries, session.as_deref_mut()).await?;
+            target.push(cx, &parent, summaries).await?;
         }
     }
     // A delete that ran between the insert and the push rebuilt before the
     // push landed: the push brought a deleted child's summary back.
     if !subsets_of(child).is_empty() && !docs.is_empty() {
         let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let coll = db.collection::<BsonDoc>(child);
+        let coll = cx.db.collection::<BsonDoc>(child);
         let found = in_session!(
             coll.count_documents(doc! {"_id": {"$in": ids.clone()}}).selection_criteria(primary()),
-            session.as_deref_mut()
+            cx.session()
         )
         .map_err(|e| Error::driver("count", child, e))?;
         if found < ids.len() as u64 {
@@ -275,7 +256,7 @@ pub(crate) async fn after_insert(
                 parents.sort_by_key(|p| crate::store::path::id_key(p));
                 parents.dedup();
                 for parent in parents {
-                    target.rebuild_in(db, parent, session.as_deref_mut()).await?;
+                    target.rebuild_in(cx, parent).await?;
                 }
             }
         }
@@ -287,12 +268,11 @@ pub(crate) async fn after_insert(
 /// it was just created), `after` its new ones. Rebuilds the subsets whose
 /// summaries it touched, in its new parent and, when it moved, its old one.
 pub(crate) async fn after_change(
-    db: &Database,
+    cx: &mut Cx<'_>,
     child: &str,
     before: Option<&BsonDoc>,
     after: &BsonDoc,
     touched: Option<&[String]>,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     for target in subsets_of(child) {
         if let Some(t) = touched {
@@ -303,11 +283,11 @@ pub(crate) async fn after_change(
         let new_parent = after.get(target.parent_field).filter(|p| **p != Bson::Null);
         let old_parent = before.and_then(|b| b.get(target.parent_field)).filter(|p| **p != Bson::Null);
         if let Some(parent) = new_parent {
-            target.rebuild_in(db, parent, session.as_deref_mut()).await?;
+            target.rebuild_in(cx, parent).await?;
         }
         if let Some(old) = old_parent {
             if Some(old) != new_parent {
-                target.rebuild_in(db, old, session.as_deref_mut()).await?;
+                target.rebuild_in(cx, old).await?;
             }
         } else if let (None, Some(key), true) = (before, target.spec.key, moved(target, touched)) {
             // No image of the child before the write: any other parent whose
@@ -317,12 +297,11 @@ pub(crate) async fn after_change(
             if let Some(p) = new_parent {
                 filter.insert("_id", doc! {"$ne": p.clone()});
             }
-            let coll = db.collection::<BsonDoc>(target.parent);
-            let holders =
-                in_session!(coll.distinct("_id", filter).selection_criteria(primary()), session.as_deref_mut())
-                    .map_err(|e| Error::driver("distinct", target.parent, e))?;
+            let coll = cx.db.collection::<BsonDoc>(target.parent);
+            let holders = in_session!(coll.distinct("_id", filter).selection_criteria(primary()), cx.session())
+                .map_err(|e| Error::driver("distinct", target.parent, e))?;
             for old in holders {
-                target.rebuild_in(db, &old, session.as_deref_mut()).await?;
+                target.rebuild_in(cx, &old).await?;
             }
         }
     }
@@ -330,36 +309,24 @@ pub(crate) async fn after_change(
 }
 
 /// The parents whose subsets may hold the children about to be deleted.
-pub(crate) async fn parents_of(
-    db: &Database,
-    child: &'static str,
-    filter: &BsonDoc,
-    mut session: Option<&mut ClientSession>,
-) -> Result<Vec<(usize, Bson)>> {
+pub(crate) async fn parents_of(cx: &mut Cx<'_>, child: &'static str, filter: &BsonDoc) -> Result<Vec<(usize, Bson)>> {
     let mut out = Vec::new();
-    let coll = db.collection::<BsonDoc>(child);
+    let coll = cx.db.collection::<BsonDoc>(child);
     for (i, target) in subsets_of(child).iter().enumerate() {
-        let parents = in_session!(
-            coll.distinct(target.parent_field, filter.clone()).selection_criteria(primary()),
-            session.as_deref_mut()
-        )
-        .map_err(|e| Error::driver("distinct", child, e))?;
+        let parents =
+            in_session!(coll.distinct(target.parent_field, filter.clone()).selection_criteria(primary()), cx.session())
+                .map_err(|e| Error::driver("distinct", child, e))?;
         out.extend(parents.into_iter().filter(|p| *p != Bson::Null).map(|p| (i, p)));
     }
     Ok(out)
 }
 
 /// After children were deleted: rebuild their parents' subsets.
-pub(crate) async fn after_delete(
-    db: &Database,
-    child: &str,
-    parents: Vec<(usize, Bson)>,
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn after_delete(cx: &mut Cx<'_>, child: &str, parents: Vec<(usize, Bson)>) -> Result<()> {
     let targets = subsets_of(child);
     for (i, parent) in parents {
         if let Some(target) = targets.get(i) {
-            target.rebuild_in(db, &parent, session.as_deref_mut()).await?;
+            target.rebuild_in(cx, &parent).await?;
         }
     }
     Ok(())

@@ -5,9 +5,8 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
-use crate::store::session::{collect, in_session};
+use crate::store::session::{collect, in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
-use mongodb::{ClientSession, Database};
 
 /// Cascades deeper than this are refused: the schema has a cycle of
 /// `on_delete = cascade`.
@@ -25,32 +24,22 @@ pub(crate) fn has_rules(collection: &str) -> bool {
 
 /// [`apply`] for ids already [`check`]ed (a delete of many documents checks
 /// every page before it writes any).
-pub(crate) async fn apply_checked(
-    db: &Database,
-    collection: &'static str,
-    ids: &[Bson],
-    session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     if ids.is_empty() || !has_rules(collection) {
         return Ok(());
     }
-    run(db, collection, ids, 0, session).await
+    run(cx, collection, ids, 0).await
 }
 
 /// Refuses, before anything is written, when a `restrict` anywhere in the
 /// cascade from `collection` finds a referrer of `ids`, or the cascade goes
 /// deeper than [`MAX_CASCADE_DEPTH`]. Reads nothing when no rule below
 /// could refuse.
-pub(crate) async fn check(
-    db: &Database,
-    collection: &'static str,
-    ids: &[Bson],
-    session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn check(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     if !may_refuse(collection, 0) {
         return Ok(());
     }
-    check_level(db, collection, ids.to_vec(), 0, session).await
+    check_level(cx, collection, ids.to_vec(), 0).await
 }
 
 /// Whether a `restrict`, or a cascade too deep, is reachable from `collection`.
@@ -76,11 +65,10 @@ fn too_deep(collection: &str) -> Error {
 }
 
 fn check_level<'a>(
-    db: &'a Database,
+    cx: &'a mut Cx<'_>,
     collection: &'static str,
     ids: Vec<Bson>,
     depth: usize,
-    mut session: Option<&'a mut ClientSession>,
 ) -> futures::future::BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         if depth > MAX_CASCADE_DEPTH {
@@ -89,9 +77,9 @@ fn check_level<'a>(
         for &(schema, rel) in graph().references_to(collection) {
             match rule(rel) {
                 OnDelete::Restrict => {
-                    let referrers = db.collection::<RawDocumentBuf>(schema.collection);
+                    let referrers = cx.db.collection::<RawDocumentBuf>(schema.collection);
                     let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
-                    let count = in_session!(referrers.count_documents(filter), session.as_deref_mut())
+                    let count = in_session!(referrers.count_documents(filter), cx.session())
                         .map_err(|e| Error::driver("count", schema.collection, e))?;
                     if count > 0 {
                         return Err(Error::StillReferenced {
@@ -105,9 +93,9 @@ fn check_level<'a>(
                 }
                 OnDelete::Cascade if may_refuse(schema.collection, depth + 1) => {
                     let mut after = None;
-                    while let Some(page) = dependants(db, schema, rel, &ids, after, session.as_deref_mut()).await? {
+                    while let Some(page) = dependants(cx, schema, rel, &ids, after).await? {
                         after = page.last().cloned();
-                        check_level(db, schema.collection, page, depth + 1, session.as_deref_mut()).await?;
+                        check_level(cx, schema.collection, page, depth + 1).await?;
                     }
                 }
                 _ => {}
@@ -120,18 +108,17 @@ fn check_level<'a>(
 /// The next page of at most [`BATCH`] ids of `schema` documents whose
 /// reference `rel` holds one of `ids`, after the id `after` in `_id` order.
 async fn dependants(
-    db: &Database,
+    cx: &mut Cx<'_>,
     schema: &'static crate::schema::document::Schema,
     rel: &'static Relation,
     ids: &[Bson],
     after: Option<Bson>,
-    session: Option<&mut ClientSession>,
 ) -> Result<Option<Vec<Bson>>> {
     let mut filter = doc! { rel.id_path(): {"$in": ids} };
     if let Some(after) = after {
         filter.insert("_id", doc! {"$gt": after});
     }
-    let coll = db.collection::<RawDocumentBuf>(schema.collection);
+    let coll = cx.db.collection::<RawDocumentBuf>(schema.collection);
     let find = coll
         .find(filter)
         .projection(doc! {"_id": 1})
@@ -139,7 +126,7 @@ async fn dependants(
         .limit(BATCH as i64)
         .batch_size(BATCH as u32)
         .selection_criteria(crate::store::primary());
-    let found = collect(find, session, schema.collection, |raw| {
+    let found = collect(find, cx.session(), schema.collection, |raw| {
         Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()))
     })
     .await?;
@@ -151,11 +138,10 @@ async fn dependants(
 /// reference, and for each cascading one, page by page, its dependants'
 /// own rules and then their deletion.
 fn run<'a>(
-    db: &'a Database,
+    cx: &'a mut Cx<'_>,
     collection: &'static str,
     ids: &'a [Bson],
     depth: usize,
-    mut session: Option<&'a mut ClientSession>,
 ) -> futures::future::BoxFuture<'a, Result<()>> {
     Box::pin(async move {
         if depth > MAX_CASCADE_DEPTH {
@@ -164,14 +150,14 @@ fn run<'a>(
         for &(schema, rel) in graph().references_to(collection) {
             match rule(rel) {
                 OnDelete::Nothing | OnDelete::Restrict => {}
-                OnDelete::Pull => pull(db, schema.collection, rel, ids, session.as_deref_mut()).await?,
+                OnDelete::Pull => pull(cx, schema.collection, rel, ids).await?,
                 OnDelete::Cascade => {
                     let mut after = None;
-                    while let Some(page) = dependants(db, schema, rel, ids, after, session.as_deref_mut()).await? {
+                    while let Some(page) = dependants(cx, schema, rel, ids, after).await? {
                         after = page.last().cloned();
-                        run(db, schema.collection, &page, depth + 1, session.as_deref_mut()).await?;
-                        let coll = db.collection::<BsonDoc>(schema.collection);
-                        in_session!(coll.delete_many(doc! {"_id": {"$in": page}}), session.as_deref_mut())
+                        run(cx, schema.collection, &page, depth + 1).await?;
+                        let coll = cx.db.collection::<BsonDoc>(schema.collection);
+                        in_session!(coll.delete_many(doc! {"_id": {"$in": page}}), cx.session())
                             .map_err(|e| Error::driver("delete_many", schema.collection, e))?;
                     }
                 }
@@ -182,14 +168,8 @@ fn run<'a>(
 }
 
 /// Removes `ids` from the reference `rel` of every `collection` document.
-async fn pull(
-    db: &Database,
-    collection: &'static str,
-    rel: &'static Relation,
-    ids: &[Bson],
-    session: Option<&mut ClientSession>,
-) -> Result<()> {
-    let coll = db.collection::<BsonDoc>(collection);
+async fn pull(cx: &mut Cx<'_>, collection: &'static str, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
+    let coll = cx.db.collection::<BsonDoc>(collection);
     let filter = doc! { rel.id_path(): {"$in": ids} };
     let update = match rel.kind {
         RelationKind::RefMany { key: Some(key), .. } => {
@@ -210,7 +190,8 @@ async fn pull(
         RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
         _ => doc! {"$unset": { rel.field: "" }},
     };
-    in_session!(coll.update_many(filter, update), session).map_err(|e| Error::driver("update_many", collection, e))?;
+    in_session!(coll.update_many(filter, update), cx.session())
+        .map_err(|e| Error::driver("update_many", collection, e))?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
-use crate::store::session::in_session;
+use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Database};
@@ -106,16 +106,12 @@ impl Op {
 /// API (a conflict with a concurrent reassign is retried, the commit alone
 /// on an unknown result), or, when the server has no transactions (a
 /// standalone), once without one, undone on failure.
-async fn run_writes(
-    db: &Database,
-    what: &'static str,
-    op: Op,
-    mut session: Option<&mut ClientSession>,
-) -> Result<LinkOutcome> {
+async fn run_writes(cx: &mut Cx<'_>, what: &'static str, op: Op) -> Result<LinkOutcome> {
     // With the caller's session the attempt is always made: it may be in a
     // transaction, which then runs the writes whatever the deployment.
-    if session.is_some() || !standalone(db) {
-        let result = crate::store::transaction::run_or_join(db, session.as_deref_mut(), what, &mut |session| {
+    if cx.has_session() || !standalone(cx.db) {
+        let db = cx.db.clone();
+        let result = crate::store::transaction::run_or_join(cx, what, &mut |session| {
             let (db, op) = (db.clone(), op.clone());
             Box::pin(async move {
                 let mut w = Writes { db, session: Some(session), transactional: true, undo: Vec::new() };
@@ -126,11 +122,11 @@ async fn run_writes(
         match result {
             Ok(changed) => return Ok(LinkOutcome { transactional: true, changed }),
             // Refused at its first write: nothing was written.
-            Err(e) if crate::store::transaction::unsupported(&e) => remember_standalone(db),
+            Err(e) if crate::store::transaction::unsupported(&e) => remember_standalone(cx.db),
             Err(e) => return Err(e),
         }
     }
-    let mut w = Writes { db: db.clone(), session, transactional: false, undo: Vec::new() };
+    let mut w = Writes { db: cx.db.clone(), session: cx.session(), transactional: false, undo: Vec::new() };
     match op.run(&mut w).await {
         Ok(changed) => Ok(LinkOutcome { transactional: false, changed }),
         Err(e) => {
@@ -284,38 +280,36 @@ struct Attached {
 /// moved: the old target's inverse array loses `x`. In the caller's
 /// session when given (joining its transaction if it is in one).
 pub(crate) async fn link(
-    db: &Database,
+    cx: &mut Cx<'_>,
     schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
     let op = Op::Link { rel, near, far, x: x.clone(), y: y.clone() };
-    let outcome = run_writes(db, "link", op, session.as_deref_mut()).await?;
-    refresh_copies(db, schema, rel, &x, &y, session).await?;
+    let outcome = run_writes(cx, "link", op).await?;
+    refresh_copies(cx, schema, rel, &x, &y).await?;
     Ok(outcome)
 }
 
 /// Copies that come through the references just changed follow their new
 /// source: `x`'s through `rel`, and `y`'s through the inverse.
 async fn refresh_copies(
-    db: &Database,
+    cx: &mut Cx<'_>,
     schema: &'static Schema,
     rel: &'static Relation,
     x: &Bson,
     y: &Bson,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     let through = |s: &'static Schema, field: &str| s.copies.iter().any(|c| c.via == field);
     if through(schema, rel.field) {
-        crate::denormalize::fill::refresh(db, schema, std::slice::from_ref(x), session.as_deref_mut()).await?;
+        crate::denormalize::fill::refresh(cx.db, schema, std::slice::from_ref(x), cx.session()).await?;
     }
     if let Some((other, inverse)) = graph().inverse_of(rel) {
         if through(other, inverse.field) {
-            crate::denormalize::fill::refresh(db, other, std::slice::from_ref(y), session).await?;
+            crate::denormalize::fill::refresh(cx.db, other, std::slice::from_ref(y), cx.session()).await?;
         }
     }
     Ok(())
@@ -363,12 +357,11 @@ fn target_side(rel: &Relation, near: Side) -> Side {
 /// Unlinks `x` from `y` on both sides of the reference (in the caller's
 /// session when given, as [`link`]).
 pub(crate) async fn unlink(
-    db: &Database,
+    cx: &mut Cx<'_>,
     schema: &'static Schema,
     rel: &'static Relation,
     x: Bson,
     y: Bson,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
@@ -385,8 +378,8 @@ pub(crate) async fn unlink(
         }
     }
     let op = Op::Unlink { near, far, x: x.clone(), y: y.clone() };
-    let outcome = run_writes(db, "unlink", op, session.as_deref_mut()).await?;
-    refresh_copies(db, schema, rel, &x, &y, session).await?;
+    let outcome = run_writes(cx, "unlink", op).await?;
+    refresh_copies(cx, schema, rel, &x, &y).await?;
     Ok(outcome)
 }
 
@@ -488,9 +481,10 @@ impl<'a> std::future::IntoFuture for LinkWrite<'a> {
         let LinkWrite { db, schema, rel, x, y, unlink: un, session } = self;
         let op = crate::client::trace::Op::new(if un { "unlink" } else { "link" }, schema.collection);
         Box::pin(op.run(async move {
+            let cx = &mut Cx::new(db, session);
             match un {
-                true => unlink(db, schema, rel, x, y, session).await,
-                false => link(db, schema, rel, x, y, session).await,
+                true => unlink(cx, schema, rel, x, y).await,
+                false => link(cx, schema, rel, x, y).await,
             }
         }))
     }

@@ -9,14 +9,16 @@ use crate::error::{Error, Result};
 use crate::id::DocId;
 use crate::schema::document::Document;
 use crate::store::query::Filter;
-use crate::store::session::in_session;
+use crate::store::session::{in_session, Cx};
 use mongodb::bson::{self, doc};
 use mongodb::ClientSession;
 
 impl<T: Document> Repository<T> {
     pub(super) async fn delete_by_id_in(&self, id: &T::Id, session: Option<&mut ClientSession>) -> Result<bool> {
         Op::new("delete_by_id", T::COLLECTION)
-            .run_counted(self.delete_found(id.to_bson(), doc! {"_id": id.to_bson()}, session), |d| Some(*d as usize))
+            .run_counted(self.delete_found(id.to_bson(), doc! {"_id": id.to_bson()}, Cx::new(&self.db, session)), |d| {
+                Some(*d as usize)
+            })
             .await
     }
 
@@ -33,7 +35,7 @@ impl<T: Document> Repository<T> {
             }
         };
         Op::new("delete", T::COLLECTION)
-            .run_counted(self.delete_found(id, filter, session), |d| Some(*d as usize))
+            .run_counted(self.delete_found(id, filter, Cx::new(&self.db, session)), |d| Some(*d as usize))
             .await
     }
 
@@ -60,28 +62,24 @@ impl<T: Document> Repository<T> {
                 return Ok(false);
             };
             let filter = doc! {"$and": [filter, {"_id": id.clone()}]};
-            self.delete_found(id, filter, session).await
+            self.delete_found(id, filter, Cx::new(&self.db, session)).await
         };
         Op::new("delete_one", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
     }
 
     /// Deletes the document `id` with a filter that finds it (and routes to
     /// its shard), after its `on_delete` rules.
-    async fn delete_found(
-        &self,
-        id: bson::Bson,
-        filter: bson::Document,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<bool> {
+    async fn delete_found(&self, id: bson::Bson, filter: bson::Document, mut cx: Cx<'_>) -> Result<bool> {
+        let cx = &mut cx;
         if crate::relations::on_delete::has_rules(T::COLLECTION) {
             let ids = std::slice::from_ref(&id);
-            crate::relations::on_delete::check(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
-            crate::relations::on_delete::apply_checked(&self.db, T::COLLECTION, ids, session.as_deref_mut()).await?;
+            crate::relations::on_delete::check(cx, T::COLLECTION, ids).await?;
+            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await?;
         }
-        let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-        let r = in_session!(self.raw.delete_one(filter), session.as_deref_mut()).map_err(self.err("delete"))?;
+        let parents = self.subset_parents(&filter, cx).await?;
+        let r = in_session!(self.raw.delete_one(filter), cx.session()).map_err(self.err("delete"))?;
         if r.deleted_count == 1 && !parents.is_empty() {
-            crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+            crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
         }
         Ok(r.deleted_count == 1)
     }
@@ -89,17 +87,17 @@ impl<T: Document> Repository<T> {
     pub(super) async fn delete_many_in(
         &self,
         filter: impl Into<Filter>,
-        mut session: Option<&mut ClientSession>,
+        session: Option<&mut ClientSession>,
     ) -> Result<u64> {
+        let cx = &mut Cx::new(&self.db, session);
         let op = Op::new("delete_many", T::COLLECTION);
         let work = async move {
             let filter = filter.into().into_document()?;
             if !crate::relations::on_delete::has_rules(T::COLLECTION) {
-                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
-                    .map_err(self.err("delete_many"))?;
+                let parents = self.subset_parents(&filter, cx).await?;
+                let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
                 if r.deleted_count > 0 && !parents.is_empty() {
-                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session).await?;
+                    crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
                 }
                 return Ok(r.deleted_count);
             }
@@ -107,26 +105,23 @@ impl<T: Document> Repository<T> {
             // bounded however many documents match; a `restrict` is checked
             // on every page before any is written.
             let mut after = None;
-            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, session.as_deref_mut()).await? {
+            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
                 after = page.last().cloned();
-                crate::relations::on_delete::check(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+                crate::relations::on_delete::check(cx, T::COLLECTION, &page).await?;
             }
             let mut deleted = 0;
             let mut after = None;
-            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, session.as_deref_mut()).await? {
+            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
                 after = page.last().cloned();
-                let on_delete = crate::relations::on_delete::apply_checked;
-                on_delete(&self.db, T::COLLECTION, &page, session.as_deref_mut()).await?;
+                crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &page).await?;
                 // Exactly the documents found, so one inserted while the
                 // rules ran is not deleted without its rules.
                 let filter = doc! {"$and": [filter.clone(), {"_id": {"$in": page}}]};
-                let parents = self.subset_parents(&filter, session.as_deref_mut()).await?;
-                let r = in_session!(self.raw.delete_many(filter), session.as_deref_mut())
-                    .map_err(self.err("delete_many"))?;
+                let parents = self.subset_parents(&filter, cx).await?;
+                let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
                 deleted += r.deleted_count;
                 if r.deleted_count > 0 && !parents.is_empty() {
-                    crate::patterns::subset::after_delete(&self.db, T::COLLECTION, parents, session.as_deref_mut())
-                        .await?;
+                    crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
                 }
             }
             Ok(deleted)
@@ -135,14 +130,10 @@ impl<T: Document> Repository<T> {
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
-    async fn subset_parents(
-        &self,
-        filter: &bson::Document,
-        session: Option<&mut ClientSession>,
-    ) -> Result<Vec<(usize, bson::Bson)>> {
+    async fn subset_parents(&self, filter: &bson::Document, cx: &mut Cx<'_>) -> Result<Vec<(usize, bson::Bson)>> {
         if crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
             return Ok(Vec::new());
         }
-        crate::patterns::subset::parents_of(&self.db, T::COLLECTION, filter, session).await
+        crate::patterns::subset::parents_of(cx, T::COLLECTION, filter).await
     }
 }

@@ -22,7 +22,7 @@ impl<T: Document> Repository<T> {
     /// sources (one read per source collection for the batch), a source's
     /// first version when `inserting`, size. When something is derived from
     /// or held by them the BSON documents come back too, so they are built once.
-    async fn encode_all(&self, docs: &[T], inserting: bool, session: Option<&mut ClientSession>) -> Result<Encoded> {
+    async fn encode_all(&self, docs: &[T], inserting: bool, cx: &mut Cx<'_>) -> Result<Encoded> {
         for d in docs {
             d.check_bounds()?;
         }
@@ -50,7 +50,7 @@ impl<T: Document> Repository<T> {
             })
             .collect::<Result<Vec<_>>>()?;
         let filled = if fills {
-            Some(crate::denormalize::fill::fill(&self.db, T::schema(), &mut plain, session).await?)
+            Some(crate::denormalize::fill::fill(cx.db, T::schema(), &mut plain, cx.session()).await?)
         } else {
             None
         };
@@ -65,54 +65,46 @@ impl<T: Document> Repository<T> {
     /// What depends on documents just written (all of `written`): their
     /// copies confirmed, holders already referring to them filled, their
     /// summaries pushed into their parents' subsets.
-    async fn after_insert(
-        &self,
-        written: &[bson::Document],
-        filled: Option<Sources>,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<()> {
+    async fn after_insert(&self, written: &[bson::Document], filled: Option<Sources>, cx: &mut Cx<'_>) -> Result<()> {
         if written.is_empty() {
             return Ok(());
         }
         if let Some(filled) = filled {
-            crate::denormalize::fill::confirm(&self.db, T::schema(), written, filled, session.as_deref_mut()).await?;
+            crate::denormalize::fill::confirm(cx.db, T::schema(), written, filled, cx.session()).await?;
         }
-        crate::denormalize::fanout::fan_out_inserted(&self.db, T::COLLECTION, written, session.as_deref_mut()).await?;
-        self.after_new(written, session.as_deref_mut()).await?;
+        crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
+        self.after_new(written, cx).await?;
         if !graph().subsets_of(T::COLLECTION).is_empty() {
             // The summaries in the parents' subsets: one push per parent.
-            crate::patterns::subset::after_insert(&self.db, T::COLLECTION, written, session).await?;
+            crate::patterns::subset::after_insert(cx, T::COLLECTION, written).await?;
         }
         Ok(())
     }
 
-    pub(super) async fn insert_many_in(&self, docs: &[T], mut session: Option<&mut ClientSession>) -> Result<()> {
+    pub(super) async fn insert_many_in(&self, docs: &[T], session: Option<&mut ClientSession>) -> Result<()> {
+        let cx = &mut Cx::new(&self.db, session);
         Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
             .documents(docs.len())
             .run(async move {
                 if docs.is_empty() {
                     return Ok(());
                 }
-                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, session.as_deref_mut()).await?;
+                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, cx).await?;
                 let result = if raws.len() == 1 {
                     let raw = raws.pop().ok_or_else(|| Error::Invalid {
                         what: crate::error::Misuse::Insert,
                         message: "nothing encoded".into(),
                     })?;
-                    in_session!(self.raw.insert_one(raw), session.as_deref_mut())
-                        .map(|_| ())
-                        .map_err(self.err("insert"))
+                    in_session!(self.raw.insert_one(raw), cx.session()).map(|_| ()).map_err(self.err("insert"))
                 } else {
-                    in_session!(self.raw.insert_many(raws), session.as_deref_mut())
-                        .map(|_| ())
-                        .map_err(self.err("insert_many"))
+                    in_session!(self.raw.insert_many(raws), cx.session()).map(|_| ()).map_err(self.err("insert_many"))
                 };
                 match result {
-                    Ok(()) => self.after_insert(&plain, filled, session).await,
+                    Ok(()) => self.after_insert(&plain, filled, cx).await,
                     Err(e) => {
                         if !plain.is_empty() {
-                            let landed = self.landed(&e, &plain, session.as_deref_mut()).await?;
-                            self.after_insert(&plain[..landed], filled, session).await?;
+                            let landed = self.landed(&e, &plain, cx).await?;
+                            self.after_insert(&plain[..landed], filled, cx).await?;
                         }
                         Err(e)
                     }
@@ -124,7 +116,7 @@ impl<T: Document> Repository<T> {
     /// How many of `plain` an ordered insert that failed with `e` wrote:
     /// those before the first write error; after an error without one (a
     /// connection lost), those found on the server.
-    async fn landed(&self, e: &Error, plain: &[bson::Document], session: Option<&mut ClientSession>) -> Result<usize> {
+    async fn landed(&self, e: &Error, plain: &[bson::Document], cx: &mut Cx<'_>) -> Result<usize> {
         if let Error::Driver { source, .. } = e {
             match &*source.kind {
                 mongodb::error::ErrorKind::InsertMany(m) => {
@@ -147,7 +139,9 @@ impl<T: Document> Repository<T> {
             .batch_size(plain.len().try_into().unwrap_or(u32::MAX))
             .selection_criteria(crate::denormalize::fill::primary());
         let mut stored = std::collections::HashMap::new();
-        for d in collect(find, session, T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await? {
+        for d in
+            collect(find, cx.session(), T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await?
+        {
             if let Some(key) = d.get("_id").map(crate::store::path::id_key) {
                 stored.insert(key, d);
             }
@@ -165,9 +159,8 @@ impl<T: Document> Repository<T> {
     }
 
     /// Replace or save: fill, write, confirm.
-    async fn put(&self, doc: &T, upsert: bool, mut session: Option<&mut ClientSession>) -> Result<bool> {
-        let Encoded { mut raws, plain, filled } =
-            self.encode_all(std::slice::from_ref(doc), upsert, session.as_deref_mut()).await?;
+    async fn put(&self, doc: &T, upsert: bool, cx: &mut Cx<'_>) -> Result<bool> {
+        let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert, cx).await?;
         let raw = raws
             .pop()
             .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
@@ -184,24 +177,23 @@ impl<T: Document> Repository<T> {
                 })?,
             };
             let filter = crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new);
-            let mut cx = Cx::new(&self.db, session.as_deref_mut());
-            replace_image::<T>(&mut cx, &self.raw, filter, new, upsert, self.mode()).await?
+            replace_image::<T>(cx, &self.raw, filter, new, upsert, self.mode()).await?
         } else {
             let filter = match T::SHARD_KEY.is_empty() {
                 true => doc! {"_id": doc.id().to_bson()},
                 false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
             };
-            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), session.as_deref_mut())
+            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), cx.session())
                 .map_err(self.err("replace"))?;
             (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
         };
         if written == Some(true) {
-            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), session.as_deref_mut()).await?;
+            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), cx).await?;
         }
         let written = written.is_some();
         if written {
             if let Some(filled) = filled {
-                crate::denormalize::fill::confirm(&self.db, T::schema(), &plain, filled, session).await?;
+                crate::denormalize::fill::confirm(cx.db, T::schema(), &plain, filled, cx.session()).await?;
             }
         }
         Ok(written)
@@ -210,7 +202,7 @@ impl<T: Document> Repository<T> {
     /// What a new document of `T` owes the documents around it: the other
     /// side of its two-way references, and the subsets it keeps of children
     /// that already exist.
-    async fn after_new(&self, docs: &[bson::Document], mut session: Option<&mut ClientSession>) -> Result<()> {
+    async fn after_new(&self, docs: &[bson::Document], cx: &mut Cx<'_>) -> Result<()> {
         let g = graph();
         for rel in g.two_way_of(T::schema()) {
             for d in docs {
@@ -221,14 +213,7 @@ impl<T: Document> Repository<T> {
                     Some(id) => vec![id.clone()],
                 };
                 for y in targets {
-                    let linked = crate::relations::two_way::link(
-                        &self.db,
-                        T::schema(),
-                        rel,
-                        x.clone(),
-                        y,
-                        session.as_deref_mut(),
-                    );
+                    let linked = crate::relations::two_way::link(cx, T::schema(), rel, x.clone(), y);
                     match linked.await {
                         // A reference to a document not there yet: it links back when it is inserted.
                         Err(Error::NotFound { collection, .. }) if Some(collection) == rel.target => {}
@@ -246,11 +231,11 @@ impl<T: Document> Repository<T> {
                 children
                     .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
                     .selection_criteria(crate::store::primary()),
-                session.as_deref_mut()
+                cx.session()
             )
             .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
             for parent in with_children {
-                subset.rebuild_in(&self.db, &parent, session.as_deref_mut()).await?;
+                subset.rebuild_in(cx, &parent).await?;
             }
         }
         Ok(())
@@ -260,7 +245,7 @@ impl<T: Document> Repository<T> {
         Op::new("replace", T::COLLECTION)
             .documents(1)
             .run(async move {
-                match self.put(doc, false, session).await? {
+                match self.put(doc, false, &mut Cx::new(&self.db, session)).await? {
                     true => Ok(()),
                     false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
                 }
@@ -271,7 +256,7 @@ impl<T: Document> Repository<T> {
     pub(super) async fn save_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<()> {
         Op::new("save", T::COLLECTION)
             .documents(1)
-            .run(async move { self.put(doc, true, session).await.map(|_| ()) })
+            .run(async move { self.put(doc, true, &mut Cx::new(&self.db, session)).await.map(|_| ()) })
             .await
     }
 }

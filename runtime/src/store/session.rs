@@ -25,6 +25,12 @@ impl<'a> Cx<'a> {
     pub(crate) fn session(&mut self) -> Option<&mut ClientSession> {
         self.session.as_deref_mut()
     }
+
+    /// Whether the caller gave a session: a write that would open a
+    /// transaction of its own then tries it in the caller's.
+    pub(crate) fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
 }
 
 /// Runs a driver action, in `session` when given:

@@ -5,6 +5,7 @@
 //! applied twice; the driver gives up after 120 s of retries.
 
 use crate::error::{Error, Result};
+use crate::store::session::Cx;
 use mongodb::{ClientSession, Database};
 use std::future::Future;
 use std::pin::Pin;
@@ -57,13 +58,9 @@ pub(crate) async fn run<R>(db: &Database, what: &'static str, body: &mut Body<'_
 /// own transaction when `session` is in one (the body's writes then commit
 /// or abort with the caller's, and retrying is the caller's), otherwise in
 /// a new one on `session`, or on a session of `db`'s client when none is given.
-pub(crate) async fn run_or_join<R>(
-    db: &Database,
-    session: Option<&mut ClientSession>,
-    what: &'static str,
-    body: &mut Body<'_, R>,
-) -> Result<R> {
-    let Some(s) = session else { return run(db, what, body).await };
+pub(crate) async fn run_or_join<R>(cx: &mut Cx<'_>, what: &'static str, body: &mut Body<'_, R>) -> Result<R> {
+    let db = cx.db;
+    let Some(s) = cx.session() else { return run(db, what, body).await };
     if in_transaction(s).await {
         body(s).await
     } else {

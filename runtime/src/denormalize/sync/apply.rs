@@ -11,6 +11,7 @@ use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of};
 use crate::error::{Error, Result};
 use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
 use crate::store::primary;
+use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, UpdateDescription};
 use mongodb::Database;
@@ -80,7 +81,8 @@ pub(super) async fn apply(
     // and guarded rebuilds make applying it early harmless). None: deleted
     // since, and a later event says so.
     let Some(doc) = &event.full_document else { return Ok(None) };
-    fan_out_copies(db, coll, doc, touched.as_deref(), None).await?;
+    let cx = &mut Cx::new(db, None);
+    fan_out_copies(cx, coll, doc, touched.as_deref()).await?;
     if child {
         // The pre-image, where the collection keeps them, names the parent
         // a moved child left; without it the subsets still holding the
@@ -89,7 +91,7 @@ pub(super) async fn apply(
             OperationType::Insert => None,
             _ => event.full_document_before_change.as_ref(),
         };
-        after_change(db, coll, before, doc, touched.as_deref(), None).await?;
+        after_change(cx, coll, before, doc, touched.as_deref()).await?;
     }
     Ok(Some(Applied { source: coll, id: doc.get("_id").cloned().unwrap_or(Bson::Null), version: version_of(doc) }))
 }
@@ -108,7 +110,7 @@ async fn child_deleted(db: &Database, child: &'static str, id: &Bson, before: Op
             }
             None => holders(db, target, id).await?,
         };
-        after_delete(db, child, parents.into_iter().map(|p| (i, p)).collect(), None).await?;
+        after_delete(&mut Cx::new(db, None), child, parents.into_iter().map(|p| (i, p)).collect()).await?;
     }
     Ok(())
 }

@@ -57,7 +57,7 @@ pub(crate) async fn replace_image<T: Document>(
         let after = image.unwrap_or_default();
         let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
         if changed && !mode.deferred {
-            fanout::fan_out(cx.db, T::COLLECTION, &after, None, cx.session()).await?;
+            fanout::fan_out(cx, T::COLLECTION, &after, None).await?;
         }
         return Ok(Some(created));
     }
@@ -70,7 +70,7 @@ pub(crate) async fn replace_image<T: Document>(
     };
     if !touched.is_empty() && !mode.deferred {
         let before = before.as_ref();
-        crate::patterns::subset::after_change(cx.db, T::COLLECTION, before, &new, Some(&touched), cx.session()).await?;
+        crate::patterns::subset::after_change(cx, T::COLLECTION, before, &new, Some(&touched)).await?;
     }
     Ok(Some(before.is_none()))
 }

@@ -104,15 +104,14 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         // a read): here they always do, since the parent field is among
         // the derived fields that were set.
         if !self.summarized {
-            fanout::fan_out_source(cx.db, T::COLLECTION, id, stamp, &set, None, cx.session()).await?;
+            fanout::fan_out_source(cx, T::COLLECTION, id, stamp, &set, None).await?;
         } else {
             // Boxed: its image and the subsets' future would make this one
             // (and every update by id's) larger than the allocator's fast sizes.
             let values = fanout::set_values(T::COLLECTION, &set).unwrap_or_default();
             let after = fanout::after_image(id.clone(), stamp, values);
             let touched = self.touched();
-            Box::pin(async move { fanout::fan_out(cx.db, T::COLLECTION, &after, Some(&touched), cx.session()).await })
-                .await?;
+            Box::pin(async move { fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await }).await?;
         }
         Ok(Some(UpdateOutcome { matched: 1, modified }))
     }
@@ -259,7 +258,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                 let r =
                     in_session!(self.raw.update_one(stamped, set), cx.session()).map_err(Self::err("update_one"))?;
                 if r.matched_count == 1 {
-                    fanout::fan_out(cx.db, T::COLLECTION, &after, Some(&touched), cx.session()).await?;
+                    fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await?;
                     return Ok(UpdateOutcome { matched: 1, modified: r.modified_count });
                 }
             }
@@ -275,7 +274,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             .map_err(Self::err("findAndModify"))?;
             let Some(after) = after else { return Ok(UpdateOutcome::default()) };
             let after = updated::<T>(&after, known)?;
-            fanout::fan_out(cx.db, T::COLLECTION, &after, Some(&touched), cx.session()).await?;
+            fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
         Box::pin(self.many_and_fan_out(cx, filter, body, projection, &touched)).await
@@ -310,7 +309,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             })
             .await?;
             for after in &changed {
-                fanout::fan_out(cx.db, T::COLLECTION, after, Some(touched), cx.session()).await?;
+                fanout::fan_out(cx, T::COLLECTION, after, Some(touched)).await?;
             }
         }
         Ok(outcome)
@@ -332,7 +331,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         let raw = self.raw.clone();
         let db = cx.db.clone();
         let after: Option<BsonDoc> =
-            crate::store::transaction::run_or_join(cx.db, cx.session(), "transactional fan-out", &mut |session| {
+            crate::store::transaction::run_or_join(cx, "transactional fan-out", &mut |session| {
                 let (raw, db, filter, body, read) =
                     (raw.clone(), db.clone(), filter.clone(), body.clone(), read.clone());
                 let touched = touched.to_vec();
@@ -346,7 +345,8 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                         .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
                     let Some(after) = after else { return Ok(None) };
                     let after = updated::<T>(&after, read.known)?;
-                    fanout::fan_out_copies(&db, T::COLLECTION, &after, Some(&touched), Some(session)).await?;
+                    fanout::fan_out_copies(&mut Cx::new(&db, Some(session)), T::COLLECTION, &after, Some(&touched))
+                        .await?;
                     Ok(Some(after))
                 })
             })
@@ -362,7 +362,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                 e => e,
             })?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-        crate::patterns::subset::after_change(cx.db, T::COLLECTION, None, &after, Some(touched), cx.session()).await?;
+        crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, Some(touched)).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
     }
 }
