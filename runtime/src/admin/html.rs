@@ -3,8 +3,9 @@
 //! readable offline and in a headless browser, and the pieces the doctor's
 //! page ([`crate::admin::doctor::doctor_page`]) is made of too.
 
+use crate::admin::report::{entity_of, module_name};
 use crate::schema::document::{RelationKind, Schema};
-use crate::schema::registry::sorted;
+use crate::schema::registry::{describe, sorted};
 
 /// Escapes text for HTML and SVG.
 pub fn escape(text: &str) -> String {
@@ -75,115 +76,106 @@ pub fn schema_svg(schemas: &[&'static Schema]) -> String {
          markerWidth='7' markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' fill='#5b6474'/>\
          </marker></defs>"
     );
-    let find = |collection: &str, type_name: Option<&str>, from: &Schema| -> Option<usize> {
-        let candidates: Vec<usize> =
-            nodes.iter().enumerate().filter(|(_, n)| n.schema.collection == collection).map(|(i, _)| i).collect();
-        let named: Vec<usize> =
-            candidates.iter().copied().filter(|i| Some(nodes[*i].schema.rust_name) == type_name).collect();
-        named
-            .iter()
-            .copied()
-            .find(|i| nodes[*i].schema.module == from.module)
-            .or_else(|| named.first().copied())
-            .or_else(|| candidates.first().copied())
-    };
+    for node in &nodes {
+        let shared = schemas.iter().filter(|o| o.collection == node.schema.collection).count() > 1;
+        svg.push_str(&node_box(node, shared));
+    }
+    svg.push_str(&edges(schemas, &nodes));
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The arrows of the diagram, each from the box of the type declaring the
+/// relationship to the box of the type it leads to.
+fn edges(schemas: &[&'static Schema], nodes: &[Node]) -> String {
     let mut edges = String::new();
     // Edges already drawn between two boxes: the next one is drawn beside them.
     let mut drawn: Vec<(usize, usize)> = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         for rel in node.schema.relations {
             let (target, label) = match (rel.kind, &rel.subset) {
-                (_, Some(sub)) => {
-                    (find(sub.child, Some(sub.child_type), node.schema), format!("{} (subset)", rel.field))
-                }
+                (_, Some(sub)) => (
+                    entity_of(schemas, sub.child, Some(sub.child_type), node.schema),
+                    format!("{} (subset)", rel.field),
+                ),
                 (RelationKind::RefMany { .. } | RelationKind::RefOne { .. } | RelationKind::ParentRef, _) => {
-                    (rel.target.and_then(|t| find(t, rel.target_type, node.schema)), rel.field.to_owned())
+                    (rel.target.and_then(|t| entity_of(schemas, t, rel.target_type, node.schema)), rel.field.to_owned())
                 }
                 _ => (None, String::new()),
             };
-            let Some(j) = target else { continue };
-            let (a, b) = (&nodes[i], &nodes[j]);
-            let (ax, ay) = (a.x + a.w / 2.0, a.y + a.h / 2.0);
-            let (bx, by) = (b.x + b.w / 2.0, b.y + b.h / 2.0);
-            if i == j {
-                continue;
-            }
-            // From the edge of one box to the edge of the other.
-            let clip = |cx: f64, cy: f64, n: &Node, dx: f64, dy: f64| {
-                let sx = if dx != 0.0 { (n.w / 2.0) / dx.abs() } else { f64::INFINITY };
-                let sy = if dy != 0.0 { (n.h / 2.0) / dy.abs() } else { f64::INFINITY };
-                let s = sx.min(sy);
-                (cx + dx * s, cy + dy * s)
-            };
+            let Some(j) = target.filter(|j| *j != i) else { continue };
             let pair = (i.min(j), i.max(j));
-            let k = drawn.iter().filter(|p| **p == pair).count() as f64;
+            let beside = drawn.iter().filter(|p| **p == pair).count() as f64;
             drawn.push(pair);
-            let (dx, dy) = (bx - ax, by - ay);
-            let len = (dx * dx + dy * dy).sqrt().max(1.0);
-            // Perpendicular offset of 14 px per earlier edge between the same boxes.
-            let (ox, oy) = (-dy / len * 14.0 * k, dx / len * 14.0 * k);
-            let (x1, y1) = clip(ax, ay, a, dx, dy);
-            let (x2, y2) = clip(bx, by, b, -dx, -dy);
-            let (x1, y1, x2, y2) = (x1 + ox, y1 + oy, x2 + ox, y2 + oy);
-            let dash = if rel.subset.is_some() { " stroke-dasharray='5 3'" } else { "" };
-            edges.push_str(&format!(
-                "<line x1='{x1:.1}' y1='{y1:.1}' x2='{x2:.1}' y2='{y2:.1}' stroke='#5b6474' stroke-width='1.4'{dash} \
-                 marker-end='url(#arrow)'/><text x='{:.1}' y='{:.1}' font-size='11' fill='#1d2330' \
-                 text-anchor='middle' paint-order='stroke' stroke='#fff' stroke-width='3'>{}</text>",
-                (x1 + x2) / 2.0,
-                (y1 + y2) / 2.0 - 3.0,
-                escape(&label)
-            ));
+            edges.push_str(&arrow(&nodes[i], &nodes[j], beside, rel.subset.is_some(), &label));
         }
     }
-    for node in &nodes {
-        let s = node.schema;
-        let shared = schemas.iter().filter(|o| o.collection == s.collection).count() > 1;
+    edges
+}
+
+/// An arrow from the edge of box `a` to the edge of box `b`, set 14 px
+/// aside per earlier arrow between them (`beside`), dashed for a subset.
+fn arrow(a: &Node, b: &Node, beside: f64, dashed: bool, label: &str) -> String {
+    let (ax, ay) = (a.x + a.w / 2.0, a.y + a.h / 2.0);
+    let (bx, by) = (b.x + b.w / 2.0, b.y + b.h / 2.0);
+    let clip = |cx: f64, cy: f64, n: &Node, dx: f64, dy: f64| {
+        let sx = if dx != 0.0 { (n.w / 2.0) / dx.abs() } else { f64::INFINITY };
+        let sy = if dy != 0.0 { (n.h / 2.0) / dy.abs() } else { f64::INFINITY };
+        let s = sx.min(sy);
+        (cx + dx * s, cy + dy * s)
+    };
+    let (dx, dy) = (bx - ax, by - ay);
+    let len = (dx * dx + dy * dy).sqrt().max(1.0);
+    let (ox, oy) = (-dy / len * 14.0 * beside, dx / len * 14.0 * beside);
+    let (x1, y1) = clip(ax, ay, a, dx, dy);
+    let (x2, y2) = clip(bx, by, b, -dx, -dy);
+    let (x1, y1, x2, y2) = (x1 + ox, y1 + oy, x2 + ox, y2 + oy);
+    let dash = if dashed { " stroke-dasharray='5 3'" } else { "" };
+    format!(
+        "<line x1='{x1:.1}' y1='{y1:.1}' x2='{x2:.1}' y2='{y2:.1}' stroke='#5b6474' stroke-width='1.4'{dash} \
+         marker-end='url(#arrow)'/><text x='{:.1}' y='{:.1}' font-size='11' fill='#1d2330' \
+         text-anchor='middle' paint-order='stroke' stroke='#fff' stroke-width='3'>{}</text>",
+        (x1 + x2) / 2.0,
+        (y1 + y2) / 2.0 - 3.0,
+        escape(label)
+    )
+}
+
+/// The box of one type: its collection, its name (with its module when
+/// another type shares the collection, outlined in orange), its
+/// relationships and its copies.
+fn node_box(node: &Node, shared: bool) -> String {
+    let s = node.schema;
+    let mut svg = format!(
+        "<rect x='{}' y='{}' width='{}' height='{}' rx='6' fill='#f4f6f9' stroke='{}' stroke-width='1.5'/>\
+         <text x='{}' y='{}' font-size='13' font-weight='600'>{}</text>\
+         <text x='{}' y='{}' font-size='11' fill='#5b6474'>{}</text>",
+        node.x,
+        node.y,
+        node.w,
+        node.h,
+        if shared { "#e08a00" } else { "#8a93a3" },
+        node.x + 8.0,
+        node.y + 17.0,
+        escape(s.collection),
+        node.x + 8.0,
+        node.y + 32.0,
+        escape(&format!("{}{}", s.rust_name, if shared { format!(" ({})", module_name(s)) } else { String::new() }))
+    );
+    let mut y = node.y + 48.0;
+    for rel in s.relations {
+        let line: String = format!("{}: {}", rel.field, describe(rel)).chars().take(34).collect();
+        svg.push_str(&format!("<text x='{}' y='{y}' font-size='11'>{}</text>", node.x + 8.0, escape(&line)));
+        y += 15.0;
+    }
+    for c in s.copies {
         svg.push_str(&format!(
-            "<rect x='{}' y='{}' width='{}' height='{}' rx='6' fill='#f4f6f9' stroke='{}' stroke-width='1.5'/>\
-             <text x='{}' y='{}' font-size='13' font-weight='600'>{}</text>\
-             <text x='{}' y='{}' font-size='11' fill='#5b6474'>{}</text>",
-            node.x,
-            node.y,
-            node.w,
-            node.h,
-            if shared { "#e08a00" } else { "#8a93a3" },
+            "<text x='{}' y='{y}' font-size='11' fill='#2f7a5e'>{}</text>",
             node.x + 8.0,
-            node.y + 17.0,
-            escape(s.collection),
-            node.x + 8.0,
-            node.y + 32.0,
-            escape(&format!(
-                "{}{}",
-                s.rust_name,
-                if shared { format!(" ({})", s.module.rsplit("::").next().unwrap_or(s.module)) } else { String::new() }
-            ))
+            escape(&format!("{} = {}.{}", c.field, c.source_type, c.source_field))
         ));
-        let mut y = node.y + 48.0;
-        for rel in s.relations {
-            svg.push_str(&format!(
-                "<text x='{}' y='{y}' font-size='11'>{}</text>",
-                node.x + 8.0,
-                escape(
-                    &format!("{}: {}", rel.field, crate::schema::registry::describe(rel))
-                        .chars()
-                        .take(34)
-                        .collect::<String>()
-                )
-            ));
-            y += 15.0;
-        }
-        for c in s.copies {
-            svg.push_str(&format!(
-                "<text x='{}' y='{y}' font-size='11' fill='#2f7a5e'>{}</text>",
-                node.x + 8.0,
-                escape(&format!("{} = {}.{}", c.field, c.source_type, c.source_field))
-            ));
-            y += 15.0;
-        }
+        y += 15.0;
     }
-    svg.push_str(&edges);
-    svg.push_str("</svg>");
     svg
 }
 

@@ -1,7 +1,7 @@
 //! The indexes the relationships need against the ones each collection
 //! has, with their uses where `$indexStats` counts them.
 
-use super::{aggregate, as_u64};
+use super::read::{aggregate, as_u64};
 use crate::admin::doctor::rules::Present;
 use crate::admin::index_plan::{needed, present, show};
 use crate::error::Result;

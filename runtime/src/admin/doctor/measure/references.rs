@@ -2,7 +2,7 @@
 //! (at most [`Options::max_ids`] per field), looked up in their target with
 //! `$in` reads of 500.
 
-use super::{aggregate, coverage};
+use super::read::{aggregate, coverage};
 use crate::admin::doctor::report::{Options, RefStat};
 use crate::error::{show_id, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};

@@ -3,7 +3,7 @@
 //! database (exact: the writes that set a copied field), else from the
 //! server's `top` counters (writes of any field), saying which.
 
-use super::as_u64;
+use super::read::as_u64;
 use crate::admin::doctor::declared::DeclaredCopy;
 use crate::admin::doctor::report::CopyUse;
 use crate::error::{Error, Result};
