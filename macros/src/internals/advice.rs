@@ -11,7 +11,7 @@ use syn::{Ident, Path, Type};
 /// Where docrel draws the line unless `warn_above` says otherwise. Twins of
 /// the runtime's `EMBED_WARN_ABOVE`, `REFERENCE_WARN_ABOVE` and
 /// `TWO_WAY_WARN_FROM` (this crate cannot depend on the runtime):
-/// `tests/advice_report.rs` checks that the schema a derive writes carries
+/// `tests/thresholds.rs` checks that the schema a derive writes carries
 /// the runtime's numbers.
 pub const EMBED_WARN_ABOVE: u32 = 200;
 pub const REFERENCE_WARN_ABOVE: u32 = 5000;

@@ -150,3 +150,67 @@ pub(super) fn balance_pairs() -> Vec<(String, [BalanceSide; 2])> {
         .map(|p| (p.label(), [side(&p.a), side(&p.b)]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::document::{Advice, OnDelete, Relation, EMBED_WARN_ABOVE};
+
+    const fn relation(field: &'static str, kind: RelationKind, warn_above: Option<u32>) -> Relation {
+        Relation {
+            field,
+            rust_field: field,
+            kind,
+            target: None,
+            target_type: None,
+            inverse: None,
+            on_delete: OnDelete::Nothing,
+            order: &[],
+            copies: &[],
+            subset: None,
+            bucket: None,
+            warn_above,
+        }
+    }
+
+    /// `#[embed(max = 100, warn_above = 50)] notes`, `#[embed(max = 1000, allow_large)] log`,
+    /// `#[embed] tags` (the default threshold), and a single embed.
+    static JOURNAL: Schema = Schema {
+        rust_name: "Journal",
+        module: "tests",
+        collection: "journals",
+        fields: &[],
+        relations: &[
+            relation("notes", RelationKind::Embed { many: true, max: Some(100) }, Some(50)),
+            relation("log", RelationKind::Embed { many: true, max: Some(1000) }, Some(EMBED_WARN_ABOVE)),
+            relation("tags", RelationKind::Embed { many: true, max: None }, Some(EMBED_WARN_ABOVE)),
+            relation("cover", RelationKind::Embed { many: false, max: None }, None),
+        ],
+        indexes: &[],
+        copies: &[],
+        advice: &[Advice {
+            rule: "docrel_rule_3_large_embed",
+            field: "log",
+            note: "",
+            acknowledged: true,
+            applies: || true,
+        }],
+        shard_key: &[],
+    };
+
+    #[test]
+    fn each_array_is_measured_against_the_threshold_its_schema_carries() {
+        let fields = array_fields(&[&JOURNAL, &JOURNAL]);
+        let found: Vec<(&str, Option<u64>, Option<u64>, Option<&str>)> =
+            fields.iter().map(|f| (f.field, f.max, f.threshold, f.acknowledged)).collect();
+        assert_eq!(
+            found,
+            [
+                ("notes", Some(100), Some(50), None),
+                ("log", Some(1000), Some(200), Some("allow_large")),
+                ("tags", None, Some(200), None),
+            ],
+            "each field once, a single embed not at all"
+        );
+    }
+}

@@ -325,3 +325,27 @@ impl DoctorReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distributions_rank_the_nearest_value_and_bin_up_to_the_top() {
+        let d = Distribution::of((1..=100).collect(), 200);
+        assert_eq!((d.n, d.p50, d.p99, d.max), (100, 50, 99, 100));
+        assert_eq!(d.histogram.len(), 10);
+        assert_eq!((d.histogram[0].lo, d.histogram[9].hi), (0, 200));
+        assert_eq!(d.histogram.iter().map(|b| b.count).sum::<u64>(), 100);
+        assert_eq!(Distribution::of(Vec::new(), 5), Distribution::default());
+    }
+
+    #[test]
+    fn sizes_count_by_power_of_two_and_lengths_by_age() {
+        let counts = log2_counts(&[1, 32, 63, 64, 1 << 30]);
+        assert_eq!((counts[0], counts[1], *counts.last().unwrap()), (3, 1, 1));
+        assert_eq!(trend(vec![(0, 1); 7]), None, "too few to tell");
+        let aged: Vec<(i64, u64)> = (0..8).rev().map(|t| (t, t as u64)).collect();
+        assert_eq!(trend(aged), Some(vec![0.5, 2.5, 4.5, 6.5]), "oldest quarter first");
+    }
+}

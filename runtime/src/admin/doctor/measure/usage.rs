@@ -130,3 +130,19 @@ pub(crate) fn sets_any(command: &BsonDoc, fields: &[&str]) -> bool {
         Err(_) => command.get("update").filter(|_| !command.contains_key("updates")).is_some_and(|u| walk(u, fields)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_counts_when_its_update_sets_a_copied_field() {
+        let update = |u: BsonDoc| doc! {"update": "parts", "updates": [{"q": {"name": "x"}, "u": u}]};
+        assert!(sets_any(&update(doc! {"$set": {"name": "y"}}), &["name"]));
+        assert!(sets_any(&update(doc! {"$set": {"name.first": "y"}}), &["name"]), "below the field");
+        assert!(sets_any(&update(doc! {"$set": {"spec": 1}}), &["spec.size"]), "above it");
+        assert!(!sets_any(&update(doc! {"$set": {"qty": 1}}), &["name"]), "the filter is not looked at");
+        let find_and_modify = doc! {"findAndModify": "parts", "update": {"$set": {"name": "y"}}};
+        assert!(sets_any(&find_and_modify, &["name"]));
+    }
+}
