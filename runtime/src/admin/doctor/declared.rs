@@ -201,8 +201,7 @@ mod tests {
     #[test]
     fn each_array_is_measured_against_the_threshold_its_schema_carries() {
         let fields = array_fields(&[&JOURNAL, &JOURNAL]);
-        let found: Vec<(&str, Option<u64>, Option<u64>, Option<&str>)> =
-            fields.iter().map(|f| (f.field, f.max, f.threshold, f.acknowledged)).collect();
+        let found: Vec<_> = fields.iter().map(|f| (f.field, f.max, f.threshold, f.acknowledged)).collect();
         assert_eq!(
             found,
             [
