@@ -13,7 +13,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let ident = m.ident;
     let collection = &m.collection;
     let rust_name = ident.to_string();
-    let relations: Vec<_> = m.relations.iter().map(|rel| relation(rel, &mut checked)).collect();
+    let relations: Vec<_> = m.relations.iter().map(|rel| relation(m, rel, &mut checked)).collect();
     let indexes = m.fields.iter().filter(|f| f.index != Index::None).map(|f| {
         let (name, unique) = (&f.stored, f.index == Index::Unique);
         quote! { __docrel::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
@@ -303,7 +303,7 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
 }
 
 /// The schema entry of one relationship.
-fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
+fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let field = &rel.stored;
     let rust_field = rel.ident.to_string();
     let kind = relation_kind(&rel.kind, checked);
@@ -342,6 +342,7 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
         RelationKind::Bucket(bucket) => Some(bucket_spec(bucket)),
         _ => None,
     });
+    let warn_above = Opt(m.fields.iter().find(|f| f.ident == rel.ident).and_then(|f| f.warn_above));
     quote! {
         __docrel::Relation {
             field: #field,
@@ -355,6 +356,7 @@ fn relation(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
             copies: #copies,
             subset: #subset,
             bucket: #bucket,
+            warn_above: #warn_above,
         }
     }
 }

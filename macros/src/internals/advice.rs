@@ -8,10 +8,34 @@ use super::ty::{array_element, is_id_type, is_plain_value, last_ident, option_in
 use proc_macro2::Span;
 use syn::{Ident, Path, Type};
 
-/// Where docrel draws the line unless `warn_above` says otherwise.
+/// Where docrel draws the line unless `warn_above` says otherwise. Twins of
+/// the runtime's `EMBED_WARN_ABOVE`, `REFERENCE_WARN_ABOVE` and
+/// `TWO_WAY_WARN_FROM` (this crate cannot depend on the runtime):
+/// `tests/thresholds.rs` checks that the schema a derive writes carries
+/// the runtime's numbers.
 pub const EMBED_WARN_ABOVE: u32 = 200;
 pub const REFERENCE_WARN_ABOVE: u32 = 5000;
 pub const TWO_WAY_WARN_FROM: u32 = 1000;
+
+/// Rule 3's threshold on an array field: its `warn_above`, or the default
+/// of its kind; `None` on anything but an array of embeds or references.
+/// The warnings compare the bound with it, and the schema carries it for
+/// the doctor, which compares the measured lengths.
+pub fn threshold(f: &Field) -> Option<u32> {
+    match &f.role {
+        Role::Embed { attr, .. } if array_element(f.ty).is_some() => Some(embed_threshold(attr)),
+        Role::Reference { attr, .. } if attr.many.is_present() => Some(reference_threshold(attr)),
+        _ => None,
+    }
+}
+
+fn embed_threshold(attr: &EmbedAttr) -> u32 {
+    attr.warn_above.map_or(EMBED_WARN_ABOVE, |b| b.0)
+}
+
+fn reference_threshold(attr: &ReferenceAttr) -> u32 {
+    attr.warn_above.map_or(REFERENCE_WARN_ABOVE, |b| b.0)
+}
 
 /// One piece of advice on one field.
 pub struct Advice {
@@ -61,7 +85,7 @@ pub fn advise(c: &Container) -> Vec<Advice> {
 fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
     let field = f.ident.to_string();
     let many = array_element(f.ty).is_some();
-    let threshold = attr.warn_above.map_or(EMBED_WARN_ABOVE, |b| b.0);
+    let threshold = embed_threshold(attr);
     match &attr.max {
         None if many => out.push(Advice {
             name: "docrel_rule_3_unbounded_embed",
@@ -112,7 +136,7 @@ fn embed(f: &Field, attr: &EmbedAttr, span: Span, out: &mut Vec<Advice>) {
 /// Rule 3 and relationship balance on a reference array.
 fn references(f: &Field, attr: &ReferenceAttr, span: Span, out: &mut Vec<Advice>) {
     let field = f.ident.to_string();
-    let threshold = attr.warn_above.map_or(REFERENCE_WARN_ABOVE, |b| b.0);
+    let threshold = reference_threshold(attr);
     match &attr.max {
         None => out.push(Advice {
             name: "docrel_rule_3_unbounded_references",

@@ -47,6 +47,8 @@ pub struct ModelField<'a> {
     pub stored: String,
     /// The declared bound of an array (`#[embed(max)]`, `#[reference(many, max)]`).
     pub bound: Option<u32>,
+    /// Rule 3's threshold on the array (`warn_above`, or the default).
+    pub warn_above: Option<u32>,
     /// The array is an `Option<Vec<T>>`: its bound holds when it is there.
     pub optional_array: bool,
     pub index: Index,
@@ -78,6 +80,7 @@ impl<'a> ModelField<'a> {
             type_name: ty::type_name(f.ty),
             stored,
             bound: f.bound(),
+            warn_above: super::advice::threshold(f),
             optional_array: ty::array_element(f.ty).is_some_and(|(_, optional)| optional),
             index,
             write_heavy: f.doc.write_heavy.is_present(),

@@ -500,7 +500,7 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
             let options = doctor::Options { sample: (*sample).max(1), ..doctor::Options::default() };
             let found = doctor::run(&db, &options).await?;
             if let Some(path) = page {
-                write_file(path, &html::doctor_page(&found))?;
+                write_file(path, &doctor::doctor_page(&found))?;
                 console.note(&format!("doctor page written to {}", path.display()));
             }
             console.say(&if cli.json { found.to_json() } else { found.to_text() });

@@ -55,9 +55,43 @@ pub struct IndexPlan {
     pub changes: Vec<Change>,
 }
 
-fn show(keys: &BsonDoc) -> String {
+/// `{parts.id: 1, time: -1}`
+pub(crate) fn show(keys: &BsonDoc) -> String {
     let parts: Vec<String> = keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+/// The keys of every index the types of `collection` declare or their
+/// relationships need, each once, and whether any type needs it unique.
+pub(crate) fn needed(collection: &str) -> Vec<(BsonDoc, bool)> {
+    let mut needed: Vec<(BsonDoc, bool)> = Vec::new();
+    for s in sorted().into_iter().filter(|s| s.collection == collection) {
+        for m in needed_by(s) {
+            let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+            match needed.iter_mut().find(|(k, _)| *k == m.keys) {
+                Some((_, u)) => *u |= unique,
+                None => needed.push((m.keys, unique)),
+            }
+        }
+    }
+    needed
+}
+
+/// The indexes `collection` has (`listIndexes`): keys, unique, name.
+pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<(BsonDoc, bool, String)>> {
+    let mut present = Vec::new();
+    let mut cursor = db
+        .collection::<BsonDoc>(collection)
+        .list_indexes()
+        .await
+        .map_err(|e| Error::driver("listIndexes", collection, e))?;
+    while cursor.advance().await.map_err(|e| Error::driver("listIndexes", collection, e))? {
+        let m = cursor.deserialize_current().map_err(|e| Error::driver("listIndexes", collection, e))?;
+        let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+        let name = m.options.as_ref().and_then(|o| o.name.clone()).unwrap_or_default();
+        present.push((m.keys, unique, name));
+    }
+    Ok(present)
 }
 
 /// Reads the existing indexes and makes the plan (one `listIndexes` per collection).
@@ -86,30 +120,9 @@ pub async fn plan(db: &Database) -> Result<IndexPlan> {
     collections.dedup();
     let mut changes = Vec::new();
     for collection in collections {
-        let mut needed: Vec<(BsonDoc, bool)> = Vec::new();
-        for s in sorted().into_iter().filter(|s| s.collection == collection) {
-            for m in needed_by(s) {
-                let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
-                match needed.iter_mut().find(|(k, _)| *k == m.keys) {
-                    Some((_, u)) => *u |= unique,
-                    None => needed.push((m.keys, unique)),
-                }
-            }
-        }
-        let mut present: Vec<(BsonDoc, bool, String)> = Vec::new();
-        if existing.iter().any(|c| c == collection) {
-            let mut cursor = db
-                .collection::<BsonDoc>(collection)
-                .list_indexes()
-                .await
-                .map_err(|e| Error::driver("listIndexes", collection, e))?;
-            while cursor.advance().await.map_err(|e| Error::driver("listIndexes", collection, e))? {
-                let m = cursor.deserialize_current().map_err(|e| Error::driver("listIndexes", collection, e))?;
-                let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
-                let name = m.options.as_ref().and_then(|o| o.name.clone()).unwrap_or_default();
-                present.push((m.keys, unique, name));
-            }
-        }
+        let needed = needed(collection);
+        let present =
+            if existing.iter().any(|c| c == collection) { present(db, collection).await? } else { Vec::new() };
         for (keys, unique) in &needed {
             let found = present.iter().find(|(k, _, _)| k == keys);
             let (action, name, reason) = match found {

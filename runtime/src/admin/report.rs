@@ -44,6 +44,39 @@ fn pattern(kind: RelationKind, subset: bool) -> &'static str {
 /// ```
 pub fn report_of(schemas: &[&Schema]) -> String {
     let mut out = String::from("# Schema\n\n## Relationships\n\n");
+    relationships(schemas, &mut out);
+    out.push_str("\n## Copied fields and their fan-outs\n\n");
+    fanouts(schemas, &mut out);
+    out.push_str("\n## Indexes\n\n");
+    for s in schemas {
+        for model in crate::schema::indexes::needed_by(s) {
+            let keys: Vec<String> = model.keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+            out.push_str(&format!(
+                "- `{}`: `{{{}}}`{}\n",
+                s.collection,
+                keys.join(", "),
+                if unique { " unique" } else { "" }
+            ));
+        }
+    }
+    // Only when some type declares one: most deployments are not sharded.
+    if schemas.iter().any(|s| !s.shard_key.is_empty()) {
+        out.push_str("\n## Shard keys\n\n");
+        for s in schemas.iter().filter(|s| !s.shard_key.is_empty()) {
+            out.push_str(&format!("- `{}`: `{{{}}}`\n", s.collection, s.shard_key.join(": 1, ") + ": 1"));
+        }
+    }
+    out.push_str("\n## Advice\n\n");
+    advice(schemas, &mut out);
+    out.push_str("\n## Diagram\n\n```mermaid\n");
+    out.push_str(&mermaid(schemas));
+    out.push_str("```\n");
+    out
+}
+
+/// The table of relationships and top-level copies.
+fn relationships(schemas: &[&Schema], out: &mut String) {
     out.push_str("| collection | field | pattern | details | copies kept by fan-out |\n|---|---|---|---|---|\n");
     for s in schemas {
         for rel in s.relations {
@@ -72,7 +105,10 @@ pub fn report_of(schemas: &[&Schema]) -> String {
             ));
         }
     }
-    out.push_str("\n## Copied fields and their fan-outs\n\n");
+}
+
+/// The fan-outs of each source collection, once per collection.
+fn fanouts(schemas: &[&Schema], out: &mut String) {
     let mut sources: Vec<&str> = schemas.iter().map(|s| s.collection).collect();
     sources.dedup();
     let mut seen = Vec::new();
@@ -93,27 +129,10 @@ pub fn report_of(schemas: &[&Schema]) -> String {
             ));
         }
     }
-    out.push_str("\n## Indexes\n\n");
-    for s in schemas {
-        for model in crate::schema::indexes::needed_by(s) {
-            let keys: Vec<String> = model.keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
-            out.push_str(&format!(
-                "- `{}`: `{{{}}}`{}\n",
-                s.collection,
-                keys.join(", "),
-                if unique { " unique" } else { "" }
-            ));
-        }
-    }
-    // Only when some type declares one: most deployments are not sharded.
-    if schemas.iter().any(|s| !s.shard_key.is_empty()) {
-        out.push_str("\n## Shard keys\n\n");
-        for s in schemas.iter().filter(|s| !s.shard_key.is_empty()) {
-            out.push_str(&format!("- `{}`: `{{{}}}`\n", s.collection, s.shard_key.join(": 1, ") + ": 1"));
-        }
-    }
-    out.push_str("\n## Advice\n\n");
+}
+
+/// The rules of thumb each type was warned about or acknowledged.
+fn advice(schemas: &[&Schema], out: &mut String) {
     let mut any = false;
     for s in schemas {
         for a in s.advice.iter().filter(|a| (a.applies)()) {
@@ -125,10 +144,32 @@ pub fn report_of(schemas: &[&Schema]) -> String {
     if !any {
         out.push_str("- none: every rule of thumb is followed\n");
     }
-    out.push_str("\n## Diagram\n\n```mermaid\n");
-    out.push_str(&mermaid(schemas));
-    out.push_str("```\n");
-    out
+}
+
+/// The index in `schemas` of the type a relation of `from` leads to: the
+/// type it names in that collection, preferring one declared next to
+/// `from`, else any of the collection (the schema report's diagram and the
+/// HTML one draw the same arrows).
+pub(crate) fn entity_of(
+    schemas: &[&Schema],
+    collection: &str,
+    type_name: Option<&str>,
+    from: &Schema,
+) -> Option<usize> {
+    let candidates: Vec<usize> = (0..schemas.len()).filter(|i| schemas[*i].collection == collection).collect();
+    let named: Vec<usize> = candidates.iter().copied().filter(|i| Some(schemas[*i].rust_name) == type_name).collect();
+    named
+        .iter()
+        .copied()
+        .find(|i| schemas[*i].module == from.module)
+        .or_else(|| named.first().copied())
+        .or_else(|| candidates.first().copied())
+}
+
+/// The last segment of a type's module, which tells apart two types that
+/// share a collection.
+pub(crate) fn module_name(s: &Schema) -> &'static str {
+    s.module.rsplit("::").next().unwrap_or(s.module)
 }
 
 /// A name Mermaid parses as an entity or attribute: letters, digits and
@@ -150,8 +191,7 @@ fn entities(schemas: &[&Schema]) -> Vec<String> {
         .map(|s| {
             let shared = schemas.iter().filter(|o| o.collection == s.collection).count() > 1;
             if shared {
-                let module = s.module.rsplit("::").next().unwrap_or(s.module);
-                ident(&format!("{}_{module}_{}", s.collection, s.rust_name))
+                ident(&format!("{}_{}_{}", s.collection, module_name(s), s.rust_name))
             } else {
                 ident(s.collection)
             }
@@ -183,19 +223,8 @@ pub fn mermaid(schemas: &[&Schema]) -> String {
         }
         out.push_str("    }\n");
     }
-    // The entity a relation leads to: the type it names in that collection,
-    // preferring one declared next to the referring type.
     let find = |collection: &str, type_name: Option<&str>, from: &Schema| -> Option<&String> {
-        let candidates: Vec<usize> = (0..schemas.len()).filter(|i| schemas[*i].collection == collection).collect();
-        let named: Vec<usize> =
-            candidates.iter().copied().filter(|i| Some(schemas[*i].rust_name) == type_name).collect();
-        named
-            .iter()
-            .copied()
-            .find(|i| schemas[*i].module == from.module)
-            .or_else(|| named.first().copied())
-            .or_else(|| candidates.first().copied())
-            .map(|i| &names[i])
+        entity_of(schemas, collection, type_name, from).map(|i| &names[i])
     };
     let label = |text: &str| format!("\"{}\"", text.replace('"', "'"));
     for (s, name) in schemas.iter().zip(&names) {

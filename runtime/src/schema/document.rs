@@ -306,7 +306,27 @@ pub struct Relation {
     pub subset: Option<SubsetSpec>,
     /// For a bucket array (`#[bucket(..)]`): how buckets are keyed and filled.
     pub bucket: Option<BucketSpec>,
+    /// Rule 3's threshold on an array of embeds or references: the
+    /// attribute's `warn_above`, else [`EMBED_WARN_ABOVE`] or
+    /// [`REFERENCE_WARN_ABOVE`]; `None` where rule 3 does not apply. The
+    /// compiler warns of a `max` above it and the doctor of lengths above
+    /// it: one number for both.
+    pub warn_above: Option<u32>,
 }
+
+/// Rule 3 for embedded arrays, "a couple of hundred" at most: where the
+/// derive and the doctor draw the line unless `#[embed(warn_above = N)]`
+/// says otherwise.
+pub const EMBED_WARN_ABOVE: u32 = 200;
+
+/// Rule 3 for arrays of references, "a few thousand" at most, unless
+/// `#[reference(many, warn_above = N)]` says otherwise.
+pub const REFERENCE_WARN_ABOVE: u32 = 5000;
+
+/// Relationship balance: a side of a two-way N:M reference that may hold
+/// this many ids or more is better kept one-way (the derive's
+/// `docrel_relationship_balance`, the doctor's `balance`).
+pub const TWO_WAY_WARN_FROM: u32 = 1000;
 
 /// The subset pattern on an embedded array: the parent keeps summaries of
 /// its N newest (or highest) children, whose full set has its own collection.
