@@ -7,7 +7,7 @@ use crate::bson_compat;
 use crate::client::trace::Op;
 use crate::denormalize::fanout;
 use crate::denormalize::fill::Sources;
-use crate::denormalize::write::replace_image;
+use crate::denormalize::write::{replace_image, DocumentPlan};
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;
@@ -22,21 +22,11 @@ impl<T: Document> Repository<T> {
     /// sources (one read per source collection for the batch), a source's
     /// first version when `inserting`, size. When something is derived from
     /// or held by them the BSON documents come back too, so they are built once.
-    async fn encode_all(&self, docs: &[T], inserting: bool, cx: &mut Cx<'_>) -> Result<Encoded> {
+    async fn encode_all(&self, docs: &[T], inserting: bool, plan: &DocumentPlan, cx: &mut Cx<'_>) -> Result<Encoded> {
         for d in docs {
             d.check_bounds()?;
         }
-        let g = graph();
-        let fills = g.holds_copies(T::schema());
-        let versioned = inserting && !g.targets_of(T::COLLECTION).is_empty();
-        // A new document owes something to the documents around it (see
-        // `after_insert`) when it is a source, a subset child, the holder of
-        // a two-way reference or the keeper of a subset.
-        let owes = versioned
-            || !g.subsets_of(T::COLLECTION).is_empty()
-            || !g.two_way_of(T::schema()).is_empty()
-            || !g.subsets_kept_by(T::schema()).is_empty();
-        if !fills && !owes {
+        if !plan.fills && !plan.owes(inserting) {
             let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
             return Ok(Encoded { raws, plain: Vec::new(), filled: None });
         }
@@ -49,12 +39,12 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let filled = if fills {
+        let filled = if plan.fills {
             Some(crate::denormalize::fill::fill(cx.db, T::schema(), &mut plain, cx.session()).await?)
         } else {
             None
         };
-        if versioned {
+        if inserting && plan.source {
             fanout::stamp_first_version(&mut plain);
         }
         crate::patterns::subset::check(T::COLLECTION, &plain)?;
@@ -65,7 +55,13 @@ impl<T: Document> Repository<T> {
     /// What depends on documents just written (all of `written`): their
     /// copies confirmed, holders already referring to them filled, their
     /// summaries pushed into their parents' subsets.
-    async fn after_insert(&self, written: &[bson::Document], filled: Option<Sources>, cx: &mut Cx<'_>) -> Result<()> {
+    async fn after_insert(
+        &self,
+        written: &[bson::Document],
+        filled: Option<Sources>,
+        plan: &DocumentPlan,
+        cx: &mut Cx<'_>,
+    ) -> Result<()> {
         if written.is_empty() {
             return Ok(());
         }
@@ -74,7 +70,7 @@ impl<T: Document> Repository<T> {
         }
         crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
         self.after_new(written, cx).await?;
-        if !graph().subsets_of(T::COLLECTION).is_empty() {
+        if plan.summarized {
             // The summaries in the parents' subsets: one push per parent.
             crate::patterns::subset::after_insert(cx, T::COLLECTION, written).await?;
         }
@@ -83,13 +79,14 @@ impl<T: Document> Repository<T> {
 
     pub(super) async fn insert_many_in(&self, docs: &[T], session: Option<&mut ClientSession>) -> Result<()> {
         let cx = &mut Cx::new(&self.db, session);
+        let plan = DocumentPlan::of(T::schema());
         Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
             .documents(docs.len())
             .run(async move {
                 if docs.is_empty() {
                     return Ok(());
                 }
-                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, cx).await?;
+                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, &plan, cx).await?;
                 let result = if raws.len() == 1 {
                     let raw = raws.pop().ok_or_else(|| Error::Invalid {
                         what: crate::error::Misuse::Insert,
@@ -100,11 +97,11 @@ impl<T: Document> Repository<T> {
                     in_session!(self.raw.insert_many(raws), cx.session()).map(|_| ()).map_err(self.err("insert_many"))
                 };
                 match result {
-                    Ok(()) => self.after_insert(&plain, filled, cx).await,
+                    Ok(()) => self.after_insert(&plain, filled, &plan, cx).await,
                     Err(e) => {
                         if !plain.is_empty() {
                             let landed = self.landed(&e, &plain, cx).await?;
-                            self.after_insert(&plain[..landed], filled, cx).await?;
+                            self.after_insert(&plain[..landed], filled, &plan, cx).await?;
                         }
                         Err(e)
                     }
@@ -160,15 +157,12 @@ impl<T: Document> Repository<T> {
 
     /// Replace or save: fill, write, confirm.
     async fn put(&self, doc: &T, upsert: bool, cx: &mut Cx<'_>) -> Result<bool> {
-        let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert, cx).await?;
+        let plan = DocumentPlan::of(T::schema());
+        let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert, &plan, cx).await?;
         let raw = raws
             .pop()
             .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
-        let g = graph();
-        let keeps = g.holds_copies(T::schema())
-            || !g.two_way_of(T::schema()).is_empty()
-            || !g.subsets_kept_by(T::schema()).is_empty();
-        let written = if g.has_derived(T::COLLECTION) || keeps {
+        let written = if plan.replaces_by_image() {
             let new = match plain.first() {
                 Some(p) => p.clone(),
                 None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
@@ -177,7 +171,7 @@ impl<T: Document> Repository<T> {
                 })?,
             };
             let filter = crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new);
-            replace_image::<T>(cx, &self.raw, filter, new, upsert, self.mode()).await?
+            replace_image::<T>(cx, &self.raw, filter, new, upsert, self.mode(), &plan).await?
         } else {
             let filter = match T::SHARD_KEY.is_empty() {
                 true => doc! {"_id": doc.id().to_bson()},

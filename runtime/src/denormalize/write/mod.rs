@@ -7,10 +7,12 @@
 //!
 //! The version contract the plan keeps is stated in [`super::fanout`].
 
+mod document;
 mod outcome;
 mod replace;
 mod update;
 
+pub(crate) use document::DocumentPlan;
 pub(crate) use replace::replace_image;
 pub(crate) use update::UpdatePlan;
 

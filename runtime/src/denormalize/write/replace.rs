@@ -2,6 +2,7 @@
 //! keeps derived data: the write keeps docrel's bookkeeping and what docrel
 //! maintains, then the copies and summaries of the changed fields follow.
 
+use super::document::DocumentPlan;
 use super::outcome::{Mode, Optional};
 use crate::denormalize::fanout;
 use crate::error::Result;
@@ -34,11 +35,11 @@ pub(crate) async fn replace_image<T: Document>(
     new: BsonDoc,
     upsert: bool,
     mode: Mode,
+    plan: &DocumentPlan,
 ) -> Result<Option<bool>> {
-    let g = graph();
-    let versioned = !g.targets_of(T::COLLECTION).is_empty();
+    let versioned = plan.source;
     let stamp = fanout::first_version();
-    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, versioned, stamp)}];
+    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, plan, stamp)}];
     let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
     let image = in_session!(
         raw.find_one_and_update(filter, pipeline)
@@ -64,7 +65,7 @@ pub(crate) async fn replace_image<T: Document>(
     let before = image;
     let empty = BsonDoc::new();
     let old = before.as_ref().unwrap_or(&empty);
-    let touched: Vec<String> = match g.derived_fields(T::COLLECTION) {
+    let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
         Some(fields) => fields.iter().filter(|f| lookup(old, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect(),
         None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
     };
@@ -81,16 +82,16 @@ pub(crate) async fn replace_image<T: Document>(
 /// bookkeeping: the fill's copy records and the version of [`replace_version`].
 ///
 /// [`replace_version`]: fanout::replace_version
-fn replacement<T: Document>(new: &BsonDoc, versioned: bool, stamp: i64) -> BsonDoc {
+fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64) -> BsonDoc {
     let g = graph();
     let mut bookkeeping = vec![Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
-    if g.holds_copies(T::schema()) {
+    if plan.fills {
         let copies = new.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok()).cloned();
         bookkeeping.push(doc! {"copies": {"$literal": copies.unwrap_or_default()}}.into());
     }
     let mut body = new.clone();
     body.remove("_docrel");
-    if versioned {
+    if plan.source {
         bookkeeping.push(doc! {"v": fanout::replace_version(g.derived_fields(T::COLLECTION), &body, stamp)}.into());
     }
     let mut kept = BsonDoc::new();

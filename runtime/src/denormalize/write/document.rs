@@ -1,0 +1,53 @@
+//! What a write of whole documents (insert, replace, save) of one type
+//! owes the data around it, read from the schema graph once per write.
+
+use crate::schema::document::Schema;
+use crate::schema::graph::graph;
+
+/// The facts a write of whole documents of one type acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DocumentPlan {
+    /// It holds copies: they are filled from their sources before the
+    /// write and confirmed after it.
+    pub(crate) fills: bool,
+    /// It is a source of copies elsewhere: it carries a version.
+    pub(crate) source: bool,
+    /// Something is derived from it: copies elsewhere or subset summaries.
+    pub(crate) derived: bool,
+    /// It is summarized in its parents' subsets.
+    pub(crate) summarized: bool,
+    /// It holds a two-way reference.
+    pub(crate) two_way: bool,
+    /// It keeps a subset of its children.
+    pub(crate) keeps_subsets: bool,
+}
+
+impl DocumentPlan {
+    /// The plan of a write of documents of `schema`.
+    pub(crate) fn of(schema: &'static Schema) -> Self {
+        let g = graph();
+        DocumentPlan {
+            fills: g.holds_copies(schema),
+            source: !g.targets_of(schema.collection).is_empty(),
+            derived: g.has_derived(schema.collection),
+            summarized: !g.subsets_of(schema.collection).is_empty(),
+            two_way: !g.two_way_of(schema).is_empty(),
+            keeps_subsets: !g.subsets_kept_by(schema).is_empty(),
+        }
+    }
+
+    /// Whether a new document owes something to the documents around it:
+    /// a source (its version, and holders already referring to it), a
+    /// subset child (its summary), the holder of a two-way reference (the
+    /// other side) or the keeper of a subset (its existing children).
+    pub(crate) fn owes(&self, inserting: bool) -> bool {
+        (inserting && self.source) || self.summarized || self.two_way || self.keeps_subsets
+    }
+
+    /// Whether a replace must keep what docrel maintains (copy records,
+    /// two-way references, subsets, the version) from the stored document,
+    /// through [`super::replace_image`], rather than replace it whole.
+    pub(crate) fn replaces_by_image(&self) -> bool {
+        self.derived || self.fills || self.two_way || self.keeps_subsets
+    }
+}
