@@ -572,6 +572,68 @@ async fn a_transactional_fan_out_commits_with_its_source_or_not_at_all() -> docr
     Ok(())
 }
 
+/// Issue 27, item 14: `transactional_fan_out()` holds for every write of a
+/// source, not only an update by id. With the fan-out failing, an
+/// `update_many`, a `replace` and a `save` leave the source as it was.
+#[tokio::test]
+async fn a_transactional_fan_out_holds_for_update_many_replace_and_save() -> docrel::Result<()> {
+    let t = TestDb::new("txn_fanout_all").await?;
+    let c = catalog(&t).await?;
+    let repo = Part::repo(&t.db).transactional_fan_out();
+    // The fan-out's `update`: after `skip` updates of the source itself.
+    let t = &t;
+    let fail_update = |skip: i32| async move {
+        let mode = if skip == 0 {
+            doc! {"times": 1}
+        } else {
+            doc! {"skip": skip}
+        };
+        t.client
+            .database("admin")
+            .run_command(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": mode,
+                "data": {"failCommands": ["update"], "errorCode": 2, "appName": t.db.name()},
+            })
+            .await
+            .expect("fail point");
+    };
+    let fail_off = || async {
+        let off = doc! {"configureFailPoint": "failCommand", "mode": "off"};
+        t.client.database("admin").run_command(off).await.expect("fail point off");
+    };
+    let first = c.parts[0].id;
+
+    // update_many: the sources' write and every copy commit together.
+    fail_update(1).await;
+    let filter = Part::fields().id.eq(&first);
+    let err = repo.update_many(filter, Part::fields().name.set("renamed".into())).await.unwrap_err();
+    fail_off().await;
+    assert!(matches!(err, Error::FanOut { .. }), "{err}");
+    assert_eq!(raw(t, "parts", first).await.get_str("name").unwrap(), "#4 grommet");
+    assert_eq!(copied_names(&raw(t, "products", c.holders[1].id).await), ["#4 grommet"]);
+    repo.update_many(Part::fields().id.eq(&first), Part::fields().name.set("renamed".into())).await?;
+    assert_eq!(copied_names(&raw(t, "products", c.holders[1].id).await), ["renamed"]);
+
+    // replace and save: likewise.
+    let mut part = Part::repo(&t.db).require(&first).await?;
+    for (i, save) in [false, true].into_iter().enumerate() {
+        part.name = format!("replaced {i}");
+        fail_update(0).await;
+        let err = if save { repo.save(&part).await } else { repo.replace(&part).await }.unwrap_err();
+        assert!(matches!(err, Error::FanOut { .. }), "{err}");
+        let stored = raw(t, "parts", first).await;
+        assert_eq!(stored.get_str("name").unwrap(), if i == 0 { "renamed" } else { "replaced 0" });
+        if save {
+            repo.save(&part).await?
+        } else {
+            repo.replace(&part).await?
+        }
+        assert_eq!(copied_names(&raw(t, "products", c.holders[1].id).await), [part.name.as_str()]);
+    }
+    Ok(())
+}
+
 // ---- a source both copied and summarized --------------------------------------------------
 
 /// A gadget keeps its latest critiques (a subset); a reply copies its

@@ -5,12 +5,12 @@
 use super::document::DocumentPlan;
 use super::outcome::{Mode, Optional};
 use crate::denormalize::fanout;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::store::path::lookup;
 use crate::store::session::{in_session, Cx};
-use mongodb::bson::{self, doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 
@@ -37,32 +37,106 @@ pub(crate) async fn replace_image<T: Document>(
     mode: Mode,
     plan: &DocumentPlan,
 ) -> Result<Option<bool>> {
-    let versioned = plan.source;
+    if !plan.source {
+        return replace_summarized::<T>(cx, raw, filter, new, upsert, mode, plan).await;
+    }
     let stamp = fanout::first_version();
-    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, plan, stamp)}];
-    let image = if versioned { ReturnDocument::After } else { ReturnDocument::Before };
-    let image = in_session!(
+    if mode.transactional && !mode.deferred {
+        return Box::pin(replace_in_transaction::<T>(cx, raw, filter, new, upsert, plan, stamp)).await;
+    }
+    let Some(after) = write_image::<T>(cx, raw, filter, &new, upsert, plan, stamp).await? else { return Ok(None) };
+    let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
+    if changed && !mode.deferred {
+        fanout::fan_out(cx, T::COLLECTION, &after, None).await?;
+    }
+    Ok(Some(created))
+}
+
+/// The replace of a source and its copies' fan-out in one transaction (in
+/// the caller's when its session is in one); its subsets are rebuilt after
+/// the commit, from the committed state, as an update's are.
+async fn replace_in_transaction<T: Document>(
+    cx: &mut Cx<'_>,
+    raw: &Collection<RawDocumentBuf>,
+    filter: BsonDoc,
+    new: BsonDoc,
+    upsert: bool,
+    plan: &DocumentPlan,
+    stamp: i64,
+) -> Result<Option<bool>> {
+    let (raw, db, plan) = (raw.clone(), cx.db.clone(), *plan);
+    let after = crate::store::transaction::run_or_join(cx, "transactional fan-out", &mut |session| {
+        let (raw, db, filter, new) = (raw.clone(), db.clone(), filter.clone(), new.clone());
+        Box::pin(async move {
+            let cx = &mut Cx::new(&db, Some(session));
+            let Some(after) = write_image::<T>(cx, &raw, filter, &new, upsert, &plan, stamp).await? else {
+                return Ok(None);
+            };
+            if fanout::replace_outcome(fanout::version_of(&after), stamp).1 {
+                fanout::fan_out_copies(cx, T::COLLECTION, &after, None).await?;
+            }
+            Ok(Some(after))
+        })
+    })
+    .await
+    .map_err(super::update::no_transactions)?;
+    let Some(after) = after else { return Ok(None) };
+    let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
+    if changed && plan.summarized {
+        crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, None).await?;
+    }
+    Ok(Some(created))
+}
+
+/// The replace of a source, with its version (see [`replacement`]):
+/// the image after the write, or `None` when a replace found nothing.
+async fn write_image<T: Document>(
+    cx: &mut Cx<'_>,
+    raw: &Collection<RawDocumentBuf>,
+    filter: BsonDoc,
+    new: &BsonDoc,
+    upsert: bool,
+    plan: &DocumentPlan,
+    stamp: i64,
+) -> Result<Option<BsonDoc>> {
+    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(new, plan, stamp)}];
+    let after = in_session!(
         raw.find_one_and_update(filter, pipeline)
             .upsert(upsert)
-            .return_document(image)
+            .return_document(ReturnDocument::After)
             .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
         cx.session()
     )
-    .map_err(|e| crate::error::Error::driver("findAndModify", T::COLLECTION, e))?;
-    let image = match image {
-        Some(b) => Some(bson::Document::try_from(b.as_ref()).unwrap_or_default()),
+    .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
+    after.map(|b| decoded::<T>(&b)).transpose()
+}
+
+/// A replace of a document that is no source of copies (a subset child, a
+/// holder of copies or two-way references, a keeper of a subset): the
+/// image before the write tells which summarized fields changed.
+async fn replace_summarized<T: Document>(
+    cx: &mut Cx<'_>,
+    raw: &Collection<RawDocumentBuf>,
+    filter: BsonDoc,
+    new: BsonDoc,
+    upsert: bool,
+    mode: Mode,
+    plan: &DocumentPlan,
+) -> Result<Option<bool>> {
+    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, plan, 0)}];
+    let before = in_session!(
+        raw.find_one_and_update(filter, pipeline)
+            .upsert(upsert)
+            .return_document(ReturnDocument::Before)
+            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
+        cx.session()
+    )
+    .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
+    let before = match before {
+        Some(b) => Some(decoded::<T>(&b)?),
         None if upsert => None,
         None => return Ok(None),
     };
-    if versioned {
-        let after = image.unwrap_or_default();
-        let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
-        if changed && !mode.deferred {
-            fanout::fan_out(cx, T::COLLECTION, &after, None).await?;
-        }
-        return Ok(Some(created));
-    }
-    let before = image;
     let empty = BsonDoc::new();
     let old = before.as_ref().unwrap_or(&empty);
     let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
@@ -74,6 +148,15 @@ pub(crate) async fn replace_image<T: Document>(
         crate::patterns::subset::after_change(cx, T::COLLECTION, before, &new, Some(&touched)).await?;
     }
     Ok(Some(before.is_none()))
+}
+
+/// An image the server returned, as a document: one that does not decode
+/// is an error, never an empty document (which would skip the fan-out).
+fn decoded<T: Document>(raw: &RawDocumentBuf) -> Result<BsonDoc> {
+    BsonDoc::try_from(raw.as_ref()).map_err(|e| Error::Encode {
+        what: format!("the image of a replaced document of `{}`", T::COLLECTION),
+        message: e.to_string(),
+    })
 }
 
 /// The document a replace writes: the caller's fields, what docrel keeps

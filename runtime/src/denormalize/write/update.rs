@@ -249,7 +249,10 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             Some(_) => Some(fanout::version_projection()),
             None => fanout::source_projection(T::COLLECTION),
         };
-        if !many && self.mode.transactional {
+        if self.mode.transactional {
+            if many {
+                return Box::pin(self.many_in_transaction(cx, filter, body, projection, &touched)).await;
+            }
             let read = ReadBack { projection, known };
             return Box::pin(self.in_transaction(cx, filter, body, read, &touched)).await;
         }
@@ -277,13 +280,13 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
-        Box::pin(self.many_and_fan_out(cx, filter, body, projection, &touched)).await
+        Box::pin(many_and_fan_out::<T>(self.raw, cx, filter, body, projection, &touched)).await
     }
 
-    /// A write of derived fields of many sources, page by page (bounded
-    /// memory and `$in`): their ids, one update, their new values, then
-    /// each source's fan-out.
-    async fn many_and_fan_out(
+    /// [`many_and_fan_out`] in one transaction: every page's write and its
+    /// fan-out (subsets included) commit together, or not at all. A large
+    /// update makes a large transaction.
+    async fn many_in_transaction(
         &self,
         cx: &mut Cx<'_>,
         filter: BsonDoc,
@@ -291,28 +294,18 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         projection: Option<BsonDoc>,
         touched: &[String],
     ) -> Result<UpdateOutcome> {
-        let mut outcome = UpdateOutcome::default();
-        let mut after = None;
-        while let Some(ids) = crate::store::id_page(self.raw, &filter, after, cx.session()).await? {
-            after = ids.last().cloned();
-            let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": ids.clone()}}]};
-            let r = in_session!(self.raw.update_many(scoped, body.clone()), cx.session())
-                .map_err(Self::err("update_many"))?;
-            outcome.add(UpdateOutcome { matched: r.matched_count, modified: r.modified_count });
-            let find = self
-                .raw
-                .find(doc! {"_id": {"$in": ids}})
-                .optional(projection.clone(), |a, p| a.projection(p))
-                .batch_size(crate::store::ID_PAGE as u32);
-            let changed = crate::store::session::collect(find, cx.session(), T::COLLECTION, |raw| {
-                crate::store::session::plain(T::COLLECTION, raw)
+        let (raw, db) = (self.raw.clone(), cx.db.clone());
+        crate::store::transaction::run_or_join(cx, "transactional fan-out", &mut |session| {
+            let (raw, db, filter, body, projection) =
+                (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
+            let touched = touched.to_vec();
+            Box::pin(async move {
+                let cx = &mut Cx::new(&db, Some(session));
+                many_and_fan_out::<T>(&raw, cx, filter, body, projection, &touched).await
             })
-            .await?;
-            for after in &changed {
-                fanout::fan_out(cx, T::COLLECTION, after, Some(touched)).await?;
-            }
-        }
-        Ok(outcome)
+        })
+        .await
+        .map_err(no_transactions)
     }
 
     /// The source write and its copies' fan-out in one transaction (the
@@ -351,19 +344,60 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                 })
             })
             .await
-            .map_err(|e| match e {
-                e if crate::store::transaction::unsupported(&e) => Error::Invalid {
-                    what: crate::error::Misuse::TransactionalFanOut,
-                    message: format!(
-                        "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
-                     `transactional_fan_out()`"
-                    ),
-                },
-                e => e,
-            })?;
+            .map_err(no_transactions)?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
         crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, Some(touched)).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
+    }
+}
+
+/// A write of derived fields of many sources of `T` (in `raw`), page by
+/// page (bounded memory and `$in`): their ids, one update, their new
+/// values, then each source's fan-out.
+async fn many_and_fan_out<T: Document>(
+    raw: &Collection<RawDocumentBuf>,
+    cx: &mut Cx<'_>,
+    filter: BsonDoc,
+    body: BsonDoc,
+    projection: Option<BsonDoc>,
+    touched: &[String],
+) -> Result<UpdateOutcome> {
+    let mut outcome = UpdateOutcome::default();
+    let mut after = None;
+    while let Some(ids) = crate::store::id_page(raw, &filter, after, cx.session()).await? {
+        after = ids.last().cloned();
+        let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": ids.clone()}}]};
+        let r = in_session!(raw.update_many(scoped, body.clone()), cx.session())
+            .map_err(|e| Error::driver("update_many", T::COLLECTION, e))?;
+        outcome.add(UpdateOutcome { matched: r.matched_count, modified: r.modified_count });
+        // The new values decide the copies: read them from the primary.
+        let find = raw
+            .find(doc! {"_id": {"$in": ids}})
+            .optional(projection.clone(), |a, p| a.projection(p))
+            .batch_size(crate::store::ID_PAGE as u32)
+            .selection_criteria(crate::store::primary());
+        let changed = crate::store::session::collect(find, cx.session(), T::COLLECTION, |raw| {
+            crate::store::session::plain(T::COLLECTION, raw)
+        })
+        .await?;
+        for after in &changed {
+            fanout::fan_out(cx, T::COLLECTION, after, Some(touched)).await?;
+        }
+    }
+    Ok(outcome)
+}
+
+/// The error of a transactional fan-out on a deployment without transactions.
+pub(super) fn no_transactions(e: Error) -> Error {
+    match e {
+        e if crate::store::transaction::unsupported(&e) => Error::Invalid {
+            what: crate::error::Misuse::TransactionalFanOut,
+            message: format!(
+                "this deployment has no transactions ({e}); use a replica set or sharded cluster, or drop \
+                 `transactional_fan_out()`"
+            ),
+        },
+        e => e,
     }
 }
 
