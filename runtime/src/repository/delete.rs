@@ -68,20 +68,28 @@ impl<T: Document> Repository<T> {
     }
 
     /// Deletes the document `id` with a filter that finds it (and routes to
-    /// its shard), after its `on_delete` rules.
+    /// its shard): its `restrict` rules are checked first, and its other
+    /// `on_delete` rules run only once the delete matched, so a delete that
+    /// finds nothing (the document changed, a stale shard key) changes nothing.
     async fn delete_found(&self, id: bson::Bson, filter: bson::Document, mut cx: Cx<'_>) -> Result<bool> {
         let cx = &mut cx;
-        if crate::relations::on_delete::has_rules(T::COLLECTION) {
-            let ids = std::slice::from_ref(&id);
+        let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
+        let ids = std::slice::from_ref(&id);
+        if rules {
             crate::relations::on_delete::check(cx, T::COLLECTION, ids).await?;
-            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await?;
         }
         let parents = self.subset_parents(&filter, cx).await?;
         let r = in_session!(self.raw.delete_one(filter), cx.session()).map_err(self.err("delete"))?;
-        if r.deleted_count == 1 && !parents.is_empty() {
+        if r.deleted_count == 0 {
+            return Ok(false);
+        }
+        if rules {
+            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await?;
+        }
+        if !parents.is_empty() {
             crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
         }
-        Ok(r.deleted_count == 1)
+        Ok(true)
     }
 
     pub(super) async fn delete_many_in(
@@ -113,20 +121,45 @@ impl<T: Document> Repository<T> {
             let mut after = None;
             while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
                 after = page.last().cloned();
-                crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &page).await?;
-                // Exactly the documents found, so one inserted while the
-                // rules ran is not deleted without its rules.
-                let filter = doc! {"$and": [filter.clone(), {"_id": {"$in": page}}]};
-                let parents = self.subset_parents(&filter, cx).await?;
-                let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
+                // Exactly the documents found, so one inserted meanwhile is
+                // not deleted without its rules; and the rules of exactly
+                // those deleted, so one that stopped matching keeps its own.
+                let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": &page}}]};
+                let parents = self.subset_parents(&scoped, cx).await?;
+                let r = in_session!(self.raw.delete_many(scoped), cx.session()).map_err(self.err("delete_many"))?;
                 deleted += r.deleted_count;
-                if r.deleted_count > 0 && !parents.is_empty() {
+                if r.deleted_count == 0 {
+                    continue;
+                }
+                let gone = match r.deleted_count as usize == page.len() {
+                    true => page,
+                    false => self.gone(page, cx).await?,
+                };
+                crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await?;
+                if !parents.is_empty() {
                     crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
                 }
             }
             Ok(deleted)
         };
         op.run_counted(work, |n| Some(*n as usize)).await
+    }
+
+    /// Those of `ids` no longer stored (read from the primary: they decide
+    /// which rules run).
+    async fn gone(&self, ids: Vec<bson::Bson>, cx: &mut Cx<'_>) -> Result<Vec<bson::Bson>> {
+        let find = self
+            .raw
+            .find(doc! {"_id": {"$in": &ids}})
+            .projection(doc! {"_id": 1})
+            .selection_criteria(crate::store::primary());
+        let stored = crate::store::session::collect(find, cx.session(), T::COLLECTION, |raw| {
+            Ok(raw.get("_id").ok().flatten().and_then(|id| bson::Bson::try_from(id).ok()))
+        })
+        .await?;
+        let stored: std::collections::HashSet<String> =
+            stored.iter().flatten().map(crate::store::path::id_key).collect();
+        Ok(ids.into_iter().filter(|id| !stored.contains(&crate::store::path::id_key(id))).collect())
     }
 
     /// The parents whose subsets may summarize the documents `filter` matches.
