@@ -99,7 +99,7 @@ impl ReadOptions {
 /// `skip` and `batch_size`; an `Option<&mut ClientSession>` for `session`,
 /// whose lifetime is given; a `usize` for `chunk`).
 ///
-/// ```ignore
+/// ```text
 /// read_setters! {
 ///     /// Only the children matching `filter` too.
 ///     filter => read;
@@ -118,34 +118,6 @@ macro_rules! read_setters {
             self
         }
     };
-    (@ sort [$($doc:tt)*] $($at:ident).+) => {
-        $($doc)*
-        pub fn sort(mut self, sort: $crate::store::query::Sort) -> Self {
-            self.$($at).+.sort = Some(sort);
-            self
-        }
-    };
-    (@ limit [$($doc:tt)*] $($at:ident).+) => {
-        $($doc)*
-        pub fn limit(mut self, n: i64) -> Self {
-            self.$($at).+.limit = Some(n);
-            self
-        }
-    };
-    (@ skip [$($doc:tt)*] $($at:ident).+) => {
-        $($doc)*
-        pub fn skip(mut self, n: u64) -> Self {
-            self.$($at).+.skip = Some(n);
-            self
-        }
-    };
-    (@ batch_size [$($doc:tt)*] $($at:ident).+) => {
-        $($doc)*
-        pub fn batch_size(mut self, n: u32) -> Self {
-            self.$($at).+.batch_size = Some(n);
-            self
-        }
-    };
     (@ chunk [$($doc:tt)*] $($at:ident).+) => {
         $($doc)*
         pub fn chunk(mut self, n: usize) -> Self {
@@ -153,10 +125,26 @@ macro_rules! read_setters {
             self
         }
     };
-    (@ session <$lt:lifetime> [$($doc:tt)*] $($at:ident).+) => {
+    (@ sort $doc:tt $($at:ident).+) => {
+        $crate::store::options::read_setters!(@some sort(sort: $crate::store::query::Sort) $doc $($at).+.sort);
+    };
+    (@ limit $doc:tt $($at:ident).+) => {
+        $crate::store::options::read_setters!(@some limit(n: i64) $doc $($at).+.limit);
+    };
+    (@ skip $doc:tt $($at:ident).+) => {
+        $crate::store::options::read_setters!(@some skip(n: u64) $doc $($at).+.skip);
+    };
+    (@ batch_size $doc:tt $($at:ident).+) => {
+        $crate::store::options::read_setters!(@some batch_size(n: u32) $doc $($at).+.batch_size);
+    };
+    (@ session <$lt:lifetime> $doc:tt $($at:ident).+) => {
+        $crate::store::options::read_setters!(@some session(session: &$lt mut ::mongodb::ClientSession) $doc $($at).+);
+    };
+    // The setters of an optional field: `value` replaces what was set.
+    (@some $name:ident($value:ident: $ty:ty) [$($doc:tt)*] $($at:ident).+) => {
         $($doc)*
-        pub fn session(mut self, session: &$lt mut ::mongodb::ClientSession) -> Self {
-            self.$($at).+ = Some(session);
+        pub fn $name(mut self, $value: $ty) -> Self {
+            self.$($at).+ = Some($value);
             self
         }
     };
