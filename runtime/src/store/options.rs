@@ -50,11 +50,6 @@ impl ReadOptions {
         }
     }
 
-    /// The filter given, or the one that matches everything.
-    pub(crate) fn filter_or_all(&self) -> Filter {
-        self.filter.clone().unwrap_or_default()
-    }
-
     /// Whether nothing but the ids is asked (no filter, order or limit).
     pub(crate) fn is_plain(&self) -> bool {
         self.filter.is_none() && self.sort.is_none() && self.limit.is_none()

@@ -183,7 +183,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
             });
         };
         let mut pipeline = Vec::new();
-        let filter = read.filter_or_all().into_document()?;
+        let filter = read.within(Filter::all()).into_document()?;
         if !filter.is_empty() {
             pipeline.push(doc! {"$match": filter});
         }
