@@ -74,6 +74,4 @@ pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
     RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
-pub use store::find::{Find, FindIn};
-pub use store::query::{escape_regex, Element, Field, Filter, Sort, Text};
-pub use store::update::{DateLike, Update};
+pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Sort, Text, Update};

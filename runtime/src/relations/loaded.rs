@@ -19,6 +19,24 @@ pub struct Loaded<V, I> {
 }
 
 impl<V, I> Loaded<V, I> {
+    /// The documents of each of `parents` (their positions in `items`, from
+    /// `group`), none missing: the reads that find the documents by their
+    /// reference to the parent rather than by id.
+    pub(crate) fn grouped<'g>(items: Vec<V>, parents: &[I], group: impl Fn(&I) -> &'g [u32]) -> Self {
+        let mut out = Loaded {
+            items,
+            offsets: vec![0],
+            slots: Vec::new(),
+            missing_offsets: vec![0; parents.len() + 1],
+            missing: Vec::new(),
+        };
+        for p in parents {
+            out.slots.extend_from_slice(group(p));
+            out.offsets.push(out.slots.len());
+        }
+        out
+    }
+
     /// How many parents.
     pub fn len(&self) -> usize {
         self.offsets.len().saturating_sub(1)
@@ -31,11 +49,15 @@ impl<V, I> Loaded<V, I> {
 
     /// The related documents of parent `p`, in its order (empty when `p` is out of range).
     pub fn of(&self, p: usize) -> impl ExactSizeIterator<Item = &V> + '_ {
-        let range = match (self.offsets.get(p), self.offsets.get(p + 1)) {
-            (Some(&a), Some(&b)) => a..b,
-            _ => 0..0,
-        };
-        self.slots[range].iter().map(move |&i| &self.items[i as usize])
+        self.slots_of(p).iter().map(move |&i| &self.items[i as usize])
+    }
+
+    /// The item indexes of parent `p` (empty when `p` is out of range).
+    fn slots_of(&self, p: usize) -> &[u32] {
+        match (self.offsets.get(p), self.offsets.get(p + 1)) {
+            (Some(&a), Some(&b)) => &self.slots[a..b],
+            _ => &[],
+        }
     }
 
     /// The positions in [`Loaded::distinct`] of parent `p`'s documents, in
@@ -81,11 +103,7 @@ impl<V, I> Loaded<V, I> {
     /// # Ok(()) });
     /// ```
     pub fn indices(&self, p: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
-        let range = match (self.offsets.get(p), self.offsets.get(p + 1)) {
-            (Some(&a), Some(&b)) => a..b,
-            _ => 0..0,
-        };
-        self.slots[range].iter().map(|&i| i as usize)
+        self.slots_of(p).iter().map(|&i| i as usize)
     }
 
     /// The first related document of parent `p` (for single references).

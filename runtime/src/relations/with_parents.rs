@@ -7,14 +7,14 @@
 //! and the server's join); the benchmark measures both.
 
 use crate::error::Result;
-use crate::id::DocId;
-use crate::relations::join::{join_in, FieldVisit, IdMap, Referenced, Request, DEFAULT_CHUNK, ONE_BATCH};
+use crate::relations::join::{join_in, FieldVisit, Found, Referenced, Request, DEFAULT_CHUNK};
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
 use crate::store::find::Find;
+use crate::store::options::ONE_BATCH;
 use crate::store::session::collect_aggregate;
-use mongodb::bson::{doc, RawDocumentBuf};
+use mongodb::bson::{doc, Document as BsonDoc, RawDocumentBuf};
 use mongodb::ClientSession;
 use std::marker::PhantomData;
 
@@ -117,36 +117,50 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         }
         require_when_sharded(LOOKUP_SHARDED)?;
         let parts = self.find.parts();
-        let mut pipeline = vec![doc! {"$match": parts.filter.into_document()?}];
-        if let Some(s) = parts.sort {
-            pipeline.push(doc! {"$sort": s.into_document()});
-        }
-        if let Some(s) = parts.skip {
-            pipeline.push(doc! {"$skip": s as i64});
-        }
-        if let Some(l) = parts.limit {
-            pipeline.push(doc! {"$limit": l});
-        }
-        if !parts.projection.is_empty() {
-            pipeline.push(doc! {"$project": parts.projection});
-        }
+        let batch_size = parts.read.batch_size.unwrap_or(ONE_BATCH);
+        let mut pipeline = parts.read.stages(parts.projection)?;
+        pipeline.extend(Self::joined(self.rel));
+        let name = P::COLLECTION;
+        let aggregate = parts.coll.aggregate(pipeline).batch_size(batch_size).with_type::<RawDocumentBuf>();
+        // One pass: each parent decoded, each joined document decoded the
+        // first time its id comes by (a document several parents refer to
+        // travels once per parent but is decoded once).
+        let mut parents = Vec::new();
+        let mut found = Found::default();
+        collect_aggregate(aggregate, session, name, |raw| {
+            parents.push(decode::<V>(name, raw)?);
+            let Ok(docs) = raw.get_array(JOINED) else { return Ok(()) };
+            for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
+                found.take(T::COLLECTION, d, true)?;
+            }
+            Ok(())
+        })
+        .await?;
+        let loaded = Referenced::<T, W>::found(self.field, self.visit, &parents, found).finish();
+        Ok((parents, loaded))
+    }
+
+    /// The stages after the parents' own: the `$lookup` of the related
+    /// documents into [`JOINED`].
+    fn joined(rel: &Relation) -> Vec<BsonDoc> {
         // An array of `{id, ..}` elements: its ids are first gathered into a
         // top-level array with `$map`, and the `$lookup` joins on that. A
         // `localField` of `parts.id` would do on MongoDB, but the embedded
         // server resolves no path through an array there; this form is
         // correct on both and stays on the `_id` index.
-        let key = match self.rel.kind {
+        let key = match rel.kind {
             crate::schema::document::RelationKind::RefMany { key: Some(key), .. } => Some(key),
             _ => None,
         };
+        let mut stages = Vec::new();
         let local = match key {
             Some(key) => {
-                let field = format!("${}", self.rel.field);
+                let field = format!("${}", rel.field);
                 let each = format!("$$this.{key}");
-                pipeline.push(doc! {"$addFields": {IDS: {"$map": {"input": {"$ifNull": [field, []]}, "in": each}}}});
+                stages.push(doc! {"$addFields": {IDS: {"$map": {"input": {"$ifNull": [field, []]}, "in": each}}}});
                 IDS.to_owned()
             }
-            None => self.rel.field.to_owned(),
+            None => rel.field.to_owned(),
         };
         let mut lookup = doc! {
             "from": T::COLLECTION,
@@ -157,37 +171,11 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         if let Some(p) = W::projection() {
             lookup.insert("pipeline", vec![doc! {"$project": p}]);
         }
-        pipeline.push(doc! {"$lookup": lookup});
+        stages.push(doc! {"$lookup": lookup});
         if key.is_some() {
-            pipeline.push(doc! {"$project": {IDS: 0}});
+            stages.push(doc! {"$project": {IDS: 0}});
         }
-        let name = P::COLLECTION;
-        let aggregate = parts
-            .coll
-            .aggregate(pipeline)
-            .batch_size(parts.batch_size.unwrap_or(ONE_BATCH))
-            .with_type::<RawDocumentBuf>();
-        // One pass: each parent decoded, each joined document decoded the
-        // first time its id comes by (a document several parents refer to
-        // travels once per parent but is decoded once).
-        let mut parents = Vec::new();
-        let mut slots: IdMap<T::Id, u32> = IdMap::default();
-        let mut items = Vec::new();
-        collect_aggregate(aggregate, session, name, |raw| {
-            parents.push(decode::<V>(name, raw)?);
-            let Ok(docs) = raw.get_array(JOINED) else { return Ok(()) };
-            for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
-                let Some(id) = d.get("_id").ok().flatten().and_then(T::Id::from_raw) else { continue };
-                if let std::collections::hash_map::Entry::Vacant(slot) = slots.entry(id) {
-                    slot.insert(items.len() as u32);
-                    items.push(decode::<W>(T::COLLECTION, d)?);
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        let loaded = Referenced::<T, W>::found(self.field, self.visit, &parents, slots, items).finish();
-        Ok((parents, loaded))
+        stages
     }
 }
 

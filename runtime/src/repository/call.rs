@@ -11,7 +11,7 @@ use crate::denormalize::write::UpdateOutcome;
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::{Document, RoutedById};
-use crate::store::query::{Filter, Update};
+use crate::store::{Filter, Update};
 use futures::future::BoxFuture;
 use mongodb::bson::doc;
 use mongodb::ClientSession;

@@ -9,8 +9,8 @@ use crate::denormalize::write::{Scope, UpdatePlan};
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::Document;
-use crate::store::query::{Filter, Update};
 use crate::store::session::{in_session, Cx};
+use crate::store::{Filter, Update};
 use mongodb::bson::doc;
 use mongodb::ClientSession;
 

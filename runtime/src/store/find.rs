@@ -4,6 +4,8 @@
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, View};
 use crate::store::codec::decode;
+use crate::store::field::Field;
+use crate::store::options::{read_setters, ReadOptions, ONE_BATCH};
 use crate::store::query::{Filter, Sort};
 use crate::store::session::collect;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -11,10 +13,6 @@ use mongodb::bson::{self, RawDocumentBuf};
 use mongodb::options::FindOptions;
 use mongodb::{ClientSession, Collection};
 use std::marker::PhantomData;
-
-/// Asks the server for everything in one batch (it still caps a batch at
-/// 16 MiB): a result set that fits is one round trip, not `find` + `getMore`s.
-const ONE_BATCH: u32 = i32::MAX as u32;
 
 /// The bookkeeping field docrel keeps on sources and holders of copies
 /// (versions); never part of a Rust type, so never read by a find.
@@ -50,11 +48,7 @@ const BOOKKEEPING: &str = "_docrel";
 #[must_use = "a Find does nothing until awaited or run with to_vec, one or stream"]
 pub struct Find<T, V> {
     coll: Collection<RawDocumentBuf>,
-    filter: Filter,
-    sort: Option<Sort>,
-    limit: Option<i64>,
-    skip: Option<u64>,
-    batch_size: Option<u32>,
+    read: ReadOptions,
     exclude: Vec<&'static str>,
     _view: PhantomData<fn() -> (T, V)>,
 }
@@ -62,16 +56,7 @@ pub struct Find<T, V> {
 impl<T: Document> Find<T, T> {
     /// A find over `coll` (the collection of `T`), reading whole documents.
     pub fn new(coll: Collection<RawDocumentBuf>, filter: impl Into<Filter>) -> Self {
-        Find {
-            coll,
-            filter: filter.into(),
-            sort: None,
-            limit: None,
-            skip: None,
-            batch_size: None,
-            exclude: Vec::new(),
-            _view: PhantomData,
-        }
+        Find { coll, read: ReadOptions::filtered(filter.into()), exclude: Vec::new(), _view: PhantomData }
     }
 
     /// A find over the collection of `T` in `db`.
@@ -81,25 +66,15 @@ impl<T: Document> Find<T, T> {
 }
 
 impl<T: Document, V: View> Find<T, V> {
-    /// Orders the results.
-    pub fn sort(mut self, sort: Sort) -> Self {
-        self.sort = Some(sort);
-        self
-    }
-    /// Returns at most `n` documents.
-    pub fn limit(mut self, n: i64) -> Self {
-        self.limit = Some(n);
-        self
-    }
-    /// Skips the first `n` documents.
-    pub fn skip(mut self, n: u64) -> Self {
-        self.skip = Some(n);
-        self
-    }
-    /// Asks for `n` documents per batch (one round trip each).
-    pub fn batch_size(mut self, n: u32) -> Self {
-        self.batch_size = Some(n);
-        self
+    read_setters! {
+        /// Orders the results.
+        sort => read;
+        /// Returns at most `n` documents.
+        limit => read;
+        /// Skips the first `n` documents.
+        skip => read;
+        /// Asks for `n` documents per batch (one round trip each).
+        batch_size => read;
     }
     /// Leaves `field` out of what travels: everything but this big array.
     /// The type read must not need it (`#[serde(default)]` on the field of
@@ -127,22 +102,13 @@ impl<T: Document, V: View> Find<T, V> {
     /// assert!(light[0].log.is_empty());
     /// # Ok(()) });
     /// ```
-    pub fn exclude<X>(mut self, field: crate::store::query::Field<T, X>) -> Self {
+    pub fn exclude<X>(mut self, field: Field<T, X>) -> Self {
         self.exclude.push(field.path());
         self
     }
     /// Reads the results as the view `W`: only its fields travel.
     pub fn view<W: View<Of = T>>(self) -> Find<T, W> {
-        Find {
-            coll: self.coll,
-            filter: self.filter,
-            sort: self.sort,
-            limit: self.limit,
-            skip: self.skip,
-            batch_size: self.batch_size,
-            exclude: self.exclude,
-            _view: PhantomData,
-        }
+        Find { coll: self.coll, read: self.read, exclude: self.exclude, _view: PhantomData }
     }
 
     /// The collection read.
@@ -154,15 +120,7 @@ impl<T: Document, V: View> Find<T, V> {
     /// aggregate instead (`$match`, `$sort`, `$skip`, `$limit`, `$project`).
     pub(crate) fn parts(self) -> FindParts {
         let projection = self.projection();
-        FindParts {
-            coll: self.coll,
-            filter: self.filter,
-            sort: self.sort,
-            limit: self.limit,
-            skip: self.skip,
-            projection,
-            batch_size: self.batch_size,
-        }
+        FindParts { coll: self.coll, read: self.read, projection }
     }
 
     /// The projection: the view's fields, less the excluded ones; for whole
@@ -186,22 +144,23 @@ impl<T: Document, V: View> Find<T, V> {
     fn prepared(self, all: bool) -> Result<(Collection<RawDocumentBuf>, bson::Document, FindOptions)> {
         let mut options = FindOptions::default();
         options.projection = Some(self.projection());
-        if all && self.limit.is_none() && self.batch_size.is_none() {
+        let read = self.read;
+        if all && read.limit.is_none() && read.batch_size.is_none() {
             options.batch_size = Some(ONE_BATCH);
         }
-        options.sort = self.sort.map(Sort::into_document);
-        if let Some(l) = self.limit {
+        options.sort = read.sort.map(Sort::into_document);
+        if let Some(l) = read.limit {
             options.limit = Some(l);
             // Everything in one batch when it fits: one round trip, no getMore.
-            if self.batch_size.is_none() && l > 0 {
+            if read.batch_size.is_none() && l > 0 {
                 options.batch_size = Some(u32::try_from(l).unwrap_or(u32::MAX));
             }
         }
-        options.skip = self.skip;
-        if let Some(b) = self.batch_size {
+        options.skip = read.skip;
+        if let Some(b) = read.batch_size {
             options.batch_size = Some(b);
         }
-        Ok((self.coll, self.filter.into_document()?, options))
+        Ok((self.coll, read.filter.unwrap_or_default().into_document()?, options))
     }
 
     async fn cursor(self, all: bool) -> Result<mongodb::Cursor<RawDocumentBuf>> {
@@ -257,7 +216,7 @@ impl<T: Document, V: View> Find<T, V> {
 
     /// The first result, if any.
     pub async fn one(mut self) -> Result<Option<V>> {
-        self.limit = Some(1);
+        self.read.limit = Some(1);
         Ok(self.to_vec().await?.pop())
     }
 
@@ -275,12 +234,8 @@ impl<T: Document, V: View> Find<T, V> {
 /// The pieces of a [`Find`], taken apart by [`Find::parts`].
 pub(crate) struct FindParts {
     pub coll: Collection<RawDocumentBuf>,
-    pub filter: Filter,
-    pub sort: Option<Sort>,
-    pub limit: Option<i64>,
-    pub skip: Option<u64>,
+    pub read: ReadOptions,
     pub projection: bson::Document,
-    pub batch_size: Option<u32>,
 }
 
 impl<T: Document, V: View> std::future::IntoFuture for Find<T, V> {
@@ -312,7 +267,7 @@ impl<T: Document, V: View> FindIn<'_, T, V> {
 
     /// The first result, if any.
     pub async fn one(mut self) -> Result<Option<V>> {
-        self.find.limit = Some(1);
+        self.find.read.limit = Some(1);
         Ok(self.to_vec().await?.pop())
     }
 }

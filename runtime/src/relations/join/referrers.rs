@@ -1,0 +1,132 @@
+//! The reverse load of a reference for many targets at once: the documents
+//! whose reference field holds any of the ids, grouped by id.
+
+use super::related::Related;
+use super::request::IdMap;
+use crate::error::Result;
+use crate::id::DocId;
+use crate::relations::loaded::Loaded;
+use crate::schema::document::{Document, Relation, RelationKind, View};
+use crate::store::codec::decode;
+use crate::store::options::read_setters;
+use crate::store::query::Filter;
+use mongodb::bson::{self, doc};
+use mongodb::Database;
+use std::marker::PhantomData;
+
+/// The documents whose reference field holds any of many ids, grouped by id:
+/// the reverse load of a reference for many targets at once (all books of
+/// each of 50 categories in a one-way N:M). One `find({field: {$in: ids}})`
+/// on the field's (multikey) index; a document that refers to several of
+/// the ids is read once and listed under each. From
+/// [`crate::relations::handles::RefMany::referrers_of_many`].
+#[must_use = "Referrers does nothing until awaited or run"]
+pub struct Referrers<'a, P, T: Document, R = P> {
+    base: Related<'a, T::Id>,
+    per_target: Option<usize>,
+    _types: PhantomData<fn() -> (P, R)>,
+}
+
+impl<'a, P: Document, T: Document> Referrers<'a, P, T> {
+    pub(crate) fn new(db: &'a Database, rel: &'static Relation, targets: Vec<T::Id>) -> Self {
+        Referrers { base: Related::new(db, rel, targets, None), per_target: None, _types: PhantomData }
+    }
+}
+
+impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
+    /// Reads the referrers as the view `W`: only its fields (and the
+    /// reference field, to group them) travel.
+    pub fn view<W: View<Of = P>>(self) -> Referrers<'a, P, T, W> {
+        Referrers { base: self.base, per_target: self.per_target, _types: PhantomData }
+    }
+    read_setters! {
+        /// Reads in `session`, like the driver's `.session(..)`: inside the
+        /// caller's transaction it sees the transaction's writes.
+        session<'a> => base.session;
+        /// Only the referrers matching `filter` too.
+        filter => base.read;
+        /// Each target's referrers in this order (the server sorts).
+        sort => base.read;
+    }
+    /// At most `n` referrers listed per target (all matching ones travel).
+    pub fn limit_per_target(mut self, n: usize) -> Self {
+        self.per_target = Some(n);
+        self
+    }
+
+    /// Runs the query (what `.await` does).
+    pub async fn run(self) -> Result<Loaded<R, T::Id>> {
+        crate::client::trace::Op::new("referrers_of_many", P::COLLECTION).run(self.find()).await
+    }
+
+    async fn find(mut self) -> Result<Loaded<R, T::Id>> {
+        let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
+        let mut ids = Vec::new();
+        for t in &self.base.ids {
+            if !wanted.contains_key(t) {
+                wanted.insert(t.clone(), Vec::new());
+                ids.push(t.to_bson());
+            }
+        }
+        if ids.is_empty() {
+            return Ok(Loaded::grouped(Vec::new(), &self.base.ids, |_| &[]));
+        }
+        let rel = self.base.rel;
+        let key = match rel.kind {
+            RelationKind::RefMany { key, .. } => key,
+            _ => None,
+        };
+        let mut items = Vec::new();
+        let base = Filter::new(doc! { rel.id_path(): {"$in": ids} });
+        self.base
+            .find::<R, ()>(P::COLLECTION, base, |raw| {
+                let item = items.len() as u32;
+                let mut listed = false;
+                if let Some(value) = raw.get(rel.field).ok().flatten() {
+                    each_raw_id::<T::Id>(value, key, &mut |id| {
+                        if let Some(group) = wanted.get_mut(&id) {
+                            if group.last() != Some(&item) {
+                                group.push(item);
+                                listed = true;
+                            }
+                        }
+                    });
+                }
+                if listed {
+                    items.push(decode::<R>(P::COLLECTION, raw)?);
+                }
+                Ok(())
+            })
+            .await?;
+        if let Some(n) = self.per_target {
+            wanted.values_mut().for_each(|g| g.truncate(n));
+        }
+        Ok(Loaded::grouped(items, &self.base.ids, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+    }
+}
+
+impl<'a, P: Document, T: Document, R: View<Of = P>> std::future::IntoFuture for Referrers<'a, P, T, R> {
+    type Output = Result<Loaded<R, T::Id>>;
+    type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+/// Calls `f` with each id a stored reference field holds: an id, or an
+/// array of ids or of `{key: id, ..}` elements.
+fn each_raw_id<I: DocId>(value: bson::RawBsonRef<'_>, key: Option<&str>, f: &mut dyn FnMut(I)) {
+    let one = |v: bson::RawBsonRef<'_>, f: &mut dyn FnMut(I)| {
+        let v = match (key, v) {
+            (Some(k), bson::RawBsonRef::Document(d)) => d.get(k).ok().flatten(),
+            (_, v) => Some(v),
+        };
+        if let Some(id) = v.and_then(I::from_raw) {
+            f(id)
+        }
+    };
+    match value {
+        bson::RawBsonRef::Array(arr) => arr.into_iter().filter_map(|e| e.ok()).for_each(|e| one(e, f)),
+        v => one(v, f),
+    }
+}

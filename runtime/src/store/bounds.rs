@@ -1,0 +1,111 @@
+//! The bounds an update passes for sure or may pass: what docrel reads from
+//! each operation of an update before sending it (see [`super::update`]).
+
+use crate::schema::document::{Document, RelationKind, Schema};
+use mongodb::bson::Bson;
+
+/// Why an update cannot be sent, kept until it is used.
+#[derive(Debug, Clone)]
+pub(super) enum Problem {
+    Invalid(String),
+    Full { collection: &'static str, field: &'static str, max: u32, len: usize },
+}
+
+/// An array an update may grow, with its bound.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Push {
+    pub(crate) path: &'static str,
+    pub(crate) count: usize,
+    pub(crate) max: Option<u32>,
+}
+
+/// The bound declared on a top-level array of the schema, by stored name.
+fn declared_bound(schema: &'static Schema, field: &str) -> Option<(&'static str, u32)> {
+    schema.relations.iter().find_map(|r| match r.kind {
+        RelationKind::Embed { many: true, max: Some(max) } | RelationKind::RefMany { max: Some(max), .. }
+            if r.field == field =>
+        {
+            Some((r.field, max))
+        }
+        _ => None,
+    })
+}
+
+/// How many elements a `$push`/`$addToSet` value adds at most, and its `$slice`.
+fn pushed(value: &Bson) -> (usize, Option<i64>) {
+    match value {
+        Bson::Document(d) if d.contains_key("$each") => {
+            let count = match d.get("$each") {
+                Some(Bson::Array(items)) => items.len(),
+                _ => 0,
+            };
+            let slice = match d.get("$slice") {
+                Some(Bson::Int32(n)) => Some(i64::from(*n)),
+                Some(Bson::Int64(n)) => Some(*n),
+                _ => None,
+            };
+            (count, slice)
+        }
+        _ => (1, None),
+    }
+}
+
+/// What writing `value` at `path` with `op` does to the bounds of `D`: the
+/// top-level array it may grow, or the bound it passes for sure. `handle`
+/// is the typed handle's own path and bound, when there is one.
+pub(super) fn check<D: Document>(
+    op: &str,
+    path: &str,
+    handle: Option<(&'static str, Option<u32>)>,
+    value: &Bson,
+) -> std::result::Result<Option<Push>, Problem> {
+    let schema = D::schema();
+    let full = |field, max, len| Problem::Full { collection: D::COLLECTION, field, max, len };
+    match path.split_once('.') {
+        None => {
+            let (field, max) = match handle {
+                Some(known) => known,
+                None => match schema.fields.iter().find(|f| f.bson == path) {
+                    Some(f) => (f.bson, declared_bound(schema, path).map(|(_, max)| max)),
+                    None => return Ok(None),
+                },
+            };
+            match op {
+                "$push" | "$addToSet" => {
+                    let (count, slice) = pushed(value);
+                    let trimmed = |max: &u32| slice.is_some_and(|s| s.unsigned_abs() <= u64::from(*max));
+                    Ok(Some(Push { path: field, count, max: max.filter(|m| !trimmed(m)) }))
+                }
+                "$set" | "$setOnInsert" | "$min" | "$max" => match (max, value) {
+                    (Some(max), Bson::Array(items)) if items.len() > max as usize => Err(full(field, max, items.len())),
+                    _ => Ok(None),
+                },
+                _ => Ok(None),
+            }
+        }
+        Some((head, rest)) => {
+            let Some((field, max)) = declared_bound(schema, head) else { return Ok(None) };
+            if matches!(op, "$unset" | "$pull" | "$pullAll" | "$pop" | "$rename") {
+                return Ok(None);
+            }
+            match rest.split('.').next().and_then(|i| i.parse::<usize>().ok()) {
+                Some(index) if index >= max as usize => Err(full(field, max, index + 1)),
+                _ => Ok(None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pushed;
+    use mongodb::bson::{doc, Bson};
+
+    #[test]
+    fn pushed_counts_each_and_reads_slice() {
+        assert_eq!(pushed(&Bson::Int32(1)), (1, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"n": 1})), (1, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"$each": [1, 2, 3]})), (3, None));
+        assert_eq!(pushed(&Bson::Document(doc! {"$each": [1, 2], "$slice": -5_i64})), (2, Some(-5)));
+    }
+}
