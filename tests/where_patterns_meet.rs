@@ -66,3 +66,47 @@ async fn a_delete_that_matches_nothing_applies_no_rule() -> docrel::Result<()> {
     assert!(raw(&t, "sleeves", sleeve.id).await.is_none());
     Ok(())
 }
+
+// ---- item 3: a reference written before its target links back when the target arrives ------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[reference(many, to = Job, inverse = owner, max = 50)]
+    jobs: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "jobs")]
+struct Job {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Person, inverse = jobs)]
+    owner: Option<ObjectId>,
+}
+
+/// A job inserted with an owner that does not exist yet is stored as
+/// written; when the person is inserted, the jobs already referring to
+/// them are linked back (I2), and the other way round: a person listing a
+/// job not there yet gets it linked when the job arrives.
+#[tokio::test]
+async fn a_reference_written_before_its_target_links_back() -> docrel::Result<()> {
+    let t = TestDb::new("link_later").await?;
+    let ann = ObjectId::new();
+    let job = Job { id: ObjectId::new(), owner: Some(ann) };
+    Job::repo(&t.db).insert(&job).await?;
+    Person::repo(&t.db).insert(&Person { id: ann, name: "Ann".into(), jobs: vec![] }).await?;
+    assert_eq!(raw(&t, "people", ann).await.unwrap().get_array("jobs").unwrap(), &vec![Bson::ObjectId(job.id)]);
+    assert_eq!(raw(&t, "jobs", job.id).await.unwrap().get_object_id("owner").unwrap(), ann);
+
+    let bob = ObjectId::new();
+    let later = ObjectId::new();
+    Person::repo(&t.db).insert(&Person { id: bob, name: "Bob".into(), jobs: vec![later] }).await?;
+    Job::repo(&t.db).insert(&Job { id: later, owner: None }).await?;
+    assert_eq!(raw(&t, "jobs", later).await.unwrap().get_object_id("owner").unwrap(), bob);
+    assert_eq!(raw(&t, "people", bob).await.unwrap().get_array("jobs").unwrap(), &vec![Bson::ObjectId(later)]);
+    Ok(())
+}

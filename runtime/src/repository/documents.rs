@@ -217,6 +217,7 @@ impl<T: Document> Repository<T> {
                     }
                 }
             }
+            self.link_back(docs, rel, cx).await?;
         }
         for subset in g.subsets_kept_by(T::schema()) {
             let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
@@ -230,6 +231,48 @@ impl<T: Document> Repository<T> {
             .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
             for parent in with_children {
                 subset.rebuild_in(cx, &parent).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Links the new `docs` to the documents that already refer to them
+    /// through the inverse of `rel`: those written while they did not exist
+    /// (a task whose owner was inserted after it). One read per relation.
+    async fn link_back(
+        &self,
+        docs: &[bson::Document],
+        rel: &'static crate::schema::document::Relation,
+        cx: &mut Cx<'_>,
+    ) -> Result<()> {
+        let (Some(other), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(()) };
+        let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let coll = cx.db.collection::<RawDocumentBuf>(other);
+        let find = coll
+            .find(doc! { inverse: {"$in": &ids} })
+            .projection(doc! {"_id": 1, inverse: 1})
+            .selection_criteria(crate::store::primary());
+        let referring = collect(find, cx.session(), other, |raw| crate::store::session::plain(other, raw)).await?;
+        for holder in referring {
+            let Some(y) = holder.get("_id") else { continue };
+            let refers_to = |x: &bson::Bson| match holder.get(inverse) {
+                Some(bson::Bson::Array(held)) => held.contains(x),
+                Some(one) => one == x,
+                None => false,
+            };
+            for d in docs {
+                let Some(x) = d.get("_id") else { continue };
+                let declared = match d.get(rel.field) {
+                    Some(bson::Bson::Array(held)) => held.contains(y),
+                    Some(one) => one == y,
+                    None => false,
+                };
+                if refers_to(x) && !declared {
+                    crate::relations::two_way::link(cx, T::schema(), rel, x.clone(), y.clone()).await?;
+                }
             }
         }
         Ok(())
