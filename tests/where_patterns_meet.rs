@@ -4,7 +4,7 @@
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::testing::TestDb;
-use docrel::Document;
+use docrel::{Document, Error, Filter, View};
 use serde::{Deserialize, Serialize};
 
 async fn raw(t: &TestDb, collection: &str, id: impl Into<Bson>) -> Option<BsonDoc> {
@@ -108,5 +108,91 @@ async fn a_reference_written_before_its_target_links_back() -> docrel::Result<()
     Job::repo(&t.db).insert(&Job { id: later, owner: None }).await?;
     assert_eq!(raw(&t, "jobs", later).await.unwrap().get_object_id("owner").unwrap(), bob);
     assert_eq!(raw(&t, "people", bob).await.unwrap().get_array("jobs").unwrap(), &vec![Bson::ObjectId(later)]);
+    Ok(())
+}
+
+// ---- item 5: what docrel maintains is not the caller's to write --------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "shops")]
+struct Shop {
+    #[serde(rename = "_id")]
+    id: i32,
+    name: String,
+    #[embed(max = 3, subset_of = Review, sort = "-stars", key = review_id)]
+    top: Vec<ReviewLine>,
+}
+
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Review)]
+struct ReviewLine {
+    review_id: i32,
+    stars: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "reviews")]
+struct Review {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    review_id: i32,
+    #[parent_ref(to = Shop)]
+    shop: i32,
+    stars: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "posts")]
+struct Post {
+    #[serde(rename = "_id")]
+    id: i32,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Comment {
+    text: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "comment_pages")]
+struct CommentPage {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Post, on_delete = cascade)]
+    post: i32,
+    page: i32,
+    count: i32,
+    #[bucket(size = 2)]
+    comments: Vec<Comment>,
+}
+
+/// A parent inserted or saved with made-up summaries stores the summaries
+/// of its children (none here), and an update of a subset, of a bucket's
+/// elements or of its count is refused with an error naming the field,
+/// before anything is written.
+#[tokio::test]
+async fn maintained_fields_are_not_written_by_the_caller() -> docrel::Result<()> {
+    let t = TestDb::new("maintained").await?;
+    let made_up = vec![ReviewLine { review_id: 9, stars: 5 }];
+    Shop::repo(&t.db).insert(&Shop { id: 1, name: "corner".into(), top: made_up.clone() }).await?;
+    assert!(raw(&t, "shops", 1).await.unwrap().get_array("top").unwrap().is_empty(), "no review, no summary");
+    Shop::repo(&t.db).save(&Shop { id: 2, name: "kiosk".into(), top: made_up.clone() }).await?;
+    assert!(raw(&t, "shops", 2).await.unwrap().get_array("top").unwrap().is_empty());
+    Review::repo(&t.db).insert(&Review { id: ObjectId::new(), review_id: 1, shop: 1, stars: 4 }).await?;
+    assert!(Shop::rels().top.check(&t.db, &1).await?);
+
+    let err = Shop::repo(&t.db).update_by_id(&1, Shop::fields().top.set(made_up)).await.unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }) && err.to_string().contains("top"), "{err}");
+    assert!(Shop::rels().top.check(&t.db, &1).await?);
+
+    Post::repo(&t.db).insert(&Post { id: 1 }).await?;
+    CommentPage::rels().comments.append(&t.db, &1, &Comment { text: "hi".into() }).await?;
+    let pages = CommentPage::repo(&t.db);
+    let err = pages.update_many(Filter::all(), CommentPage::fields().count.set(7)).await.unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }) && err.to_string().contains("count"), "{err}");
+    let err = pages.update_many(Filter::all(), CommentPage::fields().comments.set(vec![])).await.unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }) && err.to_string().contains("comments"), "{err}");
+    let stored = t.db.collection::<BsonDoc>("comment_pages").find_one(doc! {"post": 1}).await.unwrap().unwrap();
+    assert_eq!(stored.get_i32("count").unwrap(), 1);
     Ok(())
 }

@@ -44,8 +44,11 @@ impl<T: Document> Repository<T> {
         } else {
             None
         };
-        if inserting && plan.source {
-            fanout::stamp_first_version(&mut plain);
+        if inserting {
+            if plan.source {
+                fanout::stamp_first_version(&mut plain);
+            }
+            plan.clear_kept(T::schema(), &mut plain);
         }
         crate::patterns::subset::check(T::COLLECTION, &plain)?;
         let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;

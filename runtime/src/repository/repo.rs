@@ -1,15 +1,24 @@
-//! The repository itself: where a document type lives, how its writes
-//! fan out, and the calls that are not builders.
+//! The repository itself: where a document type lives and how its writes
+//! fan out. Every repository call is a builder, as the driver's actions are: set
+//! options, then `.await` it. One option is shared by all of them:
+//! [`Call::session`] runs the call, and everything docrel derives from it
+//! (copies filled and fanned out, subsets, the inverse side of two-way
+//! references, `on_delete` rules), in the caller's session, so writes made
+//! between the caller's `start_transaction` and `commit_transaction` are
+//! committed, or aborted, together.
 
 use crate::client::trace::Op;
-use crate::denormalize::write::Mode;
+use crate::denormalize::write::{Mode, UpdateOutcome};
 use crate::error::{Error, Result};
-use crate::schema::document::Document;
+use crate::id::{show, DocId};
+use crate::schema::document::{Document, RoutedById};
 use crate::store::find::Find;
-use crate::store::query::Filter;
 use crate::store::session::in_session;
+use crate::store::{Filter, Update};
+use futures::future::BoxFuture;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::{ClientSession, Collection, Database};
+use std::future::IntoFuture;
 use std::marker::PhantomData;
 
 /// The typed repository of document type `T` in one database.
@@ -164,4 +173,311 @@ impl<T: Document> Repository<T> {
         }
         Ok(Some(validator))
     }
+}
+
+/// A repository call: `.await` it, or set its session first.
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// use docrel::{Document, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "parts")]
+/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, qty: i32 }
+///
+/// let parts = Part::repo(&db);
+/// let bolt = Part { id: ObjectId::new(), name: "bolt".into(), qty: 5 };
+/// let nut = Part { id: ObjectId::new(), name: "nut".into(), qty: 9 };
+///
+/// let driver = |e| docrel::Error::driver("session", "", e);
+/// let mut s = db.client().start_session().await.map_err(driver)?;
+/// s.start_transaction().await.map_err(driver)?;
+/// parts.insert(&bolt).session(&mut s).await?;
+/// parts.update_by_id(&bolt.id, Part::fields().qty.set(4)).session(&mut s).await?;
+/// parts.insert(&nut).session(&mut s).await?;
+/// // The transaction sees its own writes; nothing is visible outside it yet.
+/// assert_eq!(parts.count(docrel::Filter::all()).session(&mut s).await?, 2);
+/// assert_eq!(parts.count(docrel::Filter::all()).await?, 0);
+/// s.commit_transaction().await.map_err(driver)?;
+/// assert_eq!(parts.require(&bolt.id).await?.qty, 4);
+/// # Ok(()) });
+/// ```
+///
+/// When the session is in a transaction, a write that would open a
+/// transaction of its own ([`Repository::transactional_fan_out`], two-way
+/// links) joins the caller's instead. When a write fails inside the
+/// caller's transaction, abort it: some of the write's effects may be in it
+/// already. The session must come from the client of the repository's database.
+#[must_use = "a repository call does nothing until it is awaited"]
+pub struct Call<'a, T, O> {
+    repo: &'a Repository<T>,
+    op: O,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T, O> Call<'a, T, O> {
+    pub(super) fn new(repo: &'a Repository<T>, op: O) -> Self {
+        Call { repo, op, session: None }
+    }
+
+    /// Runs the call, and every side effect docrel derives from it, in
+    /// `session` (like the driver's `.session(&mut s)`).
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<T, O> std::fmt::Debug for Call<'_, T, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("collection", &self.repo.raw.namespace())
+            .field("operation", &std::any::type_name::<O>().rsplit("::").next())
+            .field("in_session", &self.session.is_some())
+            .finish()
+    }
+}
+
+impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
+    type Output = Result<O::Output>;
+    type IntoFuture = BoxFuture<'a, Result<O::Output>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.op.run(self.repo, self.session)
+    }
+}
+
+impl<T: Document> Repository<T> {
+    /// Inserts one document, after checking its bounds and its size. Its
+    /// denormalized copies are filled from their sources first.
+    pub fn insert<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Insert<'a, T>> {
+        Call::new(self, ops::Insert { docs: std::slice::from_ref(doc), _doc: PhantomData })
+    }
+
+    /// Inserts many documents, in order. Every one is checked first: if any
+    /// breaks a bound or the size limit, nothing is written. If the server
+    /// refuses one (a duplicate key, say), the ones before it are written
+    /// and the rest are not, as with the driver's ordered insert; what is
+    /// derived from the ones written (copies, subset summaries) is kept
+    /// for exactly those, and the error names the first one refused.
+    pub fn insert_many<'a>(&'a self, docs: &'a [T]) -> Call<'a, T, ops::Insert<'a, T>> {
+        Call::new(self, ops::Insert { docs, _doc: PhantomData })
+    }
+
+    /// The document with this id, if any.
+    pub fn get<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::Get<'a, T>> {
+        Call::new(self, ops::Get { id, _doc: PhantomData })
+    }
+
+    /// The document with this id, or [`Error::NotFound`].
+    pub fn require<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::Require<'a, T>> {
+        Call::new(self, ops::Require { id, _doc: PhantomData })
+    }
+
+    /// How many documents match.
+    pub fn count(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::Count<'_, T>> {
+        Call::new(self, ops::Count { filter: filter.into(), _doc: PhantomData })
+    }
+
+    /// Applies an update to the document with this id. A push into a bounded
+    /// array happens only while the array has room for every pushed element,
+    /// atomically (the filter requires index `max - n` to be absent), so
+    /// concurrent pushes never pass the bound; otherwise the result is
+    /// [`Error::EmbedFull`] and nothing is written. A missing document is
+    /// [`Error::NotFound`].
+    ///
+    /// A type sharded on more than `_id` updates one document with
+    /// [`Repository::update_one`] and a filter on its whole shard key
+    /// instead (see [`crate::RoutedById`]).
+    // A boxed future, not an `async fn`: rustc reports an unmet bound of an
+    // `async fn` three times (the call, its future, the `.await`), of a
+    // plain `fn` with a concrete return type once.
+    pub fn update_by_id<'a>(&'a self, id: &'a T::Id, update: Update<T>) -> Call<'a, T, ops::UpdateById<'a, T>>
+    where
+        T: RoutedById,
+    {
+        Call::new(self, ops::UpdateById { id, update, _doc: PhantomData })
+    }
+
+    /// Applies an update to the first document matching a filter (bounded
+    /// pushes guarded as in [`Repository::update_by_id`]). On a sharded type
+    /// the filter must fix the whole shard key, so that the write reaches
+    /// one shard ([`crate::Misuse::ShardKey`] otherwise).
+    pub fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::UpdateWhere<'_, T>> {
+        Call::new(self, ops::UpdateWhere { filter: filter.into(), update, many: false, _doc: PhantomData })
+    }
+
+    /// Applies an update to every document matching a filter. Documents whose
+    /// bounded arrays have no room for a push are left out (not matched).
+    pub fn update_many(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::UpdateWhere<'_, T>> {
+        Call::new(self, ops::UpdateWhere { filter: filter.into(), update, many: true, _doc: PhantomData })
+    }
+
+    /// Replaces the stored document with the same id, after checking bounds
+    /// and size; [`Error::NotFound`] when there is none. Its copies are
+    /// filled from their sources and confirmed after the write.
+    pub fn replace<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Replace<'a, T>> {
+        Call::new(self, ops::Replace { doc, _doc: PhantomData })
+    }
+
+    /// Inserts the document, or replaces the stored one with the same id
+    /// (copies filled and confirmed as in [`Repository::replace`]).
+    pub fn save<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Save<'a, T>> {
+        Call::new(self, ops::Save { doc, _doc: PhantomData })
+    }
+
+    /// Deletes the document with this id, applying the `on_delete` rules of
+    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it
+    /// existed. A type sharded on more than `_id` deletes with
+    /// [`Repository::delete`] or [`Repository::delete_one`] instead (see
+    /// [`crate::RoutedById`]).
+    pub fn delete_by_id<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::DeleteById<'a, T>>
+    where
+        T: RoutedById,
+    {
+        Call::new(self, ops::DeleteById { id, _doc: PhantomData })
+    }
+
+    /// Deletes this document, found by its `_id` and shard key, applying
+    /// the `on_delete` rules as [`Repository::delete_by_id`] does. Returns
+    /// whether it existed.
+    pub fn delete<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Delete<'a, T>> {
+        Call::new(self, ops::Delete { doc, _doc: PhantomData })
+    }
+
+    /// Deletes the first document matching a filter, applying the
+    /// `on_delete` rules to it. On a sharded type the filter must fix the
+    /// whole shard key ([`crate::Misuse::ShardKey`] otherwise). Returns
+    /// whether one was deleted.
+    pub fn delete_one(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::DeleteOne<'_, T>> {
+        Call::new(self, ops::DeleteOne { filter: filter.into(), _doc: PhantomData })
+    }
+
+    /// Deletes every document matching a filter, applying the `on_delete`
+    /// rules to each. The documents are found first and exactly those are
+    /// deleted, so one inserted while the rules run is not deleted without
+    /// its rules. Returns how many were deleted.
+    pub fn delete_many(&self, filter: impl Into<Filter>) -> Call<'_, T, ops::DeleteMany<'_, T>> {
+        Call::new(self, ops::DeleteMany { filter: filter.into(), _doc: PhantomData })
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What a [`Call`] runs: one of the operations in [`ops`]. Sealed: the
+/// repository's own methods make them.
+pub trait Operation<'a, T>: sealed::Sealed + Send + 'a {
+    /// What the call returns.
+    type Output: Send + 'a;
+    #[doc(hidden)]
+    fn run(
+        self,
+        repo: &'a Repository<T>,
+        session: Option<&'a mut ClientSession>,
+    ) -> BoxFuture<'a, Result<Self::Output>>;
+}
+
+/// The operations of a [`Call`], one per repository method; they name the
+/// call's type (`Call<'_, Part, ops::Insert<'_, Part>>`) and carry its arguments.
+pub mod ops {
+    use super::*;
+
+    /// Writes `Operation` for one operation struct: its fields, its output
+    /// and the body that runs it (`repo`, `session` and the fields in scope).
+    macro_rules! operation {
+        ($(#[$doc:meta])* $name:ident<$a:lifetime, $t:ident> { $($field:ident: $ty:ty),* } -> $out:ty,
+         |$repo:ident, $session:ident| $body:expr) => {
+            $(#[$doc])*
+            pub struct $name<$a, $t: Document> {
+                $(pub(super) $field: $ty,)*
+                pub(super) _doc: std::marker::PhantomData<(&$a (), fn() -> $t)>,
+            }
+            impl<$a, $t: Document> super::sealed::Sealed for $name<$a, $t> {}
+            impl<$a, $t: Document> Operation<$a, $t> for $name<$a, $t> {
+                type Output = $out;
+                fn run(self, $repo: &$a Repository<$t>, $session: Option<&$a mut ClientSession>) -> BoxFuture<$a, Result<$out>> {
+                    let $name { $($field,)* _doc } = self;
+                    Box::pin($body)
+                }
+            }
+        };
+    }
+
+    operation!(
+        /// [`Repository::insert_many`] (and [`Repository::insert`], one document).
+        Insert<'a, T> { docs: &'a [T] } -> (),
+        |repo, session| repo.insert_many_in(docs, session)
+    );
+    operation!(
+        /// [`Repository::get`].
+        Get<'a, T> { id: &'a T::Id } -> Option<T>,
+        |repo, session| async move {
+            let find = repo.find(doc! {"_id": id.to_bson()});
+            match session {
+                Some(s) => find.session(s).one().await,
+                None => find.one().await,
+            }
+        }
+    );
+    operation!(
+        /// [`Repository::require`].
+        Require<'a, T> { id: &'a T::Id } -> T,
+        |repo, session| async move {
+            let find = repo.find(doc! {"_id": id.to_bson()});
+            let found = match session {
+                Some(s) => find.session(s).one().await?,
+                None => find.one().await?,
+            };
+            found.ok_or_else(|| Error::NotFound { collection: T::COLLECTION, id: show(id) })
+        }
+    );
+    operation!(
+        /// [`Repository::count`].
+        Count<'a, T> { filter: Filter } -> u64,
+        |repo, session| repo.count_in(filter, session)
+    );
+    operation!(
+        /// [`Repository::update_by_id`] (whose `RoutedById` bound is the
+        /// only way to make one).
+        UpdateById<'a, T> { id: &'a T::Id, update: Update<T> } -> UpdateOutcome,
+        |repo, session| repo.update_by_id_in(id, update, session)
+    );
+    operation!(
+        /// [`Repository::update_one`] and [`Repository::update_many`].
+        UpdateWhere<'a, T> { filter: Filter, update: Update<T>, many: bool } -> UpdateOutcome,
+        |repo, session| repo.update_matching(filter, update, many, session)
+    );
+    operation!(
+        /// [`Repository::replace`].
+        Replace<'a, T> { doc: &'a T } -> (),
+        |repo, session| repo.replace_in(doc, session)
+    );
+    operation!(
+        /// [`Repository::save`].
+        Save<'a, T> { doc: &'a T } -> (),
+        |repo, session| repo.save_in(doc, session)
+    );
+    operation!(
+        /// [`Repository::delete_by_id`].
+        DeleteById<'a, T> { id: &'a T::Id } -> bool,
+        |repo, session| repo.delete_by_id_in(id, session)
+    );
+    operation!(
+        /// [`Repository::delete`].
+        Delete<'a, T> { doc: &'a T } -> bool,
+        |repo, session| repo.delete_in(doc, session)
+    );
+    operation!(
+        /// [`Repository::delete_one`].
+        DeleteOne<'a, T> { filter: Filter } -> bool,
+        |repo, session| repo.delete_one_in(filter, session)
+    );
+    operation!(
+        /// [`Repository::delete_many`].
+        DeleteMany<'a, T> { filter: Filter } -> u64,
+        |repo, session| repo.delete_many_in(filter, session)
+    );
 }

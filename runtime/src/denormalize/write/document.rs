@@ -3,6 +3,7 @@
 
 use crate::schema::document::Schema;
 use crate::schema::graph::graph;
+use mongodb::bson::{Bson, Document as BsonDoc};
 
 /// The facts a write of whole documents of one type acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,20 @@ impl DocumentPlan {
     /// other side) or the keeper of a subset (its existing children).
     pub(crate) fn owes(&self, inserting: bool) -> bool {
         (inserting && self.source) || self.summarized || self.two_way || self.keeps_subsets
+    }
+
+    /// New documents keep no subset of their own: whatever summaries the
+    /// caller wrote, a new parent's subsets start empty and are rebuilt
+    /// from the children that exist (`after_new`).
+    pub(crate) fn clear_kept(&self, schema: &'static Schema, docs: &mut [BsonDoc]) {
+        if !self.keeps_subsets {
+            return;
+        }
+        for subset in graph().subsets_kept_by(schema) {
+            for d in docs.iter_mut() {
+                d.insert(subset.rel.field, Bson::Array(Vec::new()));
+            }
+        }
     }
 
     /// Whether a replace must keep what docrel maintains (copy records,

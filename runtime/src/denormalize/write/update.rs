@@ -42,6 +42,9 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                 rust_field: rel.rust_field,
             });
         }
+        if let Some(message) = touched_maintained(update) {
+            return Err(Error::Invalid { what: crate::error::Misuse::Update, message });
+        }
         Ok(UpdatePlan {
             raw,
             update,
@@ -412,6 +415,36 @@ struct ReadBack {
 /// The first two-way reference of `T` that `update` writes.
 fn touched_two_way<T: Document>(update: &Update<T>) -> Option<&'static Relation> {
     graph().two_way_iter(T::schema()).find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
+}
+
+/// What is wrong with an update that writes a field docrel keeps itself: a
+/// subset (kept from the children) or a bucket's elements or count (kept by
+/// its appends). `None` for any other update.
+fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
+    let overlaps = |field: &str| update.touched().any(|t| crate::store::path::overlaps(field, t));
+    for rel in T::schema().relations {
+        if let Some(subset) = &rel.subset {
+            if overlaps(rel.field) {
+                return Some(format!(
+                    "`{}.{}` is a subset docrel keeps from the `{}` documents: it changes when they do; write those \
+                     instead (or `rebuild` it)",
+                    T::COLLECTION,
+                    rel.field,
+                    subset.child_type
+                ));
+            }
+        }
+        if let Some(bucket) = &rel.bucket {
+            if let Some(field) = [rel.field, bucket.count].into_iter().find(|f| overlaps(f)) {
+                return Some(format!(
+                    "`{}.{field}` is kept by the bucket's appends: add elements with `rels().{}.append(..)`",
+                    T::COLLECTION,
+                    rel.rust_field
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Whether an update document does more than remove (`$pull`, `$unset`).
