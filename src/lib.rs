@@ -66,19 +66,39 @@
 //! `cargo doc -p docrel-guide --open` shows the same pages as rustdoc. Every
 //! snippet in it runs against the server in `scripts/test`.
 //!
-//! The attributes:
+//! **The attributes**: [`attributes`] lists every key of every attribute
+//! of the derives, with its default, an example, and the compiler warnings
+//! with how to acknowledge each one. In short:
 //!
 //! | attribute | on | pattern |
 //! |---|---|---|
 //! | `#[document(collection = "..")]` | struct | a collection root: typed repository, field handles |
 //! | `#[document(id)]`, `#[document(index)]`, `#[document(unique)]` | field | the `_id`; declared indexes |
-//! | `#[embed]`, `#[embed(max = N)]` | `T` / `Vec<T>` | one-to-one / one-to-few, bounded |
+//! | `#[embed]`, `#[embed(max = N)]` | `T` / `Vec<T>` | one-to-one / one-to-few, bounded; `subset_of = ..` keeps a subset |
 //! | `#[reference(many, to = T)]` | `Vec<Id>` or `Vec<{id, ..}>` | one-to-many, child references |
 //! | `#[reference(to = T)]` | `Id` / `Option<Id>` | many-to-one, one-to-one by link |
 //! | `#[parent_ref(to = P, sort = "-time")]` | `Id` | one-to-squillions |
 //! | `inverse = field`, `on_delete = pull \| cascade \| restrict` | references | two-way references, delete rules |
+//! | `#[denormalize(from = T::field)]` | field | a copy kept up to date |
+//! | `#[bucket(size = N)]`, `#[bucket(by = time, window = "day")]` | `Vec<T>` | buckets by count or by time |
 
-pub use docrel_macros::{Document, Embedded, View};
+/// Derives [`Document`](trait@Document): a struct stored in a collection of
+/// its own, with its repository, field handles and relationships. Every key
+/// of `#[document]`, `#[embed]`, `#[reference]`, `#[parent_ref]`,
+/// `#[denormalize]` and `#[bucket]` is in [`attributes`].
+pub use docrel_macros::Document;
+/// Derives [`Embedded`](trait@Embedded) for the `{id, ..}` element struct of
+/// a reference array whose fields may be copies: see
+/// [`attributes`](attributes#deriveembedded).
+pub use docrel_macros::Embedded;
+/// Derives [`View`](trait@View): some fields of a document, read with a
+/// projection. See [`attributes`](attributes#deriveview).
+pub use docrel_macros::View;
+
+/// Every attribute of the derives: each key, what it does, its default and
+/// a compiling example; the compiler warnings and how to acknowledge them.
+#[doc = include_str!("attributes.md")]
+pub mod attributes {}
 pub use docrel_runtime::*;
 
 // The README's code compiles with the crate's doctests.

@@ -43,6 +43,7 @@ pages! {
     subset = "patterns/subset.md";
     bucket = "patterns/bucket.md";
     loading = "loading.md";
+    queries = "queries.md";
     consistency = "consistency.md";
     operations = "operations.md";
     coming_from = "coming-from.md";

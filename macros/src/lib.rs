@@ -18,7 +18,18 @@ use internals::ctxt::Ctxt;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
-/// Derives `docrel::Document`: see the `docrel` crate for the attributes.
+/// Derives `docrel::Document` for a struct stored in a collection of its
+/// own: its repository (`T::repo(&db)`), field handles (`T::fields()`),
+/// relationship handles (`T::rels()`) and schema.
+///
+/// The attributes it reads: `#[document(collection = "..", shard_key(..),
+/// crate = "..")]` on the struct; `#[document(id, index, unique,
+/// write_heavy)]` on fields; one of `#[embed(..)]`, `#[reference(..)]`,
+/// `#[parent_ref(..)]` or `#[bucket(..)]` per field; `#[denormalize(..)]` on
+/// a copy. The module `docrel::attributes` lists every key with its default
+/// and an example, and the rules-of-thumb warnings: they are `deprecated`
+/// warnings, acknowledged with the attribute's `allow_..` key, not with
+/// `#[allow(..)]`.
 #[proc_macro_derive(Document, attributes(document, embed, reference, parent_ref, denormalize, bucket))]
 pub fn derive_document(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -45,7 +56,9 @@ fn derive_document_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     }
 }
 
-/// Derives `docrel::View`, a typed partial view of a document: `#[view(of = Part)]`.
+/// Derives `docrel::View`, a typed partial view of a document read with a
+/// projection: `#[view(of = Part)]`, and `crate = ".."` for a renamed
+/// dependency. See `docrel::attributes`.
 #[proc_macro_derive(View, attributes(view))]
 pub fn derive_view(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -71,7 +84,9 @@ fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
 }
 
 /// Derives `docrel::Embedded` for the element struct of a reference array
-/// (`{id, name}`), whose fields may be copies: `#[denormalize(from = Part::name)]`.
+/// (`{id, name}`), whose fields may be copies: `#[denormalize(from =
+/// Part::name)]`, and `#[embedded(crate = "..")]` for a renamed dependency.
+/// See `docrel::attributes`.
 #[proc_macro_derive(Embedded, attributes(denormalize, embedded))]
 pub fn derive_embedded(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

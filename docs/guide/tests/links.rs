@@ -1,5 +1,6 @@
 //! No broken link in the guide: every relative link of every page (and of
-//! the repository's README) names a file that exists, and its `#anchor` a
+//! the repository's README, CONTRIBUTING.md, `docs/*.md` and the attribute
+//! reference) names a file that exists, and its `#anchor` a
 //! heading of that page (mdBook's ids: lower case, spaces to `-`,
 //! punctuation dropped). Every page is in SUMMARY.md, and SUMMARY.md names
 //! no missing page. External links (`http`, `https`, `mailto`) are not
@@ -149,7 +150,15 @@ fn check_file(file: &Path, problems: &mut Vec<String>) {
 fn every_relative_link_and_anchor_resolves() {
     let mut files = Vec::new();
     pages(&src(), &mut files);
-    files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for doc in ["README.md", "CONTRIBUTING.md", "src/attributes.md"] {
+        files.push(repo.join(doc));
+    }
+    for entry in std::fs::read_dir(repo.join("docs")).expect("reading docs/").flatten() {
+        if entry.path().extension().is_some_and(|e| e == "md") {
+            files.push(entry.path());
+        }
+    }
     let mut problems = Vec::new();
     for f in &files {
         check_file(f, &mut problems);

@@ -27,6 +27,11 @@ use serde::{de::DeserializeOwned, Serialize};
 /// assert_eq!(Part::fields().name.path(), "name");
 /// assert_eq!(Part::fields().id.path(), "_id");
 /// ```
+///
+/// The module `docrel::attributes` lists every attribute the derive reads
+/// (`#[document]`, `#[embed]`, `#[reference]`, `#[parent_ref]`,
+/// `#[denormalize]`, `#[bucket]`), each key with its default and an
+/// example, and the warnings with how to acknowledge each one.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` must derive `docrel::Document`",
     label = "not a document",
@@ -58,8 +63,8 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// repository's `update_by_id` and `delete_by_id` require it, so that a
 /// type sharded on more than `_id` cannot write by id alone:
 ///
-/// ```compile_fail
-/// use docrel::{Document, Update, bson::oid::ObjectId};
+/// ```compile_fail,E0277
+/// use docrel::{Document, bson::oid::ObjectId};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Document, Serialize, Deserialize)]
@@ -67,14 +72,31 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
 ///
 /// async fn pay(repo: &docrel::Repository<Order>, id: &ObjectId) -> docrel::Result<()> {
-///     repo.update_by_id(id, Update::new().set(Order::fields().total, 0)).await?; // no shard key
+///     // error[E0277]: `Order` is sharded on more than `_id`
+///     repo.update_by_id(id, Order::fields().total.set(0)).await?;
 ///     Ok(())
 /// }
 /// ```
 ///
 /// Write such a type through a filter that fixes the whole key
 /// (`update_one`, `delete_one`), or with the document in hand
-/// (`replace`, `save`, `delete`).
+/// (`replace`, `save`, `delete`); the same update, routed by the key,
+/// compiles:
+///
+/// ```
+/// use docrel::{Document, bson::oid::ObjectId};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Document, Serialize, Deserialize)]
+/// #[document(collection = "orders", shard_key(tenant, id))]
+/// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
+///
+/// async fn pay(repo: &docrel::Repository<Order>, order: &Order) -> docrel::Result<()> {
+///     let key = Order::fields().tenant.eq(&order.tenant).and(Order::fields().id.eq(&order.id));
+///     repo.update_one(key, Order::fields().total.set(0)).await?;
+///     Ok(())
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is sharded on more than `_id`: a write by id alone cannot be routed to one shard",
     label = "needs the whole shard key",
