@@ -6,7 +6,7 @@
 pub(crate) mod copies;
 pub mod fanout;
 pub mod fill;
-pub mod repair;
+pub(crate) mod repair;
 pub mod sync;
 pub(crate) mod write;
 
