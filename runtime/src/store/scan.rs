@@ -253,3 +253,66 @@ pub(crate) async fn count(db: &Database, collection: &str, filter: BsonDoc) -> R
         .await
         .map_err(|e| Error::driver("count", collection, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{At, Checkpoint, Part, Report, Scan};
+    use crate::error::Result;
+    use futures::future::BoxFuture;
+    use mongodb::bson::Bson;
+    use std::sync::{Arc, Mutex};
+
+    /// A part over keys held in memory: the loop is the engine's, not the server's.
+    struct Keys(Vec<i32>);
+
+    impl Part for Keys {
+        fn label(&self) -> String {
+            format!("keys {:?}", self.0)
+        }
+        fn collections(&self) -> Vec<&'static str> {
+            Vec::new()
+        }
+        fn total<'a>(&'a self, _: &'a mongodb::Database) -> BoxFuture<'a, Result<u64>> {
+            Box::pin(async move { Ok(self.0.len() as u64) })
+        }
+        fn batch<'a>(&'a self, at: At<'a>, report: &'a mut Report) -> BoxFuture<'a, Result<Option<Bson>>> {
+            Box::pin(async move {
+                let after = at.after.and_then(Bson::as_i32);
+                let page: Vec<i32> =
+                    self.0.iter().copied().filter(|k| after.is_none_or(|a| *k > a)).take(at.size).collect();
+                report.scanned += page.len() as u64;
+                Ok(page.last().map(|k| Bson::Int32(*k)))
+            })
+        }
+    }
+
+    fn scan(db: &mongodb::Database) -> Scan<'_> {
+        let parts: super::Parts =
+            vec![Arc::new(Keys(vec![1, 2, 3, 4, 5])), Arc::new(Keys(vec![])), Arc::new(Keys(vec![10, 11, 12]))];
+        Scan::new(db, "test", "", parts, false).batch(2)
+    }
+
+    #[tokio::test]
+    async fn a_scan_stops_after_its_batches_and_resumes_where_it_stopped() -> Result<()> {
+        // Never contacted: the parts read nothing.
+        let client = mongodb::Client::with_uri_str("mongodb://127.0.0.1:1").await.expect("a client");
+        let db = client.database("unused");
+        let batches = Arc::new(Mutex::new(Vec::new()));
+        let seen = batches.clone();
+        let all = scan(&db).on_progress(move |p| seen.lock().unwrap().push(p.batch)).run().await?;
+        assert_eq!((all.scanned, all.checkpoint), (8, None));
+        assert_eq!(*batches.lock().unwrap(), [2, 2, 1, 2, 1], "an empty page is not a batch");
+
+        let first = scan(&db).max_batches(3).run().await?;
+        assert_eq!(first.scanned, 5);
+        assert_eq!(first.checkpoint, Some(Checkpoint { part: 0, after: Bson::Int32(5) }));
+        let rest = scan(&db).resume(first.checkpoint).run().await?;
+        assert_eq!((rest.scanned, rest.checkpoint), (3, None));
+
+        // Stopped before its first batch: `MinKey`, and a resume starts the part over.
+        let none = scan(&db).max_batches(0).run().await?;
+        assert_eq!(none.checkpoint, Some(Checkpoint { part: 0, after: Bson::MinKey }));
+        assert_eq!(scan(&db).resume(none.checkpoint).run().await?.scanned, 8);
+        Ok(())
+    }
+}
