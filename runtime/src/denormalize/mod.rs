@@ -5,7 +5,7 @@
 
 pub(crate) mod copies;
 pub mod fanout;
-pub mod fill;
+pub(crate) mod fill;
 pub(crate) mod repair;
 pub mod sync;
 pub(crate) mod write;
