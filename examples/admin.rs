@@ -8,8 +8,9 @@
 //! report is also written to `schema.md` in the current directory.
 
 use docrel::bson::{doc, oid::ObjectId};
-use docrel::fanout::{self, RepairReport};
+use docrel::fanout;
 use docrel::mongodb::Database;
+use docrel::scan::Report;
 use std::io::{IsTerminal, Write};
 
 /// The catalog example's types (its `main` is not used here).
@@ -33,9 +34,9 @@ pub struct Admin {
     /// The indexes of parts and products.
     pub indexes: Vec<String>,
     /// The verify after the outside rename, the repair, the verify after it.
-    pub before: RepairReport,
-    pub repaired: RepairReport,
-    pub after: RepairReport,
+    pub before: Report,
+    pub repaired: Report,
+    pub after: Report,
     /// The products scanned after each repair batch.
     pub progress: Vec<u64>,
 }
@@ -47,7 +48,7 @@ fn bar(done: u64, total: u64) -> String {
     format!("[{}{}] {done}/{total}", "#".repeat(filled as usize), "-".repeat((WIDTH - filled) as usize))
 }
 
-fn counts(r: &RepairReport) -> String {
+fn counts(r: &Report) -> String {
     format!("scanned {}, stale {}, dangling {}, fixed {}", r.scanned, r.stale, r.dangling, r.fixed)
 }
 
@@ -122,7 +123,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
                 .batch(BATCH)
                 .on_progress(|p| {
                     progress.push(p.report.scanned);
-                    let line = format!("      {} {}.{}", bar(p.report.scanned, total), p.target, p.path);
+                    let line = format!("      {} {}", bar(p.report.scanned, total), p.part);
                     let mut out = std::io::stdout().lock();
                     // A terminal redraws one line; a log gets a line per batch.
                     let _ = if tty { write!(out, "\r{line}") } else { writeln!(out, "{line}") };

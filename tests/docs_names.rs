@@ -206,6 +206,12 @@ impl<'ast> Visit<'ast> for Api {
                     syn::ImplItem::Type(t) => t.ident.to_string(),
                     syn::ImplItem::Macro(m) => {
                         let _ = self.scan_tokens(&m.mac.tokens);
+                        // `read_setters! { limit => read; session<'a> => session; }`:
+                        // each entry names the method it writes.
+                        for setter in setter_names(&m.mac.tokens) {
+                            self.fns.insert(setter.clone());
+                            self.declare(Some(&ty), &setter);
+                        }
                         continue;
                     }
                     _ => continue,
@@ -259,6 +265,29 @@ impl<'ast> Visit<'ast> for Api {
             }
         }
     }
+}
+
+/// The names an impl-level macro entry declares as methods: an identifier
+/// followed by `=>`, possibly with a `<'a>` between.
+fn setter_names(tokens: &TokenStream) -> Vec<String> {
+    let tts: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    let mut out = Vec::new();
+    for (i, tt) in tts.iter().enumerate() {
+        let TokenTree::Ident(id) = tt else { continue };
+        let mut j = i + 1;
+        if matches!(tts.get(j), Some(TokenTree::Punct(p)) if p.as_char() == '<') {
+            while j < tts.len() && !matches!(&tts[j], TokenTree::Punct(p) if p.as_char() == '>') {
+                j += 1;
+            }
+            j += 1;
+        }
+        let arrow = matches!((tts.get(j), tts.get(j + 1)),
+            (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b))) if a.as_char() == '=' && b.as_char() == '>');
+        if arrow {
+            out.push(id.to_string());
+        }
+    }
+    out
 }
 
 /// Roots of paths that are not docrel's.

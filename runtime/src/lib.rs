@@ -44,6 +44,9 @@ pub use patterns::bucket_check;
 pub use relations::inverse_check;
 pub use schema::handles::Handles;
 pub use schema::{graph, indexes, registry, shard};
+/// Verify and repair of derived data: the one engine behind the scans of
+/// copies, two-way references, subsets and buckets.
+pub use store::scan;
 
 pub use client::connect::{
     connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,

@@ -363,7 +363,7 @@ async fn fail_point(db: &Database, fault: Option<&Fault>) -> docrel::Result<()> 
 /// callback is `Send` but not `Sync`, across awaits), so it cannot be
 /// awaited inside a spawned task: it runs here on the worker's thread,
 /// which tokio hands over to blocking meanwhile (multi-thread runtime).
-fn scan(db: &Database, source: Source, fix: bool) -> docrel::Result<docrel::fanout::RepairReport> {
+fn scan(db: &Database, source: Source, fix: bool) -> docrel::Result<docrel::scan::Report> {
     tokio::task::block_in_place(|| {
         tokio::runtime::Handle::current().block_on(async {
             match (source, fix) {

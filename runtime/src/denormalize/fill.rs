@@ -1,101 +1,25 @@
 //! Copies written by the holder's side: filling the copies of documents
 //! about to be written from their sources (one read per source collection
 //! for the whole batch), confirming after the write that no source changed
-//! in between, and refreshing the copies of holders whose references an
-//! update changed. See the version contract in [`super::fanout`].
+//! in between, and what an update of a holder changes in its copies and
+//! their records. The copies themselves (where they sit, their sources,
+//! their refresh) are [`super::copies`]'. See the version contract in
+//! [`super::fanout`].
 
-use crate::denormalize::fanout::{apply_to, version_of, Guard, COPIES_PATH, VERSION_PATH};
+use crate::denormalize::copies::read_sources;
+use crate::denormalize::fanout::{apply_to, version_of, Guard};
 use crate::error::Result;
 use crate::schema::document::Schema;
-use crate::schema::graph::{graph, Shape, Target};
+use crate::schema::graph::{graph, Shape};
 use crate::store::path::{id_key, lookup, overlaps};
-use crate::store::session::{collect, plain, Cx};
+use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::{ClientSession, Database};
-use std::collections::{HashMap, HashSet};
-
-/// The source documents a write read, by (source collection, id key):
-/// the copied fields and the version.
-#[derive(Debug, Default)]
-pub(crate) struct Sources(HashMap<(&'static str, String), BsonDoc>);
-
-impl Sources {
-    fn get(&self, source: &'static str, id: &Bson) -> Option<&BsonDoc> {
-        self.0.get(&(source, id_key(id)))
-    }
-}
+use std::collections::HashMap;
 
 pub(crate) use crate::store::primary;
-
-/// `(source id, the document holding the copy fields)` of a holder document.
-pub(crate) fn held_copies<'d>(target: &Target, d: &'d BsonDoc) -> Vec<(&'d Bson, &'d BsonDoc)> {
-    match target.shape {
-        Shape::Top { via } => match d.get(via) {
-            Some(id) if *id != Bson::Null => vec![(id, d)],
-            _ => vec![],
-        },
-        Shape::Array { array, key } => d
-            .get_array(array)
-            .into_iter()
-            .flatten()
-            .filter_map(Bson::as_document)
-            .filter_map(|e| e.get(key).filter(|id| **id != Bson::Null).map(|id| (id, e)))
-            .collect(),
-    }
-}
-
-/// What to read: per source collection, the distinct ids and the fields.
-fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Vec<(&'static str, Vec<Bson>, Vec<&'static str>)> {
-    let mut out: Vec<(&'static str, Vec<Bson>, Vec<&'static str>)> = Vec::new();
-    let mut seen: HashSet<(&'static str, String)> = HashSet::new();
-    for (source, target) in held {
-        let i = match out.iter().position(|w| w.0 == *source) {
-            Some(i) => i,
-            None => {
-                out.push((source, Vec::new(), Vec::new()));
-                out.len() - 1
-            }
-        };
-        for f in target.source_fields() {
-            if !out[i].2.contains(&f) {
-                out[i].2.push(f);
-            }
-        }
-        for d in docs {
-            for (id, _) in held_copies(target, d) {
-                if seen.insert((source, id_key(id))) {
-                    out[i].1.push(id.clone());
-                }
-            }
-        }
-    }
-    out.retain(|w| !w.1.is_empty());
-    out
-}
-
-/// Reads the sources: one `find` per source collection, on the primary.
-async fn read(
-    db: &Database,
-    wants: Vec<(&'static str, Vec<Bson>, Vec<&'static str>)>,
-    mut session: Option<&mut ClientSession>,
-) -> Result<Sources> {
-    let mut sources = Sources::default();
-    for (source, ids, fields) in wants {
-        let mut projection: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
-        projection.insert(VERSION_PATH, 1);
-        let coll = db.collection::<BsonDoc>(source);
-        let find = coll
-            .find(doc! {"_id": {"$in": ids}})
-            .projection(projection)
-            .batch_size(i32::MAX as u32)
-            .selection_criteria(primary());
-        for found in collect(find, session.as_deref_mut(), source, |raw| plain(source, raw)).await? {
-            let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
-            sources.0.insert((source, key), found);
-        }
-    }
-    Ok(sources)
-}
+// Named here by the callers of the fill (the fan-out, the repository).
+pub(crate) use crate::denormalize::copies::{held_copies, refresh, Sources};
 
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
@@ -109,7 +33,7 @@ pub(crate) async fn fill(
     session: Option<&mut ClientSession>,
 ) -> Result<Sources> {
     let held = graph().held_by(schema);
-    let sources = read(db, wants(&held, docs), session).await?;
+    let sources = read_sources(db, &held, docs, session).await?;
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
         for (source, target) in &held {
@@ -187,7 +111,7 @@ pub(crate) async fn confirm(
     mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     let held = graph().held_by(schema);
-    let now = read(db, wants(&held, docs), session.as_deref_mut()).await?;
+    let now = read_sources(db, &held, docs, session.as_deref_mut()).await?;
     for (source, target) in &held {
         // source id -> the holders referring to it
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
@@ -215,73 +139,6 @@ pub(crate) async fn confirm(
                 )
                 .await?;
             }
-        }
-    }
-    Ok(())
-}
-
-/// Brings the copies held by the documents `ids` of `schema` up to date
-/// with their sources, after an update that changed their references (a
-/// `via` field, elements pushed into or set on an array of copies): reads
-/// the holders and their sources, and rewrites only the stale copies, under
-/// the refresh guard. Two reads, and one `update` command per target with
-/// stale copies.
-pub(crate) async fn refresh(
-    db: &Database,
-    schema: &'static Schema,
-    ids: &[Bson],
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
-    let held = graph().held_by(schema);
-    if held.is_empty() || ids.is_empty() {
-        return Ok(());
-    }
-    let mut projection = doc! {"_id": 1, COPIES_PATH: 1};
-    for (_, target) in &held {
-        match target.shape {
-            Shape::Top { via } => {
-                projection.insert(via, 1);
-                for (copy, _) in &target.fields {
-                    projection.insert(*copy, 1);
-                }
-            }
-            Shape::Array { array, .. } => {
-                projection.insert(array, 1);
-            }
-        }
-    }
-    let coll = db.collection::<BsonDoc>(schema.collection);
-    let find = coll
-        .find(doc! {"_id": {"$in": ids}})
-        .projection(projection)
-        .batch_size(i32::MAX as u32)
-        .selection_criteria(primary());
-    let docs = collect(find, session.as_deref_mut(), schema.collection, |raw| plain(schema.collection, raw)).await?;
-    let sources = read(db, wants(&held, &docs), session.as_deref_mut()).await?;
-    for (source, target) in &held {
-        let mut stale: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
-        for d in &docs {
-            let Some(holder) = d.get("_id") else { continue };
-            for (id, copy) in held_copies(target, d) {
-                let Some(src) = sources.get(source, id) else { continue };
-                let recorded = lookup(d, &target.version_path(id)).and_then(|v| v.as_i64());
-                let differs = target.fields.iter().any(|(c, f)| copy.get(*c) != lookup(src, f));
-                if differs || recorded.is_some_and(|r| r < version_of(src)) {
-                    stale.entry(id_key(id)).or_insert_with(|| (id.clone(), Vec::new())).1.push(holder.clone());
-                }
-            }
-        }
-        // One `update` command for every stale source of this target, not
-        // one write per source.
-        let groups: Vec<crate::denormalize::repair::Refresh<'_>> = stale
-            .into_values()
-            .filter_map(|(id, holders)| {
-                let source = sources.get(source, &id)?;
-                Some(crate::denormalize::repair::Refresh { id, source, holders })
-            })
-            .collect();
-        if !groups.is_empty() {
-            crate::denormalize::repair::refresh_many(db, target, &groups, session.as_deref_mut()).await?;
         }
     }
     Ok(())

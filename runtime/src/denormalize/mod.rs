@@ -1,14 +1,16 @@
 //! Denormalized copies: the fan-out that rewrites every copy of a changed
-//! source field, the fill of copies on insert, verify/repair, and the
-//! change-stream sync worker of deferred mode. Public as `docrel::fanout`.
+//! source field, the fill of copies on insert, the copies a holder keeps
+//! and their refresh, verify/repair, and the change-stream sync worker of
+//! deferred mode. Public as `docrel::fanout`.
 
+pub(crate) mod copies;
 pub mod fanout;
-pub mod fill;
-pub mod repair;
+pub(crate) mod fill;
+pub(crate) mod repair;
 pub mod sync;
 pub(crate) mod write;
 
 pub use crate::schema::graph::{Shape, Target};
 pub use fanout::{FanOutReport, VERSION_PATH};
-pub use repair::{repair, repair_collection, verify, verify_collection, Checkpoint, Progress, Repair, RepairReport};
+pub use repair::{repair, repair_collection, verify, verify_collection};
 pub use sync::{touched_fields, Applied, HistoryLost, SyncWorker, SYNC_COLLECTION};

@@ -4,3 +4,4 @@
 pub mod bucket;
 pub mod bucket_check;
 pub mod subset;
+pub(crate) mod subset_check;

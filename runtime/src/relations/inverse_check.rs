@@ -2,9 +2,10 @@
 //! consistency contract): both sides of every `inverse = ..` pair agree,
 //! so `person.tasks` holds a task exactly when `task.owner` is that person.
 //!
-//! A scan reads one side in batches of `_id` order and, for each batch, the
-//! documents of the other side it names (one `$in` read), then does the same
-//! from the other side. It is resumable from a checkpoint and idempotent:
+//! A scan (on the engine of [`crate::store::scan`]) reads one side in
+//! batches of `_id` order and, for each batch, the documents of the other
+//! side it names (one `$in` read), then does the same from the other side.
+//! It is resumable from a checkpoint and idempotent:
 //! every fix is a `$pull` or a bounded `$addToSet`, so running it again (or
 //! resuming after a stop in the middle of a batch) fixes nothing twice.
 //!
@@ -42,12 +43,13 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Document, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::schema::registry::sorted;
-use crate::store::primary;
+use crate::store::page::Page;
+use crate::store::scan::{count, At, Part, Parts, Report, Scan};
+use crate::store::session::{collect, plain};
+use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
-
-/// How many problems a report describes in words (all are counted).
-pub const PROBLEMS_LISTED: usize = 20;
+use std::sync::Arc;
 
 /// One side of a two-way reference.
 #[derive(Debug, Clone, Copy)]
@@ -199,99 +201,6 @@ pub fn pairs() -> Vec<Pair> {
     out
 }
 
-/// Where a scan stopped.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InverseCheckpoint {
-    /// Index of the pair, in the scan's list of pairs.
-    pub pair: usize,
-    /// 0 while scanning side `a`, 1 for side `b`.
-    pub side: u8,
-    /// The last `_id` done on that side.
-    pub after: Bson,
-}
-
-/// Counts of a scan.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct InverseReport {
-    /// Documents read (both sides).
-    pub scanned: u64,
-    /// Links recorded on one side only.
-    pub mismatched: u64,
-    /// References to documents that do not exist.
-    pub dangling: u64,
-    /// Writes that fixed something (a pull or an add).
-    pub fixed: u64,
-    /// Problems a repair cannot fix (single references to missing
-    /// documents, full arrays, 1:1 disagreements, `{id, ..}` elements to add).
-    pub unfixable: u64,
-    /// The first [`PROBLEMS_LISTED`] problems, in words.
-    pub problems: Vec<String>,
-    /// Where to resume, when the scan stopped early.
-    pub checkpoint: Option<InverseCheckpoint>,
-}
-
-impl InverseReport {
-    /// Whether the scan found nothing wrong.
-    pub fn clean(&self) -> bool {
-        self.mismatched == 0 && self.dangling == 0
-    }
-    fn note(&mut self, problem: String) {
-        if self.problems.len() < PROBLEMS_LISTED {
-            self.problems.push(problem);
-        }
-    }
-    /// Adds the counts of `other` (a later part of the same scan).
-    pub fn add(&mut self, other: &InverseReport) {
-        self.scanned += other.scanned;
-        self.mismatched += other.mismatched;
-        self.dangling += other.dangling;
-        self.fixed += other.fixed;
-        self.unfixable += other.unfixable;
-        for p in &other.problems {
-            self.note(p.clone());
-        }
-        self.checkpoint = other.checkpoint.clone();
-    }
-}
-
-/// A progress report, after each batch.
-#[derive(Debug, Clone)]
-pub struct InverseProgress<'a> {
-    /// The pair being scanned.
-    pub pair: &'a Pair,
-    /// The side being read.
-    pub side: &'a Side,
-    /// Documents read in this batch.
-    pub batch: u64,
-    /// The counts so far.
-    pub report: &'a InverseReport,
-}
-
-type OnProgress<'a> = Box<dyn FnMut(&InverseProgress<'_>) + Send + Sync + 'a>;
-
-/// A verify or repair of two-way references; from [`verify`], [`repair`],
-/// [`verify_collection`], [`repair_collection`] or [`verify_all`]/[`repair_all`].
-#[must_use = "an InverseScan does nothing until run"]
-pub struct InverseScan<'a> {
-    db: &'a Database,
-    pairs: Vec<Pair>,
-    fix: bool,
-    batch: usize,
-    resume: Option<InverseCheckpoint>,
-    max_batches: Option<usize>,
-    on_progress: Option<OnProgress<'a>>,
-}
-
-impl std::fmt::Debug for InverseScan<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InverseScan")
-            .field("pairs", &self.pairs.iter().map(Pair::label).collect::<Vec<_>>())
-            .field("fix", &self.fix)
-            .field("batch", &self.batch)
-            .finish()
-    }
-}
-
 /// Reports the two-way references of `T` (declared on it or pointing at
 /// it) whose sides disagree, without writing anything.
 ///
@@ -322,40 +231,34 @@ impl std::fmt::Debug for InverseScan<'_> {
 /// assert!(docrel::inverse_check::verify::<Task>(&db).run().await?.clean());
 /// # Ok(()) });
 /// ```
-pub fn verify<T: Document>(db: &Database) -> InverseScan<'_> {
-    InverseScan::new(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), false)
+pub fn verify<T: Document>(db: &Database) -> Scan<'_> {
+    scan(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), false)
 }
 
 /// Like [`verify`], and fixes what it can (see the module docs for which
 /// side wins).
-pub fn repair<T: Document>(db: &Database) -> InverseScan<'_> {
-    InverseScan::new(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), true)
+pub fn repair<T: Document>(db: &Database) -> Scan<'_> {
+    scan(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), true)
 }
 
 /// [`verify`] of the pairs involving a collection named at run time (for
 /// command lines); an error naming the known ones when none does.
-pub fn verify_collection<'a>(db: &'a Database, collection: &str) -> Result<InverseScan<'a>> {
-    Ok(InverseScan::new(db, pairs_of(collection)?, false))
+pub fn verify_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
+    Ok(scan(db, pairs_of(collection)?, false))
 }
 
 /// [`repair`] of the pairs involving a collection named at run time.
-pub fn repair_collection<'a>(db: &'a Database, collection: &str) -> Result<InverseScan<'a>> {
-    Ok(InverseScan::new(db, pairs_of(collection)?, true))
+pub fn repair_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
+    Ok(scan(db, pairs_of(collection)?, true))
 }
 
-/// [`verify`] of every two-way reference of the program.
-pub fn verify_all(db: &Database) -> InverseScan<'_> {
-    InverseScan::new(db, pairs(), false)
+fn scan(db: &Database, pairs: Vec<Pair>, fix: bool) -> Scan<'_> {
+    Scan::new(db, "verify_inverses", "", pairs.into_iter().flat_map(parts).collect(), fix)
 }
 
-/// [`repair`] of every two-way reference of the program.
-pub fn repair_all(db: &Database) -> InverseScan<'_> {
-    InverseScan::new(db, pairs(), true)
-}
-
-/// A scan of the given pairs (from [`pairs`]): `fix` repairs.
-pub fn scan(db: &Database, pairs: Vec<Pair>, fix: bool) -> InverseScan<'_> {
-    InverseScan::new(db, pairs, fix)
+/// The parts of a scan of one pair: side `a`, then side `b`.
+pub(crate) fn parts(pair: Pair) -> Parts {
+    vec![Arc::new(SideScan { pair, side: 0 }), Arc::new(SideScan { pair, side: 1 })]
 }
 
 fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
@@ -378,95 +281,42 @@ fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
     Ok(found)
 }
 
-impl<'a> InverseScan<'a> {
-    fn new(db: &'a Database, pairs: Vec<Pair>, fix: bool) -> Self {
-        InverseScan { db, pairs, fix, batch: 500, resume: None, max_batches: None, on_progress: None }
+/// One side of a pair, scanned: each id its documents hold is looked up on
+/// the other side.
+struct SideScan {
+    pair: Pair,
+    /// 0 for side `a`, 1 for side `b`.
+    side: u8,
+}
+
+impl Part for SideScan {
+    fn label(&self) -> String {
+        format!("{} from {}", self.pair.label(), self.pair.sides(self.side).0.label())
     }
 
-    /// Documents read per batch (one round trip, plus one for the other side).
-    pub fn batch(mut self, n: usize) -> Self {
-        self.batch = n.max(1);
-        self
-    }
-    /// Continues a scan that stopped at `checkpoint`.
-    pub fn resume(mut self, checkpoint: Option<InverseCheckpoint>) -> Self {
-        self.resume = checkpoint;
-        self
-    }
-    /// Stops after `n` batches, returning a checkpoint.
-    pub fn max_batches(mut self, n: usize) -> Self {
-        self.max_batches = Some(n);
-        self
-    }
-    /// Calls `f` after each batch.
-    pub fn on_progress(mut self, f: impl FnMut(&InverseProgress<'_>) + Send + Sync + 'a) -> Self {
-        self.on_progress = Some(Box::new(f));
-        self
-    }
-    /// The pairs this scan covers, in order.
-    pub fn pairs(&self) -> &[Pair] {
-        &self.pairs
+    fn collections(&self) -> Vec<&'static str> {
+        vec![self.pair.a.collection(), self.pair.b.collection()]
     }
 
-    /// Runs the scan.
-    pub async fn run(mut self) -> Result<InverseReport> {
-        crate::client::trace::Op::new("verify_inverses", "")
-            .run(async move {
-                let mut report = InverseReport::default();
-                let mut batches = 0usize;
-                let start = self.resume.take();
-                let pairs = self.pairs.clone();
-                for (index, pair) in pairs.iter().enumerate() {
-                    for side in 0..2u8 {
-                        let mut after = match &start {
-                            Some(cp) if (index, side) < (cp.pair, cp.side) => continue,
-                            Some(cp) if (index, side) == (cp.pair, cp.side) => Some(cp.after.clone()),
-                            _ => None,
-                        };
-                        loop {
-                            if self.max_batches.is_some_and(|m| batches >= m) {
-                                report.checkpoint =
-                                    Some(InverseCheckpoint { pair: index, side, after: after.unwrap_or(Bson::MinKey) });
-                                return Ok(report);
-                            }
-                            let before = report.scanned;
-                            let Some(last) = self.one_batch(pair, side, after.as_ref(), &mut report).await? else {
-                                break;
-                            };
-                            after = Some(last);
-                            batches += 1;
-                            let (near, _) = pair.sides(side);
-                            if let Some(f) = self.on_progress.as_mut() {
-                                f(&InverseProgress {
-                                    pair,
-                                    side: &near,
-                                    batch: report.scanned - before,
-                                    report: &report,
-                                });
-                            }
-                        }
-                    }
-                }
-                Ok(report)
-            })
-            .await
+    fn total<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
+        let (near, _) = self.pair.sides(self.side);
+        Box::pin(count(db, near.collection(), doc! { near.rel.id_path(): {"$exists": true} }))
     }
 
-    /// One batch of side `side` of `pair`; the last `_id` read, or `None` at the end.
-    async fn one_batch(
-        &self,
-        pair: &Pair,
-        side: u8,
-        after: Option<&Bson>,
-        report: &mut InverseReport,
-    ) -> Result<Option<Bson>> {
-        let (near, far) = pair.sides(side);
-        let mut filter = doc! { near.rel.id_path(): {"$exists": true} };
-        if let Some(after) = after {
-            filter.insert("_id", doc! {"$gt": after.clone()});
-        }
-        let docs =
-            read(self.db, near.collection(), filter, doc! {"_id": 1, near.rel.field: 1}, Some(self.batch)).await?;
+    fn batch<'a>(&'a self, at: At<'a>, report: &'a mut Report) -> BoxFuture<'a, Result<Option<Bson>>> {
+        Box::pin(self.one_batch(at, report))
+    }
+}
+
+impl SideScan {
+    /// One batch of the near side; the last `_id` read, or `None` at the end.
+    async fn one_batch(&self, at: At<'_>, report: &mut Report) -> Result<Option<Bson>> {
+        let (near, far) = self.pair.sides(self.side);
+        let filter = doc! { near.rel.id_path(): {"$exists": true} };
+        let page = Page { filter: &filter, after: at.after, size: at.size };
+        let docs = page
+            .docs(&at.db.collection::<BsonDoc>(near.collection()), doc! {"_id": 1, near.rel.field: 1}, None)
+            .await?;
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
         let mut wanted: Vec<Bson> = Vec::new();
         for d in &docs {
@@ -479,23 +329,21 @@ impl<'a> InverseScan<'a> {
         let others = if wanted.is_empty() {
             Vec::new()
         } else {
-            read(self.db, far.collection(), doc! {"_id": {"$in": wanted}}, doc! {"_id": 1, far.rel.field: 1}, None)
-                .await?
+            read(at.db, far, doc! {"_id": {"$in": wanted}}, doc! {"_id": 1, far.rel.field: 1}).await?
         };
         for d in &docs {
             report.scanned += 1;
             let Some(x) = d.get("_id") else { continue };
             for y in near.ids(d) {
-                let other = others.iter().find(|o| o.get("_id") == Some(&y));
-                match other {
+                match others.iter().find(|o| o.get("_id") == Some(&y)) {
                     None => {
                         report.dangling += 1;
-                        self.dangling(near, x, &y, report).await?;
+                        self.dangling(at, x, &y, report).await?;
                     }
                     Some(o) if far.ids(o).contains(x) => {}
                     Some(o) => {
                         report.mismatched += 1;
-                        self.mismatch(pair, near, far, x, &y, o, report).await?;
+                        self.mismatch(at, x, &y, o, report).await?;
                     }
                 }
             }
@@ -503,33 +351,26 @@ impl<'a> InverseScan<'a> {
         Ok(Some(last))
     }
 
-    /// `x` (on `near`) refers to `y`, which does not exist.
-    async fn dangling(&self, near: Side, x: &Bson, y: &Bson, report: &mut InverseReport) -> Result<()> {
-        let what = format!("{} of {} refers to {}, which does not exist", near.label(), show_id(x), show_id(y));
+    /// `x` (on the near side) refers to `y`, which does not exist.
+    async fn dangling(&self, at: At<'_>, x: &Bson, y: &Bson, report: &mut Report) -> Result<()> {
+        let (near, _) = self.pair.sides(self.side);
+        let what = || format!("{} of {} refers to {}, which does not exist", near.label(), show_id(x), show_id(y));
         if !near.many() {
             report.unfixable += 1;
-            report.note(format!("{what}: reassign or delete {}", show_id(x)));
+            report.note(|| format!("{}: reassign or delete {}", what(), show_id(x)));
             return Ok(());
         }
-        report.note(format!("{what}: {}", if self.fix { "pulled" } else { "repair pulls it" }));
-        if self.fix {
-            report.fixed += self.write(near, doc! {"_id": x.clone()}, near.pull(y)).await?;
+        report.note(|| format!("{}: {}", what(), if at.fix { "pulled" } else { "repair pulls it" }));
+        if at.fix {
+            report.fixed += write(at.db, near, doc! {"_id": x.clone()}, near.pull(y)).await?;
         }
         Ok(())
     }
 
-    /// `x` (on `near`) refers to `y`, whose `far` side does not refer back.
-    #[allow(clippy::too_many_arguments)]
-    async fn mismatch(
-        &self,
-        pair: &Pair,
-        near: Side,
-        far: Side,
-        x: &Bson,
-        y: &Bson,
-        other: &BsonDoc,
-        report: &mut InverseReport,
-    ) -> Result<()> {
+    /// `x` (on the near side) refers to `y`, whose far side (`other`) does
+    /// not refer back.
+    async fn mismatch(&self, at: At<'_>, x: &Bson, y: &Bson, other: &BsonDoc, report: &mut Report) -> Result<()> {
+        let (near, far) = self.pair.sides(self.side);
         let back = far.ids(other);
         let what = format!(
             "{} of {} holds {} but {} of {} {}",
@@ -544,102 +385,96 @@ impl<'a> InverseScan<'a> {
                 _ => format!("lacks {}", show_id(x)),
             }
         );
-        match pair.shape {
+        match self.pair.shape {
             Shape::OneToOne => {
                 report.unfixable += 1;
-                report.note(format!("{what}: a 1:1 disagreement has no side that is the truth; relink with `link`"));
+                report.note(|| format!("{what}: a 1:1 disagreement has no side that is the truth; relink with `link`"));
                 Ok(())
             }
             // The array holds a link the single reference denies: pull it.
             Shape::OneToMany if near.many() => {
-                report.note(format!("{what}: {}", if self.fix { "pulled" } else { "repair pulls it" }));
-                if self.fix {
-                    // Only while the single side still says otherwise.
-                    let still = read(
-                        self.db,
-                        far.collection(),
-                        doc! {"_id": y.clone(), far.rel.field: x.clone()},
-                        doc! {"_id": 1},
-                        Some(1),
-                    )
-                    .await?;
-                    if still.is_empty() {
-                        report.fixed += self.write(near, doc! {"_id": x.clone()}, near.pull(y)).await?;
-                    }
+                report.note(|| format!("{what}: {}", if at.fix { "pulled" } else { "repair pulls it" }));
+                if at.fix {
+                    report.fixed += pull_denied(at.db, near, far, x, y).await?;
                 }
                 Ok(())
             }
             // The single reference (or, N:M, either array) records a link the
             // other side lacks: add it there.
-            Shape::OneToMany | Shape::ManyToMany => {
-                if far.key().is_some() {
-                    report.unfixable += 1;
-                    report.note(format!(
-                        "{what}: `{}` holds `{{id, ..}}` elements, whose other fields are not known here; add the \
-                         element with the update builder",
-                        far.label()
-                    ));
-                    return Ok(());
-                }
-                report.note(format!("{what}: {}", if self.fix { "added" } else { "repair adds it" }));
-                if !self.fix {
-                    return Ok(());
-                }
-                let mut filter = doc! {"_id": y.clone()};
-                if let Some(max) = far.max() {
-                    filter.insert(format!("{}.{}", far.rel.field, max.saturating_sub(1)), doc! {"$exists": false});
-                }
-                let n = self.write(far, filter, doc! {"$addToSet": { far.rel.field: x.clone() }}).await?;
-                if n == 0 && !self.holds(far, y, x).await? {
-                    report.unfixable += 1;
-                    report.note(format!(
-                        "{} of {} is full ({} ids): {} could not be added; raise the bound or unlink others",
-                        far.label(),
-                        show_id(y),
-                        far.max().unwrap_or_default(),
-                        show_id(x)
-                    ));
-                }
-                report.fixed += n;
-                Ok(())
-            }
+            Shape::OneToMany | Shape::ManyToMany => add_missing(at, far, x, y, what, report).await,
         }
-    }
-
-    async fn holds(&self, side: Side, id: &Bson, value: &Bson) -> Result<bool> {
-        let mut filter = side.holding(value);
-        filter.insert("_id", id.clone());
-        Ok(!read(self.db, side.collection(), filter, doc! {"_id": 1}, Some(1)).await?.is_empty())
-    }
-
-    async fn write(&self, side: Side, filter: BsonDoc, update: BsonDoc) -> Result<u64> {
-        let r = self
-            .db
-            .collection::<BsonDoc>(side.collection())
-            .update_one(filter, update)
-            .await
-            .map_err(|e| Error::driver("update", side.collection(), e))?;
-        Ok(r.modified_count)
     }
 }
 
-/// Reads documents (from the primary), in `_id` order when `limit` is given.
-async fn read(
-    db: &Database,
-    collection: &str,
-    filter: BsonDoc,
-    projection: BsonDoc,
-    limit: Option<usize>,
-) -> Result<Vec<BsonDoc>> {
+/// Pulls `y` from the array of `x` on `near`, while the single reference
+/// of `y` on `far` still says otherwise; the fixes written.
+async fn pull_denied(db: &Database, near: Side, far: Side, x: &Bson, y: &Bson) -> Result<u64> {
+    let still = read(db, far, doc! {"_id": y.clone(), far.rel.field: x.clone()}, doc! {"_id": 1}).await?;
+    if !still.is_empty() {
+        return Ok(0);
+    }
+    write(db, near, doc! {"_id": x.clone()}, near.pull(y)).await
+}
+
+/// Adds `x` to `far` of `y` (under the array's bound), which lacks it;
+/// `what` says what is wrong.
+async fn add_missing(at: At<'_>, far: Side, x: &Bson, y: &Bson, what: String, report: &mut Report) -> Result<()> {
+    if far.key().is_some() {
+        report.unfixable += 1;
+        report.note(|| {
+            format!(
+                "{what}: `{}` holds `{{id, ..}}` elements, whose other fields are not known here; add the element \
+                 with the update builder",
+                far.label()
+            )
+        });
+        return Ok(());
+    }
+    report.note(|| format!("{what}: {}", if at.fix { "added" } else { "repair adds it" }));
+    if !at.fix {
+        return Ok(());
+    }
+    let mut filter = doc! {"_id": y.clone()};
+    if let Some(max) = far.max() {
+        filter.insert(format!("{}.{}", far.rel.field, max.saturating_sub(1)), doc! {"$exists": false});
+    }
+    let n = write(at.db, far, filter, doc! {"$addToSet": { far.rel.field: x.clone() }}).await?;
+    if n == 0 && !holds(at.db, far, y, x).await? {
+        report.unfixable += 1;
+        report.note(|| {
+            format!(
+                "{} of {} is full ({} ids): {} could not be added; raise the bound or unlink others",
+                far.label(),
+                show_id(y),
+                far.max().unwrap_or_default(),
+                show_id(x)
+            )
+        });
+    }
+    report.fixed += n;
+    Ok(())
+}
+
+/// Whether `id` on `side` holds `value`.
+async fn holds(db: &Database, side: Side, id: &Bson, value: &Bson) -> Result<bool> {
+    let mut filter = side.holding(value);
+    filter.insert("_id", id.clone());
+    Ok(!read(db, side, filter, doc! {"_id": 1}).await?.is_empty())
+}
+
+async fn write(db: &Database, side: Side, filter: BsonDoc, update: BsonDoc) -> Result<u64> {
+    let r = db
+        .collection::<BsonDoc>(side.collection())
+        .update_one(filter, update)
+        .await
+        .map_err(|e| Error::driver("update", side.collection(), e))?;
+    Ok(r.modified_count)
+}
+
+/// Reads documents of `side`'s collection, from the primary.
+async fn read(db: &Database, side: Side, filter: BsonDoc, projection: BsonDoc) -> Result<Vec<BsonDoc>> {
+    let collection = side.collection();
     let coll = db.collection::<BsonDoc>(collection);
-    let mut find = coll.find(filter).projection(projection).selection_criteria(primary());
-    if let Some(limit) = limit {
-        find = find.sort(doc! {"_id": 1}).limit(limit as i64).batch_size(limit as u32);
-    }
-    let mut cursor = find.await.map_err(|e| Error::driver("find", collection, e))?;
-    let mut out = Vec::new();
-    while cursor.advance().await.map_err(|e| Error::driver("find", collection, e))? {
-        out.push(cursor.deserialize_current().map_err(|e| Error::driver("find", collection, e))?);
-    }
-    Ok(out)
+    let find = coll.find(filter).projection(projection).selection_criteria(crate::store::primary());
+    collect(find, None, collection, |raw| plain(collection, raw)).await
 }

@@ -5,7 +5,7 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind};
 use crate::schema::graph::graph;
-use crate::store::session::{collect, in_session, Cx};
+use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 
 /// Cascades deeper than this are refused: the schema has a cycle of
@@ -114,24 +114,8 @@ async fn dependants(
     ids: &[Bson],
     after: Option<Bson>,
 ) -> Result<Option<Vec<Bson>>> {
-    let mut filter = doc! { rel.id_path(): {"$in": ids} };
-    if let Some(after) = after {
-        filter.insert("_id", doc! {"$gt": after});
-    }
-    let coll = cx.db.collection::<RawDocumentBuf>(schema.collection);
-    let find = coll
-        .find(filter)
-        .projection(doc! {"_id": 1})
-        .sort(doc! {"_id": 1})
-        .limit(BATCH as i64)
-        .batch_size(BATCH as u32)
-        .selection_criteria(crate::store::primary());
-    let found = collect(find, cx.session(), schema.collection, |raw| {
-        Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()))
-    })
-    .await?;
-    let page: Vec<Bson> = found.into_iter().flatten().collect();
-    Ok((!page.is_empty()).then_some(page))
+    let filter = doc! { rel.id_path(): {"$in": ids} };
+    crate::store::id_page(&cx.db.collection(schema.collection), &filter, after, cx.session()).await
 }
 
 /// Applies the rules for `ids` of `collection`: one pull per pulling

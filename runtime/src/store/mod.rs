@@ -1,18 +1,20 @@
 //! How every capability reads and writes: typed field handles (`field`),
 //! the conditions they build (`conditions`), filters and sorts (`query`),
 //! updates (`update`, their bounds in `bounds`), the `Find` builder and the
-//! options every read builder holds (`options`), `_id` paging (`ids`),
-//! decoding, and BSON path helpers.
+//! options every read builder holds (`options`), `_id` keyset paging
+//! (`page`), the verify/repair engine every kind of derived data runs on
+//! (`scan`), decoding, and BSON path helpers.
 
 mod bounds;
 pub mod codec;
 mod conditions;
 pub mod field;
 pub mod find;
-mod ids;
 pub mod options;
+pub(crate) mod page;
 pub mod path;
 pub mod query;
+pub mod scan;
 pub(crate) mod session;
 pub mod transaction;
 pub mod update;
@@ -20,7 +22,7 @@ pub mod update;
 pub use conditions::escape_regex;
 pub use field::{Element, Field, Text};
 pub use find::{Find, FindIn};
-pub(crate) use ids::{id_page, ID_PAGE};
+pub(crate) use page::{id_page, ID_PAGE};
 pub use query::{Filter, Sort};
 pub(crate) use session::primary;
 pub use update::{DateLike, Update};

@@ -1,0 +1,294 @@
+//! The admin command line (cargo feature `admin`): `schema`, `indexes
+//! plan|apply`, `verify`, `repair`, `sync`, `doctor`, for the document
+//! types linked into the program that calls [`main`].
+//!
+//! Exit codes, for scripts:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done, nothing wrong (or nothing at or above `doctor --fail-on`) |
+//! | 1 | done, and something is wrong: `verify` found a problem, `repair` left one it cannot fix, `doctor` found one at or above `--fail-on`, `indexes plan` has changes to apply |
+//! | 2 | bad usage: an unknown option, subcommand or collection, no database named |
+//! | 3 | failed: the server could not be reached, a command was refused, a file could not be written |
+//! | 130 | interrupted (Ctrl-C, SIGTERM): a repair saved its checkpoint; the same command resumes it |
+//!
+//! The commands live in their own modules: `reports` (schema, indexes,
+//! doctor), `verify` (verify and repair), `sync`; `console` is where they
+//! write and how they end.
+
+mod console;
+mod reports;
+mod sync;
+mod verify;
+
+pub use console::{shutdown_signal, Console, Exit};
+
+use crate::admin::checks;
+use crate::admin::doctor::{self, Severity};
+use crate::client::connect::connect;
+use crate::error::{Error, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use console::Shutdown;
+use mongodb::Database;
+use std::future::Future;
+use std::path::PathBuf;
+
+/// Operate the docrel schema of this program: its report, indexes, derived
+/// data (verify, repair, sync) and how the live data follows the rules of
+/// thumb (doctor).
+#[derive(Debug, Parser)]
+#[command(name = "admin", version, propagate_version = true)]
+pub struct Cli {
+    /// The deployment (a MongoDB connection string).
+    #[arg(long, env = "MONGODB_URI", global = true, hide_env_values = true)]
+    uri: Option<String>,
+    /// The database holding the data.
+    #[arg(long, env = "DOCREL_DB", global = true)]
+    db: Option<String>,
+    /// Print the report as JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The schema report: relationships, fan-outs, indexes, advice and a
+    /// Mermaid diagram, as Markdown (no database needed).
+    Schema {
+        /// Also write a page with the diagram drawn (SVG) to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+    /// The indexes the types declare and their relationships need, against
+    /// the ones that exist.
+    Indexes {
+        #[command(subcommand)]
+        action: IndexAction,
+    },
+    /// Check derived data without writing: denormalized copies, two-way
+    /// references, subsets, buckets. Exit 1 when anything is wrong.
+    Verify {
+        /// Only what involves this collection (source or holder of copies,
+        /// either side of a two-way reference, subset parent or child,
+        /// bucket collection).
+        source: Option<String>,
+        /// Documents read per batch.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+    },
+    /// Fix derived data: rewrite stale copies, make both sides of two-way
+    /// references agree, rebuild wrong subsets, recount buckets. Resumes
+    /// from its checkpoint after Ctrl-C.
+    Repair {
+        /// Only what involves this collection (see `verify`).
+        source: Option<String>,
+        /// Report what would be fixed, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Documents read per batch (the checkpoint is saved after each).
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// Ignore the saved checkpoint and start from the beginning.
+        #[arg(long)]
+        restart: bool,
+        /// Stop after this many batches, saving the checkpoint (to spread
+        /// a long repair over several runs).
+        #[arg(long, value_name = "N")]
+        max_batches: Option<usize>,
+    },
+    /// Run the change-stream sync worker of deferred fan-outs until
+    /// SIGINT/SIGTERM, resuming from its stored token and reporting lag.
+    Sync {
+        /// The worker's name (its resume token's key in `_docrel_sync`).
+        #[arg(long, default_value = "admin")]
+        name: String,
+        /// Seconds between saves of the position while the stream moves.
+        #[arg(long, default_value_t = 10)]
+        checkpoint_every: u64,
+        /// Seconds between progress and lag reports.
+        #[arg(long, default_value_t = 10)]
+        report_every: u64,
+        /// When the stored position fell off the oplog, repair every source
+        /// and go on, instead of stopping.
+        #[arg(long)]
+        repair_on_lost_history: bool,
+    },
+    /// The rules of thumb against the live data: array lengths, document
+    /// sizes, read/write ratio of copies, N:M balance, dangling
+    /// references, orphans, indexes.
+    Doctor {
+        /// Collections above this many documents are read through `$sample`.
+        #[arg(long, default_value_t = 10_000)]
+        sample: u64,
+        /// Exit 1 when a finding is at this severity or above.
+        #[arg(long, value_enum, default_value_t = FailOn::Error)]
+        fail_on: FailOn,
+        /// Also write the report as a page with histograms (SVG) to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexAction {
+    /// What would be created, recreated or dropped (exit 1 when anything would).
+    Plan {
+        /// Count indexes no type declares as to be dropped.
+        #[arg(long)]
+        drop_undeclared: bool,
+    },
+    /// Create the missing indexes (and drop undeclared ones when asked).
+    Apply {
+        /// Also drop the indexes no type declares (other programs may use them).
+        #[arg(long)]
+        drop_undeclared: bool,
+    },
+}
+
+/// The severity from which `doctor` exits with 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    /// Any finding.
+    Info,
+    /// Warnings and errors.
+    Warning,
+    /// Errors only.
+    Error,
+    /// Never: always exit 0 when the doctor ran.
+    Never,
+}
+
+impl FailOn {
+    /// The severity from which the doctor exits with 1; `None`: never.
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Never => None,
+        }
+    }
+}
+
+/// The admin command of this program: parses the process's arguments, runs
+/// the command on a runtime of its own, stops gracefully on SIGINT/SIGTERM,
+/// and returns the exit status. A program's `src/bin/admin.rs`:
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     docrel::admin::main()
+/// }
+/// ```
+pub fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(Exit::Failed.code());
+        }
+    };
+    let mut console = Console::stdio();
+    let exit = runtime.block_on(run(std::env::args_os(), &mut console, shutdown_signal()));
+    std::process::ExitCode::from(exit.code())
+}
+
+/// Runs one admin command given as arguments (the first is the program's
+/// name), writing to `console`; `shutdown` completing stops `repair`
+/// (checkpoint saved) and `sync` (position saved) gracefully.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use docrel::admin::{run, Console, Exit};
+/// let mut console = Console::captured();
+/// let exit = run(["admin", "schema"], &mut console, std::future::pending()).await;
+/// assert_eq!(exit, Exit::Ok);
+/// assert!(console.output().starts_with("# Schema"));
+///
+/// let exit = run(["admin", "no-such-command"], &mut console, std::future::pending()).await;
+/// assert_eq!((exit, exit.code()), (Exit::Usage, 2));
+/// # }
+/// ```
+pub async fn run<I, T>(args: I, console: &mut Console, shutdown: impl Future<Output = ()> + Send) -> Exit
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                console.note(text.trim_end());
+                return Exit::Usage;
+            }
+            console.say(&text);
+            return Exit::Ok;
+        }
+    };
+    let mut shutdown = Shutdown::new(shutdown);
+    match execute(cli, console, &mut shutdown).await {
+        Ok(exit) => exit,
+        Err(e) => {
+            console.note(&format!("error: {e}"));
+            match e {
+                Error::Invalid {
+                    what:
+                        crate::error::Misuse::Collection | crate::error::Misuse::Database | crate::error::Misuse::Severity,
+                    ..
+                }
+                | Error::UnknownSource { .. } => Exit::Usage,
+                _ => Exit::Failed,
+            }
+        }
+    }
+}
+
+async fn database(cli: &Cli) -> Result<Database> {
+    let Some(name) = cli.db.as_deref().filter(|n| !n.is_empty()) else {
+        return Err(Error::Invalid {
+            what: crate::error::Misuse::Database,
+            message: "name the database: `--db NAME`, or set DOCREL_DB=NAME".into(),
+        });
+    };
+    let uri = cli.uri.clone().unwrap_or_else(|| "mongodb://127.0.0.1:27017".to_owned());
+    Ok(connect(&uri).await?.database(name))
+}
+
+async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -> Result<Exit> {
+    match &cli.command {
+        Command::Schema { html: page } => reports::schema(console, page.as_deref(), cli.json),
+        Command::Indexes { action } => {
+            let db = database(&cli).await?;
+            let (apply, drop_undeclared) = match action {
+                IndexAction::Plan { drop_undeclared } => (false, *drop_undeclared),
+                IndexAction::Apply { drop_undeclared } => (true, *drop_undeclared),
+            };
+            reports::indexes(&db, console, apply, drop_undeclared, cli.json).await
+        }
+        Command::Verify { source, batch } => {
+            let db = database(&cli).await?;
+            let run = checks::verify(&db, source.as_deref())?.batch(*batch);
+            verify::verify(run, console, shutdown, cli.json).await
+        }
+        Command::Repair { source, dry_run, batch, restart, max_batches } => {
+            let db = database(&cli).await?;
+            let run = checks::repair(&db, source.as_deref())?
+                .batch(*batch)
+                .dry_run(*dry_run)
+                .restart(*restart)
+                .max_batches(*max_batches);
+            verify::repair(run, *dry_run, console, shutdown, cli.json).await
+        }
+        Command::Sync { name, checkpoint_every, report_every, repair_on_lost_history } => {
+            let db = database(&cli).await?;
+            sync::sync(&db, console, shutdown, name, *checkpoint_every, *report_every, *repair_on_lost_history).await
+        }
+        Command::Doctor { sample, fail_on, html: page } => {
+            let db = database(&cli).await?;
+            let options = doctor::Options { sample: (*sample).max(1), ..doctor::Options::default() };
+            reports::doctor(&db, console, &options, fail_on.threshold(), page.as_deref(), cli.json).await
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The copies a holder document keeps, in one place: where they sit in the
+//! holder (the holder projection and [`held_copies`]), reading their sources
+//! ([`read_sources`]), and rewriting stale ones from them under the refresh
+//! guard ([`refresh_many`] for holders already read, [`refresh`] for holders
+//! named by id). The fill on insert, the repair and the updates that change
+//! references all go through here. See the version contract in
+//! [`super::fanout`].
+
+use crate::denormalize::fanout::{version_of, Guard, COPIES_PATH, VERSION_PATH};
+use crate::error::{Error, Result};
+use crate::schema::document::Schema;
+use crate::schema::graph::{graph, Shape, Target};
+use crate::store::path::{id_key, lookup};
+use crate::store::primary;
+use crate::store::session::{collect, in_session, plain};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
+use mongodb::{ClientSession, Database};
+use std::collections::{HashMap, HashSet};
+
+/// `(source id, the document holding the copy fields)` of a holder document.
+///
+/// A null id refers to no source, in an array element as in a top-level
+/// `via` field: it holds no copy, so it is neither filled, nor refreshed,
+/// nor reported dangling by a repair (which cannot fix it either).
+pub(crate) fn held_copies<'d>(target: &Target, d: &'d BsonDoc) -> Vec<(&'d Bson, &'d BsonDoc)> {
+    match target.shape {
+        Shape::Top { via } => match d.get(via) {
+            Some(id) if *id != Bson::Null => vec![(id, d)],
+            _ => vec![],
+        },
+        Shape::Array { array, key } => d
+            .get_array(array)
+            .into_iter()
+            .flatten()
+            .filter_map(Bson::as_document)
+            .filter_map(|e| e.get(key).filter(|id| **id != Bson::Null).map(|id| (id, e)))
+            .collect(),
+    }
+}
+
+/// The fields of a holder that [`held_copies`] reads for `targets`: the
+/// references and the copies, and `_id`.
+pub(crate) fn holder_projection<'t>(targets: impl IntoIterator<Item = &'t Target>) -> BsonDoc {
+    let mut projection = doc! {"_id": 1};
+    for target in targets {
+        match target.shape {
+            Shape::Top { via } => {
+                projection.insert(via, 1);
+                for (copy, _) in &target.fields {
+                    projection.insert(*copy, 1);
+                }
+            }
+            Shape::Array { array, .. } => {
+                projection.insert(array, 1);
+            }
+        }
+    }
+    projection
+}
+
+/// Whether a copy holds other values than its source.
+pub(crate) fn differs(target: &Target, copy: &BsonDoc, source: &BsonDoc) -> bool {
+    target.fields.iter().any(|(field, source_field)| copy.get(*field) != lookup(source, source_field))
+}
+
+/// The source documents a write or a repair read, by (source collection,
+/// id key): the copied fields and the version.
+#[derive(Debug, Default)]
+pub(crate) struct Sources(HashMap<(&'static str, String), BsonDoc>);
+
+impl Sources {
+    pub(crate) fn get(&self, source: &'static str, id: &Bson) -> Option<&BsonDoc> {
+        self.0.get(&(source, id_key(id)))
+    }
+}
+
+/// What to read: per source collection, the distinct ids and the fields.
+type Wants = Vec<(&'static str, Vec<Bson>, Vec<&'static str>)>;
+
+fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Wants {
+    let mut out: Wants = Vec::new();
+    let mut seen: HashSet<(&'static str, String)> = HashSet::new();
+    for (source, target) in held {
+        let i = match out.iter().position(|w| w.0 == *source) {
+            Some(i) => i,
+            None => {
+                out.push((source, Vec::new(), Vec::new()));
+                out.len() - 1
+            }
+        };
+        for f in target.source_fields() {
+            if !out[i].2.contains(&f) {
+                out[i].2.push(f);
+            }
+        }
+        for d in docs {
+            for (id, _) in held_copies(target, d) {
+                if seen.insert((source, id_key(id))) {
+                    out[i].1.push(id.clone());
+                }
+            }
+        }
+    }
+    out.retain(|w| !w.1.is_empty());
+    out
+}
+
+/// Reads the sources of the copies `docs` hold for `held`: one `find` per
+/// source collection (a set of ids, so a batch of holders of many sources
+/// stays linear), on the primary.
+pub(crate) async fn read_sources(
+    db: &Database,
+    held: &[(&'static str, &Target)],
+    docs: &[BsonDoc],
+    mut session: Option<&mut ClientSession>,
+) -> Result<Sources> {
+    let mut sources = Sources::default();
+    for (source, ids, fields) in wants(held, docs) {
+        let mut projection: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
+        projection.insert(VERSION_PATH, 1);
+        let coll = db.collection::<BsonDoc>(source);
+        let find = coll
+            .find(doc! {"_id": {"$in": ids}})
+            .projection(projection)
+            .batch_size(i32::MAX as u32)
+            .selection_criteria(primary());
+        for found in collect(find, session.as_deref_mut(), source, |raw| plain(source, raw)).await? {
+            let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
+            sources.0.insert((source, key), found);
+        }
+    }
+    Ok(sources)
+}
+
+/// Brings the copies held by the documents `ids` of `schema` up to date
+/// with their sources, after an update that changed their references (a
+/// `via` field, elements pushed into or set on an array of copies): reads
+/// the holders and their sources, and rewrites only the stale copies (other
+/// values, or an older version recorded), under the refresh guard. Two
+/// reads, and one `update` command per target with stale copies.
+pub(crate) async fn refresh(
+    db: &Database,
+    schema: &'static Schema,
+    ids: &[Bson],
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
+    let held = graph().held_by(schema);
+    if held.is_empty() || ids.is_empty() {
+        return Ok(());
+    }
+    let mut projection = holder_projection(held.iter().map(|(_, target)| *target));
+    projection.insert(COPIES_PATH, 1);
+    let coll = db.collection::<BsonDoc>(schema.collection);
+    let find = coll
+        .find(doc! {"_id": {"$in": ids}})
+        .projection(projection)
+        .batch_size(i32::MAX as u32)
+        .selection_criteria(primary());
+    let docs = collect(find, session.as_deref_mut(), schema.collection, |raw| plain(schema.collection, raw)).await?;
+    let sources = read_sources(db, &held, &docs, session.as_deref_mut()).await?;
+    for (source, target) in &held {
+        let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
+        for d in &docs {
+            let Some(holder) = d.get("_id") else { continue };
+            for (id, copy) in held_copies(target, d) {
+                let Some(src) = sources.get(source, id) else { continue };
+                let recorded = lookup(d, &target.version_path(id)).and_then(|v| v.as_i64());
+                if differs(target, copy, src) || recorded.is_some_and(|r| r < version_of(src)) {
+                    let group = stale.entry(id_key(id)).or_insert_with(|| Refresh::of(id, src));
+                    group.holders.push(holder.clone());
+                }
+            }
+        }
+        // One `update` command for every stale source of this target, not
+        // one write per source.
+        let groups: Vec<Refresh<'_>> = stale.into_values().collect();
+        if !groups.is_empty() {
+            refresh_many(db, target, &groups, session.as_deref_mut()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// One source document whose copies in `holders` are to be rewritten.
+pub(crate) struct Refresh<'s> {
+    pub(crate) id: Bson,
+    pub(crate) source: &'s BsonDoc,
+    pub(crate) holders: Vec<Bson>,
+}
+
+impl<'s> Refresh<'s> {
+    /// The source `id`, read as `source`, with no holder yet.
+    pub(crate) fn of(id: &Bson, source: &'s BsonDoc) -> Self {
+        Refresh { id: id.clone(), source, holders: Vec::new() }
+    }
+}
+
+/// Statements of one `update` command at most: far under the server's
+/// 100,000 writes and 16 MiB per command, whatever the copies hold.
+const STATEMENTS: usize = 10_000;
+const COMMAND_BYTES: usize = 8 * 1024 * 1024;
+
+/// Rewrites the copies of each group's source in its holders, under the
+/// refresh guard of [`Target::update`] (per source, so concurrent fan-outs
+/// and refreshes still never make a copy older). All groups go in one
+/// `update` command of many statements (more only past [`STATEMENTS`] or
+/// [`COMMAND_BYTES`]), not one round trip per source or holder. Returns
+/// the copies modified.
+pub(crate) async fn refresh_many(
+    db: &Database,
+    target: &Target,
+    groups: &[Refresh<'_>],
+    mut session: Option<&mut ClientSession>,
+) -> Result<u64> {
+    let mut modified = 0u64;
+    let mut statements: Vec<BsonDoc> = Vec::new();
+    let mut bytes = 0usize;
+    for statement in groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)) {
+        let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
+        if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
+            modified += send_updates(db, target, std::mem::take(&mut statements), session.as_deref_mut()).await?;
+            bytes = 0;
+        }
+        bytes += size;
+        statements.push(statement);
+    }
+    if !statements.is_empty() {
+        modified += send_updates(db, target, statements, session).await?;
+    }
+    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
+    Ok(modified)
+}
+
+/// The statements rewriting one group's copies.
+///
+/// One statement per alternative of the guard, each a plain conjunction
+/// led by `_id`: it bounds the statement to the group's holders, and a
+/// server that plans a write by its leading field and scans the collection
+/// for a top-level `$or` (the embedded one does) looks the holders up by id
+/// instead. The alternatives write the same values and version, so a holder
+/// the first one rewrote no longer matches the others: the union is the
+/// guard's own update.
+fn statements_of(target: &Target, group: &Refresh<'_>) -> Vec<BsonDoc> {
+    let (filter, update, array_filters) =
+        target.update(&group.id, group.source, version_of(group.source), Guard::Refresh);
+    alternatives(filter)
+        .into_iter()
+        .map(|alternative| {
+            let mut q = doc! {"_id": {"$in": group.holders.clone()}};
+            if alternative.contains_key("_id") {
+                q.insert("$and", vec![alternative]);
+            } else {
+                q.extend(alternative);
+            }
+            let mut statement = doc! {"q": q, "u": update.clone(), "multi": true};
+            if let Some(af) = &array_filters {
+                statement.insert("arrayFilters", af.clone());
+            }
+            statement
+        })
+        .collect()
+}
+
+/// A filter as alternatives whose union it matches, none with a top-level
+/// `$or` or `$and` (those inside a field's condition, such as
+/// `$elemMatch`, stay). A filter it cannot split so (a field named twice
+/// once the parts are merged, another top-level operator) is its only
+/// alternative.
+fn alternatives(filter: BsonDoc) -> Vec<BsonDoc> {
+    split(&filter).unwrap_or_else(|| vec![filter])
+}
+
+/// Bounds the alternatives of one filter: past it, one statement with
+/// the `$or` costs less than the many without.
+const ALTERNATIVES: usize = 16;
+
+fn split(filter: &BsonDoc) -> Option<Vec<BsonDoc>> {
+    let mut out = vec![BsonDoc::new()];
+    for (key, value) in filter {
+        let parts: Vec<Vec<BsonDoc>> = match (key.as_str(), value) {
+            ("$or", Bson::Array(items)) => {
+                let any: Vec<BsonDoc> =
+                    items.iter().map(|i| i.as_document().and_then(split)).collect::<Option<Vec<_>>>()?.concat();
+                vec![any]
+            }
+            ("$and", Bson::Array(items)) => {
+                items.iter().map(|i| i.as_document().and_then(split)).collect::<Option<Vec<_>>>()?
+            }
+            (k, _) if k.starts_with('$') => return None,
+            (k, v) => vec![vec![doc! { k: v.clone() }]],
+        };
+        for part in parts {
+            let mut next = Vec::with_capacity(out.len() * part.len());
+            for base in &out {
+                for p in &part {
+                    if p.keys().any(|k| base.contains_key(k)) {
+                        return None;
+                    }
+                    let mut merged = base.clone();
+                    merged.extend(p.clone());
+                    next.push(merged);
+                }
+            }
+            if next.len() > ALTERNATIVES {
+                return None;
+            }
+            out = next;
+        }
+    }
+    Some(out)
+}
+
+/// One `update` command (unordered: the statements touch copies of
+/// different sources and do not depend on each other); its `nModified`.
+async fn send_updates(
+    db: &Database,
+    target: &Target,
+    statements: Vec<BsonDoc>,
+    session: Option<&mut ClientSession>,
+) -> Result<u64> {
+    let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
+    // A command run as such gets none of the database's defaults. Not in a
+    // session: it may be in a transaction, where a write concern is refused
+    // (the driver does not say whether it is).
+    if let (Some(wc), None) = (db.write_concern(), &session) {
+        if let Ok(wc) = crate::bson_compat::to_bson(wc) {
+            command.insert("writeConcern", wc);
+        }
+    }
+    let reply =
+        in_session!(db.run_command(command), session).map_err(|e| Error::driver("update", target.collection, e))?;
+    // An unordered write reports refused statements in its reply, not as
+    // a failed command: turned into the driver's own write error here.
+    let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {
+        Some(e) => Some(crate::bson_compat::from_document::<WriteError>(e.clone()).map(WriteFailure::WriteError)),
+        None => reply.get_document("writeConcernError").ok().map(|e| {
+            crate::bson_compat::from_document::<WriteConcernError>(e.clone()).map(WriteFailure::WriteConcernError)
+        }),
+    };
+    let cause = match failure {
+        None => {
+            let n = reply.get("nModified").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)));
+            return Ok(n.unwrap_or(0).max(0) as u64);
+        }
+        Some(Ok(failure)) => ErrorKind::Write(failure).into(),
+        Some(Err(_)) => mongodb::error::Error::custom(format!("the server refused an update: {reply}")),
+    };
+    Err(Error::driver("update", target.collection, cause))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alternatives;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_guard_splits_into_conjunctions_led_by_their_fields() {
+        let guard = doc! {
+            "supplier": 7,
+            "$or": [
+                {"v": {"$lt": 3}},
+                {"$and": [{"v": {"$exists": false}}, {"$or": [{"x": {"$ne": 1}}, {"y": {"$ne": 2}}]}]},
+            ],
+        };
+        assert_eq!(
+            alternatives(guard),
+            [
+                doc! {"supplier": 7, "v": {"$lt": 3}},
+                doc! {"supplier": 7, "v": {"$exists": false}, "x": {"$ne": 1}},
+                doc! {"supplier": 7, "v": {"$exists": false}, "y": {"$ne": 2}},
+            ]
+        );
+        // `$elemMatch` keeps its own `$or`; a field named twice is not split.
+        let inner = doc! {"a": {"$elemMatch": {"$or": [{"k": 1}, {"k": 2}]}}};
+        assert_eq!(alternatives(inner.clone()), [inner]);
+        let twice = doc! {"v": 1, "$or": [{"v": 2}, {"w": 3}]};
+        assert_eq!(alternatives(twice.clone()), [twice]);
+    }
+}

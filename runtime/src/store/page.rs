@@ -1,0 +1,113 @@
+//! Keyset paging: the documents of a filter read a page at a time in `_id`
+//! order, each page starting after the last `_id` of the one before, so
+//! memory and every `$in` built from a page stay bounded however many
+//! match. Unlike `skip`, a page costs the same wherever it is, and a
+//! document written between two pages neither shifts the others nor is
+//! read twice.
+//!
+//! Pages are read on the primary: every pager of the runtime reads to
+//! decide a write (an update or delete by page, an `on_delete` rule, a
+//! repair).
+
+use crate::error::Result;
+use crate::store::session::{collect, plain, primary};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
+use mongodb::{ClientSession, Collection};
+
+/// How many ids a page of a write holds (`docrel::on_delete::BATCH`).
+pub const ID_PAGE: usize = 1000;
+
+/// The next page of at most [`ID_PAGE`] ids matching `filter`, after
+/// `after` in `_id` order.
+pub(crate) async fn id_page(
+    raw: &Collection<RawDocumentBuf>,
+    filter: &BsonDoc,
+    after: Option<Bson>,
+    session: Option<&mut ClientSession>,
+) -> Result<Option<Vec<Bson>>> {
+    Page { filter, after: after.as_ref(), size: ID_PAGE }.ids(raw, session).await
+}
+
+/// One page: at most `size` documents matching `filter` whose `_id` comes
+/// after `after` (from the first one when `None`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Page<'a> {
+    pub(crate) filter: &'a BsonDoc,
+    pub(crate) after: Option<&'a Bson>,
+    pub(crate) size: usize,
+}
+
+impl Page<'_> {
+    /// The page's `_id`s in `coll`; `None` when it is empty (the scan is done).
+    pub(crate) async fn ids<T: Send + Sync>(
+        self,
+        coll: &Collection<T>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<Vec<Bson>>> {
+        let ids = self
+            .read(coll, doc! {"_id": 1}, session, |raw| {
+                Ok(raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()))
+            })
+            .await?;
+        let page: Vec<Bson> = ids.into_iter().flatten().collect();
+        Ok((!page.is_empty()).then_some(page))
+    }
+
+    /// The page's documents in `coll`, with the fields of `projection`.
+    pub(crate) async fn docs<T: Send + Sync>(
+        self,
+        coll: &Collection<T>,
+        projection: BsonDoc,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<BsonDoc>> {
+        let collection = coll.name();
+        self.read(coll, projection, session, |raw| plain(collection, raw)).await
+    }
+
+    async fn read<T: Send + Sync, U>(
+        self,
+        coll: &Collection<T>,
+        projection: BsonDoc,
+        session: Option<&mut ClientSession>,
+        each: impl FnMut(&RawDocument) -> Result<U>,
+    ) -> Result<Vec<U>> {
+        let find = coll
+            .find(after(self.filter, "_id", self.after))
+            .projection(projection)
+            .sort(doc! {"_id": 1})
+            .limit(self.size as i64)
+            .batch_size(self.size as u32)
+            .selection_criteria(primary());
+        collect(find, session, coll.name(), each).await
+    }
+}
+
+/// `filter` narrowed to the documents whose `key` comes after `after`: the
+/// condition of a keyset page (`_id` here; a bucket scan pages by parent).
+pub(crate) fn after(filter: &BsonDoc, key: &str, after: Option<&Bson>) -> BsonDoc {
+    let Some(after) = after else { return filter.clone() };
+    let past = doc! { key: {"$gt": after.clone()} };
+    if filter.contains_key(key) {
+        doc! {"$and": [filter.clone(), past]}
+    } else {
+        let mut narrowed = filter.clone();
+        narrowed.extend(past);
+        narrowed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::after;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_page_starts_after_the_last_key_whatever_the_filter_says() {
+        let filter = doc! {"owner": {"$in": [1, 2]}};
+        assert_eq!(after(&filter, "_id", None), filter);
+        assert_eq!(after(&filter, "_id", Some(&7.into())), doc! {"owner": {"$in": [1, 2]}, "_id": {"$gt": 7}});
+        // A filter on the key itself keeps its condition next to the page's.
+        let on_id = doc! {"_id": {"$lt": 9}};
+        assert_eq!(after(&on_id, "_id", Some(&7.into())), doc! {"$and": [{"_id": {"$lt": 9}}, {"_id": {"$gt": 7}}]});
+    }
+}
