@@ -1,5 +1,5 @@
 //! The copies a holder document keeps, in one place: where they sit in the
-//! holder (the holder projection and [`held_copies`]), reading their sources
+//! holder (the holder projection and [`Target::held_copies`]), reading their sources
 //! ([`read_sources`]), and rewriting stale ones from them under the refresh
 //! guard ([`refresh_many`] for holders already read, [`refresh`] for holders
 //! named by id). The fill on insert, the repair and the updates that change
@@ -18,28 +18,7 @@ use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
 use mongodb::{ClientSession, Database};
 use std::collections::{HashMap, HashSet};
 
-/// `(source id, the document holding the copy fields)` of a holder document.
-///
-/// A null id refers to no source, in an array element as in a top-level
-/// `via` field: it holds no copy, so it is neither filled, nor refreshed,
-/// nor reported dangling by a repair (which cannot fix it either).
-pub(crate) fn held_copies<'d>(target: &Target, d: &'d BsonDoc) -> Vec<(&'d Bson, &'d BsonDoc)> {
-    match target.shape {
-        Shape::Top { via } => match d.get(via) {
-            Some(id) if *id != Bson::Null => vec![(id, d)],
-            _ => vec![],
-        },
-        Shape::Array { array, key } => d
-            .get_array(array)
-            .into_iter()
-            .flatten()
-            .filter_map(Bson::as_document)
-            .filter_map(|e| e.get(key).filter(|id| **id != Bson::Null).map(|id| (id, e)))
-            .collect(),
-    }
-}
-
-/// The fields of a holder that [`held_copies`] reads for `targets`: the
+/// The fields of a holder that [`Target::held_copies`] reads for `targets`: the
 /// references and the copies, and `_id`.
 pub(crate) fn holder_projection<'t>(targets: impl IntoIterator<Item = &'t Target>) -> BsonDoc {
     let mut projection = doc! {"_id": 1};
@@ -95,7 +74,7 @@ fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Wants {
             }
         }
         for d in docs {
-            for (id, _) in held_copies(target, d) {
+            for (id, _) in target.held_copies(d) {
                 if seen.insert((source, id_key(id))) {
                     out[i].1.push(id.clone());
                 }
@@ -163,7 +142,7 @@ pub(crate) async fn refresh(
         let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             let Some(holder) = d.get("_id") else { continue };
-            for (id, copy) in held_copies(target, d) {
+            for (id, copy) in target.held_copies(d) {
                 let Some(src) = sources.get(source, id) else { continue };
                 let recorded = lookup(d, &target.version_path(id)).and_then(|v| v.as_i64());
                 if differs(target, copy, src) || recorded.is_some_and(|r| r < version_of(src)) {

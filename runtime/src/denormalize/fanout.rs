@@ -498,11 +498,7 @@ async fn referenced_ids(cx: &mut Cx<'_>, target: &Target, ids: &[Bson]) -> Resul
                 .batch_size(i32::MAX as u32)
                 .selection_criteria(crate::store::primary());
             let holders = collect(find, cx.session(), target.collection, |raw| plain(target.collection, raw)).await?;
-            Ok(holders
-                .iter()
-                .flat_map(|holder| crate::denormalize::fill::held_copies(target, holder))
-                .map(|(id, _)| id.clone())
-                .collect())
+            Ok(holders.iter().flat_map(|holder| target.held_copies(holder)).map(|(id, _)| id.clone()).collect())
         }
     }
 }

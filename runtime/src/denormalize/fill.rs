@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 pub(crate) use crate::store::primary;
 // Named here by the callers of the fill (the fan-out, the repository).
-pub(crate) use crate::denormalize::copies::{held_copies, refresh, Sources};
+pub(crate) use crate::denormalize::copies::{refresh, Sources};
 
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
@@ -117,7 +117,7 @@ pub(crate) async fn confirm(
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
         for d in docs {
             let Some(holder) = d.get("_id") else { continue };
-            for (id, _) in held_copies(target, d) {
+            for (id, _) in target.held_copies(d) {
                 let entry = holders.entry(id_key(id)).or_insert_with(|| (id.clone(), Vec::new()));
                 if !entry.1.contains(holder) {
                     entry.1.push(holder.clone());

@@ -3,16 +3,14 @@
 //! stale ones from their sources, batch by batch, on the scan engine
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
-use crate::denormalize::copies::{
-    differs, held_copies, holder_projection, read_sources, refresh_many, Refresh, Sources,
-};
+use crate::denormalize::copies::{differs, holder_projection, read_sources, refresh_many, Refresh, Sources};
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::{graph, Target};
 use crate::store::page::Page;
 use crate::store::path::id_key;
-use crate::store::scan::{count, At, Part, Parts, Report, Scan};
+use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
@@ -82,7 +80,7 @@ fn known_source(source: &str) -> Result<&'static str> {
 /// The parts of a scan of the copies of `source`: one per target, in the
 /// order of [`targets_of`].
 pub(crate) fn parts(source: &'static str) -> Parts {
-    targets_of(source).iter().map(|target| Arc::new(Copies { source, target }) as Arc<dyn Part>).collect()
+    targets_of(source).iter().map(|target| Arc::new(Copies { source, target }) as Arc<dyn ScanPart>).collect()
 }
 
 /// The copies of `source` held in one target.
@@ -91,7 +89,7 @@ struct Copies {
     target: &'static Target,
 }
 
-impl Part for Copies {
+impl ScanPart for Copies {
     fn label(&self) -> String {
         format!("{}.{}", self.target.collection, self.target.id_path())
     }
@@ -135,7 +133,7 @@ impl Copies {
             // write decides which are rewritten.
             for d in &docs {
                 let Some(holder) = d.get("_id") else { continue };
-                for (id, _) in held_copies(target, d) {
+                for (id, _) in target.held_copies(d) {
                     if let Some(group) = to_fix.get_mut(&id_key(id)) {
                         // An array holding the same source twice is still one holder.
                         if group.holders.last() != Some(holder) {
@@ -162,7 +160,7 @@ impl Copies {
     ) {
         let holder = || d.get("_id").map(show_id).unwrap_or_default();
         let mut stale = None;
-        for (id, copy) in held_copies(self.target, d) {
+        for (id, copy) in self.target.held_copies(d) {
             let Some(source) = sources.get(self.source, id) else {
                 report.dangling += 1;
                 report.unfixable += 1;

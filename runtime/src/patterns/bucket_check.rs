@@ -22,7 +22,7 @@ use crate::schema::document::{BucketSpec, Document, Relation, RelationKind, Sche
 use crate::schema::registry::sorted;
 use crate::store::page::after;
 use crate::store::primary;
-use crate::store::scan::{count, At, Part, Parts, Report, Scan};
+use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
 use crate::store::session::{collect_aggregate, plain};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -199,7 +199,7 @@ fn as_i64(v: Option<&Bson>) -> Option<i64> {
 }
 
 /// A bucket array scanned parent by parent.
-impl Part for BucketArray {
+impl ScanPart for BucketArray {
     fn label(&self) -> String {
         BucketArray::label(self)
     }

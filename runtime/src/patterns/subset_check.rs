@@ -9,7 +9,7 @@
 use crate::error::{show_id, Result};
 use crate::schema::graph::SubsetTarget;
 use crate::store::page::Page;
-use crate::store::scan::{count, At, Part, Parts, Report};
+use crate::store::scan::{count, At, Parts, Report, ScanPart};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
@@ -23,7 +23,7 @@ pub(crate) fn parts(target: &'static SubsetTarget) -> Parts {
 /// The parents of one subset.
 struct Parents(&'static SubsetTarget);
 
-impl Part for Parents {
+impl ScanPart for Parents {
     fn label(&self) -> String {
         format!("{}.{}", self.0.parent, self.0.rel.field)
     }

@@ -44,7 +44,7 @@ use crate::schema::document::{Document, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::schema::registry::sorted;
 use crate::store::page::Page;
-use crate::store::scan::{count, At, Part, Parts, Report, Scan};
+use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
 use crate::store::session::{collect, plain};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -289,7 +289,7 @@ struct SideScan {
     side: u8,
 }
 
-impl Part for SideScan {
+impl ScanPart for SideScan {
     fn label(&self) -> String {
         format!("{} from {}", self.pair.label(), self.pair.sides(self.side).0.label())
     }

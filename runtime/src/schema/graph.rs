@@ -64,6 +64,30 @@ pub(crate) struct TargetPaths {
 }
 
 impl Target {
+    /// The copies `holder` keeps for this target, each with the source id
+    /// it was copied from: the holder itself through its reference, or each
+    /// element of the array of copies. A null id refers to no source (as a
+    /// null reference), so it holds no copy.
+    pub(crate) fn held_copies<'d>(
+        &self,
+        holder: &'d mongodb::bson::Document,
+    ) -> Vec<(&'d mongodb::bson::Bson, &'d mongodb::bson::Document)> {
+        use mongodb::bson::Bson;
+        match self.shape {
+            Shape::Top { via } => match holder.get(via) {
+                Some(id) if *id != Bson::Null => vec![(id, holder)],
+                _ => vec![],
+            },
+            Shape::Array { array, key } => holder
+                .get_array(array)
+                .into_iter()
+                .flatten()
+                .filter_map(Bson::as_document)
+                .filter_map(|e| e.get(key).filter(|id| **id != Bson::Null).map(|id| (id, e)))
+                .collect(),
+        }
+    }
+
     fn new(collection: &'static str, shape: Shape, fields: Vec<(&'static str, &'static str)>) -> Target {
         Target { collection, shape, fields, paths: std::sync::OnceLock::new() }
     }

@@ -141,7 +141,7 @@ pub(crate) struct At<'a> {
 }
 
 /// One part of a scan: what a kind of derived data does in a batch.
-pub(crate) trait Part: Send + Sync {
+pub(crate) trait ScanPart: Send + Sync {
     /// The part in words, for progress reports.
     fn label(&self) -> String;
     /// The collections it reads (to find the parts involving one).
@@ -154,7 +154,7 @@ pub(crate) trait Part: Send + Sync {
 }
 
 /// The parts of a scan, shared with the scans that resume it.
-pub(crate) type Parts = Vec<Arc<dyn Part>>;
+pub(crate) type Parts = Vec<Arc<dyn ScanPart>>;
 
 type OnProgress<'a> = Box<dyn FnMut(&Progress<'_>) + Send + Sync + 'a>;
 
@@ -256,7 +256,7 @@ pub(crate) async fn count(db: &Database, collection: &str, filter: BsonDoc) -> R
 
 #[cfg(test)]
 mod tests {
-    use super::{At, Checkpoint, Part, Report, Scan};
+    use super::{At, Checkpoint, Report, Scan, ScanPart};
     use crate::error::Result;
     use futures::future::BoxFuture;
     use mongodb::bson::Bson;
@@ -265,7 +265,7 @@ mod tests {
     /// A part over keys held in memory: the loop is the engine's, not the server's.
     struct Keys(Vec<i32>);
 
-    impl Part for Keys {
+    impl ScanPart for Keys {
         fn label(&self) -> String {
             format!("keys {:?}", self.0)
         }
