@@ -12,6 +12,7 @@ mod history;
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document};
 use docrel::testing::TestDb;
 use history::check::{self, Facts, Inv, Snapshot};
+use history::coverage;
 use history::plan::{self, OpKind, PlanConfig};
 use std::collections::BTreeSet;
 
@@ -258,4 +259,68 @@ async fn the_checker_reports_every_corrupted_invariant() -> docrel::Result<()> {
     }
     assert_eq!(reported, [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5].into_iter().collect());
     Ok(())
+}
+
+/// Every public write of the repository and of the relation handles, and
+/// every update operator, read from docrel's sources, is called by some
+/// kind of operation (a known gap counts: the runner can still run it).
+#[test]
+fn the_checker_generates_every_public_write() {
+    let api = coverage::public_api();
+    let must_find = [
+        ("Repository", "insert"),
+        ("Repository", "delete_many"),
+        ("Call", "session"),
+        ("RefMany", "link"),
+        ("RefOne", "reassign"),
+        ("LinkWrite", "session"),
+        ("Subset", "rebuild"),
+        ("Bucket", "append"),
+        ("Field", "set"),
+        ("Field", "pull_where"),
+        ("Update", "raw"),
+    ];
+    for (ty, name) in must_find {
+        assert!(api.contains(&(ty.to_owned(), name.to_owned())), "the source reader missed {ty}::{name}: {api:#?}");
+    }
+    let listed = |ty: &str, name: &str| coverage::NOT_WRITES.contains(&(ty, name));
+    let stale: Vec<String> = coverage::NOT_WRITES
+        .iter()
+        .filter(|(t, m)| !api.contains(&((*t).to_owned(), (*m).to_owned())))
+        .map(|(t, m)| format!("{t}::{m}"))
+        .collect();
+    assert!(stale.is_empty(), "NOT_WRITES names methods that no longer exist: {stale:?}");
+
+    let generated: BTreeSet<&str> = OpKind::ALL
+        .iter()
+        .flat_map(|k| k.exercises().iter().copied())
+        .chain(plan::MODE_EXERCISES.iter().copied())
+        .collect();
+    let known: BTreeSet<String> = api.iter().map(|(t, m)| format!("{t}::{m}")).collect();
+    let unknown: Vec<&&str> = generated.iter().filter(|g| !known.contains(**g)).collect();
+    assert!(unknown.is_empty(), "the kinds claim to call methods docrel does not have: {unknown:?}");
+    // A claim is only as good as the call: the checker's code calls each.
+    let dir = coverage::root().join("tests/history");
+    let code: String =
+        coverage::rust_files(&dir).iter().map(|f| coverage::code_only(&std::fs::read_to_string(f).unwrap())).collect();
+    let uncalled: Vec<&&str> = generated
+        .iter()
+        .filter(|g| {
+            let name = g.rsplit("::").next().unwrap_or_default();
+            !code.contains(&format!(".{name}(")) && !code.contains(&format!("::{name}("))
+        })
+        .collect();
+    assert!(uncalled.is_empty(), "the checker's code never calls {uncalled:?}");
+
+    let missing: Vec<String> = api
+        .iter()
+        .filter(|(t, m)| !listed(t, m))
+        .map(|(t, m)| format!("{t}::{m}"))
+        .filter(|name| !generated.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the history checker never generates these public writes (add an operation kind calling each, and name \
+         it in the kind's list in tests/history): {missing:?}"
+    );
 }

@@ -28,6 +28,7 @@
 #![allow(dead_code)]
 
 pub mod check;
+pub mod coverage;
 pub mod plan;
 pub mod repair;
 pub mod run;

@@ -20,7 +20,7 @@ pub const POSTS: usize = 2;
 pub const MAX_WORKERS: usize = 15;
 
 macro_rules! kinds {
-    ($($kind:ident = $weight:expr, $about:expr;)*) => {
+    ($($kind:ident = $weight:expr, $about:expr, [$($api:expr),* $(,)?];)*) => {
         /// Every kind of operation a history can run. All are enabled by
         /// default; `DOCREL_HISTORY_SKIP=A,B` (or `--skip`) leaves some out.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,65 +39,75 @@ macro_rules! kinds {
             pub fn about(self) -> &'static str {
                 match self { $(OpKind::$kind => $about),* }
             }
+
+            /// The public methods of docrel it calls, as `Type::method`
+            /// (read by the coverage test in tests/history.rs).
+            pub fn exercises(self) -> &'static [&'static str] {
+                match self { $(OpKind::$kind => &[$($api),*]),* }
+            }
         }
     };
 }
 
 kinds! {
-    RenamePart = 6, "Part update_by_id name.set (inline or transactional fan-out)";
-    RenamePartsMany = 2, "Part update_many name.set";
-    ReplacePart = 2, "Part replace (new name, maybe another product; productName left stale for docrel to fill)";
-    SavePart = 2, "Part save (insert or replace)";
-    InsertPart = 2, "Part insert (productName left stale for docrel to fill)";
-    InsertManyParts = 1, "Part insert_many, sometimes with a duplicate key";
-    MovePart = 3, "Part update_by_id product.set: the reference productName comes through";
-    DeletePart = 2, "Part delete_by_id (on_delete = pull from products)";
-    DeleteManyParts = 1, "Part delete_many";
-    RenameProduct = 5, "Product update_by_id name.set";
-    RenameProductsMany = 1, "Product update_many name.set";
-    ReplaceProduct = 2, "Product replace with a new parts list (pname left stale for docrel to fill)";
-    SaveProduct = 1, "Product save";
-    InsertProduct = 2, "Product insert";
-    PushPartRef = 3, "Product update_by_id parts.push({id, pname: stale})";
-    PullPartRef = 2, "Product get, then update_by_id parts.pull(element as read)";
-    SetPartRefs = 1, "Product update_by_id parts.set(whole array, sometimes over the bound)";
-    DeleteProduct = 1, "Product delete_by_id (on_delete = cascade to its parts)";
-    InsertPerson = 1, "Person insert";
-    RenamePerson = 3, "Person update_by_id name.set";
-    ReplacePerson = 1, "Person get, replace with a new name";
-    SavePerson = 1, "Person get, save with a new name";
-    DeletePerson = 1, "Person delete_by_id (on_delete = restrict from tasks)";
-    InsertTask = 2, "Task insert, no owner";
-    ReplaceTask = 1, "Task get, replace with a new description";
-    SaveTask = 1, "Task get, save with a new description";
-    DeleteTask = 1, "Task delete_by_id (on_delete = pull from people)";
-    Reassign = 4, "Task rels().owner.reassign";
-    LinkTask = 3, "Person rels().tasks.link";
-    UnlinkTask = 2, "Person rels().tasks.unlink";
-    UnlinkOwner = 1, "Task rels().owner.unlink";
-    SetOwnerPlainly = 1, "Task update_by_id owner.set: a two-way field written by a plain update";
-    InsertItem = 1, "Item insert with an empty subset";
-    ReplaceItem = 1, "Item get, replace with a new name (subset as read)";
-    SaveItem = 1, "Item get, save with a new name (subset as read)";
-    DeleteItem = 1, "Item delete_by_id (on_delete = cascade to its reviews)";
-    InsertReview = 5, "Review insert (subset push)";
-    InsertManyReviews = 1, "Review insert_many, sometimes with a duplicate key";
-    EditReviewText = 3, "Review update_by_id text.set (summary rewritten in place)";
-    EditReviewDate = 2, "Review update_by_id published_date.set (the subset's order)";
-    MoveReview = 2, "Review update_by_id product_id.set: the child moves to another parent";
-    ReplaceReview = 1, "Review replace (maybe another item)";
-    SaveReview = 1, "Review save";
-    DeleteReview = 2, "Review delete_by_id (subset rebuilt)";
-    DeleteManyReviews = 1, "Review delete_many";
-    RebuildSubset = 1, "Item rels().reviews.rebuild, concurrently with the rest";
-    InsertPost = 1, "Post insert";
-    DeletePost = 1, "Post delete_by_id (on_delete = cascade to its comment pages)";
-    AppendComment = 5, "CommentPage rels().comments.append";
-    Repair = 1, "fanout::repair::<T>(&db).run(), concurrently with the rest";
-    Verify = 1, "fanout::verify::<T>(&db).run()";
-    FaultOn = 3, "configureFailPoint failCommand (closeConnection or an errorCode) on this client's appName";
-    FaultOff = 2, "configureFailPoint failCommand off";
+    RenamePart = 6, "Part update_by_id name.set (inline or transactional fan-out)", ["Repository::update_by_id", "Field::set", "Repository::transactional_fan_out"];
+    RenamePartsMany = 2, "Part update_many name.set", ["Repository::update_many", "Field::set"];
+    ReplacePart = 2, "Part replace (new name, maybe another product; productName left stale for docrel to fill)", ["Repository::replace"];
+    SavePart = 2, "Part save (insert or replace)", ["Repository::save"];
+    InsertPart = 2, "Part insert (productName left stale for docrel to fill)", ["Repository::insert"];
+    InsertManyParts = 1, "Part insert_many, sometimes with a duplicate key", ["Repository::insert_many"];
+    MovePart = 3, "Part update_by_id product.set: the reference productName comes through", ["Repository::update_by_id", "Field::set"];
+    DeletePart = 2, "Part delete_by_id (on_delete = pull from products)", ["Repository::delete_by_id"];
+    DeleteManyParts = 1, "Part delete_many", ["Repository::delete_many"];
+    RenameProduct = 5, "Product update_by_id name.set", ["Repository::update_by_id", "Field::set"];
+    RenameProductsMany = 1, "Product update_many name.set", ["Repository::update_many", "Field::set"];
+    ReplaceProduct = 2, "Product replace with a new parts list (pname left stale for docrel to fill)", ["Repository::replace"];
+    SaveProduct = 1, "Product save", ["Repository::save"];
+    InsertProduct = 2, "Product insert", ["Repository::insert"];
+    PushPartRef = 3, "Product update_by_id parts.push({id, pname: stale})", ["Repository::update_by_id", "Field::push"];
+    PullPartRef = 2, "Product get, then update_by_id parts.pull(element as read)", ["Repository::update_by_id", "Field::pull"];
+    SetPartRefs = 1, "Product update_by_id parts.set(whole array, sometimes over the bound)", ["Repository::update_by_id", "Field::set"];
+    DeleteProduct = 1, "Product delete_by_id (on_delete = cascade to its parts)", ["Repository::delete_by_id"];
+    InsertPerson = 1, "Person insert", ["Repository::insert"];
+    RenamePerson = 3, "Person update_by_id name.set", ["Repository::update_by_id", "Field::set"];
+    ReplacePerson = 1, "Person get, replace with a new name", ["Repository::replace"];
+    SavePerson = 1, "Person get, save with a new name", ["Repository::save"];
+    DeletePerson = 1, "Person delete_by_id (on_delete = restrict from tasks)", ["Repository::delete_by_id"];
+    InsertTask = 2, "Task insert, no owner", ["Repository::insert"];
+    ReplaceTask = 1, "Task get, replace with a new description", ["Repository::replace"];
+    SaveTask = 1, "Task get, save with a new description", ["Repository::save"];
+    DeleteTask = 1, "Task delete_by_id (on_delete = pull from people)", ["Repository::delete_by_id"];
+    Reassign = 4, "Task rels().owner.reassign", ["RefOne::reassign"];
+    LinkTask = 3, "Person rels().tasks.link", ["RefMany::link"];
+    UnlinkTask = 2, "Person rels().tasks.unlink", ["RefMany::unlink"];
+    UnlinkOwner = 1, "Task rels().owner.unlink", ["RefOne::unlink"];
+    SetOwnerPlainly = 1, "Task update_by_id owner.set: a two-way field written by a plain update", ["Repository::update_by_id", "Field::set"];
+    InsertItem = 1, "Item insert with an empty subset", ["Repository::insert"];
+    ReplaceItem = 1, "Item get, replace with a new name (subset as read)", ["Repository::replace"];
+    SaveItem = 1, "Item get, save with a new name (subset as read)", ["Repository::save"];
+    DeleteItem = 1, "Item delete_by_id (on_delete = cascade to its reviews)", ["Repository::delete_by_id"];
+    InsertReview = 5, "Review insert (subset push)", ["Repository::insert"];
+    InsertManyReviews = 1, "Review insert_many, sometimes with a duplicate key", ["Repository::insert_many"];
+    EditReviewText = 3, "Review update_by_id text.set (summary rewritten in place)", ["Repository::update_by_id", "Field::set"];
+    EditReviewDate = 2, "Review update_by_id published_date.set (the subset's order)", ["Repository::update_by_id", "Field::set"];
+    MoveReview = 2, "Review update_by_id product_id.set: the child moves to another parent", ["Repository::update_by_id", "Field::set"];
+    ReplaceReview = 1, "Review replace (maybe another item)", ["Repository::replace"];
+    SaveReview = 1, "Review save", ["Repository::save"];
+    DeleteReview = 2, "Review delete_by_id (subset rebuilt)", ["Repository::delete_by_id"];
+    DeleteManyReviews = 1, "Review delete_many", ["Repository::delete_many"];
+    RebuildSubset = 1, "Item rels().reviews.rebuild, concurrently with the rest", ["Subset::rebuild"];
+    InsertPost = 1, "Post insert", ["Repository::insert"];
+    DeletePost = 1, "Post delete_by_id (on_delete = cascade to its comment pages)", ["Repository::delete_by_id"];
+    AppendComment = 5, "CommentPage rels().comments.append", ["Bucket::append"];
+    Repair = 1, "fanout::repair::<T>(&db).run(), concurrently with the rest", [];
+    Verify = 1, "fanout::verify::<T>(&db).run()", [];
+    FaultOn = 3, "configureFailPoint failCommand (closeConnection or an errorCode) on this client's appName", [];
+    FaultOff = 2, "configureFailPoint failCommand off", [];
 }
+
+/// What the histories' modes call besides the kinds: a deferred history
+/// makes every repository with `deferred_fan_out()`.
+pub const MODE_EXERCISES: &[&str] = &["Repository::deferred_fan_out"];
 
 /// Kinds with a race still open, and what it is. Everything issue 12
 /// listed is fixed (each with a regression test in tests/consistency.rs);
