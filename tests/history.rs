@@ -40,6 +40,7 @@ fn a_seed_always_makes_the_same_history_and_every_kind_is_made() {
         deferred: None,
         skip: vec![],
         serial_transactions: true,
+        include_gaps: true,
     };
     let a = plan::generate(&cfg(7));
     let b = plan::generate(&cfg(7));
@@ -294,7 +295,7 @@ fn the_checker_generates_every_public_write() {
     let generated: BTreeSet<&str> = OpKind::ALL
         .iter()
         .flat_map(|k| k.exercises().iter().copied())
-        .chain(plan::MODE_EXERCISES.iter().copied())
+        .chain(history::kinds::MODE_EXERCISES.iter().copied())
         .collect();
     let known: BTreeSet<String> = api.iter().map(|(t, m)| format!("{t}::{m}")).collect();
     let unknown: Vec<&&str> = generated.iter().filter(|g| !known.contains(**g)).collect();

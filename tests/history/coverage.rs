@@ -173,9 +173,7 @@ pub fn code_only(src: &str) -> String {
             i += 1;
             while i < b.len() && b[i] != '"' {
                 let step = if b[i] == '\\' { 2 } else { 1 };
-                for k in i..(i + step).min(b.len()) {
-                    out.push(blank(b[k]));
-                }
+                out.extend(b[i..(i + step).min(b.len())].iter().map(|c| blank(*c)));
                 i += step;
             }
             out.push(' ');
@@ -365,7 +363,7 @@ pub fn macro_invocations(code: &str, name: &str) -> Vec<String> {
             if matches!(chars.get(open), Some('{' | '(')) {
                 let close = skip_group(&chars, open);
                 let inner: String = chars[open + 1..close - 1].iter().collect();
-                if let Some(w) = inner.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()).last() {
+                if let Some(w) = inner.split(|c: char| !is_word(c)).rfind(|w| !w.is_empty()) {
                     out.push(w.to_owned());
                 }
                 i = close;
