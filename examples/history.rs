@@ -10,8 +10,9 @@
 //! `--skip KindA,KindB`, `--concurrent-txn`, `--include-gaps` (the kinds
 //! of `KNOWN_GAPS` too: defects of issue 27 not fixed yet), `--shrink N`,
 //! `--shrink-secs N`, `--trace`, `--list` (the operation kinds, the gaps
-//! and the ones known to break an invariant today). Exits 1 when a history
-//! breaks the contract.
+//! and the ones known to break an invariant today), `--strict-records` (a
+//! copy without a version record breaks the contract). Exits 1 when a
+//! history breaks the contract.
 
 #[path = "../tests/history/mod.rs"]
 mod history;
@@ -22,7 +23,7 @@ use std::time::Duration;
 fn usage() -> ! {
     eprintln!(
         "usage: cargo run --example history -- [--seeds 20|7,42|10..20] [--ops N] [--workers N] [--faults|--no-faults] \
-         [--sync|--no-sync] [--skip KindA,KindB] [--concurrent-txn] [--include-gaps] [--shrink N] [--shrink-secs N] [--trace] [--list]"
+         [--sync|--no-sync] [--skip KindA,KindB] [--concurrent-txn] [--include-gaps] [--strict-records] [--shrink N] [--shrink-secs N] [--trace] [--list]"
     );
     std::process::exit(2)
 }
@@ -48,6 +49,7 @@ fn settings() -> Result<history::Settings, String> {
             "--skip" => s.skip = history::parse_skip(&value("--skip")?)?,
             "--concurrent-txn" => s.serial_transactions = false,
             "--include-gaps" => s.include_gaps = true,
+            "--strict-records" => s.strict_records = true,
             "--shrink" => s.shrink_attempts = number("--shrink", value("--shrink")?)?,
             "--shrink-secs" => {
                 s.shrink_time = Duration::from_secs(number("--shrink-secs", value("--shrink-secs")?)? as u64)

@@ -48,6 +48,8 @@ pub struct Plan {
     pub faults: bool,
     /// Operations that run a transaction run alone (see `PlanConfig`).
     pub serial_transactions: bool,
+    /// A copy without a version record breaks the contract (see `PlanConfig`).
+    pub strict_records: bool,
     pub workers: Vec<Vec<Op>>,
 }
 
@@ -85,6 +87,9 @@ pub struct PlanConfig {
     pub serial_transactions: bool,
     /// Generate the `kinds::KNOWN_GAPS` too (left out by default).
     pub include_gaps: bool,
+    /// Check [`super::check::Inv::Unrecorded`] in histories with no failed
+    /// call (otherwise such copies are only counted in the notes).
+    pub strict_records: bool,
 }
 
 /// The history of a seed: its mode and faults, then each worker's
@@ -109,5 +114,12 @@ pub fn generate(cfg: &PlanConfig) -> Plan {
             (0..per_worker(w)).map(|i| generate::one(&mut rng, &kinds, mode, w, i)).collect()
         })
         .collect();
-    Plan { seed: cfg.seed, mode, faults, serial_transactions: cfg.serial_transactions, workers: sequences }
+    Plan {
+        seed: cfg.seed,
+        mode,
+        faults,
+        serial_transactions: cfg.serial_transactions,
+        strict_records: cfg.strict_records,
+        workers: sequences,
+    }
 }

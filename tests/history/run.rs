@@ -6,7 +6,7 @@
 //! - (a) every docrel call returned `Ok` (or was refused with nothing
 //!   written, see [`classify`]): I1–I5 must hold as they are;
 //! - (b) some call failed: after one [`repair_everything`] pass, the
-//!   invariants that have a repair must hold ([`CHECKED_AFTER_REPAIR`]).
+//!   invariants must hold ([`CHECKED_AFTER_REPAIR`]: all of them).
 
 use super::background::{Reaper, Sync};
 use super::check::{self, Facts, Inv, Snapshot, Violation};
@@ -15,6 +15,7 @@ use super::plan::{Mode, Op, Plan};
 use super::repair::repair_everything;
 use super::setup::setup;
 use super::universe::Universe;
+use docrel::mongodb::Database;
 use docrel::testing::TestDb;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -27,16 +28,20 @@ pub const OP_TIMEOUT: Duration = Duration::from_secs(90);
 /// Operations slower than this are listed in the notes.
 pub const SLOW: Duration = Duration::from_secs(10);
 
-/// Invariants checked in a (b)-history, after one repair pass.
-///
-/// REPAIR-API (issue 12): I2 (two-way references) and I4 (buckets) have no
-/// repair in docrel's public API yet, so (b)-histories cannot hold them to
-/// the contract. Once the library-level `repair` exists, call it from
-/// `repair_everything` (tests/history/repair.rs) and add `Inv::I2` and
-/// `Inv::I4` here.
-pub const CHECKED_AFTER_REPAIR: &[Inv] = &[Inv::I1, Inv::I3, Inv::I5];
+/// Invariants checked in a (b)-history, after one repair pass: all of
+/// them, each has a repair.
+pub const CHECKED_AFTER_REPAIR: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5];
 /// Invariants checked in an (a)-history.
 pub const CHECKED: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5];
+
+/// The invariants an (a)-history of `plan` is held to.
+pub fn checked(plan: &Plan) -> Vec<Inv> {
+    let mut which = CHECKED.to_vec();
+    if plan.strict_records {
+        which.push(Inv::Unrecorded);
+    }
+    which
+}
 
 /// What an operation returned.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,7 +222,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         elapsed: Duration::ZERO,
     };
     let facts0 = Facts { appended: setup_comments.clone(), posts_deleted: vec![] };
-    let after_setup = check::check(&Snapshot::read(&db).await?, &facts0, CHECKED);
+    let after_setup = check::check(&Snapshot::read(&db).await?, &facts0, &checked(plan));
     if !after_setup.is_empty() {
         outcome.notes.push("setup (docrel calls, inline, no faults) already broke the invariants".into());
         outcome.violations = after_setup;
@@ -283,21 +288,41 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         }
     }
     let facts = facts(&setup_comments, &outcome.records);
-    let failed = outcome.records.iter().any(|r| !r.op.is_fault() && r.res.failed());
-    let snapshot = Snapshot::read(&db).await?;
-    if failed {
-        outcome.contract = Contract::B;
-        outcome.before_repair = check::check(&snapshot, &facts, CHECKED);
-        match repair_everything(&db).await {
-            Ok(report) => outcome.repair = report,
-            Err(e) => liveness.push(Violation { inv: Inv::Liveness, what: format!("the repair pass failed: {e}") }),
-        }
-        let repaired = Snapshot::read(&db).await?;
-        outcome.violations = check::check(&repaired, &facts, CHECKED_AFTER_REPAIR);
-    } else {
-        outcome.violations = check::check(&snapshot, &facts, CHECKED);
-    }
+    judge(&db, &facts, &mut outcome, &mut liveness).await?;
     outcome.violations.extend(liveness);
     outcome.elapsed = started.elapsed();
     Ok(outcome)
+}
+
+/// Checks the quiesced database against the contract: (a) as it is, (b)
+/// after one repair pass (see the module's head); copies with no version
+/// record are noted unless the plan holds them to the contract.
+async fn judge(
+    db: &Database,
+    facts: &Facts,
+    outcome: &mut Outcome,
+    liveness: &mut Vec<Violation>,
+) -> Result<(), String> {
+    let failed = outcome.records.iter().any(|r| !r.op.is_fault() && r.res.failed());
+    let snapshot = Snapshot::read(db).await?;
+    let unrecorded = check::check(&snapshot, facts, &[Inv::Unrecorded]);
+    if let Some(first) = unrecorded.first().filter(|_| failed || !outcome.plan.strict_records) {
+        outcome.notes.push(format!(
+            "{} copies with no version record (--strict-records makes them violations), first: {first}",
+            unrecorded.len()
+        ));
+    }
+    if !failed {
+        outcome.violations = check::check(&snapshot, facts, &checked(&outcome.plan));
+        return Ok(());
+    }
+    outcome.contract = Contract::B;
+    outcome.before_repair = check::check(&snapshot, facts, CHECKED);
+    match repair_everything(db).await {
+        Ok(report) => outcome.repair = report,
+        Err(e) => liveness.push(Violation { inv: Inv::Liveness, what: format!("the repair pass failed: {e}") }),
+    }
+    let repaired = Snapshot::read(db).await?;
+    outcome.violations = check::check(&repaired, facts, CHECKED_AFTER_REPAIR);
+    Ok(())
 }
