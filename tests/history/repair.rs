@@ -1,18 +1,16 @@
 //! One repair pass over everything derived, with what docrel's public API
-//! offers today: the contract's (b) says this restores I1–I5 after a call
-//! returned `Err`.
+//! offers: the contract's (b) says this restores I1–I5 after a call
+//! returned `Err` (copies by `fanout::repair`, subsets by `rebuild`,
+//! two-way references by `inverse_check::repair_all`, bucket counts by
+//! `bucket_check::repair_all`).
 
-use super::schema::{Item, Part, Person, Product};
+use super::schema::{CommentPage, Item, Part, Person, Product};
 use docrel::bson::{doc, Bson};
 use docrel::mongodb::Database;
 
-/// Repairs every denormalized copy (one `fanout::repair` per source) and
-/// rebuilds the subset of every parent; returns what each step reported.
-///
-/// REPAIR-API (issue 12): two-way references (I2) and buckets (I4) have no
-/// repair yet. Once docrel has a library-level `repair`, call it here, once,
-/// instead of (or after) the steps below, and add I2 and I4 to
-/// `run::CHECKED_AFTER_REPAIR`.
+/// Repairs every denormalized copy (one `fanout::repair` per source),
+/// rebuilds the subset of every parent, repairs the two-way references and
+/// the buckets; returns what each step reported.
 pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
     let mut out = Vec::new();
     // Copies of Part::name (products.parts[].pname), Product::name
@@ -44,9 +42,15 @@ pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
         rebuilt.push(format!("{id}:{n}"));
     }
     out.push(format!("rebuild items.reviews: {}", rebuilt.join(" ")));
-    // REPAIR-API (issue 12): two-way references (people.tasks / tasks.owner)
-    // would be repaired here.
-    // REPAIR-API (issue 12): buckets (comment_pages count / pages) would be
-    // repaired here.
+    let inverse = docrel::inverse_check::repair::<Person>(db).run().await?;
+    out.push(format!(
+        "repair two-way references: mismatched {} dangling {} fixed {} unfixable {} {:?}",
+        inverse.mismatched, inverse.dangling, inverse.fixed, inverse.unfixable, inverse.problems
+    ));
+    let buckets = docrel::bucket_check::repair::<CommentPage>(db).run().await?;
+    out.push(format!(
+        "repair buckets: miscounted {} fixed {} unfixable {} {:?}",
+        buckets.miscounted, buckets.fixed, buckets.unfixable, buckets.problems
+    ));
     Ok(out)
 }

@@ -1,8 +1,10 @@
 //! The schemas the histories run on, small versions of the examples:
 //!
 //! - catalog (`examples/catalog.rs`): products list their parts as
-//!   `[{id, pname}]` (`pname` a copy of `Part::name`), parts keep
-//!   `productName` (a copy of `Product::name` via `product`);
+//!   `[{id, pname, qty, label}]` (copies of `Part::name`, `Part::qty` and
+//!   the optional `Part::label`, so that `$inc`, `$min`/`$max` and
+//!   `$unset` of a source fan out), parts keep `productName` (a copy of
+//!   `Product::name` via `product`);
 //! - tasks (`examples/tasks.rs`): `people.tasks` two-way with `tasks.owner`,
 //!   and `tasks.owner_name` copied from `Person::name` via `owner`;
 //! - reviews (`examples/reviews.rs`): an item keeps the 4 newest of its
@@ -43,15 +45,24 @@ pub struct Part {
     #[serde(rename = "productName")]
     pub product_name: String,
     pub qty: i32,
+    /// Absent or null until labelled; `$unset` and `$rename` take it away.
+    #[serde(default)]
+    pub label: Option<String>,
 }
 
-/// An element of `products.parts`: the part's id and a copy of its name.
+/// An element of `products.parts`: the part's id and copies of its name,
+/// quantity and label.
 #[derive(Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct PartRef {
     pub id: ObjectId,
     #[denormalize(from = Part::name)]
     #[serde(rename = "pname")]
     pub name: String,
+    #[denormalize(from = Part::qty)]
+    pub qty: i32,
+    #[serde(default)]
+    #[denormalize(from = Part::label)]
+    pub label: Option<String>,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -1,0 +1,145 @@
+//! The operations on people and their tasks: the two-way reference
+//! `people.tasks` / `tasks.owner`, and the copy `tasks.owner_name`.
+
+use super::{link, outcome, Ctx, Sess, Within};
+use crate::history::op::Op;
+use crate::history::schema::*;
+use crate::history::universe::*;
+use docrel::Repository;
+
+/// Runs `op` if it is an operation on people or tasks.
+pub async fn run(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<String>> {
+    if let Some(r) = people(c, op, s.as_deref_mut()).await {
+        return Some(r);
+    }
+    if let Some(r) = tasks(c, op, s.as_deref_mut()).await {
+        return Some(r);
+    }
+    links(c, op, s).await
+}
+
+fn task_doc(t: usize, description: &str, owner: Option<usize>) -> Task {
+    Task {
+        id: Universe::task(t),
+        description: description.to_owned(),
+        owner: owner.map(Universe::person),
+        owner_name: STALE.into(),
+    }
+}
+
+async fn people(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
+    let repo = c.repo::<Person>(false);
+    Some(match op {
+        Op::InsertPerson { h, name } | Op::InsertPersonWithTasks { h, name, .. } => {
+            let tasks = match op {
+                Op::InsertPersonWithTasks { tasks, .. } => tasks.iter().map(|t| Universe::task(*t)).collect(),
+                _ => vec![],
+            };
+            let person = Person { id: Universe::person(*h), name: name.clone(), tasks };
+            repo.insert(&person).within(s).await.map(|()| String::new())
+        }
+        Op::RenamePerson { h, name, txn } => c
+            .repo::<Person>(*txn)
+            .update_by_id(&Universe::person(*h), Person::fields().name.set(name.clone()))
+            .within(s)
+            .await
+            .map(outcome),
+        Op::ReplacePerson { h, name } => rewrite_person(&repo, *h, name, false, s).await,
+        Op::SavePerson { h, name } => rewrite_person(&repo, *h, name, true, s).await,
+        Op::DeletePerson { h } => {
+            repo.delete_by_id(&Universe::person(*h)).within(s).await.map(|d| format!("deleted {d}"))
+        }
+        _ => return None,
+    })
+}
+
+/// Reads person `h`, then replaces or saves it with a new name.
+async fn rewrite_person(
+    repo: &Repository<Person>,
+    h: usize,
+    name: &str,
+    save: bool,
+    mut s: Sess<'_>,
+) -> docrel::Result<String> {
+    let person = match repo.get(&Universe::person(h)).within(s.as_deref_mut()).await? {
+        Some(p) => Person { name: name.to_owned(), ..p },
+        None if save => Person { id: Universe::person(h), name: name.to_owned(), tasks: vec![] },
+        None => return Ok("no such person".into()),
+    };
+    if save {
+        repo.save(&person).within(s).await?;
+    } else {
+        repo.replace(&person).within(s).await?;
+    }
+    Ok(format!("tasks as read {}", person.tasks.len()))
+}
+
+async fn tasks(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
+    let repo = c.repo::<Task>(false);
+    let inserted = |r: docrel::Result<()>| r.map(|()| String::new());
+    Some(match op {
+        Op::InsertTask { t, description } => inserted(repo.insert(&task_doc(*t, description, None)).within(s).await),
+        Op::InsertTaskOwned { t, h, description } | Op::InsertTaskOwnedEarly { t, h, description } => {
+            inserted(repo.insert(&task_doc(*t, description, Some(*h))).within(s).await)
+        }
+        Op::ReplaceTask { t, description } => rewrite_task(&repo, *t, description, false, s).await,
+        Op::SaveTask { t, description } => rewrite_task(&repo, *t, description, true, s).await,
+        Op::DeleteTask { t } => repo.delete_by_id(&Universe::task(*t)).within(s).await.map(|d| format!("deleted {d}")),
+        Op::DeleteTaskDoc { t } => delete_as_read(&repo, *t, s).await,
+        Op::SetOwnerPlainly { t, h } => {
+            let u = Task::fields().owner.set(Some(Universe::person(*h)));
+            repo.update_by_id(&Universe::task(*t), u).within(s).await.map(outcome)
+        }
+        _ => return None,
+    })
+}
+
+/// Reads task `t`, then replaces or saves it with a new description.
+async fn rewrite_task(
+    repo: &Repository<Task>,
+    t: usize,
+    description: &str,
+    save: bool,
+    mut s: Sess<'_>,
+) -> docrel::Result<String> {
+    let task = match repo.get(&Universe::task(t)).within(s.as_deref_mut()).await? {
+        Some(task) => Task { description: description.to_owned(), ..task },
+        None if save => task_doc(t, description, None),
+        None => return Ok("no such task".into()),
+    };
+    if save {
+        repo.save(&task).within(s).await?;
+    } else {
+        repo.replace(&task).within(s).await?;
+    }
+    Ok(format!("owner as read {:?}", task.owner))
+}
+
+/// Reads task `t`, then deletes it as read (`delete(&doc)`).
+async fn delete_as_read(repo: &Repository<Task>, t: usize, mut s: Sess<'_>) -> docrel::Result<String> {
+    let Some(task) = repo.get(&Universe::task(t)).within(s.as_deref_mut()).await? else {
+        return Ok("no such task".into());
+    };
+    let deleted = repo.delete(&task).within(s).await?;
+    Ok(format!("deleted {deleted} (owner as read {:?})", task.owner))
+}
+
+async fn links(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
+    let db = &c.db;
+    let written = match op {
+        Op::Reassign { t, h } => {
+            Task::rels().owner.reassign(db, &Universe::task(*t), &Universe::person(*h)).within(s).await
+        }
+        Op::LinkTask { h, t } => {
+            Person::rels().tasks.link(db, &Universe::person(*h), &Universe::task(*t)).within(s).await
+        }
+        Op::UnlinkTask { h, t } => {
+            Person::rels().tasks.unlink(db, &Universe::person(*h), &Universe::task(*t)).within(s).await
+        }
+        Op::UnlinkOwner { t, h } => {
+            Task::rels().owner.unlink(db, &Universe::task(*t), &Universe::person(*h)).within(s).await
+        }
+        _ => return None,
+    };
+    Some(written.map(link))
+}
