@@ -99,16 +99,29 @@ async fn write_image<T: Document>(
     plan: &DocumentPlan,
     stamp: i64,
 ) -> Result<Option<BsonDoc>> {
-    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(new, plan, stamp)}];
-    let after = in_session!(
-        raw.find_one_and_update(filter, pipeline)
+    let replacement = replacement::<T>(new, plan, stamp);
+    find_and_replace::<T>(cx, raw, filter, replacement, upsert, ReturnDocument::After).await
+}
+
+/// The replace itself, one `findAndModify` with a `$replaceWith` pipeline,
+/// returning the image `image` asks for (what is derived, and the version).
+async fn find_and_replace<T: Document>(
+    cx: &mut Cx<'_>,
+    raw: &Collection<RawDocumentBuf>,
+    filter: BsonDoc,
+    replacement: BsonDoc,
+    upsert: bool,
+    image: ReturnDocument,
+) -> Result<Option<BsonDoc>> {
+    let found = in_session!(
+        raw.find_one_and_update(filter, vec![doc! {"$replaceWith": replacement}])
             .upsert(upsert)
-            .return_document(ReturnDocument::After)
+            .return_document(image)
             .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
         cx.session()
     )
     .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
-    after.map(|b| decoded::<T>(&b)).transpose()
+    found.map(|b| decoded::<T>(&b)).transpose()
 }
 
 /// A replace of a document that is no source of copies (a subset child, a
@@ -123,20 +136,11 @@ async fn replace_summarized<T: Document>(
     mode: Mode,
     plan: &DocumentPlan,
 ) -> Result<Option<bool>> {
-    let pipeline = vec![doc! {"$replaceWith": replacement::<T>(&new, plan, 0)}];
-    let before = in_session!(
-        raw.find_one_and_update(filter, pipeline)
-            .upsert(upsert)
-            .return_document(ReturnDocument::Before)
-            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
-        cx.session()
-    )
-    .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
-    let before = match before {
-        Some(b) => Some(decoded::<T>(&b)?),
-        None if upsert => None,
-        None => return Ok(None),
-    };
+    let replacement = replacement::<T>(&new, plan, 0);
+    let before = find_and_replace::<T>(cx, raw, filter, replacement, upsert, ReturnDocument::Before).await?;
+    if before.is_none() && !upsert {
+        return Ok(None);
+    }
     let empty = BsonDoc::new();
     let old = before.as_ref().unwrap_or(&empty);
     let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
