@@ -12,10 +12,10 @@ use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
-use crate::store::session::{collect, in_session, plain};
+use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
-use mongodb::{ClientSession, Database};
+
 use std::collections::{HashMap, HashSet};
 
 /// The fields of a holder that [`Target::held_copies`] reads for `targets`: the
@@ -89,22 +89,21 @@ fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Wants {
 /// source collection (a set of ids, so a batch of holders of many sources
 /// stays linear), on the primary.
 pub(crate) async fn read_sources(
-    db: &Database,
+    cx: &mut Cx<'_>,
     held: &[(&'static str, &Target)],
     docs: &[BsonDoc],
-    mut session: Option<&mut ClientSession>,
 ) -> Result<Sources> {
     let mut sources = Sources::default();
     for (source, ids, fields) in wants(held, docs) {
         let mut projection: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
         projection.insert(VERSION_PATH, 1);
-        let coll = db.collection::<BsonDoc>(source);
+        let coll = cx.db.collection::<BsonDoc>(source);
         let find = coll
             .find(doc! {"_id": {"$in": ids}})
             .projection(projection)
             .batch_size(i32::MAX as u32)
             .selection_criteria(primary());
-        for found in collect(find, session.as_deref_mut(), source, |raw| plain(source, raw)).await? {
+        for found in collect(find, cx.session(), source, |raw| plain(source, raw)).await? {
             let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
             sources.0.insert((source, key), found);
         }
@@ -118,26 +117,21 @@ pub(crate) async fn read_sources(
 /// the holders and their sources, and rewrites only the stale copies (other
 /// values, or an older version recorded), under the refresh guard. Two
 /// reads, and one `update` command per target with stale copies.
-pub(crate) async fn refresh(
-    db: &Database,
-    schema: &'static Schema,
-    ids: &[Bson],
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<()> {
     let held = graph().held_by(schema);
     if held.is_empty() || ids.is_empty() {
         return Ok(());
     }
     let mut projection = holder_projection(held.iter().map(|(_, target)| *target));
     projection.insert(COPIES_PATH, 1);
-    let coll = db.collection::<BsonDoc>(schema.collection);
+    let coll = cx.db.collection::<BsonDoc>(schema.collection);
     let find = coll
         .find(doc! {"_id": {"$in": ids}})
         .projection(projection)
         .batch_size(i32::MAX as u32)
         .selection_criteria(primary());
-    let docs = collect(find, session.as_deref_mut(), schema.collection, |raw| plain(schema.collection, raw)).await?;
-    let sources = read_sources(db, &held, &docs, session.as_deref_mut()).await?;
+    let docs = collect(find, cx.session(), schema.collection, |raw| plain(schema.collection, raw)).await?;
+    let sources = read_sources(cx, &held, &docs).await?;
     for (source, target) in &held {
         let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
@@ -155,7 +149,7 @@ pub(crate) async fn refresh(
         // one write per source.
         let groups: Vec<Refresh<'_>> = stale.into_values().collect();
         if !groups.is_empty() {
-            refresh_many(db, target, &groups, session.as_deref_mut()).await?;
+            refresh_many(cx, target, &groups).await?;
         }
     }
     Ok(())
@@ -186,26 +180,21 @@ const COMMAND_BYTES: usize = 8 * 1024 * 1024;
 /// `update` command of many statements (more only past [`STATEMENTS`] or
 /// [`COMMAND_BYTES`]), not one round trip per source or holder. Returns
 /// the copies modified.
-pub(crate) async fn refresh_many(
-    db: &Database,
-    target: &Target,
-    groups: &[Refresh<'_>],
-    mut session: Option<&mut ClientSession>,
-) -> Result<u64> {
+pub(crate) async fn refresh_many(cx: &mut Cx<'_>, target: &Target, groups: &[Refresh<'_>]) -> Result<u64> {
     let mut modified = 0u64;
     let mut statements: Vec<BsonDoc> = Vec::new();
     let mut bytes = 0usize;
     for statement in groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)) {
         let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
         if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
-            modified += send_updates(db, target, std::mem::take(&mut statements), session.as_deref_mut()).await?;
+            modified += send_updates(cx, target, std::mem::take(&mut statements)).await?;
             bytes = 0;
         }
         bytes += size;
         statements.push(statement);
     }
     if !statements.is_empty() {
-        modified += send_updates(db, target, statements, session).await?;
+        modified += send_updates(cx, target, statements).await?;
     }
     crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
     Ok(modified)
@@ -292,23 +281,21 @@ fn split(filter: &BsonDoc) -> Option<Vec<BsonDoc>> {
 
 /// One `update` command (unordered: the statements touch copies of
 /// different sources and do not depend on each other); its `nModified`.
-async fn send_updates(
-    db: &Database,
-    target: &Target,
-    statements: Vec<BsonDoc>,
-    session: Option<&mut ClientSession>,
-) -> Result<u64> {
+async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: Vec<BsonDoc>) -> Result<u64> {
     let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
     // A command run as such gets none of the database's defaults. Not in a
     // session: it may be in a transaction, where a write concern is refused
     // (the driver does not say whether it is).
-    if let (Some(wc), None) = (db.write_concern(), &session) {
+    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
         if let Ok(wc) = crate::bson_compat::to_bson(wc) {
             command.insert("writeConcern", wc);
         }
     }
-    let reply =
-        in_session!(db.run_command(command), session).map_err(|e| Error::driver("update", target.collection, e))?;
+    let reply = {
+        let db = cx.db;
+        in_session!(db.run_command(command), cx.session())
+    }
+    .map_err(|e| Error::driver("update", target.collection, e))?;
     // An unordered write reports refused statements in its reply, not as
     // a failed command: turned into the driver's own write error here.
     let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {

@@ -14,7 +14,7 @@ use crate::schema::graph::{graph, Shape};
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::{ClientSession, Database};
+
 use std::collections::HashMap;
 
 pub(crate) use crate::store::primary;
@@ -26,14 +26,9 @@ pub(crate) use crate::denormalize::copies::{refresh, Sources};
 /// collection for the whole batch. A reference to a source that does not
 /// exist leaves the copy as given, with no record. Pass what it returns to
 /// [`confirm`] after the write.
-pub(crate) async fn fill(
-    db: &Database,
-    schema: &'static Schema,
-    docs: &mut [BsonDoc],
-    session: Option<&mut ClientSession>,
-) -> Result<Sources> {
+pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
     let held = graph().held_by(schema);
-    let sources = read_sources(db, &held, docs, session).await?;
+    let sources = read_sources(cx, &held, docs).await?;
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
         for (source, target) in &held {
@@ -103,15 +98,9 @@ fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
 /// again and, where one changed in between (its fan-out may have run before
 /// the write landed and missed it), refreshes those copies under the
 /// refresh guard. One read per source collection; writes only on a race.
-pub(crate) async fn confirm(
-    db: &Database,
-    schema: &'static Schema,
-    docs: &[BsonDoc],
-    filled: Sources,
-    mut session: Option<&mut ClientSession>,
-) -> Result<()> {
+pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[BsonDoc], filled: Sources) -> Result<()> {
     let held = graph().held_by(schema);
-    let now = read_sources(db, &held, docs, session.as_deref_mut()).await?;
+    let now = read_sources(cx, &held, docs).await?;
     for (source, target) in &held {
         // source id -> the holders referring to it
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
@@ -129,7 +118,7 @@ pub(crate) async fn confirm(
             let unchanged = filled.get(source, id).is_some_and(|before| version_of(before) == version_of(current));
             if !unchanged {
                 apply_to(
-                    &mut Cx::new(db, session.as_deref_mut()),
+                    &mut Cx::new(cx.db, cx.session()),
                     target,
                     id,
                     current,

@@ -11,6 +11,7 @@ use crate::schema::graph::{graph, Target};
 use crate::store::page::Page;
 use crate::store::path::id_key;
 use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
+use crate::store::session::Cx;
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
@@ -122,7 +123,7 @@ impl Copies {
         let docs =
             page.docs(&at.db.collection::<BsonDoc>(target.collection), holder_projection([target]), None).await?;
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
-        let sources = read_sources(at.db, &[(self.source, target)], &docs, None).await?;
+        let sources = read_sources(&mut Cx::new(at.db, None), &[(self.source, target)], &docs).await?;
         let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             report.scanned += 1;
@@ -143,7 +144,7 @@ impl Copies {
                 }
             }
             let groups: Vec<Refresh<'_>> = to_fix.into_values().collect();
-            report.fixed += refresh_many(at.db, target, &groups, None).await?;
+            report.fixed += refresh_many(&mut Cx::new(at.db, None), target, &groups).await?;
         }
         Ok(Some(last))
     }

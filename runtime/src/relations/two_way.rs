@@ -305,11 +305,11 @@ async fn refresh_copies(
 ) -> Result<()> {
     let through = |s: &'static Schema, field: &str| s.copies.iter().any(|c| c.via == field);
     if through(schema, rel.field) {
-        crate::denormalize::fill::refresh(cx.db, schema, std::slice::from_ref(x), cx.session()).await?;
+        crate::denormalize::fill::refresh(cx, schema, std::slice::from_ref(x)).await?;
     }
     if let Some((other, inverse)) = graph().inverse_of(rel) {
         if through(other, inverse.field) {
-            crate::denormalize::fill::refresh(cx.db, other, std::slice::from_ref(y), cx.session()).await?;
+            crate::denormalize::fill::refresh(cx, other, std::slice::from_ref(y)).await?;
         }
     }
     Ok(())

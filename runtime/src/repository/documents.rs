@@ -39,11 +39,8 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let filled = if plan.fills {
-            Some(crate::denormalize::fill::fill(cx.db, T::schema(), &mut plain, cx.session()).await?)
-        } else {
-            None
-        };
+        let filled =
+            if plan.fills { Some(crate::denormalize::fill::fill(cx, T::schema(), &mut plain).await?) } else { None };
         if inserting {
             if plan.source {
                 fanout::stamp_first_version(&mut plain);
@@ -69,7 +66,7 @@ impl<T: Document> Repository<T> {
             return Ok(());
         }
         if let Some(filled) = filled {
-            crate::denormalize::fill::confirm(cx.db, T::schema(), written, filled, cx.session()).await?;
+            crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
         }
         crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
         self.after_new(written, cx).await?;
@@ -190,7 +187,7 @@ impl<T: Document> Repository<T> {
         let written = written.is_some();
         if written {
             if let Some(filled) = filled {
-                crate::denormalize::fill::confirm(cx.db, T::schema(), &plain, filled, cx.session()).await?;
+                crate::denormalize::fill::confirm(cx, T::schema(), &plain, filled).await?;
             }
         }
         Ok(written)

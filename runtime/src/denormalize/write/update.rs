@@ -213,7 +213,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         };
         if let (Some(ids), true) = (holders, adds) {
             if outcome.matched > 0 {
-                Box::pin(fill::refresh(cx.db, T::schema(), &ids, cx.session())).await?;
+                Box::pin(fill::refresh(cx, T::schema(), &ids)).await?;
             }
         }
         Ok(outcome)
