@@ -4,9 +4,10 @@
 //! guard ([`refresh_many`] for holders already read, [`refresh`] for holders
 //! named by id). The fill on insert, the repair and the updates that change
 //! references all go through here. See the version contract in
-//! [`super::fanout`].
+//! [`crate::denormalize::fanout`].
 
-use crate::denormalize::fanout::{version_of, Guard, COPIES_PATH, VERSION_PATH};
+use super::records::{Guard, COPIES_PATH};
+use super::versions::{version_of, VERSION_PATH};
 use crate::error::{Error, Result};
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};

@@ -1,0 +1,17 @@
+//! The bookkeeping of copies, in one module: the versions of sources
+//! (`versions.rs`), the records holders keep of them and the guarded write
+//! of a copy (`records.rs`), and the copies a holder keeps, read from their
+//! sources and refreshed under the guard (`holders.rs`). Fan-out, fill,
+//! repair and the sync worker all go through here.
+
+mod holders;
+mod records;
+mod versions;
+
+pub(crate) use holders::*;
+pub(crate) use records::{apply_to, Guard, Values};
+pub use versions::VERSION_PATH;
+pub(crate) use versions::{
+    after_image, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
+    stamped_by_id, version_of, version_projection,
+};

@@ -1,0 +1,187 @@
+//! The versions of source documents: the first one from the clock, the
+//! one a write moves on (an `$inc`, a stamp, or the replace pipeline's), and
+//! how a write's outcome is read back from it (see the version contract in
+//! [`crate::denormalize::fanout`]).
+
+use crate::schema::graph::graph;
+use crate::store::path::lookup;
+use crate::store::update::OnlySet;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+
+/// Where a source document keeps its version.
+pub const VERSION_PATH: &str = "_docrel.v";
+
+/// The first version of a source document: the clock in microseconds, so
+/// that a source inserted again with the id of a deleted one starts above
+/// every version the deleted one reached (one write per microsecond of its
+/// life would be needed to pass it).
+pub(crate) fn first_version() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2))
+        .unwrap_or(1)
+}
+
+/// Adds to an update of a source the move of its version by one, in the
+/// same atomic write.
+pub(crate) fn inc_version(body: &mut BsonDoc) {
+    match body.get_mut("$inc") {
+        Some(Bson::Document(inc)) => {
+            inc.insert(VERSION_PATH, 1_i64);
+        }
+        _ => {
+            body.insert("$inc", doc! { VERSION_PATH: 1_i64 });
+        }
+    }
+}
+
+/// The first version of a new source, in the bookkeeping of each of
+/// `docs` (as inserted).
+pub(crate) fn stamp_first_version(docs: &mut [BsonDoc]) {
+    let v = first_version();
+    for d in docs {
+        match d.get_mut("_docrel") {
+            Some(Bson::Document(b)) => {
+                b.insert("v", v);
+            }
+            _ => {
+                d.insert("_docrel", doc! {"v": v});
+            }
+        }
+    }
+}
+
+/// The version a source document carries (0 when docrel never wrote it).
+pub(crate) fn version_of(source: &BsonDoc) -> i64 {
+    lookup(source, VERSION_PATH).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)
+}
+
+/// The version a replace (or upsert) of a source writes, as an aggregation
+/// expression over the stored document: `stamp` (the clock, see
+/// [`first_version`]) when the document is new or never versioned; past
+/// both the stored version and `stamp` when a field something is derived
+/// from (`derived`, `None`: any field) differs from `body`; the stored
+/// version otherwise. So the image after the write tells what it did
+/// (see [`replace_outcome`]) without the image before it.
+pub(crate) fn replace_version(derived: Option<&[&str]>, body: &BsonDoc, stamp: i64) -> Bson {
+    let stored = format!("${VERSION_PATH}");
+    let changed: Bson = match derived {
+        None => true.into(),
+        Some(fields) => {
+            let differs: Vec<Bson> = fields
+                .iter()
+                .map(|f| match lookup(body, f) {
+                    Some(value) => doc! {"$ne": [format!("${f}"), {"$literal": value.clone()}]},
+                    None => doc! {"$ne": [{"$type": format!("${f}")}, "missing"]},
+                })
+                .map(Bson::Document)
+                .collect();
+            doc! {"$or": differs}.into()
+        }
+    };
+    doc! {"$cond": [
+        {"$eq": [{"$type": &stored}, "missing"]},
+        stamp,
+        {"$cond": [changed, {"$max": [{"$add": [&stored, 1_i64]}, stamp + 1]}, &stored]},
+    ]}
+    .into()
+}
+
+/// What a replace written with [`replace_version`] did, from the version
+/// read back after it: `(created, changed)`. A version from a concurrent
+/// writer's later clock can only make it say "changed" where nothing did,
+/// which costs a fan-out that finds nothing stale, never a missed one.
+pub(crate) fn replace_outcome(after: i64, stamp: i64) -> (bool, bool) {
+    (after == stamp, after >= stamp)
+}
+
+/// The projection of a write whose derived values are [`known_values`]:
+/// its version alone.
+pub(crate) fn version_projection() -> BsonDoc {
+    doc! { VERSION_PATH: 1 }
+}
+
+/// A version stamped by this process: the clock in microseconds (see
+/// [`first_version`]), above every stamp it issued before.
+pub(crate) fn next_stamp() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = first_version();
+    let prev = LAST.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1))).unwrap_or(0);
+    now.max(prev + 1)
+}
+
+/// A single write that needs no read-back: the write of a source by its
+/// `_id`, made only of a `$set` of every derived field ([`known_values`]).
+/// The version it writes is stamped here ([`next_stamp`]) and the write
+/// applies only where the stored version is below the stamp, so each
+/// successful write still moves the version on and the version still tells
+/// the values; both are known without reading the document back, which
+/// makes the write a plain `update` (some servers answer `findAndModify` by
+/// scanning the collection). Returns the filter, the update and the source
+/// as the fan-out reads it (`_id`, version, the derived `values`); `None`
+/// for any other write.
+///
+/// A stamped write that matches nothing (no such document, one never
+/// versioned, or a version at or above the stamp: this client's clock
+/// behind another writer's) is written again the usual way
+/// (`findAndModify` with `$inc`), which tells those apart. Only a `$set`
+/// qualifies because of that second write: after a retry whose first
+/// attempt did land, it writes the same values again, at a later version.
+pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
+    let id = match filter.get("_id")? {
+        Bson::Document(d) if d.keys().any(|k| k.starts_with('$')) => return None,
+        id => id.clone(),
+    };
+    if filter.contains_key(VERSION_PATH) || filter.keys().any(|k| k.starts_with('$')) {
+        return None;
+    }
+    let only_version_inc =
+        |v: &Bson| matches!(v, Bson::Document(inc) if inc.len() == 1 && inc.contains_key(VERSION_PATH));
+    // A source with copies elsewhere: its update carries the `$inc` of its
+    // version (a subset child, versioned by nothing, does not).
+    if !body.get("$inc").is_some_and(only_version_inc) || !body.iter().all(|(op, _)| op == "$set" || op == "$inc") {
+        return None;
+    }
+    let set = body.get_document("$set").ok()?.clone();
+    let (filter, update, stamp) = stamp_write(filter.clone(), set);
+    Some((filter, update, after_image(id, stamp, values.clone())))
+}
+
+/// The stamped write of one source by its `_id` (see [`stamped`]), built
+/// from the `$set` of an update that is nothing else: every derived field
+/// must be set in it literally ([`known_values`]), and the source must
+/// carry a version. Returns the filter, the update and the stamp; the
+/// fan-out reads the values from `set` itself ([`fan_out_source`]), so no
+/// image of the source is built.
+pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: OnlySet<'_>) -> Option<(BsonDoc, BsonDoc, i64)> {
+    if graph().targets_of(source).is_empty() || !sets_derived(source, &set) {
+        return None;
+    }
+    Some(stamp_write(doc! {"_id": id.clone()}, set.to_doc()))
+}
+
+/// Whether `set` (a `$set`) gives every field derived from `source`
+/// literally: the condition of [`known_values`], without building them.
+fn sets_derived(source: &str, set: &OnlySet<'_>) -> bool {
+    graph()
+        .derived_fields(source)
+        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.get(f).is_some()))
+}
+
+/// The source as the fan-out reads it after a stamped write: `_id`,
+/// version, the derived `values`.
+pub(crate) fn after_image(id: Bson, stamp: i64, values: BsonDoc) -> BsonDoc {
+    let mut after = doc! {"_id": id, "_docrel": {"v": stamp}};
+    after.extend(values);
+    after
+}
+
+/// A stamped write of `set` to the source where `filter` matches: the
+/// filter and the update with the stamp (see [`stamped`]), and the stamp.
+fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64) {
+    let stamp = next_stamp();
+    filter.insert(VERSION_PATH, doc! {"$lt": stamp});
+    set.insert(VERSION_PATH, stamp);
+    (filter, doc! {"$set": set}, stamp)
+}
