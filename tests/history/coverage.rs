@@ -116,87 +116,62 @@ pub fn code_only(src: &str) -> String {
     let b: Vec<char> = src.chars().collect();
     let mut out = String::with_capacity(src.len());
     let mut i = 0;
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
     while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < b.len() && b[i] != '\n' {
-                out.push(' ');
+        match skipped_end(&b, i) {
+            Some(end) => {
+                out.extend(b[i..end].iter().map(|c| if *c == '\n' { '\n' } else { ' ' }));
+                i = end;
+            }
+            None => {
+                out.push(b[i]);
                 i += 1;
             }
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(blank(b[i]));
-                    i += 1;
-                }
-            }
-        } else if c == 'r'
-            && (next == Some('"') || next == Some('#'))
-            && !b[..i].last().is_some_and(|p| p.is_alphanumeric() || *p == '_')
-        {
-            // A raw string: r"..", r#".."#.
-            let mut j = i + 1;
-            let mut hashes = 0;
-            while b.get(j) == Some(&'#') {
-                hashes += 1;
-                j += 1;
-            }
-            if b.get(j) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            j += 1;
-            let closes = |k: usize| b.get(k) == Some(&'"') && (1..=hashes).all(|h| b.get(k + h) == Some(&'#'));
-            while j < b.len() && !closes(j) {
-                j += 1;
-            }
-            let end = (j + 1 + hashes).min(b.len());
-            out.extend(b[i..end].iter().map(|c| blank(*c)));
-            i = end;
-        } else if c == '"' {
-            out.push(' ');
-            i += 1;
-            while i < b.len() && b[i] != '"' {
-                let step = if b[i] == '\\' { 2 } else { 1 };
-                out.extend(b[i..(i + step).min(b.len())].iter().map(|c| blank(*c)));
-                i += step;
-            }
-            out.push(' ');
-            i += 1;
-        } else if c == '\'' && (b.get(i + 2) == Some(&'\'') || (next == Some('\\'))) {
-            // A char literal ('x', '\n', '\u{..}'); a lifetime has no closing quote.
-            let mut j = i + 1;
-            if b.get(j) == Some(&'\\') {
-                j += 2;
-            } else {
-                j += 1;
-            }
-            while j < b.len() && b[j] != '\'' {
-                j += 1;
-            }
-            out.extend(b[i..=j.min(b.len() - 1)].iter().map(|c| blank(*c)));
-            i = j + 1;
-        } else {
-            out.push(c);
-            i += 1;
         }
     }
     out
+}
+
+/// Where the comment or literal starting at `i` ends (just past it), if one does.
+fn skipped_end(b: &[char], i: usize) -> Option<usize> {
+    let at = |k: usize| b.get(k).copied();
+    let end = match (b[i], at(i + 1)) {
+        ('/', Some('/')) => (i..b.len()).find(|k| b[*k] == '\n').unwrap_or(b.len()),
+        ('/', Some('*')) => {
+            let (mut depth, mut k) = (0, i);
+            while k < b.len() {
+                match (b[k], at(k + 1)) {
+                    ('/', Some('*')) => (depth, k) = (depth + 1, k + 2),
+                    ('*', Some('/')) if depth == 1 => return Some(k + 2),
+                    ('*', Some('/')) => (depth, k) = (depth - 1, k + 2),
+                    _ => k += 1,
+                }
+            }
+            b.len()
+        }
+        // A raw string: r"..", r#".."# (not the end of a word like `for`).
+        ('r', Some('"' | '#')) if !(i > 0 && (b[i - 1].is_alphanumeric() || b[i - 1] == '_')) => {
+            let hashes = b[i + 1..].iter().take_while(|c| **c == '#').count();
+            let open = i + 1 + hashes;
+            if at(open) != Some('"') {
+                return None;
+            }
+            let closes = |k: usize| at(k) == Some('"') && (1..=hashes).all(|h| at(k + h) == Some('#'));
+            let close = (open + 1..b.len()).find(|k| closes(*k)).unwrap_or(b.len());
+            (close + 1 + hashes).min(b.len())
+        }
+        ('"', _) => {
+            let mut k = i + 1;
+            while k < b.len() && b[k] != '"' {
+                k += if b[k] == '\\' { 2 } else { 1 };
+            }
+            (k + 1).min(b.len())
+        }
+        // A char literal ('x', '\n', '\u{..}'); a lifetime has no closing quote.
+        ('\'', Some('\\')) => (i + 3..b.len()).find(|k| b[*k] == '\'').map_or(b.len(), |k| k + 1),
+        ('\'', Some(_)) if at(i + 2) == Some('\'') => i + 3,
+        _ => return None,
+    };
+    Some(end)
 }
 
 fn is_word(c: char) -> bool {

@@ -236,40 +236,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         Mode::Deferred => Some(Sync::start(&db, notes.clone(), t0).await?),
         Mode::Inline => None,
     };
-    let ctx = Ctx { db: db.clone(), mode: plan.mode, gate: Arc::new(tokio::sync::RwLock::new(())) };
-    let serial = plan.serial_transactions;
-    let records = Arc::new(Mutex::new(Vec::new()));
-    let mut workers = Vec::new();
-    for (w, ops) in plan.workers.iter().enumerate() {
-        let (ctx, ops, records) = (ctx.clone(), ops.clone(), records.clone());
-        workers.push(tokio::spawn(async move {
-            for (seq, op) in ops.into_iter().enumerate() {
-                let start = t0.elapsed();
-                let alone = serial && op.runs_transaction();
-                let guarded = async {
-                    let _shared = if alone { None } else { Some(ctx.gate.read().await) };
-                    let _alone = if alone { Some(ctx.gate.write().await) } else { None };
-                    exec(&ctx, &op).await
-                };
-                let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
-                    Ok(Ok(s)) => Res::Ok(s),
-                    Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
-                    Ok(Err(e)) => classify(&e),
-                    Err(_) => Res::TimedOut,
-                };
-                let end = t0.elapsed();
-                if trace() {
-                    eprintln!("{}", Record { worker: w, seq, op: op.clone(), start, end, res: res.clone() });
-                }
-                if let Ok(mut r) = records.lock() {
-                    r.push(Record { worker: w, seq, op, start, end, res });
-                }
-            }
-        }));
-    }
-    for w in workers {
-        w.await.map_err(|e| format!("a worker panicked: {e}"))?;
-    }
+    let records = run_workers(&db, plan, t0).await?;
     // Quiesce: no more faults, the sync worker drained.
     if plan.faults {
         fail_point(&db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
@@ -280,7 +247,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
             liveness.push(Violation { inv: Inv::Liveness, what: e });
         }
     }
-    outcome.records = records.lock().map(|r| r.clone()).unwrap_or_default();
+    outcome.records = records;
     outcome.notes.extend(notes.lock().map(|n| n.clone()).unwrap_or_default());
     for r in &outcome.records {
         if r.end - r.start > SLOW {
@@ -325,4 +292,46 @@ async fn judge(
     let repaired = Snapshot::read(db).await?;
     outcome.violations = check::check(&repaired, facts, CHECKED_AFTER_REPAIR);
     Ok(())
+}
+
+/// Runs the workers of `plan` concurrently, each its operations in order
+/// (an operation that runs a transaction alone when the plan serializes
+/// them); the records of every operation.
+async fn run_workers(db: &Database, plan: &Plan, t0: Instant) -> Result<Vec<Record>, String> {
+    let ctx = Ctx { db: db.clone(), mode: plan.mode, gate: Arc::new(tokio::sync::RwLock::new(())) };
+    let serial = plan.serial_transactions;
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let mut workers = Vec::new();
+    for (w, ops) in plan.workers.iter().enumerate() {
+        let (ctx, ops, records) = (ctx.clone(), ops.clone(), records.clone());
+        workers.push(tokio::spawn(async move {
+            for (seq, op) in ops.into_iter().enumerate() {
+                let start = t0.elapsed();
+                let alone = serial && op.runs_transaction();
+                let guarded = async {
+                    let _shared = if alone { None } else { Some(ctx.gate.read().await) };
+                    let _alone = if alone { Some(ctx.gate.write().await) } else { None };
+                    exec(&ctx, &op).await
+                };
+                let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
+                    Ok(Ok(s)) => Res::Ok(s),
+                    Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
+                    Ok(Err(e)) => classify(&e),
+                    Err(_) => Res::TimedOut,
+                };
+                let end = t0.elapsed();
+                if trace() {
+                    eprintln!("{}", Record { worker: w, seq, op: op.clone(), start, end, res: res.clone() });
+                }
+                if let Ok(mut r) = records.lock() {
+                    r.push(Record { worker: w, seq, op, start, end, res });
+                }
+            }
+        }));
+    }
+    for w in workers {
+        w.await.map_err(|e| format!("a worker panicked: {e}"))?;
+    }
+    let records = records.lock().map(|r| r.clone()).unwrap_or_default();
+    Ok(records)
 }

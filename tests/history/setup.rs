@@ -26,7 +26,14 @@ pub async fn setup(db: &Database, seed: u64) -> docrel::Result<Vec<(i32, String)
     Review::repo(db).ensure_indexes().await?;
     Post::repo(db).ensure_indexes().await?;
     CommentPage::repo(db).ensure_indexes().await?;
+    catalog(db).await?;
+    people(db).await?;
+    reviews(db, seed).await?;
+    comments(db).await
+}
 
+/// Products listing parts (part 0 in all of them), half the parts labelled.
+async fn catalog(db: &Database) -> docrel::Result<()> {
     let products: Vec<Product> = (0..SETUP_PRODUCTS)
         .map(|r| Product { id: Universe::product(r), name: format!("r-s.{r}"), parts: vec![] })
         .chain([Product { id: Universe::sentinel_product(), name: "sentinel".into(), parts: vec![] }])
@@ -54,8 +61,13 @@ pub async fn setup(db: &Database, seed: u64) -> docrel::Result<Vec<(i32, String)
             .await?;
     }
 
-    // Both sides of the two-way reference written by the inserts themselves
-    // (link and reassign are exercised by the histories).
+    Ok(())
+}
+
+/// People and their tasks, both sides of the two-way reference written by
+/// the inserts themselves.
+async fn people(db: &Database) -> docrel::Result<()> {
+    // Link and reassign are exercised by the histories.
     let owner = |t: usize| t % SETUP_PEOPLE;
     let people: Vec<Person> = (0..SETUP_PEOPLE)
         .map(|h| Person {
@@ -74,7 +86,11 @@ pub async fn setup(db: &Database, seed: u64) -> docrel::Result<Vec<(i32, String)
         })
         .collect();
     Task::repo(db).insert_many(&tasks).await?;
+    Ok(())
+}
 
+/// Items and their reviews, dated by the seed.
+async fn reviews(db: &Database, seed: u64) -> docrel::Result<()> {
     let items: Vec<Item> =
         (0..plan::ITEMS).map(|i| Item { id: Universe::item(i), name: format!("i-s.{i}"), reviews: vec![] }).collect();
     Item::repo(db).insert_many(&items).await?;
@@ -86,7 +102,11 @@ pub async fn setup(db: &Database, seed: u64) -> docrel::Result<Vec<(i32, String)
         })
         .collect();
     Review::repo(db).insert_many(&reviews).await?;
+    Ok(())
+}
 
+/// Posts and their comments; the comments appended.
+async fn comments(db: &Database) -> docrel::Result<Vec<(i32, String)>> {
     let posts: Vec<Post> =
         (0..plan::POSTS).map(|b| Post { id: Universe::post(b), title: format!("post {b}") }).collect();
     Post::repo(db).insert_many(&posts).await?;
