@@ -169,11 +169,6 @@ pub const KNOWN_GAPS: &[(OpKind, &str)] = &[
         OpKind::PullWherePartRef,
         "issue 27 item 10: pull_where by key on an array of copies is rewritten into a filter the server rejects",
     ),
-    (OpKind::PullSummary, "issue 27 item 5: an update of a subset array is accepted, leaving the subset wrong (I3)"),
-    (
-        OpKind::BumpPageCount,
-        "issue 27 item 5: an update of a bucket count is accepted, leaving the bucket miscounted (I4)",
-    ),
 ];
 
 /// Kinds with a race still open that is not a gap (they stay in the
