@@ -196,3 +196,54 @@ async fn maintained_fields_are_not_written_by_the_caller() -> docrel::Result<()>
     assert_eq!(stored.get_i32("count").unwrap(), 1);
     Ok(())
 }
+
+// ---- item 10: a pull by key from an array of copies -------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "bolts")]
+struct Bolt {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(docrel::Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct BoltRef {
+    id: ObjectId,
+    #[denormalize(from = Bolt::name)]
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "assemblies")]
+struct Assembly {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(many, to = Bolt, max = 20)]
+    bolts: Vec<BoltRef>,
+}
+
+/// `pull_where` by the element's id on an array of copies pulls the
+/// element and its version record in one write. Before, the record's
+/// removal rewrote the pull into `{id: {$in: [{$eq: X}]}}`, which the
+/// server refuses.
+#[tokio::test]
+async fn a_pull_by_key_from_an_array_of_copies_is_one_write() -> docrel::Result<()> {
+    let t = TestDb::new("pull_by_key").await?;
+    let bolts = [Bolt { id: ObjectId::new(), name: "m4".into() }, Bolt { id: ObjectId::new(), name: "m5".into() }];
+    Bolt::repo(&t.db).insert_many(&bolts).await?;
+    let refs = bolts.iter().map(|b| BoltRef { id: b.id, name: String::new() }).collect();
+    let assembly = Assembly { id: ObjectId::new(), bolts: refs };
+    Assembly::repo(&t.db).insert(&assembly).await?;
+    let gone = bolts[0].id;
+    let pull = Assembly::fields().bolts.pull_where(|e| e.at::<ObjectId>("id").eq(&gone));
+    Assembly::repo(&t.db).update_by_id(&assembly.id, pull).await?;
+    let stored = raw(&t, "assemblies", assembly.id).await.unwrap();
+    let left: Vec<&BsonDoc> = stored.get_array("bolts").unwrap().iter().filter_map(Bson::as_document).collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].get_str("name").unwrap(), "m5");
+    let records =
+        stored.get_document("_docrel").unwrap().get_document("copies").unwrap().get_document("bolts").unwrap();
+    assert!(!records.contains_key(gone.to_hex()), "the pulled element's record goes with it: {records}");
+    Ok(())
+}

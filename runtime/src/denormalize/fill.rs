@@ -149,6 +149,27 @@ pub(crate) fn touched_holdings<S: AsRef<str>>(schema: &'static Schema, touched: 
     })
 }
 
+/// The ids of the elements a `$pull` of `pulled` removes from an array of
+/// copies keyed by `key`, and whether the pull is to be rewritten by id: a
+/// whole element (its copies may be stale, so it is pulled by its id), or
+/// a condition on the key alone (`{key: {$eq: x}}`, `{key: {$in: [..]}}`),
+/// kept as written. Any other condition names no id before the write.
+fn pulled_ids(element: &BsonDoc, key: &str) -> (Vec<Bson>, bool) {
+    let condition = |op: &BsonDoc| match (op.len(), op.get("$eq"), op.get("$in")) {
+        (1, Some(id), _) => vec![id.clone()],
+        (1, _, Some(Bson::Array(ids))) => ids.clone(),
+        _ => Vec::new(),
+    };
+    match element.get(key) {
+        Some(Bson::Document(op)) if op.keys().any(|k| k.starts_with('$')) => {
+            let alone = element.len() == 1;
+            (if alone { condition(op) } else { Vec::new() }, false)
+        }
+        Some(id) if !element.keys().any(|k| k.starts_with('$')) => (vec![id.clone()], true),
+        _ => (Vec::new(), false),
+    }
+}
+
 /// Adds to an update that pulls elements from an array of copies the
 /// removal of their version records, in the same atomic write, so the
 /// records do not outgrow the array. Pulls by condition (whose ids cannot
@@ -168,20 +189,9 @@ pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
             }
             other => other,
         };
-        let ids: Vec<Bson> = match pulled {
-            // A whole element: its copies may be stale, so pull by its id.
-            Some(Bson::Document(element)) if !element.keys().any(|k| k.starts_with('$')) => {
-                element.get(key).cloned().into_iter().collect()
-            }
-            Some(Bson::Document(cond)) => match cond.get(key) {
-                Some(Bson::Document(op)) => match op.get("$in") {
-                    Some(Bson::Array(ids)) => ids.clone(),
-                    _ => Vec::new(),
-                },
-                Some(id) => vec![id.clone()],
-                None => Vec::new(),
-            },
-            _ => Vec::new(),
+        let (ids, rewrite) = match pulled.and_then(Bson::as_document) {
+            Some(element) => pulled_ids(element, key),
+            None => (Vec::new(), false),
         };
         if ids.is_empty() {
             continue;
@@ -189,7 +199,9 @@ pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
         for id in &ids {
             unset.insert(target.version_path(id), "");
         }
-        rewrites.push((array, doc! { key: {"$in": ids} }));
+        if rewrite {
+            rewrites.push((array, doc! { key: {"$in": ids} }));
+        }
     }
     if unset.is_empty() {
         return;
