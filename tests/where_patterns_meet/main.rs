@@ -7,7 +7,15 @@ use docrel::testing::TestDb;
 use docrel::{Document, Error, Filter, View};
 use serde::{Deserialize, Serialize};
 
-async fn raw(t: &TestDb, collection: &str, id: impl Into<Bson>) -> Option<BsonDoc> {
+// Each part of the issue has its own module; the items fixed first stay here.
+mod compose;
+mod deletes;
+mod security;
+mod sync;
+mod writes;
+
+/// The document `_id = id` of `collection` as stored, read with the raw driver.
+pub(crate) async fn raw(t: &TestDb, collection: &str, id: impl Into<Bson>) -> Option<BsonDoc> {
     t.db.collection::<BsonDoc>(collection).find_one(doc! {"_id": id.into()}).await.expect("find")
 }
 
