@@ -162,27 +162,26 @@ impl<T: Document> Repository<T> {
         let raw = raws
             .pop()
             .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
-        let written = if plan.replaces_by_image() {
-            let new = match plain.first() {
-                Some(p) => p.clone(),
-                None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
-                    what: format!("a document of `{}`", T::COLLECTION),
-                    message: e.to_string(),
-                })?,
-            };
-            let filter = crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new);
-            replace_image::<T>(cx, &self.raw, filter, new, upsert, self.mode(), &plan).await?
+        let new = plain_or(&plain, &raw)?;
+        let id = doc.id().to_bson();
+        let filter = crate::schema::shard::key_filter(T::schema(), id.clone(), &new);
+        let written = if !crate::schema::shard::movable(T::schema()) {
+            self.put_once(filter, upsert, &new, &raw, &plan, cx).await?
         } else {
-            let filter = match T::SHARD_KEY.is_empty() {
-                true => doc! {"_id": doc.id().to_bson()},
-                false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
-            };
-            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), cx.session())
-                .map_err(self.err("replace"))?;
-            (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
+            // The filter pins the new shard key; the stored document may
+            // carry another (the caller changed it). A write that creates
+            // must not run before that is known: a sharded cluster would
+            // store a second document with the same `_id` on another shard.
+            match self.put_once(filter.clone(), false, &new, &raw, &plan, cx).await? {
+                Some(done) => Some(done),
+                None => match self.stored_key(&id, cx).await? {
+                    Some(old) => self.put_once(old, false, &new, &raw, &plan, cx).await?,
+                    None => self.put_once(filter, upsert, &new, &raw, &plan, cx).await?,
+                },
+            }
         };
         if written == Some(true) {
-            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), cx).await?;
+            self.after_new(std::slice::from_ref(&new), cx).await?;
         }
         let written = written.is_some();
         if written {
@@ -191,6 +190,40 @@ impl<T: Document> Repository<T> {
             }
         }
         Ok(written)
+    }
+
+    /// One replace (or upsert) of the document `filter` finds: whether it
+    /// was created, or `None` when it found none.
+    async fn put_once(
+        &self,
+        filter: bson::Document,
+        upsert: bool,
+        new: &bson::Document,
+        raw: &RawDocumentBuf,
+        plan: &DocumentPlan,
+        cx: &mut Cx<'_>,
+    ) -> Result<Option<bool>> {
+        if plan.replaces_by_image() {
+            return replace_image::<T>(cx, &self.raw, filter, new.clone(), upsert, self.mode(), plan).await;
+        }
+        let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), cx.session())
+            .map_err(self.err("replace"))?;
+        Ok((r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some()))
+    }
+
+    /// The filter of the stored document `id` by its own shard key (which a
+    /// replace moving it to another key must name), or `None` when there is
+    /// no such document. Read by `_id` alone, from the primary.
+    async fn stored_key(&self, id: &bson::Bson, cx: &mut Cx<'_>) -> Result<Option<bson::Document>> {
+        let projection: bson::Document = T::schema().shard_key.iter().map(|f| ((*f).to_owned(), bson::Bson::Int32(1))).collect();
+        let found = in_session!(
+            self.raw.find_one(doc! {"_id": id.clone()}).projection(projection).selection_criteria(crate::store::primary()),
+            cx.session()
+        )
+        .map_err(self.err("find"))?;
+        let Some(found) = found else { return Ok(None) };
+        let stored = crate::store::session::plain(T::COLLECTION, &found)?;
+        Ok(Some(crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)))
     }
 
     /// What a new document of `T` owes the documents around it: the other
