@@ -41,7 +41,10 @@ async fn a_replace_after_unlink_keeps_the_reference_unset() -> docrel::Result<()
     for save in [false, true] {
         let shift = Shift { id: ObjectId::new(), hours: 8, crew: Some(crew.id) };
         Shift::repo(&t.db).insert(&shift).await?;
-        assert_eq!(raw(&t, "w_crews", crew.id).await.unwrap().get_array("shifts").unwrap(), &vec![Bson::ObjectId(shift.id)]);
+        assert_eq!(
+            raw(&t, "w_crews", crew.id).await.unwrap().get_array("shifts").unwrap(),
+            &vec![Bson::ObjectId(shift.id)]
+        );
         Shift::rels().crew.unlink(&t.db, &shift.id, &crew.id).await?;
 
         let edited = Shift { hours: 6, ..shift.clone() };
@@ -58,7 +61,10 @@ async fn a_replace_after_unlink_keeps_the_reference_unset() -> docrel::Result<()
     let fresh = Shift { id: ObjectId::new(), hours: 4, crew: Some(crew.id) };
     Shift::repo(&t.db).save(&fresh).await?;
     assert_eq!(raw(&t, "w_shifts", fresh.id).await.unwrap().get_object_id("crew").unwrap(), crew.id);
-    assert_eq!(raw(&t, "w_crews", crew.id).await.unwrap().get_array("shifts").unwrap(), &vec![Bson::ObjectId(fresh.id)]);
+    assert_eq!(
+        raw(&t, "w_crews", crew.id).await.unwrap().get_array("shifts").unwrap(),
+        &vec![Bson::ObjectId(fresh.id)]
+    );
     Ok(())
 }
 
@@ -102,5 +108,124 @@ async fn a_save_that_changes_the_shard_key_moves_the_document() -> docrel::Resul
     let new = Account { id: ObjectId::new(), region: "ap".into(), owner: "cy".into() };
     repo.save(&new).await?;
     assert_eq!(raw(&t, "w_accounts", new.id).await.unwrap().get_str("region").unwrap(), "ap");
+    Ok(())
+}
+
+// ---- item 13: an insert whose link is refused writes nothing ---------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_desks")]
+struct Desk {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(many, to = Ticket, inverse = desk, max = 1)]
+    tickets: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_tickets")]
+struct Ticket {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Desk, inverse = tickets)]
+    desk: Option<ObjectId>,
+}
+
+/// A ticket inserted for a desk whose list is full gets `EmbedFull`,
+/// which says nothing was written: and nothing is (the insert and its link
+/// are one transaction). Before, the ticket stayed stored, naming a desk
+/// that does not list it (I2).
+#[tokio::test]
+async fn an_insert_whose_link_is_refused_writes_nothing() -> docrel::Result<()> {
+    let t = TestDb::new("w_link_full").await?;
+    let desk = Desk { id: ObjectId::new(), tickets: vec![] };
+    Desk::repo(&t.db).insert(&desk).await?;
+    let first = Ticket { id: ObjectId::new(), desk: Some(desk.id) };
+    Ticket::repo(&t.db).insert(&first).await?;
+    let second = Ticket { id: ObjectId::new(), desk: Some(desk.id) };
+    let err = Ticket::repo(&t.db).insert(&second).await.unwrap_err();
+    assert!(matches!(err, docrel::Error::EmbedFull { .. }), "{err}");
+    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert!(raw(&t, "w_tickets", second.id).await.is_none());
+    assert_eq!(
+        raw(&t, "w_desks", desk.id).await.unwrap().get_array("tickets").unwrap(),
+        &vec![Bson::ObjectId(first.id)]
+    );
+    Ok(())
+}
+
+/// A write-concern error means the document was written (only its
+/// acknowledgement by more members failed): what it owes is still done,
+/// here its summary in its board's subset, and the error is returned.
+/// Before, it counted as nothing written, so the board never listed it.
+#[tokio::test]
+async fn an_insert_with_a_write_concern_error_still_pushes_its_summary() -> docrel::Result<()> {
+    let t = TestDb::new("w_wce_insert").await?;
+    Board::repo(&t.db).insert(&Board { id: 1, latest: vec![] }).await?;
+    t.client
+        .database("admin")
+        .run_command(docrel::bson::doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "appName": t.db.name(),
+                     "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}},
+        })
+        .await
+        .expect("fail point");
+    let note = Note { id: ObjectId::new(), note_id: 7, board: 1 };
+    let result = Note::repo(&t.db).insert(&note).await;
+    assert!(result.is_err(), "the write concern error is returned");
+    assert!(raw(&t, "w_notes", note.id).await.is_some());
+    let latest = raw(&t, "w_boards", 1).await.unwrap().get_array("latest").unwrap().clone();
+    assert_eq!(latest.len(), 1, "{latest:?}");
+    Ok(())
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_boards")]
+struct Board {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 3, subset_of = Note, sort = "-note_id", key = note_id)]
+    latest: Vec<NoteLine>,
+}
+
+#[derive(docrel::View, Serialize, Deserialize, Debug, Clone)]
+#[view(of = Note)]
+struct NoteLine {
+    note_id: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_notes")]
+struct Note {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    note_id: i32,
+    #[parent_ref(to = Board)]
+    board: i32,
+}
+
+// ---- item 16: insert_many is all or nothing ---------------------------------------------------
+
+/// On a deployment with transactions, `insert_many` with a refused
+/// document (here an `_id` already stored) writes none of them, and nothing
+/// derived from them: the desk lists only the ticket it had.
+#[tokio::test]
+async fn insert_many_is_all_or_nothing() -> docrel::Result<()> {
+    let t = TestDb::new("w_insert_many").await?;
+    let desk = Desk { id: ObjectId::new(), tickets: vec![] };
+    Desk::repo(&t.db).insert(&desk).await?;
+    let taken = Ticket { id: ObjectId::new(), desk: None };
+    Ticket::repo(&t.db).insert(&taken).await?;
+    let batch = [
+        Ticket { id: ObjectId::new(), desk: Some(desk.id) },
+        taken.clone(),
+        Ticket { id: ObjectId::new(), desk: None },
+    ];
+    assert!(Ticket::repo(&t.db).insert_many(&batch).await.is_err());
+    assert!(raw(&t, "w_tickets", batch[0].id).await.is_none());
+    assert!(raw(&t, "w_tickets", batch[2].id).await.is_none());
+    assert!(raw(&t, "w_desks", desk.id).await.unwrap().get_array("tickets").unwrap().is_empty());
     Ok(())
 }

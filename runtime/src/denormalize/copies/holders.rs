@@ -46,7 +46,7 @@ pub(crate) fn differs(target: &Target, copy: &BsonDoc, source: &BsonDoc) -> bool
 
 /// The source documents a write or a repair read, by (source collection,
 /// id key): the copied fields and the version.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Sources(HashMap<(&'static str, String), BsonDoc>);
 
 impl Sources {
