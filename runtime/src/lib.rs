@@ -24,7 +24,7 @@ mod id;
 mod patterns;
 mod relations;
 mod repository;
-mod schema;
+pub mod schema;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
