@@ -10,4 +10,4 @@ pub mod registry;
 pub mod shard;
 pub mod stored;
 
-pub use stored::{export, load, publish};
+pub use stored::{export, load, obey, publish};

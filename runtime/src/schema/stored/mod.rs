@@ -7,8 +7,10 @@
 //! [`load`] reads what every program published, and [`export`] gives this
 //! program's part as JSON without a database (for `docrel schema diff`).
 
+mod descriptors;
 mod form;
 mod merge;
+mod obey;
 mod publish;
 
 pub use form::program;
@@ -17,6 +19,7 @@ pub use form::{
     StoredType, FORMAT,
 };
 pub use merge::Conflict;
+pub use obey::{keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
 
 /// This program's part of the schema as JSON (what [`publish`] would
