@@ -188,6 +188,11 @@ pub(crate) fn install(stored: Vec<&'static Schema>) {
     }
 }
 
+/// Every document type of the current graph: see [`Graph::types`].
+pub fn all_types() -> Vec<&'static Schema> {
+    graph().types()
+}
+
 /// Every reference, from any document type linked into the program, whose
 /// target is `collection`, with the schema declaring it.
 pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema, &'static Relation)> + '_ {
@@ -388,6 +393,15 @@ impl Graph {
     /// The document types stored in `collection`, by Rust name.
     pub fn types_of(&self, collection: &str) -> &[&'static Schema] {
         self.by_collection.get(collection).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every document type of the graph (linked, and followed from a stored
+    /// schema), ordered by collection then type name: what the admin tool
+    /// reports, verifies and repairs.
+    pub fn types(&self) -> Vec<&'static Schema> {
+        let mut all: Vec<&'static Schema> = self.by_collection.values().flatten().copied().collect();
+        all.sort_by_key(|s| (s.collection, s.rust_name, s.module));
+        all
     }
 
     /// Collections that more than one document type declares, with the
