@@ -480,3 +480,44 @@ async fn a_stopped_worker_saved_its_position_and_replays_nothing() -> docrel::Re
     assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "second");
     w.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_while_it_retries_an_event_replays_it_at_the_next_start() -> docrel::Result<()> {
+    let t = TestDb::new("sync_retry_stop").await?;
+    let (author, book) = shelf(&t).await?;
+    let worker = || SyncWorker::new(&t.db, "retrying").checkpoint_every(Duration::from_secs(3600));
+    let mut w = start(worker());
+    w.ready().await;
+    // Every `update` fails as transient (a write conflict): the fan-out is
+    // retried, never given up. The rename itself is a `findAndModify`,
+    // outside docrel.
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": "alwaysOn",
+            "data": {"failCommands": ["update"], "errorCode": 112, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    t.db.collection::<BsonDoc>("authors")
+        .find_one_and_update(doc! {"_id": author.id}, doc! {"$set": {"name": "retried"}, "$inc": {"_docrel.v": 1_i64}})
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!w.task.is_finished(), "a transient error does not end the worker");
+    w.stop().await?;
+    fail_point_off(&t).await;
+    assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "Ursula");
+    let letters = t.db.collection::<BsonDoc>(docrel::fanout::DEAD_LETTER_COLLECTION);
+    assert_eq!(letters.count_documents(doc! {}).await.unwrap(), 0, "a transient error is no dead letter");
+
+    // Stopped before the event was applied, it replays it.
+    let mut w = start(worker());
+    w.ready().await;
+    eventually("the replayed rename reaches the copy", || async {
+        raw(&t, "books", book.id).await.get_str("author_name").unwrap() == "retried"
+    })
+    .await;
+    w.stop().await
+}

@@ -442,9 +442,14 @@ impl SyncWorker {
         }
     }
 
-    /// A graceful stop in the middle of an event: the position before it is saved.
+    /// A graceful stop in the middle of an event: the position before it is
+    /// saved. The server is likely failing (the event was waiting to be
+    /// retried), so a save it refuses is no error: the position stored
+    /// before is older still, and replaying from it is harmless.
     async fn stopped(&self, f: &mut Followed) -> Result<Option<Ended>> {
-        self.save_moved(&mut f.saved, f.position.as_ref()).await?;
+        if let Err(error) = self.save_moved(&mut f.saved, f.position.as_ref()).await {
+            tracing::warn!(target: "docrel", worker = %self.name, %error, "sync worker stopped; its position was not saved");
+        }
         Ok(Some(Ended::Shutdown))
     }
 
