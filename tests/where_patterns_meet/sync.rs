@@ -203,6 +203,10 @@ async fn a_poison_event_becomes_a_dead_letter_and_the_worker_goes_on() -> docrel
     let line = out.lines().find(|l| l.starts_with("sync")).unwrap_or_else(|| panic!("no sync job:\n{out}"));
     assert!(line.contains("found    1"), "{line}\n{out}");
     assert!(out.contains("sync_writers") && out.contains(&ursula.id.to_hex()) && out.contains("validation"), "{out}");
+    // Limited to a collection: the letters of that collection only.
+    let (exit, out) = admin(&t, &["verify", "sync_replies"]).await;
+    assert_eq!(exit, Exit::Ok, "{out}");
+    assert!(out.lines().any(|l| l.starts_with("sync ")), "{out}");
 
     // While the cause stands, re-applying it fails the same way: the
     // letter stays, with the new failure in the report. (The admin

@@ -199,19 +199,17 @@ impl Copies {
             };
             let ahead = self.target.record_ahead(d, id, source);
             if differs(self.target, copy, source) || ahead.is_some() {
-                stale.get_or_insert((id, ahead.map(|r| (r, version_of(source)))));
+                stale.get_or_insert((id, ahead.map(|r| self.target.describe_ahead(id, r, version_of(source)))));
                 let source = caught_up.get(&id_key(id)).unwrap_or(source);
                 to_fix.entry(id_key(id)).or_insert_with(|| Refresh::of(id, source));
             }
         }
         if let Some((id, ahead)) = stale {
             report.stale += 1;
-            let ahead = ahead.map(|(r, v)| {
-                format!(
-                    " (it records version {r}, ahead of the source's {v}: the source was restored or rewritten \
-                     outside docrel, or inserted again by a clock behind; repair moves the source's version past it)"
-                )
-            });
+            let (ahead, fixable) = ahead.unwrap_or((String::new(), true));
+            if !fixable {
+                report.unfixable += 1;
+            }
             report.note(|| {
                 format!(
                     "{} of {} holds stale copies of {} {}{}: {}",
@@ -219,8 +217,8 @@ impl Copies {
                     holder(),
                     self.source,
                     show_id(id),
-                    ahead.unwrap_or_default(),
-                    if fix { "rewritten" } else { "repair rewrites them" }
+                    ahead,
+                    if !fixable { "left" } else if fix { "rewritten" } else { "repair rewrites them" }
                 )
             });
         }

@@ -3,7 +3,7 @@
 //! target path for one source: a copy is rewritten only where its record is
 //! older (see the version contract in [`crate::denormalize::fanout`]).
 
-use super::versions::version_of;
+use super::versions::{version_of, VERSION_CEILING};
 use crate::error::{Error, Result};
 use crate::schema::graph::{Shape, Target};
 use crate::store::path::{lookup, push_id_key};
@@ -67,6 +67,24 @@ impl Target {
     /// ([`super::versions::move_past`]).
     pub(crate) fn record_ahead(&self, holder: &BsonDoc, id: &Bson, source: &BsonDoc) -> Option<i64> {
         self.recorded(holder, id).filter(|r| *r > version_of(source))
+    }
+
+    /// A record of the source `id` ahead of its `version`, in words for a
+    /// report, and whether a repair fixes it.
+    pub(crate) fn describe_ahead(&self, id: &Bson, record: i64, version: i64) -> (String, bool) {
+        if record >= VERSION_CEILING {
+            let text = format!(
+                " (it records version {record}, which no version of the source can pass: it was written outside \
+                 docrel; remove `{}` from the holder and repair again)",
+                self.version_path(id)
+            );
+            return (text, false);
+        }
+        let text = format!(
+            " (it records version {record}, ahead of the source's {version}: the source was restored or rewritten \
+             outside docrel, or inserted again by a clock behind; repair moves the source's version past it)"
+        );
+        (text, true)
     }
 
     pub(crate) fn version_path(&self, id: &Bson) -> String {

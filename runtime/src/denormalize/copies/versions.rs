@@ -190,6 +190,12 @@ fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64)
     (filter, doc! {"$set": set}, stamp)
 }
 
+/// Versions from here up are no clock's (the clock in microseconds gets
+/// there in about 146,000 years): a record this high was written outside
+/// docrel, and moving a source past it would leave its version no room to
+/// move on (the next `$inc` would overflow). [`move_past`] leaves it.
+pub(crate) const VERSION_CEILING: i64 = i64::MAX / 2;
+
 /// Moves the version of the source `id` (in `collection`) past `ahead`, a
 /// version a holder recorded for it that is above the source's own (the
 /// source was restored or rewritten outside docrel, or inserted again by a
@@ -212,6 +218,9 @@ pub(crate) async fn move_past(
     seen: i64,
     ahead: i64,
 ) -> Result<Option<i64>> {
+    if ahead >= VERSION_CEILING {
+        return Ok(None);
+    }
     let at_seen = if seen == 0 { Bson::Document(doc! {"$in": [Bson::Null, 0_i64]}) } else { Bson::Int64(seen) };
     let moved = ahead.saturating_add(1).max(next_stamp());
     let coll = cx.db.collection::<BsonDoc>(collection);

@@ -280,7 +280,9 @@ impl SyncWorker {
     /// [`SyncWorker::run`] until `shutdown` completes: the change being
     /// applied is finished, the position saved, and `Ok(())` returned. A
     /// fan-out is never cut in the middle; only the wait for the next event
-    /// is.
+    /// is, and the pause before an event that failed is tried again (the
+    /// position saved is then the one before that event, which the next
+    /// start replays).
     pub async fn run_until(
         &self,
         shutdown: impl Future<Output = ()>,
