@@ -218,7 +218,13 @@ impl Copies {
                     self.source,
                     show_id(id),
                     ahead,
-                    if !fixable { "left" } else if fix { "rewritten" } else { "repair rewrites them" }
+                    if !fixable {
+                        "left"
+                    } else if fix {
+                        "rewritten"
+                    } else {
+                        "repair rewrites them"
+                    }
                 )
             });
         }

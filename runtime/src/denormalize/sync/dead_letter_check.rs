@@ -186,7 +186,7 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
 fn named_parents(letter: &BsonDoc, parent: &str, field: &str) -> Vec<Bson> {
     let named = letter.get_array("parents").map(|a| a.iter().filter_map(Bson::as_document)).into_iter().flatten();
     named
-        .filter(|p| p.get_str("collection") == Ok(parent) && p.get_str("field") == Ok(field))
+        .filter(|p| p.get_str("collection").ok() == Some(parent) && p.get_str("field").ok() == Some(field))
         .filter_map(|p| p.get("id").cloned())
         .collect()
 }
