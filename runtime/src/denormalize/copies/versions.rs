@@ -44,13 +44,18 @@ pub(crate) fn inc_version(body: &mut BsonDoc) {
 pub(crate) fn stamp_first_version(docs: &mut [BsonDoc]) {
     let v = first_version();
     for d in docs {
-        match d.get_mut("_docrel") {
-            Some(Bson::Document(b)) => {
-                b.insert("v", v);
-            }
-            _ => {
-                d.insert("_docrel", doc! {"v": v});
-            }
+        set_version(d, v);
+    }
+}
+
+/// Writes `v` as the version in a source document's bookkeeping.
+fn set_version(d: &mut BsonDoc, v: i64) {
+    match d.get_mut("_docrel") {
+        Some(Bson::Document(b)) => {
+            b.insert("v", v);
+        }
+        _ => {
+            d.insert("_docrel", doc! {"v": v});
         }
     }
 }
@@ -250,14 +255,7 @@ pub(crate) async fn catch_up(
     for (key, (id, source, record)) in highest {
         if let Some(v) = move_past(cx, collection, &id, version_of(source), record).await? {
             let mut moved = source.clone();
-            match moved.get_mut("_docrel") {
-                Some(Bson::Document(b)) => {
-                    b.insert("v", v);
-                }
-                _ => {
-                    moved.insert("_docrel", doc! {"v": v});
-                }
-            }
+            set_version(&mut moved, v);
             out.insert(key, moved);
         }
     }
