@@ -146,6 +146,11 @@ where
     }
 }
 
+/// Held by each test that sets a fail point: the server keeps one
+/// `failCommand` setting, so two tests setting theirs at once would
+/// replace (or turn off) each other's.
+static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn fail_point(t: &TestDb, command: &str, code: i32) {
     t.client
         .database("admin")
@@ -327,6 +332,7 @@ async fn a_truncated_array_is_fanned_out() -> docrel::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_lost").await?;
     shelf(&t).await?;
     let mut w = start(SyncWorker::new(&t.db, "lost"));
@@ -357,6 +363,7 @@ async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_and_continue_fixes_stale_copies_and_subsets_then_follows_from_now() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_heal").await?;
     let (author, book) = shelf(&t).await?;
     blog(&t).await?;
@@ -483,6 +490,7 @@ async fn a_stopped_worker_saved_its_position_and_replays_nothing() -> docrel::Re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_stopped_while_it_retries_an_event_replays_it_at_the_next_start() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_retry_stop").await?;
     let (author, book) = shelf(&t).await?;
     let worker = || SyncWorker::new(&t.db, "retrying").checkpoint_every(Duration::from_secs(3600));
