@@ -3,7 +3,9 @@
 //! stale ones from their sources, batch by batch, on the scan engine
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
-use crate::denormalize::copies::{differs, holder_projection, read_sources, refresh_many, Refresh, Sources};
+use crate::denormalize::copies::{
+    catch_up, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
+};
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Document;
@@ -120,14 +122,21 @@ impl Copies {
         let target = self.target;
         let filter = self.holding();
         let page = Page { filter: &filter, after: at.after, size: at.size };
-        let docs =
-            page.docs(&at.db.collection::<BsonDoc>(target.collection), holder_projection([target]), None).await?;
+        let mut projection = holder_projection([target]);
+        projection.insert(target.records_path(), 1);
+        let docs = page.docs(&at.db.collection::<BsonDoc>(target.collection), projection, None).await?;
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
         let sources = read_sources(&mut Cx::new(at.db, None), &[(self.source, target)], &docs).await?;
+        // A record ahead of its source refuses every guarded write of the
+        // copy: the source's version moves past it first.
+        let caught_up = match at.fix {
+            true => catch_up(&mut Cx::new(at.db, None), self.source, self.records_ahead(&docs, &sources)).await?,
+            false => HashMap::new(),
+        };
         let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             report.scanned += 1;
-            self.check(d, &sources, at.fix, &mut to_fix, report);
+            self.check(d, (&sources, &caught_up), at.fix, &mut to_fix, report);
         }
         if at.fix && !to_fix.is_empty() {
             // Every holder of a stale source in this batch: the guarded
@@ -149,12 +158,24 @@ impl Copies {
         Ok(Some(last))
     }
 
+    /// The copies `docs` record at a version above their source's: the
+    /// source's id, the source as read, and the record.
+    fn records_ahead<'s>(&self, docs: &[BsonDoc], sources: &'s Sources) -> Vec<(Bson, &'s BsonDoc, i64)> {
+        let held = docs.iter().flat_map(|d| self.target.held_copies(d).into_iter().map(move |(id, _)| (d, id)));
+        held.filter_map(|(d, id)| {
+            let source = sources.get(self.source, id)?;
+            Some((id.clone(), source, self.target.record_ahead(d, id, source)?))
+        })
+        .collect()
+    }
+
     /// Counts the stale and dangling copies of one holder, and adds the
-    /// sources of its stale ones to `to_fix`.
+    /// sources of its stale ones to `to_fix` (as `caught_up` when their
+    /// version was moved past a record ahead of it).
     fn check<'s>(
         &self,
         d: &BsonDoc,
-        sources: &'s Sources,
+        (sources, caught_up): (&'s Sources, &'s HashMap<String, BsonDoc>),
         fix: bool,
         to_fix: &mut HashMap<String, Refresh<'s>>,
         report: &mut Report,
@@ -176,21 +197,34 @@ impl Copies {
                 });
                 continue;
             };
-            if differs(self.target, copy, source) {
-                stale.get_or_insert(id);
+            let ahead = self.target.record_ahead(d, id, source);
+            if differs(self.target, copy, source) || ahead.is_some() {
+                stale.get_or_insert((id, ahead.map(|r| self.target.describe_ahead(id, r, version_of(source)))));
+                let source = caught_up.get(&id_key(id)).unwrap_or(source);
                 to_fix.entry(id_key(id)).or_insert_with(|| Refresh::of(id, source));
             }
         }
-        if let Some(id) = stale {
+        if let Some((id, ahead)) = stale {
             report.stale += 1;
+            let (ahead, fixable) = ahead.unwrap_or((String::new(), true));
+            if !fixable {
+                report.unfixable += 1;
+            }
             report.note(|| {
                 format!(
-                    "{} of {} holds stale copies of {} {}: {}",
+                    "{} of {} holds stale copies of {} {}{}: {}",
                     self.label(),
                     holder(),
                     self.source,
                     show_id(id),
-                    if fix { "rewritten" } else { "repair rewrites them" }
+                    ahead,
+                    if !fixable {
+                        "left"
+                    } else if fix {
+                        "rewritten"
+                    } else {
+                        "repair rewrites them"
+                    }
                 )
             });
         }

@@ -12,6 +12,6 @@ pub(crate) use holders::*;
 pub(crate) use records::{apply_to, Guard, Values};
 pub use versions::VERSION_PATH;
 pub(crate) use versions::{
-    after_image, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
+    after_image, catch_up, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
     stamped_by_id, version_of, version_projection,
 };
