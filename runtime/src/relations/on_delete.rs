@@ -3,7 +3,7 @@
 //! `restrict`, before anything is written), then pull and delete.
 
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::{OnDelete, Relation, RelationKind};
+use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -134,7 +134,7 @@ fn run<'a>(
         for &(schema, rel) in graph().references_to(collection) {
             match rule(rel) {
                 OnDelete::Nothing | OnDelete::Restrict => {}
-                OnDelete::Pull => pull(cx, schema.collection, rel, ids).await?,
+                OnDelete::Pull => pull(cx, schema, rel, ids).await?,
                 OnDelete::Cascade => {
                     let mut after = None;
                     while let Some(page) = dependants(cx, schema, rel, ids, after).await? {
@@ -151,8 +151,10 @@ fn run<'a>(
     })
 }
 
-/// Removes `ids` from the reference `rel` of every `collection` document.
-async fn pull(cx: &mut Cx<'_>, collection: &'static str, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
+/// Removes `ids` from the reference `rel` of every `schema` document,
+/// with the copies and version records that came through them.
+async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
+    let collection = schema.collection;
     let coll = cx.db.collection::<BsonDoc>(collection);
     let filter = doc! { rel.id_path(): {"$in": ids} };
     let update = match rel.kind {
@@ -172,7 +174,13 @@ async fn pull(cx: &mut Cx<'_>, collection: &'static str, rel: &'static Relation,
             }
         }
         RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
-        _ => doc! {"$unset": { rel.field: "" }},
+        _ => {
+            // The copies made through the reference, and their records, go
+            // with it: they copy a document the holder no longer refers to.
+            let mut unset = crate::denormalize::copies::cleared_through(schema, rel.field);
+            unset.insert(rel.field, "");
+            doc! {"$unset": unset}
+        }
     };
     in_session!(coll.update_many(filter, update), cx.session())
         .map_err(|e| Error::driver("update_many", collection, e))?;
