@@ -291,3 +291,52 @@ async fn a_cascade_into_subset_children_rebuilds_their_parents() -> docrel::Resu
     assert!(DelTopic::rels().latest.check(&t.db, &1).await?);
     Ok(())
 }
+
+// ---- a delete rebuilds the subsets of the parents its documents had when deleted --------------
+
+/// Holds this test client's next `delete` command for a while, so another
+/// client can move the child between the delete's read and its write.
+async fn hold_next_delete(t: &TestDb, ms: i32) {
+    let fail_point = doc! {
+        "configureFailPoint": "failCommand",
+        "mode": {"times": 1},
+        "data": {"failCommands": ["delete"], "blockConnection": true, "blockTimeMS": ms, "appName": t.db.name()},
+    };
+    t.client.database("admin").run_command(fail_point).await.expect("fail point");
+}
+
+/// A child moved to another parent between a delete's read and its write:
+/// the subset rebuilt is the new parent's, so neither topic lists the
+/// deleted note (for `delete_by_id` and for `delete_many`). Before, the
+/// delete read the parents first and rebuilt the old one only: the new
+/// parent's summary kept the deleted note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_moved_during_its_delete_leaves_no_summary() -> docrel::Result<()> {
+    let t = TestDb::new("del_moved").await?;
+    let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
+    let other = docrel::mongodb::Client::with_uri_str(&uri).await.expect("a second client").database(t.db.name());
+    DelBoard::repo(&t.db).insert(&DelBoard { id: 1 }).await?;
+    DelTopic::repo(&t.db).insert_many(&[DelTopic { id: 1, latest: vec![] }, DelTopic { id: 2, latest: vec![] }]).await?;
+    for (round, many) in [(1, false), (2, true)] {
+        let note = DelNote { id: round, note_id: round, n: round, topic: 1, board: 1 };
+        DelNote::repo(&t.db).insert(&note).await?;
+        assert_eq!(summary_ids(&raw(&t, "del_topics", 1).await.unwrap()), [round]);
+        hold_next_delete(&t, 600).await;
+        let db = t.db.clone();
+        let delete = tokio::spawn(async move {
+            match many {
+                false => DelNote::repo(&db).delete_by_id(&round).await.map(u64::from),
+                true => DelNote::repo(&db).delete_many(DelNote::fields().note_id.eq(&round)).await,
+            }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        DelNote::repo(&other).update_by_id(&round, DelNote::fields().topic.set(2)).await?;
+        assert_eq!(delete.await.expect("the delete ran")?, 1, "round {round}");
+        assert!(raw(&t, "del_notes", round).await.is_none());
+        for topic in [1, 2] {
+            let ids = summary_ids(&raw(&t, "del_topics", topic).await.unwrap());
+            assert!(ids.is_empty(), "round {round}: topic {topic} still lists {ids:?}");
+        }
+    }
+    Ok(())
+}
