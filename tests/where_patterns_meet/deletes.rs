@@ -81,7 +81,8 @@ async fn a_pulled_single_reference_takes_its_copies() -> docrel::Result<()> {
 #[tokio::test]
 async fn a_pulled_element_takes_its_copy_and_record() -> docrel::Result<()> {
     let t = TestDb::new("del_nullify_array").await?;
-    let hosts = [DelHost { id: ObjectId::new(), ipaddr: "a".into() }, DelHost { id: ObjectId::new(), ipaddr: "b".into() }];
+    let hosts =
+        [DelHost { id: ObjectId::new(), ipaddr: "a".into() }, DelHost { id: ObjectId::new(), ipaddr: "b".into() }];
     DelHost::repo(&t.db).insert_many(&hosts).await?;
     let lines = hosts.iter().map(|h| DelHostLine { id: h.id, ipaddr: String::new() }).collect();
     let rack = DelRack { id: ObjectId::new(), hosts: lines };
@@ -316,7 +317,9 @@ async fn a_child_moved_during_its_delete_leaves_no_summary() -> docrel::Result<(
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
     let other = docrel::mongodb::Client::with_uri_str(&uri).await.expect("a second client").database(t.db.name());
     DelBoard::repo(&t.db).insert(&DelBoard { id: 1 }).await?;
-    DelTopic::repo(&t.db).insert_many(&[DelTopic { id: 1, latest: vec![] }, DelTopic { id: 2, latest: vec![] }]).await?;
+    DelTopic::repo(&t.db)
+        .insert_many(&[DelTopic { id: 1, latest: vec![] }, DelTopic { id: 2, latest: vec![] }])
+        .await?;
     for (round, many) in [(1, false), (2, true)] {
         let note = DelNote { id: round, note_id: round, n: round, topic: 1, board: 1 };
         DelNote::repo(&t.db).insert(&note).await?;

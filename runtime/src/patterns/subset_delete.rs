@@ -81,11 +81,8 @@ async fn images(cx: &mut Cx<'_>, collection: &'static str, filter: &BsonDoc, man
         projection.insert(target.parent_field, 1);
     }
     let coll = cx.db.collection::<BsonDoc>(collection);
-    let find = coll
-        .find(filter.clone())
-        .projection(projection)
-        .limit(if many { 0 } else { 1 })
-        .selection_criteria(primary());
+    let find =
+        coll.find(filter.clone()).projection(projection).limit(if many { 0 } else { 1 }).selection_criteria(primary());
     collect(find, cx.session(), collection, |raw| plain(collection, raw)).await
 }
 

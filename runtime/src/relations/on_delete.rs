@@ -8,9 +8,9 @@
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
-use crate::store::session::{in_session, Cx};
 use crate::store::path::id_key;
 use crate::store::primary;
+use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use std::collections::{HashMap, HashSet};
 
@@ -54,7 +54,11 @@ pub(crate) async fn check(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson
 
 /// The collections whose documents a cascade from `collection` deletes.
 fn cascades_from(collection: &str) -> impl Iterator<Item = &'static str> + '_ {
-    graph().references_to(collection).iter().filter(|(_, rel)| rule(rel) == OnDelete::Cascade).map(|(s, _)| s.collection)
+    graph()
+        .references_to(collection)
+        .iter()
+        .filter(|(_, rel)| rule(rel) == OnDelete::Cascade)
+        .map(|(s, _)| s.collection)
 }
 
 /// `collection` and every collection a cascade from it reaches.
@@ -81,9 +85,9 @@ fn on_cycle(collection: &'static str) -> bool {
 /// Whether the rules from `collection` may refuse: a `restrict` reachable,
 /// or a cycle (which may pass [`MAX_CYCLE_DOCUMENTS`]).
 fn may_refuse(collection: &'static str) -> bool {
-    closure(collection).into_iter().any(|c| {
-        on_cycle(c) || graph().references_to(c).iter().any(|(_, rel)| rule(rel) == OnDelete::Restrict)
-    })
+    closure(collection)
+        .into_iter()
+        .any(|c| on_cycle(c) || graph().references_to(c).iter().any(|(_, rel)| rule(rel) == OnDelete::Restrict))
 }
 
 /// Whether a walk checks (reads only, refusing on a `restrict`) or applies.
