@@ -4,7 +4,7 @@
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
 use crate::denormalize::copies::{
-    catch_up, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
+    catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
 };
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
@@ -50,7 +50,9 @@ pub fn verify<T: Document>(db: &Database) -> Scan<'_> {
 /// Reports the stale and dangling copies of `T`'s documents and rewrites
 /// the stale ones from their sources (idempotent: a second run finds
 /// nothing stale). A dangling copy (its source is gone) is reported and
-/// left: there is nothing to rewrite it from.
+/// left: there is nothing to rewrite it from. Copies and version records
+/// left for a reference that is gone (a single reference cleared, an
+/// element no longer in its array) are counted stale and removed.
 pub fn repair<T: Document>(db: &Database) -> Scan<'_> {
     scan(db, T::COLLECTION, true)
 }
@@ -80,21 +82,31 @@ fn known_source(source: &str) -> Result<&'static str> {
         .ok_or_else(|| Error::UnknownSource { collection: source.to_owned(), known: sources.join(", ") })
 }
 
-/// The parts of a scan of the copies of `source`: one per target, in the
-/// order of [`targets_of`].
+/// The parts of a scan of the copies of `source`: two per target, in the
+/// order of [`targets_of`]: the holders referring to a source, then those
+/// that may keep copies or records of one they no longer refer to.
 pub(crate) fn parts(source: &'static str) -> Parts {
-    targets_of(source).iter().map(|target| Arc::new(Copies { source, target }) as Arc<dyn ScanPart>).collect()
+    targets_of(source)
+        .iter()
+        .flat_map(|target| {
+            [false, true].map(|leftovers| Arc::new(Copies { source, target, leftovers }) as Arc<dyn ScanPart>)
+        })
+        .collect()
 }
 
 /// The copies of `source` held in one target.
 struct Copies {
     source: &'static str,
     target: &'static Target,
+    /// Whether this part reads the holders no reference of the target
+    /// leads from ([`Target::leftover_holders`]) rather than the others.
+    leftovers: bool,
 }
 
 impl ScanPart for Copies {
     fn label(&self) -> String {
-        format!("{}.{}", self.target.collection, self.target.id_path())
+        let without = if self.leftovers { " (without a reference)" } else { "" };
+        format!("{}.{}{without}", self.target.collection, self.target.id_path())
     }
 
     fn collections(&self) -> Vec<&'static str> {
@@ -113,7 +125,10 @@ impl ScanPart for Copies {
 impl Copies {
     /// The target documents holding a copy of the source.
     fn holding(&self) -> BsonDoc {
-        doc! { self.target.id_path(): {"$exists": true} }
+        match self.leftovers {
+            false => doc! { self.target.id_path(): {"$exists": true} },
+            true => self.target.leftover_holders(),
+        }
     }
 
     /// One batch of holders, then one read of the sources they refer to,
@@ -134,9 +149,14 @@ impl Copies {
             false => HashMap::new(),
         };
         let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
+        let mut leftovers = Vec::new();
         for d in &docs {
             report.scanned += 1;
-            self.check(d, (&sources, &caught_up), at.fix, &mut to_fix, report);
+            let stale = self.check(d, (&sources, &caught_up), at.fix, &mut to_fix, report);
+            self.check_leftovers(d, stale, at.fix, &mut leftovers, report);
+        }
+        if at.fix && !leftovers.is_empty() {
+            report.fixed += clear_leftovers(&mut Cx::new(at.db, None), target, &leftovers).await?;
         }
         if at.fix && !to_fix.is_empty() {
             // Every holder of a stale source in this batch: the guarded
@@ -169,9 +189,37 @@ impl Copies {
         .collect()
     }
 
+    /// Counts copies and records of one holder left for a reference that
+    /// is gone (stale, unless `counted` already), and adds them to `found`.
+    fn check_leftovers(
+        &self,
+        d: &BsonDoc,
+        counted: bool,
+        fix: bool,
+        found: &mut Vec<(Bson, Vec<String>)>,
+        report: &mut Report,
+    ) {
+        let paths = self.target.leftovers(d);
+        let Some(holder) = d.get("_id").filter(|_| !paths.is_empty()) else { return };
+        if !counted {
+            report.stale += 1;
+        }
+        report.note(|| {
+            format!(
+                "{} of {} keeps {} from {} through a reference that refers to none of them now: {}",
+                self.label(),
+                show_id(holder),
+                paths.join(", "),
+                self.source,
+                if fix { "removed" } else { "repair removes them" }
+            )
+        });
+        found.push((holder.clone(), paths));
+    }
+
     /// Counts the stale and dangling copies of one holder, and adds the
     /// sources of its stale ones to `to_fix` (as `caught_up` when their
-    /// version was moved past a record ahead of it).
+    /// version was moved past a record ahead of it); whether it counted it stale.
     fn check<'s>(
         &self,
         d: &BsonDoc,
@@ -179,7 +227,7 @@ impl Copies {
         fix: bool,
         to_fix: &mut HashMap<String, Refresh<'s>>,
         report: &mut Report,
-    ) {
+    ) -> bool {
         let holder = || d.get("_id").map(show_id).unwrap_or_default();
         let mut stale = None;
         for (id, copy) in self.target.held_copies(d) {
@@ -204,6 +252,7 @@ impl Copies {
                 to_fix.entry(id_key(id)).or_insert_with(|| Refresh::of(id, source));
             }
         }
+        let counted = stale.is_some();
         if let Some((id, ahead)) = stale {
             report.stale += 1;
             let (ahead, fixable) = ahead.unwrap_or((String::new(), true));
@@ -228,5 +277,6 @@ impl Copies {
                 )
             });
         }
+        counted
     }
 }
