@@ -229,3 +229,45 @@ async fn insert_many_is_all_or_nothing() -> docrel::Result<()> {
     assert!(raw(&t, "w_desks", desk.id).await.unwrap().get_array("tickets").unwrap().is_empty());
     Ok(())
 }
+
+// ---- found with the NULLIFY fix: an update unsetting a reference takes its copies ----------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_vendors")]
+struct Vendor {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "w_invoices")]
+struct Invoice {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Vendor)]
+    vendor: Option<ObjectId>,
+    #[denormalize(from = Vendor::name, via = vendor)]
+    vendor_name: Option<String>,
+}
+
+/// `update(vendor.unset())` leaves no copy of the vendor behind, nor its
+/// version record: a query on the copied name no longer matches. Before,
+/// an update that only removes skipped the refresh of the copies.
+#[tokio::test]
+async fn an_update_unsetting_a_reference_takes_its_copies() -> docrel::Result<()> {
+    let t = TestDb::new("w_unset_via").await?;
+    let acme = Vendor { id: ObjectId::new(), name: "Acme".into() };
+    Vendor::repo(&t.db).insert(&acme).await?;
+    let invoice = Invoice { id: ObjectId::new(), vendor: Some(acme.id), vendor_name: None };
+    Invoice::repo(&t.db).insert(&invoice).await?;
+    assert_eq!(raw(&t, "w_invoices", invoice.id).await.unwrap().get_str("vendor_name").unwrap(), "Acme");
+
+    Invoice::repo(&t.db).update_by_id(&invoice.id, Invoice::fields().vendor.unset()).await?;
+    let stored = raw(&t, "w_invoices", invoice.id).await.unwrap();
+    assert!(stored.get("vendor").is_none(), "{stored}");
+    assert!(stored.get("vendor_name").is_none_or(|n| *n == Bson::Null), "{stored}");
+    let records = stored.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok());
+    assert!(records.is_none_or(|r| r.get("vendor").is_none()), "{stored}");
+    Ok(())
+}

@@ -199,8 +199,10 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         scope: Scope,
         holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
-        // Pulls alone bring no new reference: nothing to fill.
-        let adds = holders.is_some() && body_adds(&body);
+        // Pulls alone bring no new reference and take their element's copy
+        // with it: nothing to fill or clear. An `$unset` of a reference
+        // leaves its copies, which the refresh clears.
+        let refresh = holders.is_some() && needs_refresh(&body);
         let outcome = if self.derived {
             self.write_and_fan_out(cx, filter, body, scope).await?
         } else {
@@ -211,7 +213,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             };
             UpdateOutcome { matched: r.matched_count, modified: r.modified_count }
         };
-        if let (Some(ids), true) = (holders, adds) {
+        if let (Some(ids), true) = (holders, refresh) {
             if outcome.matched > 0 {
                 Box::pin(fill::refresh(cx, T::schema(), &ids)).await?;
             }
@@ -447,9 +449,10 @@ fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
     None
 }
 
-/// Whether an update document does more than remove (`$pull`, `$unset`).
-fn body_adds(body: &BsonDoc) -> bool {
-    body.keys().any(|op| !matches!(op.as_str(), "$pull" | "$pullAll" | "$unset"))
+/// Whether an update document does more than pull elements (`$pull`,
+/// `$pullAll`): the copies of its holders then need a refresh.
+fn needs_refresh(body: &BsonDoc) -> bool {
+    body.keys().any(|op| !matches!(op.as_str(), "$pull" | "$pullAll"))
 }
 
 /// A source document read back after its write, with the values the write
