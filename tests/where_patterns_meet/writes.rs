@@ -271,3 +271,43 @@ async fn an_update_unsetting_a_reference_takes_its_copies() -> docrel::Result<()
     assert!(records.is_none_or(|r| r.get("vendor").is_none()), "{stored}");
     Ok(())
 }
+
+// ---- repair goes on past a holder the server refuses ----------------------------------------
+
+/// A repair whose rewrite of one holder the server refuses (here the
+/// holder collection's validator) counts it as unfixable, says why, and
+/// rewrites the others. Before, the whole repair stopped at that error.
+#[tokio::test]
+async fn a_repair_goes_on_past_a_refused_holder() -> docrel::Result<()> {
+    let t = TestDb::new("w_repair_refused").await?;
+    let vendors =
+        [Vendor { id: ObjectId::new(), name: "Acme".into() }, Vendor { id: ObjectId::new(), name: "Bolt".into() }];
+    Vendor::repo(&t.db).insert_many(&vendors).await?;
+    let invoices: Vec<Invoice> =
+        vendors.iter().map(|v| Invoice { id: ObjectId::new(), vendor: Some(v.id), vendor_name: None }).collect();
+    Invoice::repo(&t.db).insert_many(&invoices).await?;
+    // Renamed behind docrel's back; the first new name is one the
+    // invoices' validator refuses.
+    let raw_vendors = t.db.collection::<docrel::bson::Document>("w_vendors");
+    for (v, name) in vendors.iter().zip(["A name far too long for an invoice", "Bolt & Co"]) {
+        raw_vendors
+            .update_one(docrel::bson::doc! {"_id": v.id}, docrel::bson::doc! {"$set": {"name": name}})
+            .await
+            .expect("rename");
+    }
+    t.db.run_command(docrel::bson::doc! {
+        "collMod": "w_invoices",
+        "validator": {"$jsonSchema": {"properties": {"vendor_name": {"bsonType": "string", "maxLength": 12}}}},
+    })
+    .await
+    .expect("validator");
+
+    let report = docrel::fanout::repair::<Vendor>(&t.db).run().await?;
+    // (The page's write may have rewritten the other holder before the
+    // refusal, so `fixed` counts it or not; what is stored says.)
+    assert_eq!((report.stale, report.unfixable), (2, 1), "{report:?}");
+    assert!(report.problems.iter().any(|n| n.contains("refuses")), "{report:?}");
+    assert_eq!(raw(&t, "w_invoices", invoices[1].id).await.unwrap().get_str("vendor_name").unwrap(), "Bolt & Co");
+    assert_eq!(raw(&t, "w_invoices", invoices[0].id).await.unwrap().get_str("vendor_name").unwrap(), "Acme");
+    Ok(())
+}

@@ -173,9 +173,44 @@ impl Copies {
                 }
             }
             let groups: Vec<Refresh<'_>> = to_fix.into_values().collect();
-            report.fixed += refresh_many(&mut Cx::new(at.db, None), target, &groups).await?;
+            report.fixed += match refresh_many(&mut Cx::new(at.db, None), target, &groups).await {
+                Ok(fixed) => fixed,
+                Err(e) if refused(&e) => self.refresh_each(at.db, groups, report).await?,
+                Err(e) => return Err(e),
+            };
         }
         Ok(Some(last))
+    }
+
+    /// The page's rewrite, one holder at a time, after the server refused
+    /// the page's (a validator, a document grown too large): a holder it
+    /// refuses is left, counted unfixable and named, and the others are
+    /// rewritten.
+    async fn refresh_each(&self, db: &Database, groups: Vec<Refresh<'_>>, report: &mut Report) -> Result<u64> {
+        let mut fixed = 0;
+        for group in groups {
+            for holder in &group.holders {
+                let one = Refresh { id: group.id.clone(), source: group.source, holders: vec![holder.clone()] };
+                match refresh_many(&mut Cx::new(db, None), self.target, std::slice::from_ref(&one)).await {
+                    Ok(n) => fixed += n,
+                    Err(e) if refused(&e) => {
+                        report.unfixable += 1;
+                        report.note(|| {
+                            format!(
+                                "{} of {}: the server refuses its copies of {} {}: {e}; fix the holder or the \
+                                 collection's validator, then repair again",
+                                self.label(),
+                                show_id(holder),
+                                self.source,
+                                show_id(&group.id)
+                            )
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(fixed)
     }
 
     /// The copies `docs` record at a version above their source's: the
@@ -278,5 +313,18 @@ impl Copies {
             });
         }
         counted
+    }
+}
+
+/// Whether the server refused a write for what it would make of the
+/// document (a write error other than a conflict): retrying cannot help.
+fn refused(e: &Error) -> bool {
+    match e {
+        Error::FanOut { cause, .. } => refused(cause),
+        Error::Driver { source, .. } => matches!(
+            source.kind.as_ref(),
+            mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code != 112
+        ),
+        _ => false,
     }
 }
