@@ -1,6 +1,11 @@
 //! The one error type of docrel: every variant says what went wrong and how
 //! to fix it, and names the collection, document and field involved.
 
+mod convert;
+mod driver;
+
+use driver::{duplicate_key, explained, on_collection, said, transient_note, unreachable};
+
 /// A `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -60,8 +65,16 @@ pub enum Error {
         server: String,
     },
 
+    /// A value could not be converted to or from BSON: what `?` on one of
+    /// the `bson` crate's errors gives.
+    #[error("BSON: {message}")]
+    Bson {
+        /// What the bson crate said.
+        message: String,
+    },
+
     /// The server or the driver refused an operation.
-    #[error("{operation} on collection `{collection}` failed: {}{}", said(source), transient_note(source))]
+    #[error("{operation}{} failed: {}{}", on_collection(collection), explained(source), transient_note(source))]
     Driver {
         /// Which operation (`insert`, `find`, ...).
         operation: &'static str,
@@ -412,6 +425,7 @@ impl Error {
             Error::TwoWayField { .. } => "TwoWayField",
             Error::Invalid { .. } => "Invalid",
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
+            Error::Bson { .. } => "Bson",
         }
     }
 
@@ -432,6 +446,32 @@ impl Error {
         }
     }
 
+    /// Is this the server's refusal of a document whose unique key (the
+    /// `_id`, or a `#[document(unique)]` index) another document already
+    /// has (error 11000)? Matchable without the driver's error internals.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// # use docrel::Document;
+    /// #[derive(Document, serde::Serialize, serde::Deserialize)]
+    /// #[document(collection = "dup_doc_parts")]
+    /// struct Part { #[serde(rename = "_id")] id: i32 }
+    ///
+    /// Part::repo(&db).insert(&Part { id: 1 }).await?;
+    /// match Part::repo(&db).insert(&Part { id: 1 }).await {
+    ///     Err(e) if e.is_duplicate_key() => assert!(e.to_string().contains("index `_id_`")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) });
+    /// ```
+    pub fn is_duplicate_key(&self) -> bool {
+        match self {
+            Error::FanOut { cause, .. } => cause.is_duplicate_key(),
+            Error::Driver { source, .. } => duplicate_key(source).is_some(),
+            _ => false,
+        }
+    }
+
     /// Is this a server that could not be reached (or went away)?
     pub fn is_connection(&self) -> bool {
         match self {
@@ -440,57 +480,6 @@ impl Error {
             Error::Driver { source, .. } => unreachable(source),
             _ => false,
         }
-    }
-}
-
-/// What the driver said, without the hex dump of the server's raw reply
-/// the driver's own message carries (`server response: Some(RawDocumentBuf
-/// { data: "74000000016f6b..." })`, also nested in server-selection errors):
-/// the code, name, message and labels stay.
-fn said(e: &mongodb::error::Error) -> String {
-    const DUMP: &str = ", server response: Some(RawDocumentBuf { data: ";
-    let text = e.to_string();
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find(DUMP) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + DUMP.len()..];
-        // The dump is a quoted hex string (quotes possibly escaped when
-        // nested), then ` })`.
-        match after.find(" })") {
-            Some(end) => rest = &after[end + 3..],
-            None => {
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A server that could not be reached or went away, or answered with one of
-/// the codes the drivers' retryable reads and writes specifications retry
-/// (shutting down, stepping down, not primary, network).
-fn unreachable(e: &mongodb::error::Error) -> bool {
-    use mongodb::error::ErrorKind;
-    const RETRYABLE_CODES: [i32; 13] = [6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436];
-    match &*e.kind {
-        ErrorKind::Io(_) | ErrorKind::ServerSelection { .. } | ErrorKind::ConnectionPoolCleared { .. } => true,
-        ErrorKind::Command(c) => RETRYABLE_CODES.contains(&c.code),
-        _ => false,
-    }
-}
-
-/// For a transient error, a sentence saying so.
-fn transient_note(e: &mongodb::error::Error) -> &'static str {
-    if e.contains_label("TransientTransactionError") {
-        ". This is transient (TransientTransactionError): running the whole transaction again may succeed"
-    } else if e.contains_label("RetryableWriteError") || unreachable(e) {
-        ". This is transient: the server was unreachable or stepping down; the operation may succeed when \
-         retried, and a write may or may not have been applied (read it back before retrying one that is \
-         not idempotent)"
-    } else {
-        ""
     }
 }
 

@@ -1,0 +1,46 @@
+//! `?` on the driver's and bson's errors inside a function returning
+//! [`Result`](super::Result): each becomes the docrel error that says the
+//! same.
+
+use super::Error;
+
+/// `?` on the driver's errors in a function returning [`Result`]: the
+/// error becomes [`Error::Driver`] (the operation is "a driver call", the
+/// collection unknown).
+impl From<mongodb::error::Error> for Error {
+    fn from(source: mongodb::error::Error) -> Self {
+        Error::driver("a driver call", String::new(), source)
+    }
+}
+
+/// `?` on bson's encoding errors: [`Error::Bson`].
+#[cfg(not(feature = "bson-3"))]
+impl From<mongodb::bson::ser::Error> for Error {
+    fn from(e: mongodb::bson::ser::Error) -> Self {
+        Error::Bson { message: e.to_string() }
+    }
+}
+
+/// `?` on bson's decoding errors: [`Error::Bson`].
+#[cfg(not(feature = "bson-3"))]
+impl From<mongodb::bson::de::Error> for Error {
+    fn from(e: mongodb::bson::de::Error) -> Self {
+        Error::Bson { message: e.to_string() }
+    }
+}
+
+/// `?` on an id that does not parse (`ObjectId::parse_str`): [`Error::Bson`].
+#[cfg(not(feature = "bson-3"))]
+impl From<mongodb::bson::oid::Error> for Error {
+    fn from(e: mongodb::bson::oid::Error) -> Self {
+        Error::Bson { message: e.to_string() }
+    }
+}
+
+/// `?` on bson's errors (encoding, decoding, ids): [`Error::Bson`].
+#[cfg(feature = "bson-3")]
+impl From<mongodb::bson::error::Error> for Error {
+    fn from(e: mongodb::bson::error::Error) -> Self {
+        Error::Bson { message: e.to_string() }
+    }
+}

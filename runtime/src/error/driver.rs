@@ -1,0 +1,90 @@
+//! What the driver said, in words: its errors without the hex dumps of
+//! raw replies, a duplicate key by its index and key, and whether a server
+//! went away.
+
+/// ` on collection `name`` for a message, or nothing when the collection
+/// is unknown (an error converted with `?`).
+pub(super) fn on_collection(collection: &str) -> String {
+    match collection {
+        "" => String::new(),
+        c => format!(" on collection `{c}`"),
+    }
+}
+
+/// The index and the key of a duplicate-key refusal (11000), from the
+/// server's message (`... index: sku_1 dup key: { sku: "x" }`).
+pub(super) fn duplicate_key(e: &mongodb::error::Error) -> Option<(String, String)> {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let message = match &*e.kind {
+        ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => w.message.clone(),
+        ErrorKind::Command(c) if c.code == 11000 => c.message.clone(),
+        ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.iter().find(|w| w.code == 11000)?.message.clone(),
+        _ => return None,
+    };
+    let index = message.split("index: ").nth(1).and_then(|r| r.split(" dup key").next()).unwrap_or("?");
+    let key = message.split("dup key: ").nth(1).unwrap_or("?");
+    Some((index.trim().to_owned(), key.trim().to_owned()))
+}
+
+/// What the driver said, in words: a duplicate key by its index and key,
+/// anything else as [`said`] gives it.
+pub(super) fn explained(e: &mongodb::error::Error) -> String {
+    match duplicate_key(e) {
+        Some((index, key)) => format!(
+            "a document with the same unique key is already stored (index `{index}`, key {key}); catch it with \
+             `Error::is_duplicate_key()`"
+        ),
+        None => said(e),
+    }
+}
+
+/// What the driver said, without the hex dump of the server's raw reply
+/// the driver's own message carries (`server response: Some(RawDocumentBuf
+/// { data: "74000000016f6b..." })`, also nested in server-selection errors):
+/// the code, name, message and labels stay.
+pub(super) fn said(e: &mongodb::error::Error) -> String {
+    const DUMP: &str = ", server response: Some(RawDocumentBuf { data: ";
+    let text = e.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(DUMP) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + DUMP.len()..];
+        // The dump is a quoted hex string (quotes possibly escaped when
+        // nested), then ` })`.
+        match after.find(" })") {
+            Some(end) => rest = &after[end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A server that could not be reached or went away, or answered with one of
+/// the codes the drivers' retryable reads and writes specifications retry
+/// (shutting down, stepping down, not primary, network).
+pub(super) fn unreachable(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::ErrorKind;
+    const RETRYABLE_CODES: [i32; 13] = [6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436];
+    match &*e.kind {
+        ErrorKind::Io(_) | ErrorKind::ServerSelection { .. } | ErrorKind::ConnectionPoolCleared { .. } => true,
+        ErrorKind::Command(c) => RETRYABLE_CODES.contains(&c.code),
+        _ => false,
+    }
+}
+
+/// For a transient error, a sentence saying so.
+pub(super) fn transient_note(e: &mongodb::error::Error) -> &'static str {
+    if e.contains_label("TransientTransactionError") {
+        ". This is transient (TransientTransactionError): running the whole transaction again may succeed"
+    } else if e.contains_label("RetryableWriteError") || unreachable(e) {
+        ". This is transient: the server was unreachable or stepping down; the operation may succeed when \
+         retried, and a write may or may not have been applied (read it back before retrying one that is \
+         not idempotent)"
+    } else {
+        ""
+    }
+}
