@@ -3,8 +3,8 @@
 //! stale ones from their sources, batch by batch, on the scan engine
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
+use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::{differs, holder_projection, read_sources, refresh_many, Refresh, Sources};
-use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::{graph, Target};
@@ -79,9 +79,26 @@ fn known_source(source: &str) -> Result<&'static str> {
 }
 
 /// The parts of a scan of the copies of `source`: one per target, in the
-/// order of [`targets_of`].
+/// order of [`targets_of`], then what is derived from those copies in turn,
+/// in the order a change travels: the copies of copies (as the copies of
+/// their own sources), and every subset whose summaries carry a copy of
+/// the chain (a summary is checked against its children, which a repair
+/// of the copies before it has made true).
 pub(crate) fn parts(source: &'static str) -> Parts {
-    targets_of(source).iter().map(|target| Arc::new(Copies { source, target }) as Arc<dyn ScanPart>).collect()
+    let g = graph();
+    let chain = g.chain_of(source);
+    let mut parts: Parts = Vec::new();
+    let mut subsets: Vec<&'static crate::schema::graph::SubsetTarget> = Vec::new();
+    for &(source, target) in &chain {
+        parts.push(Arc::new(Copies { source, target }));
+        for subset in g.summaries_of_copies(target) {
+            if !subsets.iter().any(|s| std::ptr::eq(*s, subset)) {
+                subsets.push(subset);
+            }
+        }
+    }
+    parts.extend(subsets.into_iter().flat_map(crate::patterns::subset_check::parts));
+    parts
 }
 
 /// The copies of `source` held in one target.
@@ -144,7 +161,14 @@ impl Copies {
                 }
             }
             let groups: Vec<Refresh<'_>> = to_fix.into_values().collect();
-            report.fixed += refresh_many(&mut Cx::new(at.db, None), target, &groups).await?;
+            let cx = &mut Cx::new(at.db, None);
+            let fixed = refresh_many(cx, target, &groups).await?;
+            report.fixed += fixed;
+            if fixed > 0 {
+                // What is derived from the rewritten copies follows them.
+                let holders: Vec<&Bson> = groups.iter().flat_map(|g| &g.holders).collect();
+                chain::follow(cx, target, doc! {"_id": {"$in": holders}}, Reach::All).await?;
+            }
         }
         Ok(Some(last))
     }

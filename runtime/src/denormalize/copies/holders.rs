@@ -117,11 +117,13 @@ pub(crate) async fn read_sources(
 /// `via` field, elements pushed into or set on an array of copies): reads
 /// the holders and their sources, and rewrites only the stale copies (other
 /// values, or an older version recorded), under the refresh guard. Two
-/// reads, and one `update` command per target with stale copies.
-pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<()> {
+/// reads, and one `update` command per target with stale copies. Returns
+/// the targets where it rewrote copies.
+pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<Vec<&'static Target>> {
     let held = graph().held_by(schema);
+    let mut rewritten = Vec::new();
     if held.is_empty() || ids.is_empty() {
-        return Ok(());
+        return Ok(rewritten);
     }
     let mut projection = holder_projection(held.iter().map(|(_, target)| *target));
     projection.insert(COPIES_PATH, 1);
@@ -149,11 +151,11 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         // One `update` command for every stale source of this target, not
         // one write per source.
         let groups: Vec<Refresh<'_>> = stale.into_values().collect();
-        if !groups.is_empty() {
-            refresh_many(cx, target, &groups).await?;
+        if !groups.is_empty() && refresh_many(cx, target, &groups).await? > 0 {
+            rewritten.push(*target);
         }
     }
-    Ok(())
+    Ok(rewritten)
 }
 
 /// One source document whose copies in `holders` are to be rewritten.
@@ -182,10 +184,21 @@ const COMMAND_BYTES: usize = 8 * 1024 * 1024;
 /// [`COMMAND_BYTES`]), not one round trip per source or holder. Returns
 /// the copies modified.
 pub(crate) async fn refresh_many(cx: &mut Cx<'_>, target: &Target, groups: &[Refresh<'_>]) -> Result<u64> {
+    let statements: Vec<BsonDoc> =
+        groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)).collect();
+    let modified = send_all(cx, target, statements).await?;
+    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
+    Ok(modified)
+}
+
+/// Sends update `statements` on `target`'s collection in as few `update`
+/// commands as [`STATEMENTS`] and [`COMMAND_BYTES`] allow (none when there
+/// is no statement). Returns the documents modified.
+pub(crate) async fn send_all(cx: &mut Cx<'_>, target: &Target, all: Vec<BsonDoc>) -> Result<u64> {
     let mut modified = 0u64;
     let mut statements: Vec<BsonDoc> = Vec::new();
     let mut bytes = 0usize;
-    for statement in groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)) {
+    for statement in all {
         let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
         if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
             modified += send_updates(cx, target, std::mem::take(&mut statements)).await?;
@@ -197,7 +210,6 @@ pub(crate) async fn refresh_many(cx: &mut Cx<'_>, target: &Target, groups: &[Ref
     if !statements.is_empty() {
         modified += send_updates(cx, target, statements).await?;
     }
-    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
     Ok(modified)
 }
 

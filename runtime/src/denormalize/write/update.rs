@@ -341,15 +341,15 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                         .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
                     let Some(after) = after else { return Ok(None) };
                     let after = updated::<T>(&after, read.known)?;
-                    fanout::fan_out_copies(&mut Cx::new(&db, Some(session)), T::COLLECTION, &after, Some(&touched))
-                        .await?;
+                    let cx = &mut Cx::new(&db, Some(session));
+                    fanout::fan_out_committing(cx, T::COLLECTION, &after, Some(&touched)).await?;
                     Ok(Some(after))
                 })
             })
             .await
             .map_err(no_transactions)?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-        crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, Some(touched)).await?;
+        fanout::after_commit(cx, T::COLLECTION, &after, Some(touched)).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
     }
 }
