@@ -266,3 +266,93 @@ async fn compose_a_copy_of_a_copy_follows_its_first_source() -> docrel::Result<(
     assert_eq!(raw(&t, "compose_c", cs[1].id).await.unwrap().get_str("b_a_name").unwrap(), "third");
     Ok(())
 }
+
+// ---- item 1: a summary over `max_bytes` ---------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "compose_shelves")]
+struct Shelf {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 3, subset_of = Note, sort = "-at", key = id, max_bytes = 120)]
+    notes: Vec<NoteLine>,
+}
+
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Note)]
+struct NoteLine {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    text: String,
+    at: i64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "compose_notes")]
+struct Note {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Shelf)]
+    shelf: i32,
+    text: String,
+    at: i64,
+}
+
+/// The texts in shelf 1's subset, as stored.
+async fn shelf_texts(t: &TestDb) -> Vec<String> {
+    let shelf = raw(t, "compose_shelves", 1).await.expect("the shelf");
+    let notes = shelf.get_array("notes").expect("notes");
+    notes.iter().filter_map(Bson::as_document).map(|n| n.get_str("text").unwrap().to_owned()).collect()
+}
+
+/// An update that makes a child's summary larger than `max_bytes` is
+/// written (its post-image is not known before the write): the error says
+/// so, the subset is rebuilt without that child, and later writes and
+/// rebuilds of the parent succeed. Before: the error said "nothing was
+/// written" although the child was, and every later rebuild of the
+/// parent failed. A replace, whose post-image is known, is refused before
+/// anything is written.
+#[tokio::test]
+async fn compose_an_oversized_summary_is_left_out_and_said_so() -> docrel::Result<()> {
+    let t = TestDb::new("compose_max_bytes").await?;
+    Shelf::repo(&t.db).insert(&Shelf { id: 1, notes: vec![] }).await?;
+    let note = |text: &str, at| Note { id: ObjectId::new(), shelf: 1, text: text.into(), at };
+    let (a, b) = (note("a", 1), note("b", 2));
+    Note::repo(&t.db).insert_many(&[a.clone(), b.clone()]).await?;
+    assert_eq!(shelf_texts(&t).await, ["b", "a"]);
+
+    let long = "x".repeat(200);
+    let err = Note::repo(&t.db).update_by_id(&b.id, Note::fields().text.set(long.clone())).await.unwrap_err();
+    let message = err.to_string();
+    assert!(!message.contains("nothing was written"), "{message}");
+    assert!(message.contains("was written") && message.contains("max_bytes = 120"), "{message}");
+    assert_eq!(raw(&t, "compose_notes", b.id).await.unwrap().get_str("text").unwrap(), long, "the write landed");
+    assert_eq!(shelf_texts(&t).await, ["a"], "the subset is rebuilt without it");
+    assert!(Shelf::rels().notes.check(&t.db, &1).await?);
+
+    // The parent is not stuck: rebuilds, pushes and edits of it go on.
+    assert_eq!(Shelf::rels().notes.rebuild(&t.db, &1).await?, 1);
+    Note::repo(&t.db).insert(&note("c", 3)).await?;
+    Note::repo(&t.db).update_by_id(&a.id, Note::fields().at.set(4)).await?;
+    assert_eq!(shelf_texts(&t).await, ["a", "c"]);
+    assert!(Shelf::rels().notes.check(&t.db, &1).await?);
+
+    // A replace knows its post-image: refused before the write.
+    let err = Note::repo(&t.db).save(&Note { text: long.clone(), ..a.clone() }).await.unwrap_err();
+    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert_eq!(raw(&t, "compose_notes", a.id).await.unwrap().get_str("text").unwrap(), "a");
+
+    // Shortened, the child is summarized again.
+    Note::repo(&t.db).update_by_id(&b.id, Note::fields().text.set("b".into())).await?;
+    assert_eq!(shelf_texts(&t).await, ["a", "c", "b"]);
+
+    // An update of many: every document is written and fanned out, then the error.
+    let notes = Note::repo(&t.db);
+    let err = notes.update_many(Note::fields().shelf.eq(&1), Note::fields().text.set(long.clone())).await.unwrap_err();
+    assert!(err.to_string().contains("was written"), "{err}");
+    let stored = t.db.collection::<BsonDoc>("compose_notes").count_documents(doc! {"text": &long}).await.unwrap();
+    assert_eq!(stored, 3);
+    assert!(shelf_texts(&t).await.is_empty());
+    assert!(Shelf::rels().notes.check(&t.db, &1).await?);
+    Ok(())
+}

@@ -5,3 +5,4 @@ pub mod bucket;
 pub mod bucket_check;
 pub mod subset;
 pub(crate) mod subset_check;
+mod subset_rebuild;
