@@ -356,3 +356,107 @@ async fn compose_an_oversized_summary_is_left_out_and_said_so() -> docrel::Resul
     assert!(Shelf::rels().notes.check(&t.db, &1).await?);
     Ok(())
 }
+
+// ---- item 8: subset races, the parts in the subset code --------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "compose_boards")]
+struct Board {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 2, subset_of = Pin, sort = "-score")]
+    top: Vec<PinLine>,
+}
+
+/// A summary with the child's `_id` and no declared `key`.
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Pin)]
+struct PinLine {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    score: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "compose_pins")]
+struct Pin {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Board)]
+    board: i32,
+    score: i32,
+}
+
+/// The ids in board `id`'s subset, as stored.
+async fn board_ids(t: &TestDb, id: i32) -> Vec<ObjectId> {
+    let board = raw(t, "compose_boards", id).await.expect("the board");
+    let top = board.get_array("top").expect("top");
+    top.iter().filter_map(Bson::as_document).map(|p| p.get_object_id("_id").unwrap()).collect()
+}
+
+/// Children tied on the order are kept by `_id`, the last sort key of both
+/// the push and the rebuild: inserted in any order, the subset holds the
+/// two smallest ids, and a rebuild agrees. Before, the push kept the ones
+/// inserted first and the rebuild whatever order the server returned.
+#[tokio::test]
+async fn compose_ties_are_broken_by_id_in_push_and_rebuild() -> docrel::Result<()> {
+    let t = TestDb::new("compose_ties").await?;
+    Board::repo(&t.db).insert(&Board { id: 1, top: vec![] }).await?;
+    let ids = [ObjectId::new(), ObjectId::new(), ObjectId::new()];
+    for id in [ids[2], ids[0], ids[1]] {
+        Pin::repo(&t.db).insert(&Pin { id, board: 1, score: 5 }).await?;
+    }
+    assert_eq!(board_ids(&t, 1).await, [ids[0], ids[1]], "pushed");
+    assert!(Board::rels().top.check(&t.db, &1).await?);
+    Board::rels().top.rebuild(&t.db, &1).await?;
+    assert_eq!(board_ids(&t, 1).await, [ids[0], ids[1]], "rebuilt");
+    Ok(())
+}
+
+/// Without a declared `key`, the summary's `_id` guards the push: a
+/// summary a rebuild already took in (here written before the insert, as a
+/// rebuild racing it would) is not pushed twice. Before, the push had no
+/// guard without `key` and the child was summarized twice.
+#[tokio::test]
+async fn compose_a_push_without_key_is_guarded_by_id() -> docrel::Result<()> {
+    let t = TestDb::new("compose_guard").await?;
+    Board::repo(&t.db).insert(&Board { id: 1, top: vec![] }).await?;
+    let pin = Pin { id: ObjectId::new(), board: 1, score: 5 };
+    let boards = t.db.collection::<BsonDoc>("compose_boards");
+    boards.update_one(doc! {"_id": 1}, doc! {"$set": {"top": [{"_id": pin.id, "score": 5}]}}).await.unwrap();
+    Pin::repo(&t.db).insert(&pin).await?;
+    assert_eq!(board_ids(&t, 1).await, [pin.id]);
+    assert!(Board::rels().top.check(&t.db, &1).await?);
+    Ok(())
+}
+
+/// A move seen without the child's former image (a change event of a
+/// collection that keeps no pre-images) finds the old parent by the
+/// summary's `_id` when the subset has no `key`. Before, the old parent
+/// kept the moved child.
+#[tokio::test]
+async fn compose_a_move_without_before_image_rebuilds_the_old_parent() -> docrel::Result<()> {
+    let t = TestDb::new("compose_move").await?;
+    for id in [1, 2] {
+        Board::repo(&t.db).insert(&Board { id, top: vec![] }).await?;
+    }
+    let pin = Pin { id: ObjectId::new(), board: 1, score: 5 };
+    Pin::repo(&t.db).insert(&pin).await?;
+    let pins = t.db.collection::<BsonDoc>("compose_pins");
+    pins.update_one(doc! {"_id": pin.id}, doc! {"$set": {"board": 2}}).await.unwrap();
+    let now = raw(&t, "compose_pins", pin.id).await.unwrap();
+    let event: docrel::mongodb::change_stream::event::ChangeStreamEvent<BsonDoc> =
+        docrel::bson_compat::from_document(doc! {
+            "_id": {"_data": "00"},
+            "operationType": "update",
+            "ns": {"db": t.db.name(), "coll": "compose_pins"},
+            "documentKey": {"_id": pin.id},
+            "updateDescription": {"updatedFields": {"board": 2}, "removedFields": []},
+            "fullDocument": now,
+        })
+        .expect("a change event");
+    docrel::fanout::SyncWorker::new(&t.db, "compose_move").apply_event(&event).await?;
+    assert_eq!(board_ids(&t, 2).await, [pin.id]);
+    assert!(board_ids(&t, 1).await.is_empty(), "the old parent lets the moved child go");
+    Ok(())
+}

@@ -33,8 +33,28 @@ pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
 }
 
 impl SubsetTarget {
+    /// The subset's order, as the push's `$sort` and the rebuild's `sort`:
+    /// the declared keys, then the summary's identity ([`Self::identity`]),
+    /// so children tied on the declared keys are kept the same way by both.
     pub(super) fn order(&self) -> BsonDoc {
-        crate::store::query::Sort::from_pairs(self.spec.sort).into_document()
+        let mut order = crate::store::query::Sort::from_pairs(self.spec.sort).into_document();
+        if let Some(tie) = self.identity() {
+            if !order.contains_key(tie) {
+                order.insert(tie, Bson::Int32(1));
+            }
+        }
+        order
+    }
+
+    /// What identifies a child's summary: the child's `_id` when the
+    /// summary carries it, else the declared `key` (the derive makes a
+    /// summary carry its `key`). A push is guarded by it and a child seen
+    /// moving without its former image is looked for by it.
+    pub(crate) fn identity(&self) -> Option<&'static str> {
+        match self.spec.fields {
+            Some(fields) if !fields.contains(&"_id") => self.spec.key,
+            _ => Some("_id"),
+        }
     }
 
     /// The summary of a child: its fields of the element view, in order.
@@ -90,13 +110,13 @@ impl SubsetTarget {
         // A rebuild that ran between the children's insert and this push
         // already took them in: pushing again would keep them twice.
         let keys: Option<Vec<Bson>> =
-            self.spec.key.map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
+            self.identity().map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
         let update = doc! {
             "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
         let mut filter = doc! {"_id": parent.clone()};
-        if let (Some(key), Some(keys)) = (self.spec.key, &keys) {
+        if let (Some(key), Some(keys)) = (self.identity(), &keys) {
             filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
         }
         let coll = cx.db.collection::<BsonDoc>(self.parent);
@@ -217,7 +237,7 @@ pub(crate) async fn after_change(
             if Some(old) != new_parent {
                 target.rebuild_in(cx, old).await?;
             }
-        } else if let (None, Some(key), true) = (before, target.spec.key, moved(target, touched)) {
+        } else if let (None, Some(key), true) = (before, target.identity(), moved(target, touched)) {
             // No image of the child before the write: any other parent whose
             // subset still holds its summary is one it moved away from.
             let Some(key_value) = lookup(after, key) else { continue };
