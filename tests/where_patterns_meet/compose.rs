@@ -460,3 +460,40 @@ async fn compose_a_move_without_before_image_rebuilds_the_old_parent() -> docrel
     assert!(board_ids(&t, 1).await.is_empty(), "the old parent lets the moved child go");
     Ok(())
 }
+
+/// A child moved to another parent while the push of its insert is held
+/// back (a fail point delays the push): the move's rebuild of the parent
+/// it left ran before the push landed there, so the push brought it back.
+/// The insert reads its children after the pushes and rebuilds each
+/// parent a child no longer has. Before, the old parent kept the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compose_a_move_racing_the_push_of_its_insert_leaves_the_old_parent() -> docrel::Result<()> {
+    let t = TestDb::new("compose_push_move").await?;
+    for id in [1, 2] {
+        Board::repo(&t.db).insert(&Board { id, top: vec![] }).await?;
+    }
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            "data": {"failCommands": ["update"], "blockConnection": true, "blockTimeMS": 600, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    let pin = Pin { id: ObjectId::new(), board: 1, score: 5 };
+    let insert = {
+        let (db, pin) = (t.db.clone(), pin.clone());
+        tokio::spawn(async move { Pin::repo(&db).insert(&pin).await })
+    };
+    // The pin is stored and its push into board 1 is held back: move it now.
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    Pin::repo(&t.db).update_by_id(&pin.id, Pin::fields().board.set(2)).await?;
+    insert.await.expect("the insert ran")?;
+    assert_eq!(board_ids(&t, 2).await, [pin.id]);
+    assert!(board_ids(&t, 1).await.is_empty(), "the parent it left lets it go");
+    for id in [1, 2] {
+        assert!(Board::rels().top.check(&t.db, &id).await?);
+    }
+    Ok(())
+}

@@ -8,8 +8,8 @@
 //! `_docrel.subsets.<array>` = `{n, r}`: every change bumps `n`, and `r`
 //! holds the `n` of the last rebuild that was written. Inserting children
 //! pushes their summaries with `$each`/`$sort`/`$slice` and bumps `n` in the
-//! same update (pushes commute), then checks the children still exist (a
-//! delete racing the insert rebuilds). Editing, moving or deleting a child
+//! same update (pushes commute), then reads the children's parents back (a
+//! delete or a move racing the insert rebuilds the parent the child left). Editing, moving or deleting a child
 //! rebuilds: bump `n` to `e`, read the top N children, and write them only
 //! while `n` is still `e`; if another change came in between, the write is
 //! skipped and the rebuild retried, unless a rebuild that started later
@@ -21,11 +21,13 @@ use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
+use crate::store::path::id_key;
 use crate::store::path::lookup;
 use crate::store::primary;
-use crate::store::session::{in_session, Cx};
+use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
+use std::collections::HashMap;
 
 /// Every subset that summarizes `child` (a collection).
 pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
@@ -173,25 +175,47 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
             target.push(cx, &parent, summaries).await?;
         }
     }
-    // A delete that ran between the insert and the push rebuilt before the
-    // push landed: the push brought a deleted child's summary back.
-    if !subsets_of(child).is_empty() && !docs.is_empty() {
-        let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let coll = cx.db.collection::<BsonDoc>(child);
-        let found = in_session!(
-            coll.count_documents(doc! {"_id": {"$in": ids.clone()}}).selection_criteria(primary()),
-            cx.session()
-        )
-        .map_err(|e| Error::driver("count", child, e))?;
-        if found < ids.len() as u64 {
-            for target in subsets_of(child) {
-                let mut parents: Vec<&Bson> = docs.iter().filter_map(|d| d.get(target.parent_field)).collect();
-                parents.sort_by_key(|p| crate::store::path::id_key(p));
-                parents.dedup();
-                for parent in parents {
-                    target.rebuild_in(cx, parent).await?;
-                }
-            }
+    settle(cx, child, docs).await
+}
+
+/// After the pushes of inserted children: the children as they are now,
+/// read once (by pages of ids). A write that ran between the insert and
+/// the push rebuilt before the push landed: a delete (the push brought a
+/// deleted child's summary back) or a move to another parent (the move's
+/// rebuild of the parent it left did not find the summary yet, and the
+/// push added it there). Each parent a pushed child no longer has is
+/// rebuilt.
+async fn settle(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
+    let targets = subsets_of(child);
+    if targets.is_empty() || docs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+    let mut projection = doc! {"_id": 1};
+    for target in targets {
+        projection.insert(target.parent_field, 1);
+    }
+    let coll = cx.db.collection::<BsonDoc>(child);
+    let mut now: HashMap<String, BsonDoc> = HashMap::with_capacity(ids.len());
+    for page in ids.chunks(crate::store::ID_PAGE) {
+        let find = coll.find(doc! {"_id": {"$in": page}}).projection(projection.clone()).selection_criteria(primary());
+        for found in collect(find, cx.session(), child, |raw| plain(child, raw)).await? {
+            now.insert(id_key(found.get("_id").unwrap_or(&Bson::Null)), found);
+        }
+    }
+    for target in targets {
+        let mut left: Vec<&Bson> = docs
+            .iter()
+            .filter_map(|d| {
+                let pushed = d.get(target.parent_field).filter(|p| **p != Bson::Null)?;
+                let current = now.get(&id_key(d.get("_id")?)).and_then(|c| c.get(target.parent_field));
+                (current != Some(pushed)).then_some(pushed)
+            })
+            .collect();
+        left.sort_by_key(|p| id_key(p));
+        left.dedup();
+        for parent in left {
+            target.rebuild_in(cx, parent).await?;
         }
     }
     Ok(())
