@@ -39,7 +39,8 @@
 //! interleaving of docrel calls that returned `Ok`, every copy equals its
 //! source's current value (or its source is gone).
 
-use crate::denormalize::chain::{self, Reach};
+use crate::denormalize::chain;
+pub(crate) use crate::denormalize::chain::Reach;
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::id_key;
@@ -107,28 +108,20 @@ pub struct FanOutReport {
 /// its write: `_id`, the copied fields and `_docrel.v`) whose fields are in
 /// `touched` (all when `None`), and what is derived from those copies in
 /// turn (copies of copies, summaries carrying them: see
-/// [`crate::denormalize::chain`]). One `updateMany` per target path.
+/// [`crate::denormalize::chain`]) as far as `reach` says: everything, or
+/// inside a transactional fan-out ([`Reach::Copies`]) the copies of
+/// copies only, which commit with the source (the summaries carrying them
+/// are rebuilt after the commit, by [`after_commit`]). One `updateMany` per
+/// target path.
 pub(crate) async fn fan_out_copies(
     cx: &mut Cx<'_>,
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
+    reach: Reach,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    fan_out_reaching(cx, source, &id, version_of(source_doc), source_doc, touched, Reach::All).await
-}
-
-/// [`fan_out_copies`] inside a transactional fan-out: the copies, and the
-/// copies of copies, commit with the source; the summaries carrying them
-/// are rebuilt after the commit, by [`after_commit`].
-pub(crate) async fn fan_out_committing(
-    cx: &mut Cx<'_>,
-    source: &'static str,
-    source_doc: &BsonDoc,
-    touched: Option<&[String]>,
-) -> Result<FanOutReport> {
-    let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    fan_out_reaching(cx, source, &id, version_of(source_doc), source_doc, touched, Reach::Copies).await
+    fan_out_reaching(cx, source, &id, version_of(source_doc), source_doc, touched, reach).await
 }
 
 /// After a transactional fan-out of `source_doc` committed: the summaries
@@ -279,7 +272,7 @@ pub(crate) async fn fan_out(
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
 ) -> Result<FanOutReport> {
-    let report = fan_out_copies(cx, source, source_doc, touched).await?;
+    let report = fan_out_copies(cx, source, source_doc, touched, Reach::All).await?;
     // Boxed, and only for a source that is summarized somewhere: its future
     // would otherwise make every fan-out's as large.
     if !graph().subsets_of(source).is_empty() {

@@ -73,7 +73,7 @@ async fn replace_in_transaction<T: Document>(
                 return Ok(None);
             };
             if fanout::replace_outcome(fanout::version_of(&after), stamp).1 {
-                fanout::fan_out_committing(cx, T::COLLECTION, &after, None).await?;
+                fanout::fan_out_copies(cx, T::COLLECTION, &after, None, fanout::Reach::Copies).await?;
             }
             Ok(Some(after))
         })

@@ -342,7 +342,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                     let Some(after) = after else { return Ok(None) };
                     let after = updated::<T>(&after, read.known)?;
                     let cx = &mut Cx::new(&db, Some(session));
-                    fanout::fan_out_committing(cx, T::COLLECTION, &after, Some(&touched)).await?;
+                    fanout::fan_out_copies(cx, T::COLLECTION, &after, Some(&touched), fanout::Reach::Copies).await?;
                     Ok(Some(after))
                 })
             })
