@@ -159,7 +159,8 @@ async fn inserting_fills_copies_from_their_sources_with_one_read() -> docrel::Re
     // Three new products holding parts: one read of `parts` to fill their
     // copies, one insert, one read of `parts` to confirm no part changed in
     // between, and, since products are sources of copies too, one
-    // `distinct` of the parts that may already refer to them.
+    // `distinct` of the parts that may already refer to them; all in one
+    // transaction, since `insert_many` is all or nothing.
     let more: Vec<Product> = (0..3)
         .map(|i| Product {
             id: ObjectId::new(),
@@ -171,7 +172,10 @@ async fn inserting_fills_copies_from_their_sources_with_one_read() -> docrel::Re
         .collect();
     let mark = t.trips.mark();
     Product::repo(&t.db).insert_many(&more).await?;
-    assert_eq!(t.trips.commands_since(mark), ["find parts", "insert products", "find parts", "distinct parts"]);
+    assert_eq!(
+        t.trips.commands_since(mark),
+        ["find parts", "insert products", "find parts", "distinct parts", "commitTransaction"]
+    );
     assert_eq!(
         copied_names(&raw(&t, "products", more[2].id).await),
         ["#4 grommet", "fan blade assembly", "power switch"]

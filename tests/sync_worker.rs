@@ -146,6 +146,11 @@ where
     }
 }
 
+/// Held by each test that sets a fail point: the server keeps one
+/// `failCommand` setting, so two tests setting theirs at once would
+/// replace (or turn off) each other's.
+static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn fail_point(t: &TestDb, command: &str, code: i32) {
     t.client
         .database("admin")
@@ -327,6 +332,7 @@ async fn a_truncated_array_is_fanned_out() -> docrel::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_lost").await?;
     shelf(&t).await?;
     let mut w = start(SyncWorker::new(&t.db, "lost"));
@@ -357,6 +363,7 @@ async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_and_continue_fixes_stale_copies_and_subsets_then_follows_from_now() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_heal").await?;
     let (author, book) = shelf(&t).await?;
     blog(&t).await?;
@@ -478,5 +485,47 @@ async fn a_stopped_worker_saved_its_position_and_replays_nothing() -> docrel::Re
     let second = w.applied().await;
     assert!(second.version > first.version, "{first:?} then {second:?}");
     assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "second");
+    w.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_while_it_retries_an_event_replays_it_at_the_next_start() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
+    let t = TestDb::new("sync_retry_stop").await?;
+    let (author, book) = shelf(&t).await?;
+    let worker = || SyncWorker::new(&t.db, "retrying").checkpoint_every(Duration::from_secs(3600));
+    let mut w = start(worker());
+    w.ready().await;
+    // Every `update` fails as transient (a write conflict): the fan-out is
+    // retried, never given up. The rename itself is a `findAndModify`,
+    // outside docrel.
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": "alwaysOn",
+            "data": {"failCommands": ["update"], "errorCode": 112, "appName": t.db.name()},
+        })
+        .await
+        .expect("fail point");
+    t.db.collection::<BsonDoc>("authors")
+        .find_one_and_update(doc! {"_id": author.id}, doc! {"$set": {"name": "retried"}, "$inc": {"_docrel.v": 1_i64}})
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!w.task.is_finished(), "a transient error does not end the worker");
+    w.stop().await?;
+    fail_point_off(&t).await;
+    assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "Ursula");
+    let letters = t.db.collection::<BsonDoc>(docrel::fanout::DEAD_LETTER_COLLECTION);
+    assert_eq!(letters.count_documents(doc! {}).await.unwrap(), 0, "a transient error is no dead letter");
+
+    // Stopped before the event was applied, it replays it.
+    let mut w = start(worker());
+    w.ready().await;
+    eventually("the replayed rename reaches the copy", || async {
+        raw(&t, "books", book.id).await.get_str("author_name").unwrap() == "retried"
+    })
+    .await;
     w.stop().await
 }

@@ -331,6 +331,8 @@ pub enum Misuse {
     Environment,
     /// a filter.
     Filter,
+    /// the schema published in the database.
+    Schema,
     /// an update.
     Update,
     /// a single-document write on a sharded collection whose filter lacks
@@ -365,6 +367,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Inverse => "inverse",
             Misuse::Environment => "environment",
             Misuse::Filter => "filter",
+            Misuse::Schema => "schema",
             Misuse::Update => "update",
             Misuse::ShardKey => "shard key",
             Misuse::Copy => "copy",

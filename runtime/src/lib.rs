@@ -24,7 +24,7 @@ mod id;
 mod patterns;
 mod relations;
 mod repository;
-mod schema;
+pub mod schema;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -55,9 +55,9 @@ pub use client::connect::{
 pub use client::deployment;
 pub use client::monitor::{Mark, RoundTrips};
 pub use client::trace;
-/// The `on_delete` rules' paging.
+/// The `on_delete` rules' paging and their bound on cycles.
 pub mod on_delete {
-    pub use crate::relations::on_delete::BATCH;
+    pub use crate::relations::on_delete::{BATCH, MAX_CYCLE_DOCUMENTS};
 }
 pub use error::{Error, Misuse, Result, MAX_DOCUMENT_BYTES};
 pub use id::DocId;

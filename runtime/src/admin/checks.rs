@@ -1,6 +1,7 @@
 //! Verify and repair of all derived data at once, the way the admin
 //! `verify` and `repair` commands run it: denormalized copies (I1),
-//! two-way references (I2), subsets (I3) and buckets (I4), one job after
+//! two-way references (I2), subsets (I3) and buckets (I4), then the
+//! events the sync worker could not apply (its dead letters), one job after
 //! another, one batch at a time on the scan engine ([`crate::store::scan`]),
 //! with progress against a known total and, for a repair, the engine's
 //! checkpoint saved after every batch in [`CHECKPOINT_COLLECTION`] so that
@@ -13,6 +14,7 @@
 
 use crate::bson_compat;
 use crate::denormalize::repair as copies;
+use crate::denormalize::sync::dead_letter_check;
 use crate::error::{Error, Result};
 use crate::patterns::{bucket_check, subset_check};
 use crate::relations::inverse_check;
@@ -32,7 +34,7 @@ pub const CHECKPOINT_COLLECTION: &str = "_docrel_admin";
 pub struct Job {
     /// `copies from parts`, `inverse people.tasks <-> tasks.owner`, ...
     pub name: String,
-    /// The kind, one word: `copies`, `inverse`, `subset`, `bucket`.
+    /// The kind, one word: `copies`, `inverse`, `subset`, `bucket`, `sync`.
     pub kind: &'static str,
     parts: Parts,
 }
@@ -70,10 +72,11 @@ impl Job {
 
 /// The collections a verify or repair can be limited to (sorted).
 pub fn known_collections() -> Vec<&'static str> {
-    known_collections_of(&all_jobs())
+    known_collections_of(&all_jobs(None))
 }
 
-fn all_jobs() -> Vec<Job> {
+/// Every job; the dead letters limited to those of `scope` when given.
+fn all_jobs(scope: Option<&str>) -> Vec<Job> {
     let g = graph();
     let mut out = Vec::new();
     for source in g.sources() {
@@ -91,6 +94,8 @@ fn all_jobs() -> Vec<Job> {
     for array in bucket_check::bucket_arrays() {
         out.push(Job::new(format!("buckets {}", array.label()), "bucket", bucket_check::parts(array)));
     }
+    // Last: a repair re-applies the letters after everything else is true.
+    out.push(Job::new("dead letters of the sync workers".into(), "sync", dead_letter_check::parts(scope)));
     out
 }
 
@@ -117,7 +122,7 @@ fn all_jobs() -> Vec<Job> {
 /// assert!(err.to_string().contains("hosts"));
 /// ```
 pub fn jobs(collection: Option<&str>) -> Result<Vec<Job>> {
-    let all = all_jobs();
+    let all = all_jobs(collection);
     let Some(c) = collection else { return Ok(all) };
     let out: Vec<Job> = all.iter().filter(|j| j.collections().any(|x| x == c)).cloned().collect();
     if out.is_empty() {

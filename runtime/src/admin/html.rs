@@ -5,7 +5,8 @@
 
 use crate::admin::report::{entity_of, module_name};
 use crate::schema::document::{RelationKind, Schema};
-use crate::schema::registry::{describe, sorted};
+use crate::schema::graph::all_types;
+use crate::schema::registry::describe;
 
 /// Escapes text for HTML and SVG.
 pub fn escape(text: &str) -> String {
@@ -190,7 +191,7 @@ pub(crate) fn page(title: &str, body: &str) -> String {
 
 /// The schema as one HTML page: the diagram, then the Markdown report.
 pub fn schema_page() -> String {
-    let schemas = sorted();
+    let schemas = all_types();
     let body = format!(
         "<h1>Schema</h1><p class='sub'>{} document types; boxes are types (a collection two types share is drawn \
          twice, outlined in orange), arrows are references, parent references and subsets (dashed).</p>{}\

@@ -7,8 +7,8 @@
 //! dropped only when asked (`drop_undeclared`): another program may use them.
 
 use crate::error::{Error, Result};
+use crate::schema::graph::all_types;
 use crate::schema::indexes::needed_by;
-use crate::schema::registry::sorted;
 use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
@@ -65,7 +65,7 @@ pub(crate) fn show(keys: &BsonDoc) -> String {
 /// relationships need, each once, and whether any type needs it unique.
 pub(crate) fn needed(collection: &str) -> Vec<(BsonDoc, bool)> {
     let mut needed: Vec<(BsonDoc, bool)> = Vec::new();
-    for s in sorted().into_iter().filter(|s| s.collection == collection) {
+    for s in all_types().into_iter().filter(|s| s.collection == collection) {
         for m in needed_by(s) {
             let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
             match needed.iter_mut().find(|(k, _)| *k == m.keys) {
@@ -116,7 +116,7 @@ pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<(Bson
 pub async fn plan(db: &Database) -> Result<IndexPlan> {
     let existing: Vec<String> =
         db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
-    let mut collections: Vec<&'static str> = sorted().iter().map(|s| s.collection).collect();
+    let mut collections: Vec<&'static str> = all_types().iter().map(|s| s.collection).collect();
     collections.dedup();
     let mut changes = Vec::new();
     for collection in collections {

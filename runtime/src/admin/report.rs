@@ -4,7 +4,8 @@
 //! compile-time rules, and a Mermaid diagram of the collections and links.
 
 use crate::schema::document::{RelationKind, Schema};
-use crate::schema::registry::{describe, sorted};
+use crate::schema::graph::all_types;
+use crate::schema::registry::describe;
 
 /// The pattern of the reference texts a relationship follows.
 fn pattern(kind: RelationKind, subset: bool) -> &'static str {
@@ -254,5 +255,5 @@ pub fn mermaid(schemas: &[&Schema]) -> String {
 
 /// The Markdown schema report of every document type linked into the program.
 pub fn schema_report() -> String {
-    report_of(&sorted())
+    report_of(&all_types())
 }

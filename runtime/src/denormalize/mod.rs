@@ -14,4 +14,7 @@ pub(crate) mod write;
 pub use crate::schema::graph::{Shape, Target};
 pub use fanout::{FanOutReport, VERSION_PATH};
 pub use repair::{repair, repair_collection, verify, verify_collection};
-pub use sync::{touched_fields, Applied, HistoryLost, SyncWorker, SYNC_COLLECTION};
+pub use sync::{
+    repair_dead_letters, touched_fields, verify_dead_letters, Applied, HistoryLost, SyncWorker, DEAD_LETTER_COLLECTION,
+    SYNC_COLLECTION,
+};

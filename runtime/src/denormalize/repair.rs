@@ -4,7 +4,9 @@
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
 use crate::denormalize::chain::{self, Reach};
-use crate::denormalize::copies::{differs, holder_projection, read_sources, refresh_many, Refresh, Sources};
+use crate::denormalize::copies::{
+    catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
+};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::{graph, Target};
@@ -48,7 +50,9 @@ pub fn verify<T: Document>(db: &Database) -> Scan<'_> {
 /// Reports the stale and dangling copies of `T`'s documents and rewrites
 /// the stale ones from their sources (idempotent: a second run finds
 /// nothing stale). A dangling copy (its source is gone) is reported and
-/// left: there is nothing to rewrite it from.
+/// left: there is nothing to rewrite it from. Copies and version records
+/// left for a reference that is gone (a single reference cleared, an
+/// element no longer in its array) are counted stale and removed.
 pub fn repair<T: Document>(db: &Database) -> Scan<'_> {
     scan(db, T::COLLECTION, true)
 }
@@ -78,19 +82,22 @@ fn known_source(source: &str) -> Result<&'static str> {
         .ok_or_else(|| Error::UnknownSource { collection: source.to_owned(), known: sources.join(", ") })
 }
 
-/// The parts of a scan of the copies of `source`: one per target, in the
-/// order of [`targets_of`], then what is derived from those copies in turn,
-/// in the order a change travels: the copies of copies (as the copies of
-/// their own sources), and every subset whose summaries carry a copy of
-/// the chain (a summary is checked against its children, which a repair
-/// of the copies before it has made true).
+/// The parts of a scan of the copies of `source`: two per target, in the
+/// order of [`crate::denormalize::fanout::targets_of`] (the holders
+/// referring to a source, then those that may keep copies or records of one
+/// they no longer refer to), then what is derived from those copies in
+/// turn, in the order a change travels: the copies of copies (as the copies
+/// of their own sources), and every subset whose summaries carry a copy of
+/// the chain (a summary is checked against its children, which a repair of
+/// the copies before it has made true).
 pub(crate) fn parts(source: &'static str) -> Parts {
     let g = graph();
-    let chain = g.chain_of(source);
     let mut parts: Parts = Vec::new();
     let mut subsets: Vec<&'static crate::schema::graph::SubsetTarget> = Vec::new();
-    for &(source, target) in &chain {
-        parts.push(Arc::new(Copies { source, target }));
+    for (source, target) in g.chain_of(source) {
+        for leftovers in [false, true] {
+            parts.push(Arc::new(Copies { source, target, leftovers }));
+        }
         for subset in g.summaries_of_copies(target) {
             if !subsets.iter().any(|s| std::ptr::eq(*s, subset)) {
                 subsets.push(subset);
@@ -105,11 +112,15 @@ pub(crate) fn parts(source: &'static str) -> Parts {
 struct Copies {
     source: &'static str,
     target: &'static Target,
+    /// Whether this part reads the holders no reference of the target
+    /// leads from ([`Target::leftover_holders`]) rather than the others.
+    leftovers: bool,
 }
 
 impl ScanPart for Copies {
     fn label(&self) -> String {
-        format!("{}.{}", self.target.collection, self.target.id_path())
+        let without = if self.leftovers { " (without a reference)" } else { "" };
+        format!("{}.{}{without}", self.target.collection, self.target.id_path())
     }
 
     fn collections(&self) -> Vec<&'static str> {
@@ -128,7 +139,10 @@ impl ScanPart for Copies {
 impl Copies {
     /// The target documents holding a copy of the source.
     fn holding(&self) -> BsonDoc {
-        doc! { self.target.id_path(): {"$exists": true} }
+        match self.leftovers {
+            false => doc! { self.target.id_path(): {"$exists": true} },
+            true => self.target.leftover_holders(),
+        }
     }
 
     /// One batch of holders, then one read of the sources they refer to,
@@ -137,14 +151,26 @@ impl Copies {
         let target = self.target;
         let filter = self.holding();
         let page = Page { filter: &filter, after: at.after, size: at.size };
-        let docs =
-            page.docs(&at.db.collection::<BsonDoc>(target.collection), holder_projection([target]), None).await?;
+        let mut projection = holder_projection([target]);
+        projection.insert(target.records_path(), 1);
+        let docs = page.docs(&at.db.collection::<BsonDoc>(target.collection), projection, None).await?;
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { return Ok(None) };
         let sources = read_sources(&mut Cx::new(at.db, None), &[(self.source, target)], &docs).await?;
+        // A record ahead of its source refuses every guarded write of the
+        // copy: the source's version moves past it first.
+        let caught_up = match at.fix {
+            true => catch_up(&mut Cx::new(at.db, None), self.source, self.records_ahead(&docs, &sources)).await?,
+            false => HashMap::new(),
+        };
         let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
+        let mut leftovers = Vec::new();
         for d in &docs {
             report.scanned += 1;
-            self.check(d, &sources, at.fix, &mut to_fix, report);
+            let stale = self.check(d, (&sources, &caught_up), at.fix, &mut to_fix, report);
+            self.check_leftovers(d, stale, at.fix, &mut leftovers, report);
+        }
+        if at.fix && !leftovers.is_empty() {
+            report.fixed += clear_leftovers(&mut Cx::new(at.db, None), target, &leftovers).await?;
         }
         if at.fix && !to_fix.is_empty() {
             // Every holder of a stale source in this batch: the guarded
@@ -173,16 +199,56 @@ impl Copies {
         Ok(Some(last))
     }
 
+    /// The copies `docs` record at a version above their source's: the
+    /// source's id, the source as read, and the record.
+    fn records_ahead<'s>(&self, docs: &[BsonDoc], sources: &'s Sources) -> Vec<(Bson, &'s BsonDoc, i64)> {
+        let held = docs.iter().flat_map(|d| self.target.held_copies(d).into_iter().map(move |(id, _)| (d, id)));
+        held.filter_map(|(d, id)| {
+            let source = sources.get(self.source, id)?;
+            Some((id.clone(), source, self.target.record_ahead(d, id, source)?))
+        })
+        .collect()
+    }
+
+    /// Counts copies and records of one holder left for a reference that
+    /// is gone (stale, unless `counted` already), and adds them to `found`.
+    fn check_leftovers(
+        &self,
+        d: &BsonDoc,
+        counted: bool,
+        fix: bool,
+        found: &mut Vec<(Bson, Vec<String>)>,
+        report: &mut Report,
+    ) {
+        let paths = self.target.leftovers(d);
+        let Some(holder) = d.get("_id").filter(|_| !paths.is_empty()) else { return };
+        if !counted {
+            report.stale += 1;
+        }
+        report.note(|| {
+            format!(
+                "{} of {} keeps {} from {} through a reference that refers to none of them now: {}",
+                self.label(),
+                show_id(holder),
+                paths.join(", "),
+                self.source,
+                if fix { "removed" } else { "repair removes them" }
+            )
+        });
+        found.push((holder.clone(), paths));
+    }
+
     /// Counts the stale and dangling copies of one holder, and adds the
-    /// sources of its stale ones to `to_fix`.
+    /// sources of its stale ones to `to_fix` (as `caught_up` when their
+    /// version was moved past a record ahead of it); whether it counted it stale.
     fn check<'s>(
         &self,
         d: &BsonDoc,
-        sources: &'s Sources,
+        (sources, caught_up): (&'s Sources, &'s HashMap<String, BsonDoc>),
         fix: bool,
         to_fix: &mut HashMap<String, Refresh<'s>>,
         report: &mut Report,
-    ) {
+    ) -> bool {
         let holder = || d.get("_id").map(show_id).unwrap_or_default();
         let mut stale = None;
         for (id, copy) in self.target.held_copies(d) {
@@ -200,23 +266,38 @@ impl Copies {
                 });
                 continue;
             };
-            if differs(self.target, copy, source) {
-                stale.get_or_insert(id);
+            let ahead = self.target.record_ahead(d, id, source);
+            if differs(self.target, copy, source) || ahead.is_some() {
+                stale.get_or_insert((id, ahead.map(|r| self.target.describe_ahead(id, r, version_of(source)))));
+                let source = caught_up.get(&id_key(id)).unwrap_or(source);
                 to_fix.entry(id_key(id)).or_insert_with(|| Refresh::of(id, source));
             }
         }
-        if let Some(id) = stale {
+        let counted = stale.is_some();
+        if let Some((id, ahead)) = stale {
             report.stale += 1;
+            let (ahead, fixable) = ahead.unwrap_or((String::new(), true));
+            if !fixable {
+                report.unfixable += 1;
+            }
             report.note(|| {
                 format!(
-                    "{} of {} holds stale copies of {} {}: {}",
+                    "{} of {} holds stale copies of {} {}{}: {}",
                     self.label(),
                     holder(),
                     self.source,
                     show_id(id),
-                    if fix { "rewritten" } else { "repair rewrites them" }
+                    ahead,
+                    if !fixable {
+                        "left"
+                    } else if fix {
+                        "rewritten"
+                    } else {
+                        "repair rewrites them"
+                    }
                 )
             });
         }
+        counted
     }
 }

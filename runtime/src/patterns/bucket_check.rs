@@ -19,7 +19,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{BucketSpec, Document, Relation, RelationKind, Schema};
-use crate::schema::registry::sorted;
+use crate::schema::graph::all_types;
 use crate::store::page::after;
 use crate::store::primary;
 use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
@@ -77,7 +77,7 @@ impl BucketArray {
 /// ```
 pub fn bucket_arrays() -> Vec<BucketArray> {
     let mut out = Vec::new();
-    for schema in sorted() {
+    for schema in all_types() {
         for rel in schema.relations {
             if let (RelationKind::Bucket, Some(spec)) = (rel.kind, rel.bucket.as_ref()) {
                 out.push(BucketArray { schema, rel, spec });

@@ -5,4 +5,5 @@ pub mod bucket;
 pub mod bucket_check;
 pub mod subset;
 pub(crate) mod subset_check;
+pub(crate) mod subset_delete;
 mod subset_rebuild;

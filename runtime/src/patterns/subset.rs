@@ -280,19 +280,6 @@ pub(crate) async fn after_change(
     left_out.map_or(Ok(()), Err)
 }
 
-/// The parents whose subsets may hold the children about to be deleted.
-pub(crate) async fn parents_of(cx: &mut Cx<'_>, child: &'static str, filter: &BsonDoc) -> Result<Vec<(usize, Bson)>> {
-    let mut out = Vec::new();
-    let coll = cx.db.collection::<BsonDoc>(child);
-    for (i, target) in subsets_of(child).iter().enumerate() {
-        let parents =
-            in_session!(coll.distinct(target.parent_field, filter.clone()).selection_criteria(primary()), cx.session())
-                .map_err(|e| Error::driver("distinct", child, e))?;
-        out.extend(parents.into_iter().filter(|p| *p != Bson::Null).map(|p| (i, p)));
-    }
-    Ok(out)
-}
-
 /// After children were deleted: rebuild their parents' subsets.
 pub(crate) async fn after_delete(cx: &mut Cx<'_>, child: &str, parents: Vec<(usize, Bson)>) -> Result<()> {
     let targets = subsets_of(child);

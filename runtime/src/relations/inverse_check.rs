@@ -41,8 +41,8 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Document, Relation, RelationKind, Schema};
+use crate::schema::graph::all_types;
 use crate::schema::graph::graph;
-use crate::schema::registry::sorted;
 use crate::store::page::Page;
 use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
 use crate::store::session::{collect, plain};
@@ -177,7 +177,7 @@ impl Pair {
 /// ```
 pub fn pairs() -> Vec<Pair> {
     let mut out: Vec<Pair> = Vec::new();
-    for schema in sorted() {
+    for schema in all_types() {
         for rel in schema.relations.iter().filter(|r| r.inverse.is_some()) {
             let Some((other_schema, other_rel)) = graph().inverse_of(rel) else { continue };
             let here = Side { schema, rel };

@@ -1,16 +1,26 @@
 //! The `on_delete` rules of references, applied when a referred document is
 //! deleted through docrel: plan the whole cascade first (refusing on any
-//! `restrict`, before anything is written), then pull and delete.
+//! `restrict`, before anything is written), then pull and delete. A cycle
+//! in the data (documents that cascade to each other, a self-referencing
+//! tree) is followed once: the documents reached on a cycle of the schema
+//! are remembered, not counted in levels.
 
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::{OnDelete, Relation, RelationKind};
+use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
+use crate::store::path::id_key;
+use crate::store::primary;
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use std::collections::{HashMap, HashSet};
 
-/// Cascades deeper than this are refused: the schema has a cycle of
-/// `on_delete = cascade`.
-const MAX_CASCADE_DEPTH: usize = 16;
+/// How many documents of collections on a cycle of cascades (a type that
+/// cascades to itself, or types that cascade to each other) one call of
+/// the rules reaches at most: one delete, or one page of `delete_many`.
+/// Those documents are remembered (ids per collection) so a cycle in the
+/// data is followed once; past this many the delete is refused before
+/// anything is written, a runaway rather than a cascade.
+pub const MAX_CYCLE_DOCUMENTS: usize = 100_000;
 
 /// How many ids one step of a cascade reads, pulls from and deletes: one
 /// `find` page, one `updateMany` per pulling reference, one `deleteMany`.
@@ -22,86 +32,199 @@ pub(crate) fn has_rules(collection: &str) -> bool {
     graph().references_to(collection).iter().any(|(_, r)| rule(r) != OnDelete::Nothing)
 }
 
-/// [`apply`] for ids already [`check`]ed (a delete of many documents checks
-/// every page before it writes any).
+/// Applies the rules for `ids` of `collection`, already [`check`]ed (a
+/// delete of many documents checks every page before it writes any).
 pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     if ids.is_empty() || !has_rules(collection) {
         return Ok(());
     }
-    run(cx, collection, ids, 0).await
+    walk(cx, collection, ids, Mode::Apply).await
 }
 
 /// Refuses, before anything is written, when a `restrict` anywhere in the
-/// cascade from `collection` finds a referrer of `ids`, or the cascade goes
-/// deeper than [`MAX_CASCADE_DEPTH`]. Reads nothing when no rule below
-/// could refuse.
+/// cascade from `collection` finds a referrer of `ids`, or the cascade
+/// reaches more than [`MAX_CYCLE_DOCUMENTS`] documents on a cycle. Reads
+/// nothing when no rule below could refuse.
 pub(crate) async fn check(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
-    if !may_refuse(collection, 0) {
+    if ids.is_empty() || !may_refuse(collection) {
         return Ok(());
     }
-    check_level(cx, collection, ids.to_vec(), 0).await
+    walk(cx, collection, ids, Mode::Check).await
 }
 
-/// Whether a `restrict`, or a cascade too deep, is reachable from `collection`.
-fn may_refuse(collection: &str, depth: usize) -> bool {
-    if depth > MAX_CASCADE_DEPTH {
-        return true;
+/// The collections whose documents a cascade from `collection` deletes.
+fn cascades_from(collection: &str) -> impl Iterator<Item = &'static str> + '_ {
+    graph()
+        .references_to(collection)
+        .iter()
+        .filter(|(_, rel)| rule(rel) == OnDelete::Cascade)
+        .map(|(s, _)| s.collection)
+}
+
+/// `collection` and every collection a cascade from it reaches.
+fn closure(collection: &'static str) -> Vec<&'static str> {
+    let mut seen = vec![collection];
+    let mut i = 0;
+    while let Some(&c) = seen.get(i) {
+        for next in cascades_from(c) {
+            if !seen.contains(&next) {
+                seen.push(next);
+            }
+        }
+        i += 1;
     }
-    graph().references_to(collection).iter().any(|&(schema, rel)| match rule(rel) {
-        OnDelete::Restrict => true,
-        OnDelete::Cascade => may_refuse(schema.collection, depth + 1),
-        _ => false,
-    })
+    seen
 }
 
-fn too_deep(collection: &str) -> Error {
+/// Whether a cascade from `collection` can come back to it: its documents
+/// are remembered so a cycle in the data is followed once.
+fn on_cycle(collection: &'static str) -> bool {
+    cascades_from(collection).any(|next| closure(next).contains(&collection))
+}
+
+/// Whether the rules from `collection` may refuse: a `restrict` reachable,
+/// or a cycle (which may pass [`MAX_CYCLE_DOCUMENTS`]).
+fn may_refuse(collection: &'static str) -> bool {
+    closure(collection)
+        .into_iter()
+        .any(|c| on_cycle(c) || graph().references_to(c).iter().any(|(_, rel)| rule(rel) == OnDelete::Restrict))
+}
+
+/// Whether a walk checks (reads only, refusing on a `restrict`) or applies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Check,
+    Apply,
+}
+
+/// One level of the cascade: documents `ids` of `collection`, with the
+/// relation referring to them that is being applied and where its paging
+/// of dependants stands.
+struct Frame {
+    collection: &'static str,
+    ids: Vec<Bson>,
+    rel: usize,
+    after: Option<Bson>,
+}
+
+/// The documents on a cycle the walk has reached, by collection and id key.
+struct Visited {
+    ids: HashMap<&'static str, HashSet<String>>,
+    count: usize,
+    limit: usize,
+}
+
+impl Visited {
+    fn new(limit: usize) -> Self {
+        Visited { ids: HashMap::new(), count: 0, limit }
+    }
+
+    /// Those of `ids` not reached before (all of them off a cycle), now
+    /// remembered; `None` past [`MAX_CYCLE_DOCUMENTS`].
+    fn admit(&mut self, collection: &'static str, ids: Vec<Bson>) -> Option<Vec<Bson>> {
+        self.admit_on(collection, on_cycle(collection), ids)
+    }
+
+    fn admit_on(&mut self, collection: &'static str, cyclic: bool, ids: Vec<Bson>) -> Option<Vec<Bson>> {
+        if !cyclic {
+            return Some(ids);
+        }
+        let seen = self.ids.entry(collection).or_default();
+        let fresh: Vec<Bson> = ids.into_iter().filter(|id| seen.insert(id_key(id))).collect();
+        self.count += fresh.len();
+        (self.count <= self.limit).then_some(fresh)
+    }
+}
+
+/// Runs the rules for `ids` of `root` depth first, with a stack of its own
+/// rather than recursion, so a chain in the data as deep as it is long
+/// (a self-referencing tree) needs no more than one frame per level.
+/// Applying: one pull per pulling reference, and per cascading one, page
+/// by page, the dependants' own rules and then their deletion (the
+/// deepest first, so a failure leaves what refers to them). Checking: one
+/// count per `restrict`, descending only where a rule may refuse.
+async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> Result<()> {
+    let mut visited = Visited::new(MAX_CYCLE_DOCUMENTS);
+    let mut deleted = 0u64;
+    let ids = visited.admit(root, ids.to_vec()).ok_or_else(|| runaway(root, ids.len(), mode, 0))?;
+    let mut stack = vec![Frame { collection: root, ids, rel: 0, after: None }];
+    while let Some(top) = stack.last_mut() {
+        let Some(&(schema, rel)) = graph().references_to(top.collection).get(top.rel) else {
+            let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
+            // The root's documents are the caller's to delete.
+            if mode == Mode::Apply && !stack.is_empty() {
+                deleted += crate::patterns::subset_delete::delete(cx, done.collection, &done.ids).await?;
+            }
+            continue;
+        };
+        match (mode, rule(rel)) {
+            (Mode::Check, OnDelete::Restrict) => restrict(cx, top.collection, schema, rel, &top.ids).await?,
+            (Mode::Apply, OnDelete::Pull) => pull(cx, schema, rel, &top.ids).await?,
+            (_, OnDelete::Cascade) if mode == Mode::Apply || may_refuse(schema.collection) => {
+                let after = top.after.take();
+                if let Some(page) = dependants(cx, schema, rel, &top.ids, after).await? {
+                    top.after = page.last().cloned();
+                    let fresh = visited
+                        .admit(schema.collection, page)
+                        .ok_or_else(|| runaway(root, stack[0].ids.len(), mode, deleted))?;
+                    if !fresh.is_empty() {
+                        stack.push(Frame { collection: schema.collection, ids: fresh, rel: 0, after: None });
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        if let Some(top) = stack.last_mut() {
+            top.rel += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The error of a cascade past [`MAX_CYCLE_DOCUMENTS`]: when checking,
+/// nothing was written; when applying (the data grew since the check),
+/// what was.
+fn runaway(root: &'static str, n: usize, mode: Mode, deleted: u64) -> Error {
+    let written = match mode {
+        Mode::Check => "nothing was deleted".to_owned(),
+        Mode::Apply => format!(
+            "the {n} document(s) of `{root}` and {deleted} document(s) of their cascade were deleted, and the ids \
+             pulled where a rule says so; the rest of the cascade is still stored, referring to deleted documents"
+        ),
+    };
     Error::Invalid {
         what: crate::error::Misuse::OnDelete,
         message: format!(
-            "cascade from `{collection}` goes deeper than {MAX_CASCADE_DEPTH} levels; the schema has a \
-             cycle of `on_delete = cascade`: break it with `pull` or `restrict`"
+            "deleting {n} document(s) of `{root}` cascades through a cycle of `on_delete = cascade` to more than \
+             {MAX_CYCLE_DOCUMENTS} documents; {written}. Delete the far end of the cascade first (with `delete_many` \
+             on its references), or break the cycle with `pull`"
         ),
     }
 }
 
-fn check_level<'a>(
-    cx: &'a mut Cx<'_>,
+/// Refuses when a document of `schema` refers to one of `ids` through `rel`.
+async fn restrict(
+    cx: &mut Cx<'_>,
     collection: &'static str,
-    ids: Vec<Bson>,
-    depth: usize,
-) -> futures::future::BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        if depth > MAX_CASCADE_DEPTH {
-            return Err(too_deep(collection));
-        }
-        for &(schema, rel) in graph().references_to(collection) {
-            match rule(rel) {
-                OnDelete::Restrict => {
-                    let referrers = cx.db.collection::<RawDocumentBuf>(schema.collection);
-                    let filter = doc! { rel.id_path(): {"$in": ids.clone()} };
-                    let count = in_session!(referrers.count_documents(filter), cx.session())
-                        .map_err(|e| Error::driver("count", schema.collection, e))?;
-                    if count > 0 {
-                        return Err(Error::StillReferenced {
-                            collection,
-                            id: ids.iter().map(show_id).collect::<Vec<_>>().join(", "),
-                            referrer: schema.collection,
-                            field: rel.field,
-                            count,
-                        });
-                    }
-                }
-                OnDelete::Cascade if may_refuse(schema.collection, depth + 1) => {
-                    let mut after = None;
-                    while let Some(page) = dependants(cx, schema, rel, &ids, after).await? {
-                        after = page.last().cloned();
-                        check_level(cx, schema.collection, page, depth + 1).await?;
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(())
+    schema: &'static Schema,
+    rel: &'static Relation,
+    ids: &[Bson],
+) -> Result<()> {
+    let referrers = cx.db.collection::<RawDocumentBuf>(schema.collection);
+    let filter = doc! { rel.id_path(): {"$in": ids} };
+    // It decides a write: on the primary, whatever the client's preference.
+    let count = in_session!(referrers.count_documents(filter).selection_criteria(primary()), cx.session())
+        .map_err(|e| Error::driver("count", schema.collection, e))?;
+    if count == 0 {
+        return Ok(());
+    }
+    Err(Error::StillReferenced {
+        collection,
+        id: ids.iter().map(show_id).collect::<Vec<_>>().join(", "),
+        referrer: schema.collection,
+        field: rel.field,
+        count,
     })
 }
 
@@ -118,41 +241,10 @@ async fn dependants(
     crate::store::id_page(&cx.db.collection(schema.collection), &filter, after, cx.session()).await
 }
 
-/// Applies the rules for `ids` of `collection`: one pull per pulling
-/// reference, and for each cascading one, page by page, its dependants'
-/// own rules and then their deletion.
-fn run<'a>(
-    cx: &'a mut Cx<'_>,
-    collection: &'static str,
-    ids: &'a [Bson],
-    depth: usize,
-) -> futures::future::BoxFuture<'a, Result<()>> {
-    Box::pin(async move {
-        if depth > MAX_CASCADE_DEPTH {
-            return Err(too_deep(collection));
-        }
-        for &(schema, rel) in graph().references_to(collection) {
-            match rule(rel) {
-                OnDelete::Nothing | OnDelete::Restrict => {}
-                OnDelete::Pull => pull(cx, schema.collection, rel, ids).await?,
-                OnDelete::Cascade => {
-                    let mut after = None;
-                    while let Some(page) = dependants(cx, schema, rel, ids, after).await? {
-                        after = page.last().cloned();
-                        run(cx, schema.collection, &page, depth + 1).await?;
-                        let coll = cx.db.collection::<BsonDoc>(schema.collection);
-                        in_session!(coll.delete_many(doc! {"_id": {"$in": page}}), cx.session())
-                            .map_err(|e| Error::driver("delete_many", schema.collection, e))?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Removes `ids` from the reference `rel` of every `collection` document.
-async fn pull(cx: &mut Cx<'_>, collection: &'static str, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
+/// Removes `ids` from the reference `rel` of every `schema` document,
+/// with the copies and version records that came through them.
+async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
+    let collection = schema.collection;
     let coll = cx.db.collection::<BsonDoc>(collection);
     let filter = doc! { rel.id_path(): {"$in": ids} };
     let update = match rel.kind {
@@ -172,7 +264,13 @@ async fn pull(cx: &mut Cx<'_>, collection: &'static str, rel: &'static Relation,
             }
         }
         RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
-        _ => doc! {"$unset": { rel.field: "" }},
+        _ => {
+            // The copies made through the reference, and their records, go
+            // with it: they copy a document the holder no longer refers to.
+            let mut unset = crate::denormalize::copies::cleared_through(schema, rel.field);
+            unset.insert(rel.field, "");
+            doc! {"$unset": unset}
+        }
     };
     in_session!(coll.update_many(filter, update), cx.session())
         .map_err(|e| Error::driver("update_many", collection, e))?;
@@ -187,5 +285,21 @@ fn rule(rel: &Relation) -> OnDelete {
     match rel.on_delete {
         OnDelete::Nothing if rel.inverse.is_some() && pullable => OnDelete::Pull,
         declared => declared,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Visited;
+    use mongodb::bson::Bson;
+
+    #[test]
+    fn a_cycle_is_followed_once_and_a_runaway_refused() {
+        let mut visited = Visited::new(3);
+        let ids = |v: &[i32]| v.iter().map(|i| Bson::Int32(*i)).collect::<Vec<_>>();
+        assert_eq!(visited.admit_on("nodes", true, ids(&[1, 2])), Some(ids(&[1, 2])));
+        assert_eq!(visited.admit_on("nodes", true, ids(&[2, 1, 3])), Some(ids(&[3])), "1 and 2 were reached");
+        assert_eq!(visited.admit_on("other", true, ids(&[1])), None, "a fourth document passes the limit");
+        assert_eq!(visited.admit_on("plain", false, ids(&[1, 1])), Some(ids(&[1, 1])), "off a cycle: not remembered");
     }
 }

@@ -109,7 +109,7 @@ impl Op {
 async fn run_writes(cx: &mut Cx<'_>, what: &'static str, op: Op) -> Result<LinkOutcome> {
     // With the caller's session the attempt is always made: it may be in a
     // transaction, which then runs the writes whatever the deployment.
-    if cx.has_session() || !standalone(cx.db) {
+    if cx.has_session() || !crate::store::transaction::standalone(cx.db) {
         let db = cx.db.clone();
         let result = crate::store::transaction::run_or_join(cx, what, &mut |session| {
             let (db, op) = (db.clone(), op.clone());
@@ -122,7 +122,9 @@ async fn run_writes(cx: &mut Cx<'_>, what: &'static str, op: Op) -> Result<LinkO
         match result {
             Ok(changed) => return Ok(LinkOutcome { transactional: true, changed }),
             // Refused at its first write: nothing was written.
-            Err(e) if crate::store::transaction::unsupported(&e) => remember_standalone(cx.db),
+            Err(e) if crate::store::transaction::unsupported(&e) => {
+                crate::store::transaction::remember_standalone(cx.db)
+            }
             Err(e) => return Err(e),
         }
     }
@@ -137,23 +139,6 @@ async fn run_writes(cx: &mut Cx<'_>, what: &'static str, op: Op) -> Result<LinkO
             }
             Err(e)
         }
-    }
-}
-
-/// Databases whose server refused a transaction as a standalone, so later
-/// calls skip the attempt.
-fn standalones() -> &'static std::sync::Mutex<std::collections::HashSet<String>> {
-    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = std::sync::OnceLock::new();
-    SEEN.get_or_init(Default::default)
-}
-
-fn standalone(db: &Database) -> bool {
-    standalones().lock().map(|s| s.contains(db.name())).unwrap_or(false)
-}
-
-fn remember_standalone(db: &Database) {
-    if let Ok(mut s) = standalones().lock() {
-        s.insert(db.name().to_owned());
     }
 }
 

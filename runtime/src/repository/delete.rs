@@ -1,12 +1,13 @@
 //! Deletes: the `on_delete` rules of every reference to the type run for
-//! exactly the documents found, then those are deleted, then the subsets
-//! that summarized them are rebuilt.
+//! exactly the documents deleted, and the subsets that summarized them are
+//! rebuilt for the parents they had when deleted.
 
 use super::repo::Repository;
 use crate::bson_compat;
 use crate::client::trace::Op;
 use crate::error::{Error, Result};
 use crate::id::DocId;
+use crate::patterns::subset_delete;
 use crate::schema::document::Document;
 use crate::store::query::Filter;
 use crate::store::session::{in_session, Cx};
@@ -78,16 +79,11 @@ impl<T: Document> Repository<T> {
         if rules {
             crate::relations::on_delete::check(cx, T::COLLECTION, ids).await?;
         }
-        let parents = self.subset_parents(&filter, cx).await?;
-        let r = in_session!(self.raw.delete_one(filter), cx.session()).map_err(self.err("delete"))?;
-        if r.deleted_count == 0 {
+        if subset_delete::delete_matching(cx, T::COLLECTION, filter, false).await? == 0 {
             return Ok(false);
         }
         if rules {
             crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await?;
-        }
-        if !parents.is_empty() {
-            crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
         }
         Ok(true)
     }
@@ -101,19 +97,19 @@ impl<T: Document> Repository<T> {
         let op = Op::new("delete_many", T::COLLECTION);
         let work = async move {
             let filter = filter.into().into_document()?;
-            if !crate::relations::on_delete::has_rules(T::COLLECTION) {
-                let parents = self.subset_parents(&filter, cx).await?;
+            let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
+            if !rules && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
                 let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
-                if r.deleted_count > 0 && !parents.is_empty() {
-                    crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
-                }
                 return Ok(r.deleted_count);
             }
             // The rules run page by page, so memory and every `$in` stay
             // bounded however many documents match; a `restrict` is checked
             // on every page before any is written.
             let mut after = None;
-            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
+            while let Some(page) = match rules {
+                true => crate::store::id_page(&self.raw, &filter, after, cx.session()).await?,
+                false => None,
+            } {
                 after = page.last().cloned();
                 crate::relations::on_delete::check(cx, T::COLLECTION, &page).await?;
             }
@@ -125,20 +121,16 @@ impl<T: Document> Repository<T> {
                 // not deleted without its rules; and the rules of exactly
                 // those deleted, so one that stopped matching keeps its own.
                 let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": &page}}]};
-                let parents = self.subset_parents(&scoped, cx).await?;
-                let r = in_session!(self.raw.delete_many(scoped), cx.session()).map_err(self.err("delete_many"))?;
-                deleted += r.deleted_count;
-                if r.deleted_count == 0 {
+                let n = subset_delete::delete_matching(cx, T::COLLECTION, scoped, true).await?;
+                deleted += n;
+                if n == 0 || !rules {
                     continue;
                 }
-                let gone = match r.deleted_count as usize == page.len() {
+                let gone = match n as usize == page.len() {
                     true => page,
                     false => self.gone(page, cx).await?,
                 };
                 crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await?;
-                if !parents.is_empty() {
-                    crate::patterns::subset::after_delete(cx, T::COLLECTION, parents).await?;
-                }
             }
             Ok(deleted)
         };
@@ -160,13 +152,5 @@ impl<T: Document> Repository<T> {
         let stored: std::collections::HashSet<String> =
             stored.iter().flatten().map(crate::store::path::id_key).collect();
         Ok(ids.into_iter().filter(|id| !stored.contains(&crate::store::path::id_key(id))).collect())
-    }
-
-    /// The parents whose subsets may summarize the documents `filter` matches.
-    async fn subset_parents(&self, filter: &bson::Document, cx: &mut Cx<'_>) -> Result<Vec<(usize, bson::Bson)>> {
-        if crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
-            return Ok(Vec::new());
-        }
-        crate::patterns::subset::parents_of(cx, T::COLLECTION, filter).await
     }
 }

@@ -14,6 +14,7 @@ use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::store::codec::encode;
 use crate::store::session::{collect, in_session, Cx};
+use crate::store::transaction;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::ClientSession;
 
@@ -86,28 +87,77 @@ impl<T: Document> Repository<T> {
                 if docs.is_empty() {
                     return Ok(());
                 }
-                let Encoded { mut raws, plain, filled } = self.encode_all(docs, true, &plan, cx).await?;
-                let result = if raws.len() == 1 {
-                    let raw = raws.pop().ok_or_else(|| Error::Invalid {
-                        what: crate::error::Misuse::Insert,
-                        message: "nothing encoded".into(),
-                    })?;
-                    in_session!(self.raw.insert_one(raw), cx.session()).map(|_| ()).map_err(self.err("insert"))
-                } else {
-                    in_session!(self.raw.insert_many(raws), cx.session()).map(|_| ()).map_err(self.err("insert_many"))
-                };
-                match result {
-                    Ok(()) => self.after_insert(&plain, filled, &plan, cx).await,
-                    Err(e) => {
-                        if !plain.is_empty() {
-                            let landed = self.landed(&e, &plain, cx).await?;
-                            self.after_insert(&plain[..landed], filled, &plan, cx).await?;
-                        }
-                        Err(e)
-                    }
+                let encoded = self.encode_all(docs, true, &plan, cx).await?;
+                // Several documents, or one whose links may be refused (the
+                // other side full): all or nothing, where the deployment
+                // has transactions.
+                if docs.len() > 1 || plan.two_way {
+                    let Some(encoded) = self.insert_in_transaction(encoded, plan, cx).await? else { return Ok(()) };
+                    return self.insert_ordered(encoded, &plan, cx).await;
                 }
+                self.insert_ordered(encoded, &plan, cx).await
             })
             .await
+    }
+
+    /// The insert and everything it owes the documents around it in one
+    /// transaction (the caller's when its session is in one): `None` once
+    /// done, or the documents back when the server has no transactions.
+    async fn insert_in_transaction(
+        &self,
+        encoded: Encoded,
+        plan: DocumentPlan,
+        cx: &mut Cx<'_>,
+    ) -> Result<Option<Encoded>> {
+        if !cx.has_session() && transaction::standalone(cx.db) {
+            return Ok(Some(encoded));
+        }
+        let (repo, db) = (self.clone(), cx.db.clone());
+        let result = transaction::run_or_join(cx, "insert_many", &mut |session| {
+            let (repo, db, encoded) = (repo.clone(), db.clone(), encoded.clone());
+            Box::pin(async move {
+                let cx = &mut Cx::new(&db, Some(session));
+                let written = repo.write_new(encoded.raws, cx).await;
+                written.map_err(repo.err("insert_many"))?;
+                repo.after_insert(&encoded.plain, encoded.filled, &plan, cx).await
+            })
+        })
+        .await;
+        match result {
+            Ok(()) => Ok(None),
+            // Refused at its first write: nothing was written.
+            Err(e) if transaction::unsupported(&e) => {
+                transaction::remember_standalone(cx.db);
+                Ok(Some(encoded))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An ordered insert, then what the documents it wrote owe: on a
+    /// refused document the ones before it are written (with everything
+    /// derived from them) and the rest are not.
+    async fn insert_ordered(&self, encoded: Encoded, plan: &DocumentPlan, cx: &mut Cx<'_>) -> Result<()> {
+        let Encoded { raws, plain, filled } = encoded;
+        let op = if raws.len() == 1 { "insert" } else { "insert_many" };
+        match self.write_new(raws, cx).await.map_err(self.err(op)) {
+            Ok(()) => self.after_insert(&plain, filled, plan, cx).await,
+            Err(e) => {
+                if !plain.is_empty() {
+                    let landed = self.landed(&e, &plain, cx).await?;
+                    self.after_insert(&plain[..landed], filled, plan, cx).await?;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The insert command itself: `insert_one` for one document.
+    async fn write_new(&self, mut raws: Vec<RawDocumentBuf>, cx: &mut Cx<'_>) -> mongodb::error::Result<()> {
+        match raws.len() {
+            1 => in_session!(self.raw.insert_one(raws.remove(0)), cx.session()).map(|_| ()),
+            _ => in_session!(self.raw.insert_many(raws), cx.session()).map(|_| ()),
+        }
     }
 
     /// How many of `plain` an ordered insert that failed with `e` wrote:
@@ -120,6 +170,14 @@ impl<T: Document> Repository<T> {
                     if let Some(first) = m.write_errors.as_ref().and_then(|w| w.iter().map(|w| w.index).min()) {
                         return Ok(first.min(plain.len()));
                     }
+                    // Only the write concern failed: every document was written.
+                    if m.write_concern_error.is_some() {
+                        return Ok(plain.len());
+                    }
+                }
+                // Written, not yet acknowledged by as many members as asked.
+                mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(_)) => {
+                    return Ok(plain.len());
                 }
                 // The server answered with an error for the whole command
                 // (a fail point, a lost election): it wrote nothing.
@@ -162,27 +220,26 @@ impl<T: Document> Repository<T> {
         let raw = raws
             .pop()
             .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
-        let written = if plan.replaces_by_image() {
-            let new = match plain.first() {
-                Some(p) => p.clone(),
-                None => bson::Document::try_from(raw.as_ref()).map_err(|e| Error::Encode {
-                    what: format!("a document of `{}`", T::COLLECTION),
-                    message: e.to_string(),
-                })?,
-            };
-            let filter = crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &new);
-            replace_image::<T>(cx, &self.raw, filter, new, upsert, self.mode(), &plan).await?
+        let new = plain_or(&plain, &raw)?;
+        let id = doc.id().to_bson();
+        let filter = crate::schema::shard::key_filter(T::schema(), id.clone(), &new);
+        let written = if !crate::schema::shard::movable(T::schema()) {
+            self.put_once(filter, upsert, &new, &raw, &plan, cx).await?
         } else {
-            let filter = match T::SHARD_KEY.is_empty() {
-                true => doc! {"_id": doc.id().to_bson()},
-                false => crate::schema::shard::key_filter(T::schema(), doc.id().to_bson(), &plain_or(&plain, &raw)?),
-            };
-            let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), cx.session())
-                .map_err(self.err("replace"))?;
-            (r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some())
+            // The filter pins the new shard key; the stored document may
+            // carry another (the caller changed it). A write that creates
+            // must not run before that is known: a sharded cluster would
+            // store a second document with the same `_id` on another shard.
+            match self.put_once(filter.clone(), false, &new, &raw, &plan, cx).await? {
+                Some(done) => Some(done),
+                None => match self.stored_key(&id, cx).await? {
+                    Some(old) => self.put_once(old, false, &new, &raw, &plan, cx).await?,
+                    None => self.put_once(filter, upsert, &new, &raw, &plan, cx).await?,
+                },
+            }
         };
         if written == Some(true) {
-            self.after_new(std::slice::from_ref(&plain_or(&plain, &raw)?), cx).await?;
+            self.after_new(std::slice::from_ref(&new), cx).await?;
         }
         let written = written.is_some();
         if written {
@@ -191,6 +248,44 @@ impl<T: Document> Repository<T> {
             }
         }
         Ok(written)
+    }
+
+    /// One replace (or upsert) of the document `filter` finds: whether it
+    /// was created, or `None` when it found none.
+    async fn put_once(
+        &self,
+        filter: bson::Document,
+        upsert: bool,
+        new: &bson::Document,
+        raw: &RawDocumentBuf,
+        plan: &DocumentPlan,
+        cx: &mut Cx<'_>,
+    ) -> Result<Option<bool>> {
+        if plan.replaces_by_image() {
+            return replace_image::<T>(cx, &self.raw, filter, new.clone(), upsert, self.mode(), plan).await;
+        }
+        let r = in_session!(self.raw.replace_one(filter, raw.clone()).upsert(upsert), cx.session())
+            .map_err(self.err("replace"))?;
+        Ok((r.matched_count > 0 || r.upserted_id.is_some()).then_some(r.upserted_id.is_some()))
+    }
+
+    /// The filter of the stored document `id` by its own shard key (which a
+    /// replace moving it to another key must name), or `None` when there is
+    /// no such document. Read by `_id` alone, from the primary.
+    async fn stored_key(&self, id: &bson::Bson, cx: &mut Cx<'_>) -> Result<Option<bson::Document>> {
+        let projection: bson::Document =
+            T::schema().shard_key.iter().map(|f| ((*f).to_owned(), bson::Bson::Int32(1))).collect();
+        let found = in_session!(
+            self.raw
+                .find_one(doc! {"_id": id.clone()})
+                .projection(projection)
+                .selection_criteria(crate::store::primary()),
+            cx.session()
+        )
+        .map_err(self.err("find"))?;
+        let Some(found) = found else { return Ok(None) };
+        let stored = crate::store::session::plain(T::COLLECTION, &found)?;
+        Ok(Some(crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)))
     }
 
     /// What a new document of `T` owes the documents around it: the other
@@ -308,6 +403,7 @@ fn plain_or(plain: &[bson::Document], raw: &RawDocumentBuf) -> Result<bson::Docu
 }
 
 /// Documents encoded for a write.
+#[derive(Clone)]
 struct Encoded {
     raws: Vec<RawDocumentBuf>,
     /// The same as BSON documents, when something is derived from or held by them.

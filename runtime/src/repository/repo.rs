@@ -255,12 +255,20 @@ impl<T: Document> Repository<T> {
         Call::new(self, ops::Insert { docs: std::slice::from_ref(doc), _doc: PhantomData })
     }
 
-    /// Inserts many documents, in order. Every one is checked first: if any
-    /// breaks a bound or the size limit, nothing is written. If the server
-    /// refuses one (a duplicate key, say), the ones before it are written
-    /// and the rest are not, as with the driver's ordered insert; what is
-    /// derived from the ones written (copies, subset summaries) is kept
-    /// for exactly those, and the error names the first one refused.
+    /// Inserts many documents, all or nothing. Every one is checked first:
+    /// if any breaks a bound or the size limit, nothing is written. The
+    /// insert and everything it owes the documents around it (two-way
+    /// links, subset summaries, holders already referring to them) run in
+    /// one transaction (yours, when the call has a session in one): if the
+    /// server refuses one document (a duplicate key, say) or a link is
+    /// refused, none is written. MongoDB bounds a transaction's time (60 s
+    /// by default), so load very large sets in batches.
+    ///
+    /// A standalone server has no transactions: there the insert is
+    /// ordered, as the driver's; the documents before a refused one are
+    /// written, with everything derived from them, and the rest are not.
+    /// A single document of a type with two-way references is inserted
+    /// with its links in one transaction in the same way.
     pub fn insert_many<'a>(&'a self, docs: &'a [T]) -> Call<'a, T, ops::Insert<'a, T>> {
         Call::new(self, ops::Insert { docs, _doc: PhantomData })
     }

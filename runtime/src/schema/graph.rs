@@ -201,10 +201,33 @@ pub struct Graph {
     held: HashMap<usize, Vec<(&'static str, Shape)>>,
 }
 
-/// The graph of every document type linked into the program.
+/// The graph of every document type linked into the program, and of the
+/// collections it follows from a stored schema (`schema::obey`).
 pub fn graph() -> &'static Graph {
-    static GRAPH: OnceLock<Graph> = OnceLock::new();
-    GRAPH.get_or_init(|| Graph::build(schemas()))
+    static LINKED: OnceLock<Graph> = OnceLock::new();
+    match CURRENT.read().map(|g| *g) {
+        Ok(Some(g)) => g,
+        _ => LINKED.get_or_init(|| Graph::build(schemas())),
+    }
+}
+
+/// The graph with stored-only types, once a stored schema is obeyed.
+static CURRENT: std::sync::RwLock<Option<&'static Graph>> = std::sync::RwLock::new(None);
+
+/// Makes the graph that of the linked types and `stored` (descriptors of
+/// collections no linked type declares). The previous graph stays valid:
+/// a write that started with it finishes with it, and graphs live for the
+/// process (one per stored-schema change).
+pub(crate) fn install(stored: Vec<&'static Schema>) {
+    let g: &'static Graph = Box::leak(Box::new(Graph::build(schemas().chain(stored))));
+    if let Ok(mut current) = CURRENT.write() {
+        *current = Some(g);
+    }
+}
+
+/// Every document type of the current graph: see [`Graph::types`].
+pub fn all_types() -> Vec<&'static Schema> {
+    graph().types()
 }
 
 /// Every reference, from any document type linked into the program, whose
@@ -477,6 +500,15 @@ impl Graph {
     /// The document types stored in `collection`, by Rust name.
     pub fn types_of(&self, collection: &str) -> &[&'static Schema] {
         self.by_collection.get(collection).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every document type of the graph (linked, and followed from a stored
+    /// schema), ordered by collection then type name: what the admin tool
+    /// reports, verifies and repairs.
+    pub fn types(&self) -> Vec<&'static Schema> {
+        let mut all: Vec<&'static Schema> = self.by_collection.values().flatten().copied().collect();
+        all.sort_by_key(|s| (s.collection, s.rust_name, s.module));
+        all
     }
 
     /// Collections that more than one document type declares, with the

@@ -107,7 +107,7 @@ fn is_option(rust_type: &str) -> bool {
 /// collection: the admin tool's "ensure indexes".
 pub async fn ensure_all(db: &mongodb::Database) -> crate::error::Result<Vec<(&'static str, Vec<String>)>> {
     let mut out = Vec::new();
-    for schema in crate::schema::registry::sorted() {
+    for schema in crate::schema::graph::all_types() {
         let models = needed_by(schema);
         if models.is_empty() {
             continue;

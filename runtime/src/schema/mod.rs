@@ -8,3 +8,6 @@ pub mod handles;
 pub mod indexes;
 pub mod registry;
 pub mod shard;
+pub mod stored;
+
+pub use stored::{export, load, obey, publish};

@@ -57,6 +57,12 @@ pub(crate) fn key_filter(schema: &Schema, id: Bson, doc: &BsonDoc) -> BsonDoc {
     filter
 }
 
+/// Whether a document of `schema` can move to another shard key value: its
+/// shard key has a field besides `_id`, which a replace may change.
+pub(crate) fn movable(schema: &Schema) -> bool {
+    schema.shard_key.iter().any(|f| *f != "_id")
+}
+
 /// Checks that a caller's filter for a single-document write pins every
 /// field of the shard key by equality (at the top level, or in a top-level
 /// `$and`); otherwise the error names the missing fields and how to add them.

@@ -57,6 +57,9 @@ pub struct Report {
     pub duplicates: u64,
     /// Time buckets whose `start` is not on a window boundary.
     pub misaligned: u64,
+    /// Change events the sync worker could not apply (its dead letters):
+    /// what they would have rewritten may be stale.
+    pub dead_letters: u64,
     /// Writes that fixed something.
     pub fixed: u64,
     /// Problems a repair leaves as they are (it says why in [`Report::problems`]).
@@ -80,6 +83,7 @@ impl Report {
             + self.gaps
             + self.duplicates
             + self.misaligned
+            + self.dead_letters
     }
 
     /// Whether the scan found nothing wrong.
@@ -99,6 +103,7 @@ impl Report {
         self.gaps += other.gaps;
         self.duplicates += other.duplicates;
         self.misaligned += other.misaligned;
+        self.dead_letters += other.dead_letters;
         self.fixed += other.fixed;
         self.unfixable += other.unfixable;
         for p in &other.problems {

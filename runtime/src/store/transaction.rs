@@ -139,3 +139,20 @@ pub(crate) fn unsupported(e: &Error) -> bool {
         _ => false,
     }
 }
+
+/// Databases whose server refused a transaction as a standalone, so later
+/// calls skip the attempt.
+fn standalones() -> &'static std::sync::Mutex<std::collections::HashSet<String>> {
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = std::sync::OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+pub(crate) fn standalone(db: &Database) -> bool {
+    standalones().lock().map(|s| s.contains(db.name())).unwrap_or(false)
+}
+
+pub(crate) fn remember_standalone(db: &Database) {
+    if let Ok(mut s) = standalones().lock() {
+        s.insert(db.name().to_owned());
+    }
+}

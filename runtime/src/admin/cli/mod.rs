@@ -1,6 +1,7 @@
 //! The admin command line (cargo feature `admin`): `schema`, `indexes
 //! plan|apply`, `verify`, `repair`, `sync`, `doctor`, for the document
-//! types linked into the program that calls [`main`].
+//! types linked into the program that calls [`main`] and those published
+//! in the database (`docrel::schema::publish`), which it obeys.
 //!
 //! Exit codes, for scripts:
 //!
@@ -245,22 +246,58 @@ where
     }
 }
 
-async fn database(cli: &Cli) -> Result<Database> {
-    let Some(name) = cli.db.as_deref().filter(|n| !n.is_empty()) else {
+/// The database named by `--db`/`DOCREL_DB`, else by the URI's path, with
+/// the schema published in it obeyed: the commands then cover the types
+/// other programs published as well as the linked ones.
+async fn database(cli: &Cli, console: &mut Console) -> Result<Database> {
+    let uri = cli.uri.clone().unwrap_or_else(|| "mongodb://127.0.0.1:27017".to_owned());
+    let named = cli.db.as_deref().filter(|n| !n.is_empty()).map(str::to_owned);
+    let Some(name) = named.or_else(|| uri_database(&uri)) else {
         return Err(Error::Invalid {
             what: crate::error::Misuse::Database,
-            message: "name the database: `--db NAME`, or set DOCREL_DB=NAME".into(),
+            message: "name the database: `--db NAME`, DOCREL_DB=NAME, or in the URI (`mongodb://host/NAME`)".into(),
         });
     };
-    let uri = cli.uri.clone().unwrap_or_else(|| "mongodb://127.0.0.1:27017".to_owned());
-    Ok(connect(&uri).await?.database(name))
+    let client = connect(&uri).await?;
+    let db = client.database(&name);
+    let obeyed = crate::schema::obey(&db).await?;
+    for d in &obeyed.differences {
+        console.note(&format!("note: schema difference: {d}"));
+    }
+    if crate::schema::graph::all_types().is_empty() {
+        console.note(&format!(
+            "warning: no document types: this program links none and `{name}` has no published schema; publish it \
+             from your program with `docrel::schema::publish(&db)`"
+        ));
+    }
+    Ok(db)
+}
+
+/// The database a connection string names (`mongodb://host/NAME`), if any.
+fn uri_database(uri: &str) -> Option<String> {
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    // The hosts follow the last `@` (a password may hold `/`, `?` or `@`).
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    rest.split_once('/').map(|(_, db)| db.to_owned()).filter(|db| !db.is_empty())
 }
 
 async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -> Result<Exit> {
     match &cli.command {
-        Command::Schema { html: page } => reports::schema(console, page.as_deref(), cli.json),
+        Command::Schema { html: page } => {
+            // With a database named, the report covers its published schema too.
+            if cli.db.is_some() || cli.uri.as_deref().and_then(uri_database).is_some() {
+                database(&cli, console).await?;
+            } else if crate::schema::graph::all_types().is_empty() {
+                console.note(
+                    "warning: no document types: this program links none; name a database (`--uri \
+                     mongodb://host/NAME`) to report the schema published there",
+                );
+            }
+            reports::schema(console, page.as_deref(), cli.json)
+        }
         Command::Indexes { action } => {
-            let db = database(&cli).await?;
+            let db = database(&cli, console).await?;
             let (apply, drop_undeclared) = match action {
                 IndexAction::Plan { drop_undeclared } => (false, *drop_undeclared),
                 IndexAction::Apply { drop_undeclared } => (true, *drop_undeclared),
@@ -268,12 +305,12 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
             reports::indexes(&db, console, apply, drop_undeclared, cli.json).await
         }
         Command::Verify { source, batch } => {
-            let db = database(&cli).await?;
+            let db = database(&cli, console).await?;
             let run = checks::verify(&db, source.as_deref())?.batch(*batch);
             verify::verify(run, console, shutdown, cli.json).await
         }
         Command::Repair { source, dry_run, batch, restart, max_batches } => {
-            let db = database(&cli).await?;
+            let db = database(&cli, console).await?;
             let run = checks::repair(&db, source.as_deref())?
                 .batch(*batch)
                 .dry_run(*dry_run)
@@ -282,13 +319,26 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
             verify::repair(run, *dry_run, console, shutdown, cli.json).await
         }
         Command::Sync { name, checkpoint_every, report_every, repair_on_lost_history } => {
-            let db = database(&cli).await?;
+            let db = database(&cli, console).await?;
             sync::sync(&db, console, shutdown, name, *checkpoint_every, *report_every, *repair_on_lost_history).await
         }
         Command::Doctor { sample, fail_on, html: page } => {
-            let db = database(&cli).await?;
+            let db = database(&cli, console).await?;
             let options = doctor::Options { sample: (*sample).max(1), ..doctor::Options::default() };
             reports::doctor(&db, console, &options, fail_on.threshold(), page.as_deref(), cli.json).await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri_database;
+
+    #[test]
+    fn the_database_of_a_uri_is_its_path() {
+        assert_eq!(uri_database("mongodb://h:1/shop?w=1").as_deref(), Some("shop"));
+        assert_eq!(uri_database("mongodb+srv://u:p/a?b@h.example.com/shop").as_deref(), Some("shop"));
+        assert_eq!(uri_database("mongodb://h1,h2/?replicaSet=rs"), None);
+        assert_eq!(uri_database("mongodb://u:pa/ss@h"), None);
     }
 }

@@ -5,7 +5,8 @@ use super::console::{json, write_file, Console, Exit};
 use crate::admin::doctor::{self, Severity};
 use crate::admin::{html, index_plan, report};
 use crate::error::Result;
-use crate::schema::registry::{describe, sorted};
+use crate::schema::graph::all_types;
+use crate::schema::registry::describe;
 use mongodb::Database;
 use std::path::Path;
 
@@ -80,7 +81,7 @@ pub(super) async fn doctor(
 
 /// The schema as JSON: every type with its relationships.
 fn schema_json() -> serde_json::Value {
-    let types: Vec<serde_json::Value> = sorted()
+    let types: Vec<serde_json::Value> = all_types()
         .iter()
         .map(|s| {
             let relations: Vec<serde_json::Value> = s

@@ -1,9 +1,9 @@
 //! The `sync` command: the change-stream sync worker of deferred fan-outs,
-//! run until SIGINT/SIGTERM, with a line of progress and lag every few
-//! seconds.
+//! run until SIGINT/SIGTERM, with a line of progress, lag and dead letters
+//! (events it could not apply) every few seconds.
 
 use super::console::{Console, Exit, Shutdown};
-use crate::denormalize::sync::{HistoryLost, SyncWorker, SYNC_COLLECTION};
+use crate::denormalize::sync::{HistoryLost, SyncWorker, DEAD_LETTER_COLLECTION, SYNC_COLLECTION};
 use crate::error::Result;
 use crate::schema::graph::graph;
 use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
@@ -49,6 +49,18 @@ async fn lag(db: &Database, name: &str) -> String {
     }
 }
 
+/// The dead letters stored, in words (empty when there are none).
+async fn dead_letters(db: &Database) -> String {
+    match db.collection::<BsonDoc>(DEAD_LETTER_COLLECTION).count_documents(doc! {}).await {
+        Ok(0) => String::new(),
+        Ok(n) => format!(
+            "; {n} dead letters (events it could not apply): `verify` lists them, `repair` re-applies them once \
+             their cause is fixed"
+        ),
+        Err(e) => format!("; dead letters not counted ({e})"),
+    }
+}
+
 /// Starts the worker named `name` (resuming its stored token) and follows
 /// the stream until `shutdown`.
 pub(super) async fn sync(
@@ -73,12 +85,13 @@ pub(super) async fn sync(
     }
     let resumed = worker.stored_token().await?.is_some();
     console.note(&format!(
-        "sync `{name}` on database `{}`: following sources [{}] and subset children [{}]; {}. Stop with Ctrl-C or \
-         SIGTERM",
+        "sync `{name}` on database `{}`: following sources [{}] and subset children [{}]; {}{}. Stop with Ctrl-C \
+         or SIGTERM",
         db.name(),
         sources.join(", "),
         children.join(", "),
-        if resumed { "resuming from its stored token" } else { "starting from now" }
+        if resumed { "resuming from its stored token" } else { "starting from now" },
+        dead_letters(db).await,
     ));
     let every = Duration::from_secs(report_every.max(1));
     follow(db, console, shutdown, worker, name, every).await
@@ -109,10 +122,11 @@ async fn follow(
             tokio::time::sleep(every).await;
             let now = applied.load(Ordering::SeqCst);
             let line = format!(
-                "sync: {now} changes applied ({} in the last {} s); {}{}",
+                "sync: {now} changes applied ({} in the last {} s); {}{}{}",
                 now - before,
                 every.as_secs(),
                 lag(db, name).await,
+                dead_letters(db).await,
                 if ready.load(Ordering::SeqCst) == 0 { "; stream not open yet" } else { "" }
             );
             before = now;

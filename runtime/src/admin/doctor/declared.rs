@@ -8,8 +8,8 @@
 use crate::denormalize::fanout::targets_of;
 use crate::relations::inverse_check::{pairs, Shape as PairShape, Side};
 use crate::schema::document::{RelationKind, Schema, TWO_WAY_WARN_FROM};
+use crate::schema::graph::all_types;
 use crate::schema::graph::{graph, Shape};
-use crate::schema::registry::sorted;
 use std::collections::BTreeMap;
 
 /// One array relation of a collection, as the doctor measures it.
@@ -30,7 +30,7 @@ pub(super) struct ArrayField {
 /// The collections of the program, each with the types stored in it.
 pub(super) fn collections() -> BTreeMap<&'static str, Vec<&'static Schema>> {
     let mut out: BTreeMap<&'static str, Vec<&'static Schema>> = BTreeMap::new();
-    for s in sorted() {
+    for s in all_types() {
         out.entry(s.collection).or_default().push(s);
     }
     out

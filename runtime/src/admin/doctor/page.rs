@@ -7,7 +7,7 @@ use super::report::{Bin, DoctorReport, Severity, LOG2_FIRST};
 use super::text::unknown;
 use crate::admin::html::{escape, page, rich, schema_svg};
 use crate::error::MAX_DOCUMENT_BYTES;
-use crate::schema::registry::sorted;
+use crate::schema::graph::all_types;
 
 /// The SVG histogram of array lengths against the declared bound and the
 /// rule-3 threshold (vertical lines).
@@ -133,7 +133,7 @@ pub fn doctor_page(report: &DoctorReport) -> String {
     references(report, &mut body);
     indexes(report, &mut body);
     body.push_str("<h2>Schema</h2>");
-    body.push_str(&schema_svg(&sorted()));
+    body.push_str(&schema_svg(&all_types()));
     body.push_str("<h2>How it was measured</h2><ul>");
     for n in &report.notes {
         body.push_str(&format!("<li>{}</li>", rich(n)));

@@ -6,16 +6,17 @@
 //! references all go through here. See the version contract in
 //! [`crate::denormalize::fanout`].
 
+use super::command::send_updates;
+use super::leftovers::clear;
 use super::records::{Guard, COPIES_PATH};
 use super::versions::{version_of, VERSION_PATH};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
-use crate::store::session::{collect, in_session, plain, Cx};
+use crate::store::session::{collect, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
 
 use std::collections::{HashMap, HashSet};
 
@@ -46,7 +47,7 @@ pub(crate) fn differs(target: &Target, copy: &BsonDoc, source: &BsonDoc) -> bool
 
 /// The source documents a write or a repair read, by (source collection,
 /// id key): the copied fields and the version.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Sources(HashMap<(&'static str, String), BsonDoc>);
 
 impl Sources {
@@ -116,9 +117,10 @@ pub(crate) async fn read_sources(
 /// with their sources, after an update that changed their references (a
 /// `via` field, elements pushed into or set on an array of copies): reads
 /// the holders and their sources, and rewrites only the stale copies (other
-/// values, or an older version recorded), under the refresh guard. Two
-/// reads, and one `update` command per target with stale copies. Returns
-/// the targets where it rewrote copies.
+/// values, or an older version recorded), under the refresh guard; copies
+/// and records of a reference the write cleared are removed. Two reads, and
+/// one `update` command per target with stale copies (one more with
+/// leftovers). Returns the targets where it rewrote copies.
 pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<Vec<&'static Target>> {
     let held = graph().held_by(schema);
     let mut rewritten = Vec::new();
@@ -136,6 +138,10 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
     let docs = collect(find, cx.session(), schema.collection, |raw| plain(schema.collection, raw)).await?;
     let sources = read_sources(cx, &held, &docs).await?;
     for (source, target) in &held {
+        // A reference the write cleared (an unlink) takes its copies.
+        let leftovers: Vec<(Bson, Vec<String>)> =
+            docs.iter().filter_map(|d| Some((d.get("_id")?.clone(), target.leftovers(d)))).collect();
+        let cleared = clear(cx, target, &leftovers).await?;
         let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             let Some(holder) = d.get("_id") else { continue };
@@ -151,7 +157,8 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         // One `update` command for every stale source of this target, not
         // one write per source.
         let groups: Vec<Refresh<'_>> = stale.into_values().collect();
-        if !groups.is_empty() && refresh_many(cx, target, &groups).await? > 0 {
+        let refreshed = if groups.is_empty() { 0 } else { refresh_many(cx, target, &groups).await? };
+        if cleared + refreshed > 0 {
             rewritten.push(*target);
         }
     }
@@ -290,42 +297,6 @@ fn split(filter: &BsonDoc) -> Option<Vec<BsonDoc>> {
         }
     }
     Some(out)
-}
-
-/// One `update` command (unordered: the statements touch copies of
-/// different sources and do not depend on each other); its `nModified`.
-async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: Vec<BsonDoc>) -> Result<u64> {
-    let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
-    // A command run as such gets none of the database's defaults. Not in a
-    // session: it may be in a transaction, where a write concern is refused
-    // (the driver does not say whether it is).
-    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
-        if let Ok(wc) = crate::bson_compat::to_bson(wc) {
-            command.insert("writeConcern", wc);
-        }
-    }
-    let reply = {
-        let db = cx.db;
-        in_session!(db.run_command(command), cx.session())
-    }
-    .map_err(|e| Error::driver("update", target.collection, e))?;
-    // An unordered write reports refused statements in its reply, not as
-    // a failed command: turned into the driver's own write error here.
-    let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {
-        Some(e) => Some(crate::bson_compat::from_document::<WriteError>(e.clone()).map(WriteFailure::WriteError)),
-        None => reply.get_document("writeConcernError").ok().map(|e| {
-            crate::bson_compat::from_document::<WriteConcernError>(e.clone()).map(WriteFailure::WriteConcernError)
-        }),
-    };
-    let cause = match failure {
-        None => {
-            let n = reply.get("nModified").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)));
-            return Ok(n.unwrap_or(0).max(0) as u64);
-        }
-        Some(Ok(failure)) => ErrorKind::Write(failure).into(),
-        Some(Err(_)) => mongodb::error::Error::custom(format!("the server refused an update: {reply}")),
-    };
-    Err(Error::driver("update", target.collection, cause))
 }
 
 #[cfg(test)]

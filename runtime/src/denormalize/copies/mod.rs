@@ -1,17 +1,21 @@
 //! The bookkeeping of copies, in one module: the versions of sources
 //! (`versions.rs`), the records holders keep of them and the guarded write
 //! of a copy (`records.rs`), and the copies a holder keeps, read from their
-//! sources and refreshed under the guard (`holders.rs`). Fan-out, fill,
+//! sources and refreshed under the guard (`holders.rs`), and what a holder
+//! keeps of a source it no longer refers to (`leftovers.rs`). Fan-out, fill,
 //! repair and the sync worker all go through here.
 
+mod command;
 mod holders;
+mod leftovers;
 mod records;
 mod versions;
 
 pub(crate) use holders::*;
+pub(crate) use leftovers::{clear as clear_leftovers, cleared_through};
 pub(crate) use records::{apply_to, Guard, Values};
 pub use versions::VERSION_PATH;
 pub(crate) use versions::{
-    after_image, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
+    after_image, catch_up, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
     stamped_by_id, version_of, version_projection,
 };

@@ -3,6 +3,7 @@
 //! target path for one source: a copy is rewritten only where its record is
 //! older (see the version contract in [`crate::denormalize::fanout`]).
 
+use super::versions::{version_of, VERSION_CEILING};
 use crate::error::{Error, Result};
 use crate::schema::graph::{Shape, Target};
 use crate::store::path::{lookup, push_id_key};
@@ -47,6 +48,43 @@ impl Target {
             Shape::Top { via } => via,
             Shape::Array { array, .. } => array,
         }
+    }
+
+    /// The field of a holder holding every record of this target, for a
+    /// projection.
+    pub(crate) fn records_path(&self) -> String {
+        format!("{COPIES_PATH}.{}", self.record_field())
+    }
+
+    /// The version `holder` records for its copy of the source `id`.
+    pub(crate) fn recorded(&self, holder: &BsonDoc, id: &Bson) -> Option<i64> {
+        lookup(holder, &self.version_path(id)).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
+    }
+
+    /// Whether `holder` records its copy of the source `id` at a version
+    /// above the source's own (`source` as read): no guarded write of that
+    /// copy can land until the source's version moves past the record
+    /// ([`super::versions::move_past`]).
+    pub(crate) fn record_ahead(&self, holder: &BsonDoc, id: &Bson, source: &BsonDoc) -> Option<i64> {
+        self.recorded(holder, id).filter(|r| *r > version_of(source))
+    }
+
+    /// A record of the source `id` ahead of its `version`, in words for a
+    /// report, and whether a repair fixes it.
+    pub(crate) fn describe_ahead(&self, id: &Bson, record: i64, version: i64) -> (String, bool) {
+        if record >= VERSION_CEILING {
+            let text = format!(
+                " (it records version {record}, which no version of the source can pass: it was written outside \
+                 docrel; remove `{}` from the holder and repair again)",
+                self.version_path(id)
+            );
+            return (text, false);
+        }
+        let text = format!(
+            " (it records version {record}, ahead of the source's {version}: the source was restored or rewritten \
+             outside docrel, or inserted again by a clock behind; repair moves the source's version past it)"
+        );
+        (text, true)
     }
 
     pub(crate) fn version_path(&self, id: &Bson) -> String {

@@ -1,12 +1,16 @@
 //! The versions of source documents: the first one from the clock, the
-//! one a write moves on (an `$inc`, a stamp, or the replace pipeline's), and
-//! how a write's outcome is read back from it (see the version contract in
+//! one a write moves on (an `$inc`, a stamp, or the replace pipeline's), how
+//! a write's outcome is read back from it, and the repair of a source left
+//! behind the records of its copies (see the version contract in
 //! [`crate::denormalize::fanout`]).
 
+use crate::error::{Error, Result};
 use crate::schema::graph::graph;
-use crate::store::path::lookup;
+use crate::store::path::{id_key, lookup};
+use crate::store::session::{in_session, Cx};
 use crate::store::update::OnlySet;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use std::collections::HashMap;
 
 /// Where a source document keeps its version.
 pub const VERSION_PATH: &str = "_docrel.v";
@@ -40,13 +44,18 @@ pub(crate) fn inc_version(body: &mut BsonDoc) {
 pub(crate) fn stamp_first_version(docs: &mut [BsonDoc]) {
     let v = first_version();
     for d in docs {
-        match d.get_mut("_docrel") {
-            Some(Bson::Document(b)) => {
-                b.insert("v", v);
-            }
-            _ => {
-                d.insert("_docrel", doc! {"v": v});
-            }
+        set_version(d, v);
+    }
+}
+
+/// Writes `v` as the version in a source document's bookkeeping.
+fn set_version(d: &mut BsonDoc, v: i64) {
+    match d.get_mut("_docrel") {
+        Some(Bson::Document(b)) => {
+            b.insert("v", v);
+        }
+        _ => {
+            d.insert("_docrel", doc! {"v": v});
         }
     }
 }
@@ -184,4 +193,71 @@ fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64)
     filter.insert(VERSION_PATH, doc! {"$lt": stamp});
     set.insert(VERSION_PATH, stamp);
     (filter, doc! {"$set": set}, stamp)
+}
+
+/// Versions from here up are no clock's (the clock in microseconds gets
+/// there in about 146,000 years): a record this high was written outside
+/// docrel, and moving a source past it would leave its version no room to
+/// move on (the next `$inc` would overflow). [`move_past`] leaves it.
+pub(crate) const VERSION_CEILING: i64 = i64::MAX / 2;
+
+/// Moves the version of the source `id` (in `collection`) past `ahead`, a
+/// version a holder recorded for it that is above the source's own (the
+/// source was restored or rewritten outside docrel, or inserted again by a
+/// process whose clock is behind): until then every guarded write of its
+/// copies is refused as older. The move is a compare-and-set on the source:
+/// it lands only while the source is still at `seen`, the version the
+/// caller read its values at, so those values are the source's at the new
+/// version. Returns that version, or `None` when the source moved
+/// meanwhile (the write that moved it fans out, or the next repair moves
+/// it on).
+///
+/// The new version is above `ahead` and at least the clock's (as a first
+/// version is): a fan-out still in flight carries a version the source had
+/// before, at most `seen` or, from an earlier life of the source, one the
+/// clock has passed; neither can overwrite a copy recorded at the new one.
+pub(crate) async fn move_past(
+    cx: &mut Cx<'_>,
+    collection: &str,
+    id: &Bson,
+    seen: i64,
+    ahead: i64,
+) -> Result<Option<i64>> {
+    if ahead >= VERSION_CEILING {
+        return Ok(None);
+    }
+    let at_seen = if seen == 0 { Bson::Document(doc! {"$in": [Bson::Null, 0_i64]}) } else { Bson::Int64(seen) };
+    let moved = ahead.saturating_add(1).max(next_stamp());
+    let coll = cx.db.collection::<BsonDoc>(collection);
+    let r = in_session!(
+        coll.update_one(doc! {"_id": id.clone(), VERSION_PATH: at_seen}, doc! {"$set": {VERSION_PATH: moved}}),
+        cx.session()
+    )
+    .map_err(|e| Error::driver("update", collection, e))?;
+    Ok((r.matched_count == 1).then_some(moved))
+}
+
+/// The sources whose copies a holder records at a version above theirs,
+/// moved past the highest such record ([`move_past`]): by id key, each
+/// source as it was read with the version it has now. Sources that moved
+/// meanwhile are left out.
+pub(crate) async fn catch_up(
+    cx: &mut Cx<'_>,
+    collection: &str,
+    ahead: Vec<(Bson, &BsonDoc, i64)>,
+) -> Result<HashMap<String, BsonDoc>> {
+    let mut highest: HashMap<String, (Bson, &BsonDoc, i64)> = HashMap::new();
+    for (id, source, record) in ahead {
+        let entry = highest.entry(id_key(&id)).or_insert((id, source, record));
+        entry.2 = entry.2.max(record);
+    }
+    let mut out = HashMap::new();
+    for (key, (id, source, record)) in highest {
+        if let Some(v) = move_past(cx, collection, &id, version_of(source), record).await? {
+            let mut moved = source.clone();
+            set_version(&mut moved, v);
+            out.insert(key, moved);
+        }
+    }
+    Ok(out)
 }

@@ -118,7 +118,7 @@ async fn child_deleted(db: &Database, child: &'static str, id: &Bson, before: Op
 /// The parents whose subset holds a summary with this `_id` (only when
 /// summaries carry `_id`: otherwise nothing in a delete event identifies
 /// the child's summary).
-async fn holders(db: &Database, target: &SubsetTarget, id: &Bson) -> Result<Vec<Bson>> {
+pub(super) async fn holders(db: &Database, target: &SubsetTarget, id: &Bson) -> Result<Vec<Bson>> {
     if !target.spec.fields.is_none_or(|f| f.contains(&"_id")) {
         return Ok(Vec::new());
     }

@@ -20,6 +20,14 @@
 //! [`HistoryLost::RepairAndContinue`], repairs every source and goes on
 //! from the present.
 //!
+//! An event it cannot apply never stops it: a transient error (the server
+//! unreachable or stepping down, a write conflict) is retried until it
+//! succeeds; any other is the event's own, and after a few attempts the
+//! worker records the event as a dead letter ([`DEAD_LETTER_COLLECTION`],
+//! with its reason) and goes on with the next. The admin tool's `verify`
+//! lists dead letters as problems, and `repair` (or
+//! [`repair_dead_letters`]) re-applies each once its cause is fixed.
+//!
 //! When its stream is invalidated (the database dropped), the worker saves
 //! the invalidate's token as a `startAfter` position and opens a new stream
 //! after it: resuming before the invalidate would meet it again at every
@@ -38,9 +46,14 @@
 //!   (`fullDocumentBeforeChange: whenAvailable`), which needs MongoDB 6.0.
 
 mod apply;
+mod dead_letter;
+pub(crate) mod dead_letter_check;
+mod retry;
 mod watched;
 
 pub use apply::{touched_fields, Applied};
+pub use dead_letter::DEAD_LETTER_COLLECTION;
+pub use dead_letter_check::{repair_dead_letters, verify_dead_letters};
 
 use crate::bson_compat;
 use crate::error::{Error, Result};
@@ -49,6 +62,7 @@ use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToke
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
 use mongodb::Database;
+use retry::{retrying, Outcome};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -266,7 +280,9 @@ impl SyncWorker {
     /// [`SyncWorker::run`] until `shutdown` completes: the change being
     /// applied is finished, the position saved, and `Ok(())` returned. A
     /// fan-out is never cut in the middle; only the wait for the next event
-    /// is.
+    /// is, and the pause before an event that failed is tried again (the
+    /// position saved is then the one before that event, which the next
+    /// start replays).
     pub async fn run_until(
         &self,
         shutdown: impl Future<Output = ()>,
@@ -350,7 +366,7 @@ impl SyncWorker {
             }
             match next {
                 Ok(Some(event)) => {
-                    if let Some(ended) = self.on_event(watched, f, &event, on_applied).await? {
+                    if let Some(ended) = self.on_event(watched, f, &event, shutdown.as_mut(), on_applied).await? {
                         return Ok(ended);
                     }
                 }
@@ -379,12 +395,16 @@ impl SyncWorker {
         }
     }
 
-    /// One event of the stream: an invalidate ends it, any other is applied.
+    /// One event of the stream: an invalidate ends it, any other is applied
+    /// (retried while it fails, see [`retry`]) or recorded as a dead letter.
+    /// `shutdown` completing while it waits to retry stops the worker with
+    /// its position before the event, which the next start replays.
     async fn on_event(
         &self,
         watched: &Watched,
         f: &mut Followed,
         event: &ChangeStreamEvent<BsonDoc>,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
         on_applied: &mut impl FnMut(&Applied),
     ) -> Result<Option<Ended>> {
         if event.operation_type == OperationType::Invalidate {
@@ -396,11 +416,43 @@ impl SyncWorker {
             self.save(&after).await?;
             return Ok(Some(Ended::Reopen { from: Some(after), repair: false }));
         }
-        if let Some(applied) = apply::apply(&self.db, watched, event).await? {
-            on_applied(&applied);
-            f.unsaved_work = true;
+        let (error, attempts) = match retrying("apply a change event", shutdown.as_mut(), || {
+            apply::apply(&self.db, watched, event)
+        })
+        .await
+        {
+            Outcome::Done(applied) => {
+                if let Some(applied) = applied {
+                    on_applied(&applied);
+                    f.unsaved_work = true;
+                }
+                return Ok(None);
+            }
+            Outcome::Failed { error, attempts } => (error, attempts),
+            Outcome::Stopped => return self.stopped(f).await,
+        };
+        let record = || dead_letter::record(&self.db, &self.name, event, &error, attempts);
+        match retrying("record a dead letter", shutdown, record).await {
+            Outcome::Done(()) => {
+                f.unsaved_work = true;
+                Ok(None)
+            }
+            // Not recorded: stop here rather than pass it, so that the
+            // next start replays it (nothing is lost).
+            Outcome::Failed { error, .. } => Err(error),
+            Outcome::Stopped => self.stopped(f).await,
         }
-        Ok(None)
+    }
+
+    /// A graceful stop in the middle of an event: the position before it is
+    /// saved. The server is likely failing (the event was waiting to be
+    /// retried), so a save it refuses is no error: the position stored
+    /// before is older still, and replaying from it is harmless.
+    async fn stopped(&self, f: &mut Followed) -> Result<Option<Ended>> {
+        if let Err(error) = self.save_moved(&mut f.saved, f.position.as_ref()).await {
+            tracing::warn!(target: "docrel", worker = %self.name, %error, "sync worker stopped; its position was not saved");
+        }
+        Ok(Some(Ended::Shutdown))
     }
 
     /// Applies one change event the way the worker does; `None` when
@@ -409,7 +461,8 @@ impl SyncWorker {
     /// their own): the event needs `fullDocument` (`updateLookup`), and for
     /// deletes of subset children `fullDocumentBeforeChange` where the
     /// collection keeps pre-images. Applying an event twice, or out of
-    /// order, is harmless.
+    /// order, is harmless. It tries once: retrying, and keeping what fails
+    /// for good (the worker's dead letters), are the caller's.
     pub async fn apply_event(&self, event: &ChangeStreamEvent<BsonDoc>) -> Result<Option<Applied>> {
         apply::apply(&self.db, &Watched::of_graph(), event).await
     }

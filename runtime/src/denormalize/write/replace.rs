@@ -99,7 +99,7 @@ async fn write_image<T: Document>(
     plan: &DocumentPlan,
     stamp: i64,
 ) -> Result<Option<BsonDoc>> {
-    let replacement = replacement::<T>(new, plan, stamp);
+    let replacement = replacement::<T>(new, plan, stamp, created_by_upsert(&filter, upsert));
     find_and_replace::<T>(cx, raw, filter, replacement, upsert, ReturnDocument::After).await
 }
 
@@ -136,7 +136,7 @@ async fn replace_summarized<T: Document>(
     mode: Mode,
     plan: &DocumentPlan,
 ) -> Result<Option<bool>> {
-    let replacement = replacement::<T>(&new, plan, 0);
+    let replacement = replacement::<T>(&new, plan, 0, created_by_upsert(&filter, upsert));
     let before = find_and_replace::<T>(cx, raw, filter, replacement, upsert, ReturnDocument::Before).await?;
     if before.is_none() && !upsert {
         return Ok(None);
@@ -154,6 +154,15 @@ async fn replace_summarized<T: Document>(
     Ok(Some(before.is_none()))
 }
 
+/// For an upsert, the condition that is true of a document the write
+/// creates: it holds only the fields of the filter's equalities (the `_id`
+/// and the shard key), which no stored document of a type with fields of
+/// its own does.
+fn created_by_upsert(filter: &BsonDoc, upsert: bool) -> Option<BsonDoc> {
+    let seeded = i64::try_from(filter.len()).unwrap_or(i64::MAX);
+    upsert.then(|| doc! {"$lte": [{"$size": {"$objectToArray": "$$ROOT"}}, seeded]})
+}
+
 /// An image the server returned, as a document: one that does not decode
 /// is an error, never an empty document (which would skip the fan-out).
 fn decoded<T: Document>(raw: &RawDocumentBuf) -> Result<BsonDoc> {
@@ -169,7 +178,13 @@ fn decoded<T: Document>(raw: &RawDocumentBuf) -> Result<BsonDoc> {
 /// bookkeeping: the fill's copy records and the version of [`replace_version`].
 ///
 /// [`replace_version`]: fanout::replace_version
-fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64) -> BsonDoc {
+///
+/// What docrel keeps is the stored value even when the stored document
+/// lacks the field (an `unlink` unset it): the caller's value would be a
+/// reference the other side does not list. Only a document the upsert
+/// creates (`created`, see [`created_by_upsert`]) takes the caller's
+/// values, which the write then links.
+fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64, created: Option<BsonDoc>) -> BsonDoc {
     let g = graph();
     let mut bookkeeping = vec![Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
     if plan.fills {
@@ -182,11 +197,14 @@ fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64) -> B
         bookkeeping.push(doc! {"v": fanout::replace_version(g.derived_fields(T::COLLECTION), &body, stamp)}.into());
     }
     let mut kept = BsonDoc::new();
-    for rel in g.two_way_of(T::schema()) {
-        kept.insert(rel.field, format!("${}", rel.field));
-    }
-    for subset in g.subsets_kept_by(T::schema()) {
-        kept.insert(subset.rel.field, format!("${}", subset.rel.field));
+    let fields = g.two_way_of(T::schema()).into_iter().map(|rel| rel.field);
+    for field in fields.chain(g.subsets_kept_by(T::schema()).into_iter().map(|subset| subset.rel.field)) {
+        let stored = Bson::String(format!("${field}"));
+        let value = match (body.remove(field), &created) {
+            (Some(theirs), Some(created)) => doc! {"$cond": [created.clone(), {"$literal": theirs}, stored]}.into(),
+            _ => stored,
+        };
+        kept.insert(field, value);
     }
     let bookkeeping = if bookkeeping.len() == 1 {
         Bson::String("$_docrel".into())

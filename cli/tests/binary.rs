@@ -1,0 +1,82 @@
+//! The `docrel` binary on a database whose program it does not link: the
+//! schema published there (program B of the fleet tests) is all it knows.
+
+use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
+use docrel::schema::stored::{self, StoredType};
+use docrel::testing::TestDb;
+use std::process::{Command, Output};
+
+fn b_schema() -> Vec<StoredType> {
+    let json = include_str!("../../tests/fixtures/fleet_b_schema.json");
+    let value: serde_json::Value = serde_json::from_str(json).expect("B's export");
+    serde_json::from_value(value["types"].clone()).expect("stored types")
+}
+
+/// The connection string of the test server with `db` as its path.
+fn uri_of(db: &str) -> String {
+    let base = std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
+    let (head, query) = base.split_once('?').map_or((base.as_str(), None), |(h, q)| (h, Some(q)));
+    let hosts = head.trim_end_matches('/');
+    match query {
+        Some(q) => format!("{hosts}/{db}?{q}"),
+        None => format!("{hosts}/{db}"),
+    }
+}
+
+fn docrel(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_docrel"))
+        .args(args)
+        .env_remove("MONGODB_URI")
+        .env_remove("DOCREL_DB")
+        .output()
+        .expect("run docrel")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[tokio::test]
+async fn the_binary_works_from_the_published_schema_and_a_uri() -> docrel::Result<()> {
+    let t = TestDb::new("cli_binary").await?;
+    stored::publish_types(&t.db, &b_schema()).await?;
+    let uri = uri_of(t.db.name());
+
+    let schema = docrel("schema --uri".split(' ').chain([uri.as_str()]).collect::<Vec<_>>().as_slice());
+    assert_eq!(schema.status.code(), Some(0), "{}", text(&schema));
+    for name in ["fl_products", "fl_bins", "fl_stickers", "fl_orders", "fl_parts"] {
+        assert!(text(&schema).contains(name), "{name} missing from:\n{}", text(&schema));
+    }
+
+    // A product whose copy of a part's name is stale.
+    let bolt = ObjectId::new();
+    t.db.collection::<BsonDoc>("fl_parts")
+        .insert_one(doc! {"_id": bolt, "code": 1, "name": "bolt", "rank": 1, "bin": 1})
+        .await
+        .expect("insert");
+    let product = ObjectId::new();
+    let products = t.db.collection::<BsonDoc>("fl_products");
+    products.insert_one(doc! {"_id": product, "parts": [{"id": bolt, "name": "old"}]}).await.expect("insert");
+
+    let verify = docrel(&["verify", "--uri", &uri, "fl_parts"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+    let repair = docrel(&["repair", "--uri", &uri, "fl_parts"]);
+    assert_eq!(repair.status.code(), Some(0), "{}", text(&repair));
+    let stored = products.find_one(doc! {"_id": product}).await.expect("find").expect("product");
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
+    let verify = docrel(&["verify", "--uri", &uri, "fl_parts"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+    Ok(())
+}
+
+/// With nothing linked and nothing published, the tool says so instead of
+/// printing an empty report.
+#[tokio::test]
+async fn an_empty_schema_is_a_warning() -> docrel::Result<()> {
+    let t = TestDb::new("cli_empty").await?;
+    let out = docrel(&["schema", "--uri", &uri_of(t.db.name())]);
+    assert!(text(&out).contains("warning: no document types"), "{}", text(&out));
+    let out = docrel(&["schema"]);
+    assert!(text(&out).contains("warning: no document types: this program links none"), "{}", text(&out));
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! One `update` command of many statements, as the copy writes send it
+//! (refresh, repair, clearing leftovers): one round trip for a batch of
+//! holders, with refused statements turned into the driver's write error.
+
+use crate::error::{Error, Result};
+use crate::schema::graph::Target;
+use crate::store::session::{in_session, Cx};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
+
+/// One `update` command (unordered: the statements touch copies of
+/// different sources and do not depend on each other); its `nModified`.
+pub(super) async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: Vec<BsonDoc>) -> Result<u64> {
+    let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
+    // A command run as such gets none of the database's defaults. Not in a
+    // session: it may be in a transaction, where a write concern is refused
+    // (the driver does not say whether it is).
+    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
+        if let Ok(wc) = crate::bson_compat::to_bson(wc) {
+            command.insert("writeConcern", wc);
+        }
+    }
+    let reply = {
+        let db = cx.db;
+        in_session!(db.run_command(command), cx.session())
+    }
+    .map_err(|e| Error::driver("update", target.collection, e))?;
+    // An unordered write reports refused statements in its reply, not as
+    // a failed command: turned into the driver's own write error here.
+    let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {
+        Some(e) => Some(crate::bson_compat::from_document::<WriteError>(e.clone()).map(WriteFailure::WriteError)),
+        None => reply.get_document("writeConcernError").ok().map(|e| {
+            crate::bson_compat::from_document::<WriteConcernError>(e.clone()).map(WriteFailure::WriteConcernError)
+        }),
+    };
+    let cause = match failure {
+        None => {
+            let n = reply.get("nModified").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)));
+            return Ok(n.unwrap_or(0).max(0) as u64);
+        }
+        Some(Ok(failure)) => ErrorKind::Write(failure).into(),
+        Some(Err(_)) => mongodb::error::Error::custom(format!("the server refused an update: {reply}")),
+    };
+    Err(Error::driver("update", target.collection, cause))
+}

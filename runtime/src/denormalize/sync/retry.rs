@@ -1,0 +1,141 @@
+//! How the worker retries what fails while it applies an event.
+//!
+//! A transient error (the server unreachable or stepping down, a write
+//! conflict, a lock taken) says nothing about the event: the same write
+//! succeeds once the server is back, so the worker waits and tries again
+//! for as long as it takes, never giving the event up. Any other error is
+//! the event's own (a holder the server's validator refuses, a summary
+//! over its `max_bytes`): the same write fails the same way, so after
+//! [`ATTEMPTS`] the worker records the event as a dead letter and goes on
+//! instead of stopping every copy of the database behind it.
+
+use crate::error::Error;
+use mongodb::error::{ErrorKind, WriteFailure};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// Attempts at an event that fails with a permanent error before it is a
+/// dead letter (a retry covers a failure caused by a write racing the
+/// event, gone once that write is done).
+pub(super) const ATTEMPTS: u32 = 3;
+/// The pause after the first failure, doubled after each one up to
+/// [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+
+/// Server codes that say "try again" without a retryable label: write
+/// conflicts and locks outside a transaction, an operation interrupted
+/// by a step-down.
+const TRANSIENT_CODES: [i32; 4] = [
+    112,   // WriteConflict
+    24,    // LockTimeout
+    46,    // LockBusy
+    11601, // Interrupted
+];
+
+/// Whether `e` may go away by itself: retried without limit.
+pub(super) fn transient(e: &Error) -> bool {
+    e.is_transient() || server_code(e).is_some_and(|c| TRANSIENT_CODES.contains(&c))
+}
+
+/// The server's code of the error under `e`, if it has one.
+fn server_code(e: &Error) -> Option<i32> {
+    match e {
+        Error::FanOut { cause, .. } => server_code(cause),
+        Error::Driver { source, .. } => match source.kind.as_ref() {
+            ErrorKind::Command(c) => Some(c.code),
+            ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+            ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// How a retried operation ended.
+pub(super) enum Outcome<T> {
+    /// It succeeded.
+    Done(T),
+    /// It failed with a permanent error [`ATTEMPTS`] times (`attempts`
+    /// counts the transient failures too).
+    Failed { error: Error, attempts: u32 },
+    /// `shutdown` completed while it waited to try again.
+    Stopped,
+}
+
+/// Runs `op` until it succeeds, fails [`ATTEMPTS`] times with a permanent
+/// error, or `shutdown` completes during a pause (an attempt under way is
+/// never cut). `what` names it in the warnings.
+pub(super) async fn retrying<T, F, Fut>(
+    what: &str,
+    mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    mut op: F,
+) -> Outcome<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = crate::error::Result<T>>,
+{
+    let (mut attempts, mut permanent, mut pause) = (0u32, 0u32, FIRST_PAUSE);
+    loop {
+        attempts += 1;
+        let error = match op().await {
+            Ok(done) => return Outcome::Done(done),
+            Err(e) => e,
+        };
+        let is_transient = transient(&error);
+        if !is_transient {
+            permanent += 1;
+            if permanent >= ATTEMPTS {
+                return Outcome::Failed { error, attempts };
+            }
+        }
+        tracing::warn!(target: "docrel", what, attempts, transient = is_transient, %error, "sync worker retries");
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return Outcome::Stopped,
+            () = tokio::time::sleep(pause) => {}
+        }
+        pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    fn command_error(code: i32) -> Error {
+        let reply = mongodb::bson::doc! {"ok": 0, "code": code, "errmsg": "x"};
+        let e: mongodb::error::CommandError = crate::bson_compat::from_document(reply).expect("a command error");
+        Error::driver("update", "c", mongodb::error::Error::from(ErrorKind::Command(e)))
+    }
+
+    #[test]
+    fn conflicts_and_unreachable_servers_are_transient_the_rest_permanent() {
+        for code in [112, 24, 46, 11601, 91, 10107, 13435, 189] {
+            assert!(transient(&command_error(code)), "{code}");
+        }
+        for code in [121, 11000, 2, 13] {
+            assert!(!transient(&command_error(code)), "{code}");
+        }
+        let invalid = Error::Invalid { what: crate::error::Misuse::SubsetElement, message: "too big".into() };
+        assert!(!transient(&invalid));
+    }
+
+    #[tokio::test]
+    async fn permanent_failures_end_after_their_attempts_transient_ones_do_not_count() {
+        let calls = AtomicU32::new(0);
+        let outcome = retrying("t", std::pin::pin!(std::future::pending()), || async {
+            // Transient once, then permanent.
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            Err::<(), _>(command_error(if n < 1 { 112 } else { 121 }))
+        })
+        .await;
+        let Outcome::Failed { error, attempts } = outcome else { panic!("not failed") };
+        assert_eq!((attempts, server_code(&error)), (1 + ATTEMPTS, Some(121)));
+
+        let outcome = retrying("t", std::pin::pin!(async {}), || async { Err::<(), _>(command_error(112)) }).await;
+        assert!(matches!(outcome, Outcome::Stopped));
+    }
+}

@@ -1,0 +1,124 @@
+//! Stored types turned into the descriptors the runtime acts on, for the
+//! collections this program does not link: the rules are the same, by
+//! stored name and path, whichever program declared them.
+//!
+//! The runtime keeps descriptors for the life of the process (the schema
+//! graph hands out `&'static` references to them), so these are allocated
+//! once per stored schema this process obeys, and never freed: a process
+//! obeys a handful of schema versions in its life.
+
+use super::form::{Key, StoredKind, StoredType};
+use crate::schema::document::{
+    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+};
+
+fn text(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+fn opt(s: &Option<String>) -> Option<&'static str> {
+    s.as_deref().map(text)
+}
+
+fn slice<T>(v: Vec<T>) -> &'static [T] {
+    Box::leak(v.into_boxed_slice())
+}
+
+fn keys(k: &[Key]) -> &'static [(&'static str, i32)] {
+    slice(k.iter().map(|(f, d)| (text(f), *d)).collect())
+}
+
+/// The descriptor of a stored type. Its advice is empty: rules of thumb
+/// are the declaring program's compile-time business.
+pub(crate) fn schema(t: &StoredType) -> &'static Schema {
+    Box::leak(Box::new(Schema {
+        rust_name: text(&t.rust_name),
+        module: text(&t.module),
+        collection: text(&t.collection),
+        fields: slice(t.fields.iter().map(field).collect()),
+        relations: slice(t.relations.iter().map(relation).collect()),
+        indexes: slice(t.indexes.iter().map(|i| IndexSpec { keys: keys(&i.keys), unique: i.unique }).collect()),
+        copies: slice(
+            t.copies
+                .iter()
+                .map(|c| Copy {
+                    field: text(&c.field),
+                    source: text(&c.source),
+                    source_type: text(&c.source_type),
+                    source_field: text(&c.source_field),
+                    via: text(&c.via),
+                })
+                .collect(),
+        ),
+        advice: &[],
+        shard_key: slice(t.shard_key.iter().map(|s| text(s)).collect()),
+    }))
+}
+
+fn field(f: &super::form::StoredField) -> FieldInfo {
+    let kind = match f.kind.as_str() {
+        "ids" => LinkKind::Ids,
+        "structs" => LinkKind::Structs,
+        "one" => LinkKind::One,
+        "parent" => LinkKind::Parent,
+        "plain" => LinkKind::Plain,
+        _ => LinkKind::Stub,
+    };
+    FieldInfo { rust: text(&f.rust), bson: text(&f.bson), rust_type: text(&f.rust_type), kind, target: opt(&f.target) }
+}
+
+fn relation(r: &super::form::StoredRelation) -> Relation {
+    let kind = match &r.kind {
+        StoredKind::Embed { many, max } => RelationKind::Embed { many: *many, max: *max },
+        StoredKind::RefMany { max, key } => RelationKind::RefMany { max: *max, key: opt(key) },
+        StoredKind::RefOne { optional } => RelationKind::RefOne { optional: *optional },
+        StoredKind::ParentRef => RelationKind::ParentRef,
+        StoredKind::Bucket => RelationKind::Bucket,
+    };
+    let on_delete = match r.on_delete.as_str() {
+        "pull" => OnDelete::Pull,
+        "cascade" => OnDelete::Cascade,
+        "restrict" => OnDelete::Restrict,
+        _ => OnDelete::Nothing,
+    };
+    Relation {
+        field: text(&r.field),
+        rust_field: text(&r.rust_field),
+        kind,
+        target: opt(&r.target),
+        target_type: opt(&r.target_type),
+        inverse: opt(&r.inverse),
+        on_delete,
+        order: keys(&r.order),
+        copies: slice(
+            r.copies
+                .iter()
+                .map(|c| ElemCopy {
+                    field: text(&c.field),
+                    source: text(&c.source),
+                    source_type: text(&c.source_type),
+                    source_field: text(&c.source_field),
+                })
+                .collect(),
+        ),
+        subset: r.subset.as_ref().map(|s| SubsetSpec {
+            child: text(&s.child),
+            child_type: text(&s.child_type),
+            sort: keys(&s.sort),
+            keep_last: s.keep_last,
+            key: opt(&s.key),
+            fields: s.fields.as_ref().map(|f| slice(f.iter().map(|f| text(f)).collect())),
+            max_bytes: s.max_bytes,
+        }),
+        bucket: r.bucket.as_ref().map(|b| BucketSpec {
+            parent: text(&b.parent),
+            count: text(&b.count),
+            page: text(&b.page),
+            start: text(&b.start),
+            size: b.size,
+            window_ms: b.window_ms,
+            max_bytes: b.max_bytes,
+        }),
+        warn_above: r.warn_above,
+    }
+}

@@ -1,0 +1,127 @@
+//! Two programs' parts of one collection's schema, merged rule by rule:
+//! a rule only one of them declares is added, the same rule declared
+//! differently is a conflict. Rust names (of types and fields) are each
+//! program's own and never conflict; stored names and rules do.
+
+use super::form::{StoredCopy, StoredField, StoredIndex, StoredRelation, StoredType};
+
+/// The same rule, declared differently by the stored schema and by this
+/// program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The collection.
+    pub collection: String,
+    /// Which rule (`relation `parts``, `copy `product_name``, `shard key`).
+    pub rule: String,
+    /// The stored rule, as JSON.
+    pub stored: String,
+    /// This program's rule, as JSON.
+    pub ours: String,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}`, {}: stored {} but this program declares {}",
+            self.collection, self.rule, self.stored, self.ours
+        )
+    }
+}
+
+/// The merged type and the rules this program adds to the stored one, or
+/// every conflict between them.
+pub(crate) fn merge(stored: &StoredType, ours: &StoredType) -> Result<(StoredType, Vec<String>), Vec<Conflict>> {
+    let mut merged = stored.clone();
+    let mut added = Vec::new();
+    let mut clash = Vec::new();
+    union(&mut merged.fields, &ours.fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
+    union(
+        &mut merged.relations,
+        &ours.relations,
+        |r| r.field.clone(),
+        relation_rule,
+        "relation",
+        &mut added,
+        &mut clash,
+    );
+    union(&mut merged.copies, &ours.copies, |c| c.field.clone(), copy_rule, "copy", &mut added, &mut clash);
+    union(&mut merged.indexes, &ours.indexes, index_name, index_rule, "index", &mut added, &mut clash);
+    if merged.shard_key.is_empty() && !ours.shard_key.is_empty() {
+        merged.shard_key = ours.shard_key.clone();
+        added.push("shard key".to_owned());
+    } else if !ours.shard_key.is_empty() && merged.shard_key != ours.shard_key {
+        clash.push(("shard key".to_owned(), json(&merged.shard_key), json(&ours.shard_key)));
+    }
+    if clash.is_empty() {
+        return Ok((merged, added));
+    }
+    let collection = &stored.collection;
+    Err(clash
+        .into_iter()
+        .map(|(rule, s, o)| Conflict { collection: collection.clone(), rule, stored: s, ours: o })
+        .collect())
+}
+
+/// Adds to `into` the rules of `ours` it lacks; a rule both hold that
+/// differs (as `rule` sees it) is a clash: (which rule, stored, ours).
+fn union<T: Clone + serde::Serialize>(
+    into: &mut Vec<T>,
+    ours: &[T],
+    name: impl Fn(&T) -> String,
+    rule: impl Fn(&T) -> T,
+    what: &str,
+    added: &mut Vec<String>,
+    clash: &mut Vec<(String, String, String)>,
+) {
+    for o in ours {
+        let n = name(o);
+        match into.iter().find(|s| name(s) == n) {
+            None => {
+                into.push(o.clone());
+                added.push(format!("{what} `{n}`"));
+            }
+            Some(s) => {
+                let (s, o) = (json(&rule(s)), json(&rule(o)));
+                if s != o {
+                    clash.push((format!("{what} `{n}`"), s, o));
+                }
+            }
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// A field as a rule: its stored name, kind and target.
+fn field_rule(f: &StoredField) -> StoredField {
+    StoredField { rust: String::new(), rust_type: String::new(), ..f.clone() }
+}
+
+/// A relationship as a rule: without the Rust names.
+fn relation_rule(r: &StoredRelation) -> StoredRelation {
+    let mut r = r.clone();
+    r.rust_field.clear();
+    r.target_type = None;
+    if let Some(s) = r.subset.as_mut() {
+        s.child_type.clear();
+    }
+    for c in &mut r.copies {
+        c.source_type.clear();
+    }
+    r
+}
+
+fn copy_rule(c: &StoredCopy) -> StoredCopy {
+    StoredCopy { source_type: String::new(), ..c.clone() }
+}
+
+fn index_name(i: &StoredIndex) -> String {
+    i.keys.iter().map(|(f, d)| format!("{f}_{d}")).collect::<Vec<_>>().join("_")
+}
+
+fn index_rule(i: &StoredIndex) -> StoredIndex {
+    i.clone()
+}

@@ -1,0 +1,38 @@
+//! The schema published in the database, so the rules of derived data
+//! travel with the data: every docrel process can read them, whether or not
+//! it links the types that declare them.
+//!
+//! [`publish`] writes this program's part (one document per collection in
+//! [`SCHEMA_COLLECTION`], versioned with [`FORMAT`] and a [`fingerprint`]),
+//! [`load`] reads what every program published, and [`export`] gives this
+//! program's part as JSON without a database (for `docrel schema diff`).
+
+mod descriptors;
+mod form;
+mod merge;
+mod obey;
+mod publish;
+
+pub use form::program;
+pub use form::{
+    Key, StoredBucket, StoredCopy, StoredElemCopy, StoredField, StoredIndex, StoredKind, StoredRelation, StoredSubset,
+    StoredType, FORMAT,
+};
+pub use merge::Conflict;
+pub use obey::{keep_current, obey, Obeyed};
+pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
+
+/// This program's part of the schema as JSON (what [`publish`] would
+/// write, before merging with other programs' parts).
+///
+/// ```
+/// #[derive(docrel::Document, serde::Serialize, serde::Deserialize)]
+/// #[document(collection = "hosts")]
+/// struct Host { #[serde(rename = "_id")] id: i64, name: String }
+///
+/// let json = docrel::schema::export();
+/// assert!(json.contains("\"collection\": \"hosts\""));
+/// ```
+pub fn export() -> String {
+    serde_json::to_string_pretty(&serde_json::json!({"format": FORMAT, "types": program()})).unwrap_or_default()
+}

@@ -1,0 +1,162 @@
+//! A process obeying the schema published in a database: the collections
+//! it does not link join its schema graph from their stored form, so its
+//! fan-outs, subset rebuilds, inverses, pulls, cascades and restricts
+//! reach them; where its own declarations and the stored ones differ, it
+//! says so.
+
+use super::form::{program, StoredType};
+use super::merge::merge;
+use super::publish::{fingerprint, load, SCHEMA_COLLECTION};
+use crate::error::Result;
+use futures::StreamExt;
+use mongodb::Database;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What [`obey`] found in the stored schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Obeyed {
+    /// Collections whose rules this process now follows from their stored
+    /// form alone (it links no type of them).
+    pub stored_only: Vec<String>,
+    /// Collections this program links, with stored rules it does not
+    /// declare (another program's copies, subsets, delete rules on them):
+    /// it follows those from their stored form too.
+    pub supplemented: Vec<String>,
+    /// Differences between this program's declarations and the stored
+    /// ones: a rule declared differently, or a stored rule this program
+    /// does not declare. This program acts on its own declarations there.
+    pub differences: Vec<String>,
+}
+
+/// The stored types one database adds to the graph, by collection, with
+/// their fingerprints.
+type Followed = BTreeMap<String, (String, StoredType)>;
+
+/// The stored-only types of every database this process obeys, by database
+/// then collection, with their fingerprints: the graph is rebuilt only
+/// when this changes.
+fn obeyed() -> &'static Mutex<BTreeMap<String, Followed>> {
+    static OBEYED: std::sync::OnceLock<Mutex<BTreeMap<String, Followed>>> = std::sync::OnceLock::new();
+    OBEYED.get_or_init(Default::default)
+}
+
+/// Reads the schema published in `db` and follows it from now on in this
+/// process: every collection this program does not link but some program
+/// published joins the schema graph, so a rename here fans out to copies
+/// declared only elsewhere, a delete here applies their `on_delete` rules,
+/// and so on, by stored name and path with the same version guards.
+/// Differences with this program's own declarations are returned and
+/// logged (a `tracing` warning each); this program acts on its own
+/// declarations for the types it links.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let obeyed = docrel::schema::obey(&db).await?;
+/// for d in &obeyed.differences {
+///     eprintln!("schema difference: {d}");
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn obey(db: &Database) -> Result<Obeyed> {
+    let stored = load(db).await?;
+    let ours = program();
+    let mut out = Obeyed::default();
+    let mut extra = BTreeMap::new();
+    for t in stored {
+        let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else {
+            out.stored_only.push(t.collection.clone());
+            extra.insert(t.collection.clone(), (fingerprint(&t), t));
+            continue;
+        };
+        if let Err(conflicts) = merge(&t, mine) {
+            out.differences.extend(conflicts.iter().map(ToString::to_string));
+        }
+        if let Some(more) = supplement(&t, mine) {
+            let rules = more.relations.iter().map(|r| format!("relation `{}`", r.field));
+            let rules: Vec<String> = rules.chain(more.copies.iter().map(|c| format!("copy `{}`", c.field))).collect();
+            out.differences.push(format!(
+                "`{}`: the stored schema has {} which this program does not declare; it follows them from there",
+                t.collection,
+                rules.join(", ")
+            ));
+            out.supplemented.push(t.collection.clone());
+            extra.insert(t.collection.clone(), (fingerprint(&more), more));
+        }
+    }
+    for d in &out.differences {
+        tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
+    }
+    install(db.name(), extra);
+    Ok(out)
+}
+
+/// The rules of the stored `t` that this program's `mine` does not declare
+/// at all (by field), as a type of their own, or `None` when there are
+/// none. A rule both declare, however differently, is this program's.
+fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
+    let relations: Vec<_> =
+        t.relations.iter().filter(|r| !mine.relations.iter().any(|m| m.field == r.field)).cloned().collect();
+    let copies: Vec<_> = t.copies.iter().filter(|c| !mine.copies.iter().any(|m| m.field == c.field)).cloned().collect();
+    if relations.is_empty() && copies.is_empty() {
+        return None;
+    }
+    Some(StoredType { relations, copies, indexes: Vec::new(), ..t.clone() })
+}
+
+/// Makes `extra` the stored-only types of `database` and rebuilds the
+/// graph when that changed anything.
+fn install(database: &str, extra: Followed) {
+    let Ok(mut all) = obeyed().lock() else { return };
+    let same = all.get(database).is_some_and(|before| {
+        before.len() == extra.len() && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
+    });
+    if same {
+        return;
+    }
+    all.insert(database.to_owned(), extra);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut schemas = Vec::new();
+    for types in all.values() {
+        for (collection, (_, t)) in types {
+            // A linked collection's entry holds only the rules it lacks.
+            if seen.insert(collection.clone()) {
+                schemas.push(super::descriptors::schema(t));
+            }
+        }
+    }
+    crate::schema::graph::install(schemas);
+}
+
+/// Keeps this process obeying the schema of `db` as programs publish to
+/// it: a change stream on the schema collection re-reads it on every
+/// change; where the deployment has no change streams (a standalone
+/// server), it is re-read every `every`. Runs until the task is aborted.
+pub fn keep_current(db: &Database, every: Duration) -> tokio::task::JoinHandle<()> {
+    let db = db.clone();
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = follow(&db).await {
+                tracing::debug!(target: "docrel::schema", database = db.name(), error = %e, "schema watch restarts");
+            }
+            tokio::time::sleep(every).await;
+            if let Err(e) = obey(&db).await {
+                tracing::warn!(target: "docrel::schema", database = db.name(), error = %e, "schema re-read failed");
+            }
+        }
+    })
+}
+
+/// Follows the schema collection's change stream, obeying again on each event.
+async fn follow(db: &Database) -> Result<()> {
+    let coll = db.collection::<mongodb::bson::Document>(SCHEMA_COLLECTION);
+    let mut stream = coll.watch().await.map_err(|e| crate::error::Error::driver("watch", SCHEMA_COLLECTION, e))?;
+    // Read after the stream opened: a publish in between is not missed.
+    obey(db).await?;
+    while let Some(event) = stream.next().await {
+        event.map_err(|e| crate::error::Error::driver("watch", SCHEMA_COLLECTION, e))?;
+        obey(db).await?;
+    }
+    Ok(())
+}

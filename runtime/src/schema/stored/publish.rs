@@ -1,0 +1,188 @@
+//! The schema in the database: one document per collection in
+//! [`SCHEMA_COLLECTION`], written by [`publish`] and read by [`load`].
+
+use super::form::{StoredType, FORMAT};
+use super::merge::{merge, Conflict};
+use crate::error::{Error, Misuse, Result};
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::options::SelectionCriteria;
+use mongodb::Database;
+
+/// The collection of docrel's own that holds the published schema.
+pub const SCHEMA_COLLECTION: &str = "_docrel_schema";
+
+/// How often a publish racing another one starts again before giving up.
+const ATTEMPTS: usize = 5;
+
+/// What [`publish`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    /// Collections the database's schema did not have.
+    pub added: Vec<String>,
+    /// Collections it had, with the rules this program added to each.
+    pub extended: Vec<(String, Vec<String>)>,
+    /// Collections whose stored schema already held every rule of this program.
+    pub unchanged: Vec<String>,
+}
+
+/// The fingerprint of a stored type: FNV-1a (64 bits) of its JSON, in hex.
+/// Equal types have equal fingerprints in every program.
+pub fn fingerprint(t: &StoredType) -> String {
+    let json = serde_json::to_string(t).unwrap_or_default();
+    format!("{:016x}", crate::schema::document::field_key(&json))
+}
+
+/// Writes this program's part of the schema (every linked document type)
+/// into [`SCHEMA_COLLECTION`] of `db`, so processes that do not link the
+/// types can read the rules. Idempotent: a rule already stored is not
+/// written again, and rules other programs published are kept. A rule this
+/// program declares differently from the stored one (a copy's source
+/// field, a bound, a delete rule) is refused with
+/// `Error::Invalid { what: Misuse::Schema, .. }` naming both, and then
+/// nothing is written.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let published = docrel::schema::publish(&db).await?;
+/// println!("new collections: {:?}", published.added);
+/// # Ok(()) }
+/// ```
+pub async fn publish(db: &Database) -> Result<Published> {
+    publish_types(db, &super::form::program()).await
+}
+
+/// [`publish`] of the given types (a program's part).
+pub async fn publish_types(db: &Database, ours: &[StoredType]) -> Result<Published> {
+    for attempt in 1..=ATTEMPTS {
+        match publish_once(db, ours).await? {
+            Some(published) => return Ok(published),
+            None if attempt == ATTEMPTS => break,
+            None => {}
+        }
+    }
+    Err(Error::Invalid {
+        what: Misuse::Schema,
+        message: format!(
+            "the schema in `{SCHEMA_COLLECTION}` kept changing while this program published its own ({ATTEMPTS} \
+             attempts); publish again"
+        ),
+    })
+}
+
+/// One attempt: `None` when another publish changed a document meanwhile.
+async fn publish_once(db: &Database, ours: &[StoredType]) -> Result<Option<Published>> {
+    let stored = load_documents(db).await?;
+    let mut writes = Vec::new();
+    let mut conflicts: Vec<Conflict> = Vec::new();
+    let mut published = Published::default();
+    for t in ours {
+        match stored.iter().find(|(s, _)| s.collection == t.collection) {
+            None => {
+                published.added.push(t.collection.clone());
+                writes.push((t.clone(), None));
+            }
+            Some((s, print)) => match merge(s, t) {
+                Err(c) => conflicts.extend(c),
+                Ok((_, added)) if added.is_empty() => published.unchanged.push(t.collection.clone()),
+                Ok((merged, added)) => {
+                    published.extended.push((t.collection.clone(), added));
+                    writes.push((merged, Some(print.clone())));
+                }
+            },
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(conflicted(&conflicts));
+    }
+    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
+    for (t, before) in writes {
+        let stored = stored_document(&t)?;
+        match before {
+            None => match coll.insert_one(stored).await {
+                Ok(_) => {}
+                Err(e) if duplicate(&e) => return Ok(None),
+                Err(e) => return Err(Error::driver("insert", SCHEMA_COLLECTION, e)),
+            },
+            Some(print) => {
+                let filter = doc! {"_id": &t.collection, "fingerprint": print};
+                let r = coll
+                    .replace_one(filter, stored)
+                    .await
+                    .map_err(|e| Error::driver("replace", SCHEMA_COLLECTION, e))?;
+                if r.matched_count == 0 {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    Ok(Some(published))
+}
+
+fn conflicted(conflicts: &[Conflict]) -> Error {
+    let lines: Vec<String> = conflicts.iter().map(|c| format!("- {c}")).collect();
+    Error::Invalid {
+        what: Misuse::Schema,
+        message: format!(
+            "this program's schema conflicts with the one published in `{SCHEMA_COLLECTION}`, so nothing was \
+             published:\n{}\nMake the programs agree (deploy the same declaration everywhere), or change the rule \
+             online as docs/deployment.md describes",
+            lines.join("\n")
+        ),
+    }
+}
+
+fn duplicate(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000)
+}
+
+/// The stored document of a type: its form, format and fingerprint.
+fn stored_document(t: &StoredType) -> Result<BsonDoc> {
+    let form = crate::bson_compat::to_document(t)
+        .map_err(|e| Error::Encode { what: format!("the schema of `{}`", t.collection), message: e.to_string() })?;
+    Ok(doc! {"_id": &t.collection, "format": FORMAT, "fingerprint": fingerprint(t), "type": form})
+}
+
+/// The schema published in `db`: every stored type, by collection.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// for t in docrel::schema::load(&db).await? {
+///     println!("{}: {} relations", t.collection, t.relations.len());
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn load(db: &Database) -> Result<Vec<StoredType>> {
+    Ok(load_documents(db).await?.into_iter().map(|(t, _)| t).collect())
+}
+
+/// Every stored type with its fingerprint, from the primary.
+async fn load_documents(db: &Database) -> Result<Vec<(StoredType, String)>> {
+    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
+    let cursor = coll
+        .find(doc! {})
+        .sort(doc! {"_id": 1})
+        .selection_criteria(SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary))
+        .await
+        .map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
+    let docs: Vec<BsonDoc> = cursor.try_collect().await.map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
+    docs.into_iter().map(|d| decode(&d)).collect()
+}
+
+fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
+    let id = d.get("_id").map(Bson::to_string).unwrap_or_default();
+    let bad = |message: String| Error::Invalid {
+        what: Misuse::Schema,
+        message: format!("the stored schema {id} in `{SCHEMA_COLLECTION}` cannot be read: {message}"),
+    };
+    let format = d.get("format").and_then(|f| f.as_i32().map(i64::from).or_else(|| f.as_i64())).unwrap_or(0);
+    if format != i64::from(FORMAT) {
+        return Err(bad(format!(
+            "it has format {format} and this docrel reads format {FORMAT}; upgrade docrel, or publish again"
+        )));
+    }
+    let form = d.get_document("type").map_err(|e| bad(e.to_string()))?;
+    let t: StoredType = crate::bson_compat::from_document(form.clone()).map_err(|e| bad(e.to_string()))?;
+    let print = d.get_str("fingerprint").unwrap_or_default().to_owned();
+    Ok((t, print))
+}
