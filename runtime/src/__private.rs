@@ -46,6 +46,15 @@ pub const fn copies_come_from(copies: &[ElemCopy], collection: &str) -> bool {
     true
 }
 
+/// Whether a view reading `projection` (`None`: every field) holds the
+/// stored field `name` (a subset's summary holds its sort keys and `key`).
+pub const fn view_holds(projection: Option<&[&str]>, name: &str) -> bool {
+    match projection {
+        Some(fields) => contains(fields, name),
+        None => true,
+    }
+}
+
 /// Whether `names` holds `name` (the write-heavy probe of the derive).
 pub const fn contains(names: &[&str], name: &str) -> bool {
     let mut i = 0;

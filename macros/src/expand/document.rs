@@ -25,6 +25,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let (copies, copy_checks) = super::copies::document_copies(&m.copies, &mut checked);
     let element_checks = element_checks(m, &mut checked);
     let inverse_checks = inverse_checks(m, &mut checked);
+    let subset_checks = super::subset::checks(m, &mut checked);
     let impls = trait_impls(m);
     let shard_key = &m.shard_key;
     let aliases = checked.decls();
@@ -57,6 +58,7 @@ pub fn expand(m: &Model) -> TokenStream {
             #copy_checks
             #element_checks
             #inverse_checks
+            #subset_checks
 
             __docrel::inventory::submit! {
                 __docrel::Registered(&__DOCREL_SCHEMA)

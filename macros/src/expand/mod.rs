@@ -15,6 +15,7 @@ pub mod copies;
 pub mod document;
 pub mod fallback;
 pub mod relations;
+pub mod subset;
 pub mod view;
 pub mod warn;
 

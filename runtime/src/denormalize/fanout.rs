@@ -39,6 +39,8 @@
 //! interleaving of docrel calls that returned `Ok`, every copy equals its
 //! source's current value (or its source is gone).
 
+use crate::denormalize::chain;
+pub(crate) use crate::denormalize::chain::Reach;
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::path::id_key;
@@ -104,15 +106,41 @@ pub struct FanOutReport {
 
 /// Rewrites every copy of the source document `source_doc` (read back after
 /// its write: `_id`, the copied fields and `_docrel.v`) whose fields are in
-/// `touched` (all when `None`). One `updateMany` per target path.
+/// `touched` (all when `None`), and what is derived from those copies in
+/// turn (copies of copies, summaries carrying them: see
+/// [`crate::denormalize::chain`]) as far as `reach` says: everything, or
+/// inside a transactional fan-out ([`Reach::Copies`]) the copies of
+/// copies only, which commit with the source (the summaries carrying them
+/// are rebuilt after the commit, by [`after_commit`]). One `updateMany` per
+/// target path.
 pub(crate) async fn fan_out_copies(
     cx: &mut Cx<'_>,
     source: &'static str,
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
+    reach: Reach,
 ) -> Result<FanOutReport> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    fan_out_source(cx, source, &id, version_of(source_doc), source_doc, touched).await
+    fan_out_reaching(cx, source, &id, version_of(source_doc), source_doc, touched, reach).await
+}
+
+/// After a transactional fan-out of `source_doc` committed: the summaries
+/// of the source in its parents' subsets, and those carrying its copies
+/// (at every level), rebuilt from the committed state.
+pub(crate) async fn after_commit(
+    cx: &mut Cx<'_>,
+    source: &'static str,
+    source_doc: &BsonDoc,
+    touched: Option<&[String]>,
+) -> Result<()> {
+    let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
+    for target in touched_targets(source, touched) {
+        chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::Summaries).await?;
+    }
+    if !graph().subsets_of(source).is_empty() {
+        Box::pin(crate::patterns::subset::after_change(cx, source, None, source_doc, touched)).await?;
+    }
+    Ok(())
 }
 
 /// [`fan_out_copies`] of the source `id` at `version`, given its copied
@@ -126,17 +154,38 @@ pub(crate) async fn fan_out_source(
     values: &(impl Values + ?Sized),
     touched: Option<&[String]>,
 ) -> Result<FanOutReport> {
+    fan_out_reaching(cx, source, id, version, values, touched, Reach::All).await
+}
+
+/// The targets of `source` that copy a field in `touched` (all when `None`).
+fn touched_targets(source: &str, touched: Option<&[String]>) -> Vec<&'static Target> {
+    let copies = |target: &&Target| touched.is_none_or(|t| target.source_fields().any(|f| touches_copies_one(f, t)));
+    targets_of(source).iter().filter(copies).collect()
+}
+
+/// The fan-out of [`fan_out_source`], following the chains of the copies
+/// it rewrote as far as `reach` says.
+async fn fan_out_reaching(
+    cx: &mut Cx<'_>,
+    source: &'static str,
+    id: &Bson,
+    version: i64,
+    values: &(impl Values + ?Sized),
+    touched: Option<&[String]>,
+    reach: Reach,
+) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
-    for target in targets_of(source) {
-        if let Some(touched) = touched {
-            if !target.source_fields().any(|f| touches_copies_one(f, touched)) {
-                continue;
-            }
+    for target in touched_targets(source, touched) {
+        let done = |report: &FanOutReport| report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
+        let n = apply_to(cx, target, id, values, version, Guard::FanOut, None)
+            .await
+            .map_err(|e| failed(source, id, target, done(&report), e))?;
+        if n > 0 {
+            // Boxed: a chain is rare, and its future would make every fan-out's as large.
+            Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, reach))
+                .await
+                .map_err(|e| failed(source, id, target, done(&report), e))?;
         }
-        let n = apply_to(cx, target, id, values, version, Guard::FanOut, None).await.map_err(|e| {
-            let done = report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
-            failed(source, id, target, done, e)
-        })?;
         report.targets.push((target.collection, n));
     }
     Ok(report)
@@ -176,9 +225,14 @@ pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs
         for d in docs {
             let Some(id) = d.get("_id") else { continue };
             if wanted.contains(&id_key(id)) {
-                apply_to(cx, target, id, d, version_of(d), Guard::FanOut, None)
+                let n = apply_to(cx, target, id, d, version_of(d), Guard::FanOut, None)
                     .await
                     .map_err(|e| failed(source, id, target, String::new(), e))?;
+                if n > 0 {
+                    Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::All))
+                        .await
+                        .map_err(|e| failed(source, id, target, String::new(), e))?;
+                }
             }
         }
     }
@@ -218,7 +272,7 @@ pub(crate) async fn fan_out(
     source_doc: &BsonDoc,
     touched: Option<&[String]>,
 ) -> Result<FanOutReport> {
-    let report = fan_out_copies(cx, source, source_doc, touched).await?;
+    let report = fan_out_copies(cx, source, source_doc, touched, Reach::All).await?;
     // Boxed, and only for a source that is summarized somewhere: its future
     // would otherwise make every fan-out's as large.
     if !graph().subsets_of(source).is_empty() {

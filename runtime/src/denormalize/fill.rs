@@ -6,6 +6,7 @@
 //! their refresh) are [`super::copies`]'. See the version contract in
 //! [`super::fanout`].
 
+use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::read_sources;
 use crate::denormalize::fanout::{apply_to, version_of, Guard};
 use crate::error::Result;
@@ -19,7 +20,18 @@ use std::collections::HashMap;
 
 pub(crate) use crate::store::primary;
 // Named here by the callers of the fill (the fan-out, the repository).
-pub(crate) use crate::denormalize::copies::{refresh, Sources};
+pub(crate) use crate::denormalize::copies::Sources;
+
+/// Brings the copies held by the documents `ids` of `schema` up to date
+/// with their sources (see [`crate::denormalize::copies::refresh`]), and
+/// then what is derived from the copies it rewrote: a summary carrying
+/// one, a copy of one (see [`crate::denormalize::chain`]).
+pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<()> {
+    for target in crate::denormalize::copies::refresh(cx, schema, ids).await? {
+        chain::follow(cx, target, doc! {"_id": {"$in": ids}}, Reach::All).await?;
+    }
+    Ok(())
+}
 
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
@@ -117,7 +129,7 @@ pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[Bs
             let Some(current) = now.get(source, id) else { continue };
             let unchanged = filled.get(source, id).is_some_and(|before| version_of(before) == version_of(current));
             if !unchanged {
-                apply_to(
+                let n = apply_to(
                     &mut Cx::new(cx.db, cx.session()),
                     target,
                     id,
@@ -127,6 +139,9 @@ pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[Bs
                     Some(holder_ids),
                 )
                 .await?;
+                if n > 0 {
+                    Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": holder_ids}}, Reach::All)).await?;
+                }
             }
         }
     }

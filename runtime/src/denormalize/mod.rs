@@ -3,6 +3,7 @@
 //! and their refresh, verify/repair, and the change-stream sync worker of
 //! deferred mode. Public as `docrel::fanout`.
 
+pub(crate) mod chain;
 pub(crate) mod copies;
 pub mod fanout;
 pub(crate) mod fill;

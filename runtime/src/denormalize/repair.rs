@@ -3,10 +3,10 @@
 //! stale ones from their sources, batch by batch, on the scan engine
 //! ([`crate::store::scan`]): with progress, resumable, idempotent.
 
+use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::{
     catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
 };
-use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Document;
 use crate::schema::graph::{graph, Target};
@@ -83,15 +83,29 @@ fn known_source(source: &str) -> Result<&'static str> {
 }
 
 /// The parts of a scan of the copies of `source`: two per target, in the
-/// order of [`targets_of`]: the holders referring to a source, then those
-/// that may keep copies or records of one they no longer refer to.
+/// order of [`crate::denormalize::fanout::targets_of`] (the holders
+/// referring to a source, then those that may keep copies or records of one
+/// they no longer refer to), then what is derived from those copies in
+/// turn, in the order a change travels: the copies of copies (as the copies
+/// of their own sources), and every subset whose summaries carry a copy of
+/// the chain (a summary is checked against its children, which a repair of
+/// the copies before it has made true).
 pub(crate) fn parts(source: &'static str) -> Parts {
-    targets_of(source)
-        .iter()
-        .flat_map(|target| {
-            [false, true].map(|leftovers| Arc::new(Copies { source, target, leftovers }) as Arc<dyn ScanPart>)
-        })
-        .collect()
+    let g = graph();
+    let mut parts: Parts = Vec::new();
+    let mut subsets: Vec<&'static crate::schema::graph::SubsetTarget> = Vec::new();
+    for (source, target) in g.chain_of(source) {
+        for leftovers in [false, true] {
+            parts.push(Arc::new(Copies { source, target, leftovers }));
+        }
+        for subset in g.summaries_of_copies(target) {
+            if !subsets.iter().any(|s| std::ptr::eq(*s, subset)) {
+                subsets.push(subset);
+            }
+        }
+    }
+    parts.extend(subsets.into_iter().flat_map(crate::patterns::subset_check::parts));
+    parts
 }
 
 /// The copies of `source` held in one target.
@@ -173,11 +187,18 @@ impl Copies {
                 }
             }
             let groups: Vec<Refresh<'_>> = to_fix.into_values().collect();
-            report.fixed += match refresh_many(&mut Cx::new(at.db, None), target, &groups).await {
+            let cx = &mut Cx::new(at.db, None);
+            let fixed = match refresh_many(cx, target, &groups).await {
                 Ok(fixed) => fixed,
-                Err(e) if refused(&e) => self.refresh_each(at.db, groups, report).await?,
+                Err(e) if refused(&e) => self.refresh_each(at.db, &groups, report).await?,
                 Err(e) => return Err(e),
             };
+            report.fixed += fixed;
+            if fixed > 0 {
+                // What is derived from the rewritten copies follows them.
+                let holders: Vec<&Bson> = groups.iter().flat_map(|g| &g.holders).collect();
+                chain::follow(cx, target, doc! {"_id": {"$in": holders}}, Reach::All).await?;
+            }
         }
         Ok(Some(last))
     }
@@ -186,7 +207,7 @@ impl Copies {
     /// the page's (a validator, a document grown too large): a holder it
     /// refuses is left, counted unfixable and named, and the others are
     /// rewritten.
-    async fn refresh_each(&self, db: &Database, groups: Vec<Refresh<'_>>, report: &mut Report) -> Result<u64> {
+    async fn refresh_each(&self, db: &Database, groups: &[Refresh<'_>], report: &mut Report) -> Result<u64> {
         let mut fixed = 0;
         for group in groups {
             for holder in &group.holders {

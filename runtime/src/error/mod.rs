@@ -351,6 +351,8 @@ pub enum Misuse {
     /// a single-document write on a sharded collection whose filter lacks
     /// the shard key.
     ShardKey,
+    /// the denormalized copies of the schema (a copy copied back into itself).
+    Copy,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -381,6 +383,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Schema => "schema",
             Misuse::Update => "update",
             Misuse::ShardKey => "shard key",
+            Misuse::Copy => "copy",
             Misuse::Application(what) => what,
         })
     }

@@ -6,3 +6,4 @@ pub mod bucket_check;
 pub mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
+mod subset_rebuild;

@@ -8,8 +8,8 @@
 //! `_docrel.subsets.<array>` = `{n, r}`: every change bumps `n`, and `r`
 //! holds the `n` of the last rebuild that was written. Inserting children
 //! pushes their summaries with `$each`/`$sort`/`$slice` and bumps `n` in the
-//! same update (pushes commute), then checks the children still exist (a
-//! delete racing the insert rebuilds). Editing, moving or deleting a child
+//! same update (pushes commute), then reads the children's parents back (a
+//! delete or a move racing the insert rebuilds the parent the child left). Editing, moving or deleting a child
 //! rebuilds: bump `n` to `e`, read the top N children, and write them only
 //! while `n` is still `e`; if another change came in between, the write is
 //! skipped and the rebuild retried, unless a rebuild that started later
@@ -21,19 +21,13 @@ use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
+use crate::store::path::id_key;
 use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
-
-/// How many times a rebuild retries when other changes keep coming in
-/// between its read and its write.
-const REBUILD_ATTEMPTS: u32 = 20;
-
-fn counter_value(doc: &BsonDoc, path: &str) -> i64 {
-    lookup(doc, path).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)
-}
+use std::collections::HashMap;
 
 /// Every subset that summarizes `child` (a collection).
 pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
@@ -41,36 +35,75 @@ pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
 }
 
 impl SubsetTarget {
-    fn order(&self) -> BsonDoc {
-        crate::store::query::Sort::from_pairs(self.spec.sort).into_document()
+    /// The subset's order, as the push's `$sort` and the rebuild's `sort`:
+    /// the declared keys, then the summary's identity ([`Self::identity`]),
+    /// so children tied on the declared keys are kept the same way by both.
+    pub(super) fn order(&self) -> BsonDoc {
+        let mut order = crate::store::query::Sort::from_pairs(self.spec.sort).into_document();
+        if let Some(tie) = self.identity() {
+            if !order.contains_key(tie) {
+                order.insert(tie, Bson::Int32(1));
+            }
+        }
+        order
+    }
+
+    /// What identifies a child's summary: the child's `_id` when the
+    /// summary carries it, else the declared `key` (the derive makes a
+    /// summary carry its `key`). A push is guarded by it and a child seen
+    /// moving without its former image is looked for by it.
+    pub(crate) fn identity(&self) -> Option<&'static str> {
+        match self.spec.fields {
+            Some(fields) if !fields.contains(&"_id") => self.spec.key,
+            _ => Some("_id"),
+        }
     }
 
     /// The summary of a child: its fields of the element view, in order.
+    /// One over `max_bytes` is refused, for a write that checks it before
+    /// anything is written (insert, replace, save).
     pub(crate) fn summary(&self, child: &BsonDoc) -> Result<BsonDoc> {
-        let summary = match self.spec.fields {
+        let summary = self.summarize(child);
+        match self.oversize(&summary) {
+            Some(bytes) => Err(self.too_large(bytes, "nothing was written")),
+            None => Ok(summary),
+        }
+    }
+
+    pub(super) fn summarize(&self, child: &BsonDoc) -> BsonDoc {
+        match self.spec.fields {
             Some(fields) => {
                 fields.iter().filter_map(|f| lookup(child, f).map(|v| ((*f).to_owned(), v.clone()))).collect()
             }
             None => child.clone(),
-        };
-        if let Some(max) = self.spec.max_bytes {
-            let bytes = bson_compat::to_vec(&summary).map(|v| v.len()).unwrap_or(usize::MAX);
-            if bytes > max as usize {
-                return Err(Error::Invalid {
-                    what: crate::error::Misuse::SubsetElement,
-                    message: format!(
-                        "the summary of a `{}` for `{}.{}` is {bytes} bytes, above its `max_bytes = {max}`; nothing \
-                         was written. Shorten it, or raise `max_bytes`",
-                        self.spec.child_type, self.parent, self.rel.field
-                    ),
-                });
-            }
         }
-        Ok(summary)
+    }
+
+    /// The size of a summary over `max_bytes`, or `None` when it fits.
+    pub(super) fn oversize(&self, summary: &BsonDoc) -> Option<usize> {
+        let max = self.spec.max_bytes? as usize;
+        let bytes = bson_compat::to_vec(summary).map(|v| v.len()).unwrap_or(usize::MAX);
+        (bytes > max).then_some(bytes)
+    }
+
+    /// The error of a summary of `bytes` over `max_bytes`, saying what the
+    /// write did (`done`).
+    pub(super) fn too_large(&self, bytes: usize, done: &str) -> Error {
+        Error::Invalid {
+            what: crate::error::Misuse::SubsetElement,
+            message: format!(
+                "the summary of a `{}` for `{}.{}` is {bytes} bytes, above its `max_bytes = {}`; {done}. Shorten \
+                 it, or raise `max_bytes`",
+                self.spec.child_type,
+                self.parent,
+                self.rel.field,
+                self.spec.max_bytes.unwrap_or_default()
+            ),
+        }
     }
 
     /// The bookkeeping path of this subset's change counter.
-    fn counter(&self) -> String {
+    pub(super) fn counter(&self) -> String {
         format!("_docrel.subsets.{}", self.rel.field)
     }
 
@@ -79,13 +112,13 @@ impl SubsetTarget {
         // A rebuild that ran between the children's insert and this push
         // already took them in: pushing again would keep them twice.
         let keys: Option<Vec<Bson>> =
-            self.spec.key.map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
+            self.identity().map(|k| summaries.iter().filter_map(|s| lookup(s, k).cloned()).collect());
         let update = doc! {
             "$push": { self.rel.field: {"$each": summaries, "$sort": self.order(), "$slice": slice} },
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
         let mut filter = doc! {"_id": parent.clone()};
-        if let (Some(key), Some(keys)) = (self.spec.key, &keys) {
+        if let (Some(key), Some(keys)) = (self.identity(), &keys) {
             filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
         }
         let coll = cx.db.collection::<BsonDoc>(self.parent);
@@ -98,104 +131,6 @@ impl SubsetTarget {
             self.rebuild_in(cx, parent).await?;
         }
         Ok(())
-    }
-
-    /// Rebuilds one parent's subset from the full collection: its N first
-    /// (or last) children in order, replacing the array. Returns how many
-    /// summaries it holds.
-    pub async fn rebuild(&self, db: &Database, parent: &Bson) -> Result<usize> {
-        crate::client::trace::Op::new("subset_rebuild", self.parent)
-            .run(self.rebuild_in(&mut Cx::new(db, None), parent))
-            .await
-    }
-
-    /// [`Self::rebuild`] in the caller's session, when given.
-    pub(crate) async fn rebuild_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<usize> {
-        let parents = cx.db.collection::<BsonDoc>(self.parent);
-        let counter = self.counter();
-        for attempt in 1..=REBUILD_ATTEMPTS {
-            if attempt > 1 {
-                crate::client::trace::retry("subset rebuild", attempt);
-            }
-            let bumped = in_session!(
-                parents
-                    .find_one_and_update(doc! {"_id": parent.clone()}, doc! {"$inc": { format!("{counter}.n"): 1_i64 }})
-                    .return_document(mongodb::options::ReturnDocument::After)
-                    .projection(doc! { counter.clone(): 1 }),
-                cx.session()
-            )
-            .map_err(|e| Error::driver("findAndModify", self.parent, e))?;
-            // No parent: nothing holds the subset.
-            let Some(bumped) = bumped else { return Ok(0) };
-            let epoch = counter_value(&bumped, &format!("{counter}.n"));
-            let summaries = self.expected_in(cx, parent).await?;
-            let n = summaries.len();
-            let written = in_session!(
-                parents.update_one(
-                    doc! {"_id": parent.clone(), format!("{counter}.n"): epoch},
-                    doc! {"$set": { self.rel.field: summaries, format!("{counter}.r"): epoch }},
-                ),
-                cx.session()
-            )
-            .map_err(|e| Error::driver("update", self.parent, e))?;
-            if written.matched_count == 1 {
-                return Ok(n);
-            }
-            let now = in_session!(
-                parents
-                    .find_one(doc! {"_id": parent.clone()})
-                    .projection(doc! { counter.clone(): 1 })
-                    .selection_criteria(primary()),
-                cx.session()
-            )
-            .map_err(|e| Error::driver("find", self.parent, e))?;
-            match now {
-                // A rebuild that began after this one's bump was written: it saw all this one saw.
-                Some(now) if counter_value(&now, &format!("{counter}.r")) > epoch => return Ok(n),
-                Some(_) => continue,
-                None => return Ok(0),
-            }
-        }
-        Err(Error::SubsetContended {
-            parent: self.parent,
-            id: crate::error::show_id(parent),
-            field: self.rel.field,
-            attempts: REBUILD_ATTEMPTS,
-        })
-    }
-
-    /// What the parent's subset should hold, read from the full collection.
-    pub async fn expected(&self, db: &Database, parent: &Bson) -> Result<Vec<BsonDoc>> {
-        self.expected_in(&mut Cx::new(db, None), parent).await
-    }
-
-    /// [`Self::expected`] read in the caller's session, when given.
-    async fn expected_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<Vec<BsonDoc>> {
-        let mut sort = self.order();
-        if self.spec.keep_last {
-            for (_, d) in sort.iter_mut() {
-                if let Bson::Int32(v) = d {
-                    *v = -*v;
-                }
-            }
-        }
-        let coll = cx.db.collection::<BsonDoc>(self.spec.child);
-        let mut find = coll
-            .find(doc! { self.parent_field: parent.clone() })
-            .selection_criteria(primary())
-            .sort(sort)
-            .limit(i64::from(self.max))
-            .batch_size(self.max);
-        if let Some(fields) = self.spec.fields {
-            let p: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
-            find = find.projection(p);
-        }
-        let child = self.spec.child;
-        let mut out = collect(find, cx.session(), child, |raw| self.summary(&plain(child, raw)?)).await?;
-        if self.spec.keep_last {
-            out.reverse();
-        }
-        Ok(out)
     }
 }
 
@@ -240,33 +175,64 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
             target.push(cx, &parent, summaries).await?;
         }
     }
-    // A delete that ran between the insert and the push rebuilt before the
-    // push landed: the push brought a deleted child's summary back.
-    if !subsets_of(child).is_empty() && !docs.is_empty() {
-        let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let coll = cx.db.collection::<BsonDoc>(child);
-        let found = in_session!(
-            coll.count_documents(doc! {"_id": {"$in": ids.clone()}}).selection_criteria(primary()),
-            cx.session()
-        )
-        .map_err(|e| Error::driver("count", child, e))?;
-        if found < ids.len() as u64 {
-            for target in subsets_of(child) {
-                let mut parents: Vec<&Bson> = docs.iter().filter_map(|d| d.get(target.parent_field)).collect();
-                parents.sort_by_key(|p| crate::store::path::id_key(p));
-                parents.dedup();
-                for parent in parents {
-                    target.rebuild_in(cx, parent).await?;
-                }
-            }
+    settle(cx, child, docs).await
+}
+
+/// After the pushes of inserted children: the children as they are now,
+/// read once (by pages of ids). A write that ran between the insert and
+/// the push rebuilt before the push landed: a delete (the push brought a
+/// deleted child's summary back) or a move to another parent (the move's
+/// rebuild of the parent it left did not find the summary yet, and the
+/// push added it there). Each parent a pushed child no longer has is
+/// rebuilt.
+async fn settle(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
+    let targets = subsets_of(child);
+    if targets.is_empty() || docs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
+    let mut projection = doc! {"_id": 1};
+    for target in targets {
+        projection.insert(target.parent_field, 1);
+    }
+    let coll = cx.db.collection::<BsonDoc>(child);
+    let mut now: HashMap<String, BsonDoc> = HashMap::with_capacity(ids.len());
+    for page in ids.chunks(crate::store::ID_PAGE) {
+        let find = coll.find(doc! {"_id": {"$in": page}}).projection(projection.clone()).selection_criteria(primary());
+        for found in collect(find, cx.session(), child, |raw| plain(child, raw)).await? {
+            now.insert(id_key(found.get("_id").unwrap_or(&Bson::Null)), found);
+        }
+    }
+    for target in targets {
+        let mut left: Vec<&Bson> = docs
+            .iter()
+            .filter_map(|d| {
+                let pushed = d.get(target.parent_field).filter(|p| **p != Bson::Null)?;
+                let current = now.get(&id_key(d.get("_id")?)).and_then(|c| c.get(target.parent_field));
+                (current != Some(pushed)).then_some(pushed)
+            })
+            .collect();
+        left.sort_by_key(|p| id_key(p));
+        left.dedup();
+        for parent in left {
+            target.rebuild_in(cx, parent).await?;
         }
     }
     Ok(())
 }
 
+/// Whether `e`, from [`after_change`], says a child was written whose
+/// summary is left out of its subset (the only error about a summary a
+/// write can meet once it is written: the others are checked before).
+pub(crate) fn is_left_out(e: &Error) -> bool {
+    matches!(e, Error::Invalid { what: crate::error::Misuse::SubsetElement, .. })
+}
+
 /// After a child changed: `before` holds its previous values (`None` when
 /// it was just created), `after` its new ones. Rebuilds the subsets whose
 /// summaries it touched, in its new parent and, when it moved, its old one.
+/// A child whose summary grew past `max_bytes` is left out of its parent's
+/// subset, and the error says the child was written.
 pub(crate) async fn after_change(
     cx: &mut Cx<'_>,
     child: &str,
@@ -274,6 +240,8 @@ pub(crate) async fn after_change(
     after: &BsonDoc,
     touched: Option<&[String]>,
 ) -> Result<()> {
+    // Every subset is rebuilt before the error of a summary left out is returned.
+    let mut left_out = None;
     for target in subsets_of(child) {
         if let Some(t) = touched {
             if !touched_by(target, t) {
@@ -283,13 +251,17 @@ pub(crate) async fn after_change(
         let new_parent = after.get(target.parent_field).filter(|p| **p != Bson::Null);
         let old_parent = before.and_then(|b| b.get(target.parent_field)).filter(|p| **p != Bson::Null);
         if let Some(parent) = new_parent {
-            target.rebuild_in(cx, parent).await?;
+            let rebuilt = target.rebuild_in(cx, parent).await?;
+            let id = after.get("_id").unwrap_or(&Bson::Null);
+            if let Some((child, bytes)) = rebuilt.left_out.iter().find(|(child, _)| child == id) {
+                left_out.get_or_insert_with(|| target.left_out_error(child, *bytes, parent));
+            }
         }
         if let Some(old) = old_parent {
             if Some(old) != new_parent {
                 target.rebuild_in(cx, old).await?;
             }
-        } else if let (None, Some(key), true) = (before, target.spec.key, moved(target, touched)) {
+        } else if let (None, Some(key), true) = (before, target.identity(), moved(target, touched)) {
             // No image of the child before the write: any other parent whose
             // subset still holds its summary is one it moved away from.
             let Some(key_value) = lookup(after, key) else { continue };
@@ -305,7 +277,7 @@ pub(crate) async fn after_change(
             }
         }
     }
-    Ok(())
+    left_out.map_or(Ok(()), Err)
 }
 
 /// After children were deleted: rebuild their parents' subsets.

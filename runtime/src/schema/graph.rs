@@ -49,6 +49,18 @@ pub struct Target {
     /// The paths every fan-out to this target writes, made once (after the
     /// graph is complete) rather than formatted on each write.
     paths: std::sync::OnceLock<TargetPaths>,
+    /// What is derived in turn from the copies this target writes.
+    carried: Carried,
+}
+
+/// What is derived, in turn, from the copies a [`Target`] writes into its
+/// holders: copies of those copies, and subset summaries carrying them,
+/// as indices into the holders' collection's targets and subsets (the
+/// chains of [`Graph::copies_of_copies`] and [`Graph::summaries_of_copies`]).
+#[derive(Debug, Clone, Default)]
+struct Carried {
+    copies: Vec<usize>,
+    summaries: Vec<usize>,
 }
 
 /// The paths of a [`Target`]'s writes.
@@ -89,7 +101,32 @@ impl Target {
     }
 
     fn new(collection: &'static str, shape: Shape, fields: Vec<(&'static str, &'static str)>) -> Target {
-        Target { collection, shape, fields, paths: std::sync::OnceLock::new() }
+        Target { collection, shape, fields, paths: std::sync::OnceLock::new(), carried: Carried::default() }
+    }
+
+    /// The paths of the copies in a holder document (`name`, or
+    /// `<array>.name` inside an array of copies).
+    pub(crate) fn copy_paths(&self) -> Vec<String> {
+        self.fields
+            .iter()
+            .map(|(copy, _)| match self.shape {
+                Shape::Top { .. } => (*copy).to_owned(),
+                Shape::Array { array, .. } => format!("{array}.{copy}"),
+            })
+            .collect()
+    }
+
+    /// Whether other copies are made from the copies this target writes
+    /// (a copy of a copy): its holders are sources whose version moves on
+    /// with each write of these copies.
+    pub(crate) fn relays(&self) -> bool {
+        !self.carried.copies.is_empty()
+    }
+
+    /// Whether anything is derived from the copies this target writes:
+    /// copies of them, or subset summaries carrying them.
+    pub(crate) fn carries(&self) -> bool {
+        self.relays() || !self.carried.summaries.is_empty()
     }
 
     /// The path matching target documents that hold a copy of the source.
@@ -199,6 +236,14 @@ pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema,
     graph().references_to(collection).iter().copied()
 }
 
+/// Whether one of two stored paths is the other or lies inside it (`parts`
+/// and `parts.name`). The store's path helpers sit above the schema, which
+/// needs only this.
+fn same_or_nested(a: &str, b: &str) -> bool {
+    let within = |inner: &str, outer: &str| inner.strip_prefix(outer).is_some_and(|rest| rest.starts_with('.'));
+    a == b || within(a, b) || within(b, a)
+}
+
 /// The address of a descriptor: one per Rust type.
 fn key<T>(item: &'static T) -> usize {
     item as *const T as usize
@@ -233,6 +278,7 @@ impl Graph {
                 }
             }
         }
+        g.link_chains();
         let sources: Vec<&'static str> = g.targets.keys().chain(g.subsets.keys()).copied().collect();
         for source in sources {
             let derived = g.compute_derived(source);
@@ -287,6 +333,33 @@ impl Graph {
         }
     }
 
+    /// Records, on every target, what is derived from the copies it writes:
+    /// the targets of its holders' collection whose source fields are among
+    /// those copies, and the subsets summarizing its holders whose summaries
+    /// carry one of them (a subset of whole documents carries all).
+    fn link_chains(&mut self) {
+        let mut links: Vec<(&'static str, usize, Carried)> = Vec::new();
+        for (source, targets) in &self.targets {
+            for (i, target) in targets.iter().enumerate() {
+                let paths = target.copy_paths();
+                let carries = |field: &str| paths.iter().any(|p| same_or_nested(field, p));
+                let copies = self.targets_of(target.collection).iter().enumerate();
+                let copies = copies.filter(|(_, t)| t.source_fields().any(carries)).map(|(j, _)| j).collect();
+                let summaries = self.subsets_of(target.collection).iter().enumerate();
+                let summaries = summaries
+                    .filter(|(_, s)| s.fields().is_none_or(|fields| fields.iter().any(|f| carries(f))))
+                    .map(|(j, _)| j)
+                    .collect();
+                links.push((source, i, Carried { copies, summaries }));
+            }
+        }
+        for (source, i, carried) in links {
+            if let Some(target) = self.targets.get_mut(source).and_then(|t| t.get_mut(i)) {
+                target.carried = carried;
+            }
+        }
+    }
+
     /// The relation a two-way reference names as its inverse: on the type
     /// the reference names (by its Rust name), else on any type stored in
     /// the target collection.
@@ -310,6 +383,40 @@ impl Graph {
     /// Every target path of copies whose source is stored in `source`.
     pub fn targets_of(&self, source: &str) -> &[Target] {
         self.targets.get(source).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The targets whose copies are made from the copies `target` writes
+    /// (a copy of a copy): their sources are `target`'s holders.
+    pub fn copies_of_copies<'g>(&'g self, target: &'g Target) -> impl Iterator<Item = &'g Target> + 'g {
+        let targets = self.targets_of(target.collection);
+        target.carried.copies.iter().filter_map(move |i| targets.get(*i))
+    }
+
+    /// The subsets whose summaries carry the copies `target` writes: they
+    /// summarize `target`'s holders.
+    pub fn summaries_of_copies<'g>(&'g self, target: &'g Target) -> impl Iterator<Item = &'g SubsetTarget> + 'g {
+        let subsets = self.subsets_of(target.collection);
+        target.carried.summaries.iter().filter_map(move |i| subsets.get(*i))
+    }
+
+    /// Every target reached from `source`'s through copies of copies, in
+    /// the order a change travels (its own first), each once: what a change
+    /// of `source` may rewrite, and what its verify scans.
+    pub fn chain_of(&self, source: &str) -> Vec<(&'static str, &Target)> {
+        let mut out: Vec<(&'static str, &Target)> = Vec::new();
+        let Some((&source, _)) = self.targets.get_key_value(source) else { return out };
+        out.extend(self.targets_of(source).iter().map(|t| (source, t)));
+        let mut i = 0;
+        while i < out.len() {
+            let holder = out[i].1;
+            for next in self.copies_of_copies(holder) {
+                if !out.iter().any(|(_, t)| std::ptr::eq(*t, next)) {
+                    out.push((holder.collection, next));
+                }
+            }
+            i += 1;
+        }
+        out
     }
 
     /// Every subset summarizing documents of `child`.

@@ -120,11 +120,12 @@ pub(crate) async fn read_sources(
 /// values, or an older version recorded), under the refresh guard; copies
 /// and records of a reference the write cleared are removed. Two reads, and
 /// one `update` command per target with stale copies (one more with
-/// leftovers).
-pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<()> {
+/// leftovers). Returns the targets where it rewrote copies.
+pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<Vec<&'static Target>> {
     let held = graph().held_by(schema);
+    let mut rewritten = Vec::new();
     if held.is_empty() || ids.is_empty() {
-        return Ok(());
+        return Ok(rewritten);
     }
     let mut projection = holder_projection(held.iter().map(|(_, target)| *target));
     projection.insert(COPIES_PATH, 1);
@@ -140,7 +141,7 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         // A reference the write cleared (an unlink) takes its copies.
         let leftovers: Vec<(Bson, Vec<String>)> =
             docs.iter().filter_map(|d| Some((d.get("_id")?.clone(), target.leftovers(d)))).collect();
-        clear(cx, target, &leftovers).await?;
+        let cleared = clear(cx, target, &leftovers).await?;
         let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             let Some(holder) = d.get("_id") else { continue };
@@ -156,11 +157,12 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         // One `update` command for every stale source of this target, not
         // one write per source.
         let groups: Vec<Refresh<'_>> = stale.into_values().collect();
-        if !groups.is_empty() {
-            refresh_many(cx, target, &groups).await?;
+        let refreshed = if groups.is_empty() { 0 } else { refresh_many(cx, target, &groups).await? };
+        if cleared + refreshed > 0 {
+            rewritten.push(*target);
         }
     }
-    Ok(())
+    Ok(rewritten)
 }
 
 /// One source document whose copies in `holders` are to be rewritten.
@@ -189,10 +191,21 @@ const COMMAND_BYTES: usize = 8 * 1024 * 1024;
 /// [`COMMAND_BYTES`]), not one round trip per source or holder. Returns
 /// the copies modified.
 pub(crate) async fn refresh_many(cx: &mut Cx<'_>, target: &Target, groups: &[Refresh<'_>]) -> Result<u64> {
+    let statements: Vec<BsonDoc> =
+        groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)).collect();
+    let modified = send_all(cx, target, statements).await?;
+    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
+    Ok(modified)
+}
+
+/// Sends update `statements` on `target`'s collection in as few `update`
+/// commands as [`STATEMENTS`] and [`COMMAND_BYTES`] allow (none when there
+/// is no statement). Returns the documents modified.
+pub(crate) async fn send_all(cx: &mut Cx<'_>, target: &Target, all: Vec<BsonDoc>) -> Result<u64> {
     let mut modified = 0u64;
     let mut statements: Vec<BsonDoc> = Vec::new();
     let mut bytes = 0usize;
-    for statement in groups.iter().filter(|g| !g.holders.is_empty()).flat_map(|g| statements_of(target, g)) {
+    for statement in all {
         let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
         if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
             modified += send_updates(cx, target, std::mem::take(&mut statements)).await?;
@@ -204,7 +217,6 @@ pub(crate) async fn refresh_many(cx: &mut Cx<'_>, target: &Target, groups: &[Ref
     if !statements.is_empty() {
         modified += send_updates(cx, target, statements).await?;
     }
-    crate::client::trace::fanned_out(target.collection, || &target.paths().id, modified);
     Ok(modified)
 }
 

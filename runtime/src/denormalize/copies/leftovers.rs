@@ -93,7 +93,12 @@ pub(crate) async fn clear(cx: &mut Cx<'_>, target: &Target, found: &[(Bson, Vec<
                 q.insert(via, Bson::Null);
             }
             let unset: BsonDoc = paths.iter().map(|p| (p.clone(), Bson::String(String::new()))).collect();
-            doc! {"q": q, "u": {"$unset": unset}}
+            let mut u = doc! {"$unset": unset};
+            if target.relays() {
+                // Copies of these copies follow them (see `Target::update`).
+                u.insert("$inc", doc! { super::versions::VERSION_PATH: 1_i64 });
+            }
+            doc! {"q": q, "u": u}
         })
         .collect();
     if statements.is_empty() {

@@ -161,6 +161,12 @@ impl Target {
         };
         set.insert(version, v);
         let mut update = doc! {"$set": set};
+        if self.relays() {
+            // The holders are sources of copies of these copies: their
+            // version moves on in the same write, as any write of a copied
+            // field's does, so the next level's guard lets the change through.
+            update.insert("$inc", doc! { super::versions::VERSION_PATH: 1_i64 });
+        }
         if let Some(unset) = unset {
             update.insert("$unset", unset);
         }

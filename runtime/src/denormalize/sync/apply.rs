@@ -7,7 +7,7 @@
 //! either way while a second push would duplicate the summary.
 
 use super::watched::Watched;
-use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of};
+use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of, Reach};
 use crate::error::{Error, Result};
 use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
 use crate::store::primary;
@@ -82,7 +82,7 @@ pub(super) async fn apply(
     // since, and a later event says so.
     let Some(doc) = &event.full_document else { return Ok(None) };
     let cx = &mut Cx::new(db, None);
-    fan_out_copies(cx, coll, doc, touched.as_deref()).await?;
+    fan_out_copies(cx, coll, doc, touched.as_deref(), Reach::All).await?;
     if child {
         // The pre-image, where the collection keeps them, names the parent
         // a moved child left; without it the subsets still holding the

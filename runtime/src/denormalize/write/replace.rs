@@ -73,7 +73,7 @@ async fn replace_in_transaction<T: Document>(
                 return Ok(None);
             };
             if fanout::replace_outcome(fanout::version_of(&after), stamp).1 {
-                fanout::fan_out_copies(cx, T::COLLECTION, &after, None).await?;
+                fanout::fan_out_copies(cx, T::COLLECTION, &after, None, fanout::Reach::Copies).await?;
             }
             Ok(Some(after))
         })
@@ -82,8 +82,8 @@ async fn replace_in_transaction<T: Document>(
     .map_err(super::update::no_transactions)?;
     let Some(after) = after else { return Ok(None) };
     let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
-    if changed && plan.summarized {
-        crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, None).await?;
+    if changed {
+        fanout::after_commit(cx, T::COLLECTION, &after, None).await?;
     }
     Ok(Some(created))
 }

@@ -343,15 +343,15 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                         .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
                     let Some(after) = after else { return Ok(None) };
                     let after = updated::<T>(&after, read.known)?;
-                    fanout::fan_out_copies(&mut Cx::new(&db, Some(session)), T::COLLECTION, &after, Some(&touched))
-                        .await?;
+                    let cx = &mut Cx::new(&db, Some(session));
+                    fanout::fan_out_copies(cx, T::COLLECTION, &after, Some(&touched), fanout::Reach::Copies).await?;
                     Ok(Some(after))
                 })
             })
             .await
             .map_err(no_transactions)?;
         let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-        crate::patterns::subset::after_change(cx, T::COLLECTION, None, &after, Some(touched)).await?;
+        fanout::after_commit(cx, T::COLLECTION, &after, Some(touched)).await?;
         Ok(UpdateOutcome { matched: 1, modified: 1 })
     }
 }
@@ -369,6 +369,9 @@ async fn many_and_fan_out<T: Document>(
 ) -> Result<UpdateOutcome> {
     let mut outcome = UpdateOutcome::default();
     let mut after = None;
+    // A summary grown past `max_bytes` is said once every page is written
+    // and fanned out: the error says the write landed.
+    let mut left_out = None;
     while let Some(ids) = crate::store::id_page(raw, &filter, after, cx.session()).await? {
         after = ids.last().cloned();
         let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": ids.clone()}}]};
@@ -386,10 +389,13 @@ async fn many_and_fan_out<T: Document>(
         })
         .await?;
         for after in &changed {
-            fanout::fan_out(cx, T::COLLECTION, after, Some(touched)).await?;
+            match fanout::fan_out(cx, T::COLLECTION, after, Some(touched)).await {
+                Err(e) if crate::patterns::subset::is_left_out(&e) => drop(left_out.get_or_insert(e)),
+                done => drop(done?),
+            }
         }
     }
-    Ok(outcome)
+    left_out.map_or(Ok(outcome), Err)
 }
 
 /// The error of a transactional fan-out on a deployment without transactions.
