@@ -280,7 +280,7 @@ async fn contended_transactional_renames_all_succeed() -> docrel::Result<()> {
                         .update_by_id(&a.id, Product::fields().name.set(name))
                         .await?;
                 }
-                docrel::Result::Ok(())
+                docrel::Result::<()>::Ok(())
             })
         })
         .collect();
@@ -384,7 +384,7 @@ async fn concurrent_reassigns_all_succeed_and_both_sides_agree() -> docrel::Resu
                     let outcome = Task::rels().owner.reassign(&db, &task.id, &to.id).await?;
                     assert!(outcome.transactional);
                 }
-                docrel::Result::Ok(())
+                docrel::Result::<()>::Ok(())
             })
         })
         .collect();
@@ -541,7 +541,7 @@ async fn racing_replaces_of_a_source_leave_its_copies_at_its_final_value() -> do
                         _ => Part::repo(&db).save(&next).await?,
                     }
                 }
-                docrel::Result::Ok(())
+                docrel::Result::<()>::Ok(())
             })
         })
         .collect();
