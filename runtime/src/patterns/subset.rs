@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
+use crate::store::page::id_pages;
 use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
@@ -224,20 +225,25 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
     Ok(())
 }
 
-/// After children were inserted: one push per parent and subset.
+/// After children were inserted: one push per parent and subset (per page
+/// of children).
 pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for d in docs {
             let Some(parent) = d.get(target.parent_field).filter(|p| **p != Bson::Null) else { continue };
             let summary = target.summary(d)?;
-            match by_parent.iter_mut().find(|(p, _)| p == parent) {
-                Some((_, list)) => list.push(summary),
-                None => by_parent.push((parent.clone(), vec![summary])),
-            }
+            let i = *at.entry(crate::store::path::id_key(parent)).or_insert_with(|| {
+                by_parent.push((parent.clone(), Vec::new()));
+                by_parent.len() - 1
+            });
+            by_parent[i].1.push(summary);
         }
         for (parent, summaries) in by_parent {
-            target.push(cx, &parent, summaries).await?;
+            for page in id_pages(&summaries) {
+                target.push(cx, &parent, page.to_vec()).await?;
+            }
         }
     }
     // A delete that ran between the insert and the push rebuilt before the
@@ -245,11 +251,14 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
     if !subsets_of(child).is_empty() && !docs.is_empty() {
         let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
         let coll = cx.db.collection::<BsonDoc>(child);
-        let found = in_session!(
-            coll.count_documents(doc! {"_id": {"$in": ids.clone()}}).selection_criteria(primary()),
-            cx.session()
-        )
-        .map_err(|e| Error::driver("count", child, e))?;
+        let mut found = 0;
+        for page in id_pages(&ids) {
+            found += in_session!(
+                coll.count_documents(doc! {"_id": {"$in": page}}).selection_criteria(primary()),
+                cx.session()
+            )
+            .map_err(|e| Error::driver("count", child, e))?;
+        }
         if found < ids.len() as u64 {
             for target in subsets_of(child) {
                 let mut parents: Vec<&Bson> = docs.iter().filter_map(|d| d.get(target.parent_field)).collect();
