@@ -128,12 +128,12 @@ pub fn redact(uri: &str) -> String {
 }
 
 /// The user info of a URI and the user and password in it.
-type UserInfo<'a> = Option<(&'a str, Option<&'a str>)>;
+pub(crate) type UserInfo<'a> = Option<(&'a str, Option<&'a str>)>;
 
 /// `uri` in three: up to the scheme's `://`; the user info (everything up
 /// to the last `@`, then split at its first `:` into the user and the
 /// password); and from that `@` on (hosts, database, options).
-fn split(uri: &str) -> (&str, UserInfo<'_>, &str) {
+pub(crate) fn split(uri: &str) -> (&str, UserInfo<'_>, &str) {
     let (head, rest) = uri.split_at(uri.find("://").map_or(0, |scheme| scheme + 3));
     let Some(at) = rest.rfind('@') else { return (head, None, rest) };
     let info = &rest[..at];

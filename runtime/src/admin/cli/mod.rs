@@ -287,10 +287,9 @@ async fn database(cli: &Cli, console: &mut Console) -> Result<Database> {
 
 /// The database a connection string names (`mongodb://host/NAME`), if any.
 fn uri_database(uri: &str) -> Option<String> {
-    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
-    // The hosts follow the last `@` (a password may hold `/`, `?` or `@`).
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    // The hosts follow the user info (a password may hold `/`, `?` or `@`).
+    let (_, _, rest) = crate::client::connect::split(uri);
+    let rest = rest.trim_start_matches('@').split(['?', '#']).next().unwrap_or_default();
     rest.split_once('/').map(|(_, db)| db.to_owned()).filter(|db| !db.is_empty())
 }
 
