@@ -36,8 +36,7 @@ pub async fn connect(uri: &str) -> Result<Client> {
 /// add command monitoring of your own, which keeps receiving every event) and
 /// pass them to [`connect_with`].
 pub async fn options(uri: &str) -> Result<ClientOptions> {
-    let mut options =
-        ClientOptions::parse(uri).await.map_err(|e| Error::InvalidUri { uri: redact(uri), source: Box::new(e) })?;
+    let mut options = ClientOptions::parse(uri).await.map_err(|e| invalid(uri, &e))?;
     if options.server_selection_timeout.is_none() {
         options.server_selection_timeout = Some(DEFAULT_SERVER_SELECTION_TIMEOUT);
     }
@@ -87,26 +86,33 @@ pub async fn connect_from_env() -> Result<Client> {
 /// with its session tokens, and any option whose name says password, secret,
 /// token or key).
 ///
+/// The user info is everything up to the last `@` (a password typed
+/// without percent-encoding may hold `?`, `/`, `#`, `:` or `@`), so none of
+/// the password is shown whatever it holds; an `@` in a query option hides
+/// more than needed, never less.
+///
 /// ```
 /// use docrel::redact;
 /// assert_eq!(redact("mongodb://u:pw@h:1/db?tlsCertificateKeyFilePassword=s3&w=1"),
 ///            "mongodb://u:***@h:1/db?tlsCertificateKeyFilePassword=***&w=1");
+/// assert_eq!(redact("mongodb://u:p?w/d@h:1/db"), "mongodb://u:***@h:1/db");
 /// ```
 pub fn redact(uri: &str) -> String {
-    let (base, query) = match uri.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (uri, None),
-    };
-    let mut out = match (base.find("://"), base.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &base[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &base[..scheme + 3], &base[at..]),
-                None => base.to_owned(),
-            }
+    let (head, user_info, hosts_on) = split(uri);
+    let mut out = head.to_owned();
+    match user_info {
+        Some((user, Some(_))) => {
+            out.push_str(user);
+            out.push_str(":***");
         }
-        _ => base.to_owned(),
+        Some((user, None)) => out.push_str(user),
+        None => {}
+    }
+    let (base, query) = match hosts_on.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (hosts_on, None),
     };
+    out.push_str(base);
     if let Some(query) = query {
         let options: Vec<String> = query
             .split('&')
@@ -119,6 +125,52 @@ pub fn redact(uri: &str) -> String {
         out.push_str(&options.join("&"));
     }
     out
+}
+
+/// The user info of a URI and the user and password in it.
+pub(crate) type UserInfo<'a> = Option<(&'a str, Option<&'a str>)>;
+
+/// `uri` in three: up to the scheme's `://`; the user info (everything up
+/// to the last `@`, then split at its first `:` into the user and the
+/// password); and from that `@` on (hosts, database, options).
+pub(crate) fn split(uri: &str) -> (&str, UserInfo<'_>, &str) {
+    let (head, rest) = uri.split_at(uri.find("://").map_or(0, |scheme| scheme + 3));
+    let Some(at) = rest.rfind('@') else { return (head, None, rest) };
+    let info = &rest[..at];
+    let user_info = match info.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (info, None),
+    };
+    (head, Some(user_info), &rest[at..])
+}
+
+/// The error of a URI the driver refused. The driver's message may quote
+/// what it took for a host, a port or an option's value: for a password
+/// with an unencoded `?`, `/`, `:`, `@` or `#`, part of it. Then the error
+/// names the character to encode instead; otherwise every secret is
+/// replaced by `***` in what the driver said.
+fn invalid(uri: &str, e: &mongodb::error::Error) -> Error {
+    let said = match &*e.kind {
+        mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
+        _ => e.to_string(),
+    };
+    let (head, user_info, hosts_on) = split(uri);
+    let (user, password) = user_info.unwrap_or_default();
+    let raw = |part: &str, extra: &[char]| part.chars().find(|c| ['/', '?', '#', '@'].contains(c) || extra.contains(c));
+    let reason = match (raw(user, &[]), password.and_then(|p| raw(p, &[':']))) {
+        (_, Some(c)) | (Some(c), None) if !head.is_empty() => format!(
+            "the user name or password holds `{c}`, which a connection string must percent-encode (`%{:02X}`): \
+             percent-encode both (RFC 3986) and try again",
+            c as u32
+        ),
+        _ => {
+            let options = hosts_on.split_once('?').map_or("", |(_, query)| query).split('&');
+            let secrets = options.filter_map(|o| o.split_once('=').filter(|(name, _)| secret_option(name)));
+            let secrets = password.into_iter().chain(secrets.map(|(_, value)| value));
+            secrets.filter(|s| !s.is_empty()).fold(said, |said, secret| said.replace(secret, "***"))
+        }
+    };
+    Error::InvalidUri { uri: redact(uri), reason }
 }
 
 fn secret_option(name: &str) -> bool {

@@ -209,7 +209,8 @@ fn failed(source: &'static str, id: &Bson, target: &Target, done: String, cause:
 /// After documents of `source` were inserted: holders that already refer
 /// to them (written while they did not exist, or when an earlier document
 /// with the same id existed) get their copies. One `distinct` per target
-/// path, and one update per target path and referenced new document.
+/// path and page of ids, and one update per target path and referenced new
+/// document.
 pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
     let targets = targets_of(source);
     if targets.is_empty() || docs.is_empty() {
@@ -217,7 +218,10 @@ pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs
     }
     let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
     for target in targets {
-        let referenced = referenced_ids(cx, target, &ids).await?;
+        let mut referenced = Vec::new();
+        for page in crate::store::page::id_pages(&ids) {
+            referenced.extend(referenced_ids(cx, target, page).await?);
+        }
         if referenced.is_empty() {
             continue;
         }

@@ -12,11 +12,12 @@ use crate::denormalize::fanout::{apply_to, version_of, Guard};
 use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape};
+use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub(crate) use crate::store::primary;
 // Named here by the callers of the fill (the fan-out, the repository).
@@ -109,18 +110,21 @@ fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
 /// After the write of documents filled by [`fill`]: reads their sources
 /// again and, where one changed in between (its fan-out may have run before
 /// the write landed and missed it), refreshes those copies under the
-/// refresh guard. One read per source collection; writes only on a race.
+/// refresh guard. One read per source collection (and page of ids);
+/// writes only on a race.
 pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[BsonDoc], filled: Sources) -> Result<()> {
     let held = graph().held_by(schema);
     let now = read_sources(cx, &held, docs).await?;
     for (source, target) in &held {
-        // source id -> the holders referring to it
+        // source id -> the holders referring to it; a holder listed once
+        // per source (a set, so a batch of holders of one source stays linear)
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
+        let mut listed: HashSet<(String, String)> = HashSet::new();
         for d in docs {
             let Some(holder) = d.get("_id") else { continue };
             for (id, _) in target.held_copies(d) {
                 let entry = holders.entry(id_key(id)).or_insert_with(|| (id.clone(), Vec::new()));
-                if !entry.1.contains(holder) {
+                if listed.insert((id_key(id), id_key(holder))) {
                     entry.1.push(holder.clone());
                 }
             }
@@ -128,19 +132,15 @@ pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[Bs
         for (id, holder_ids) in holders.values() {
             let Some(current) = now.get(source, id) else { continue };
             let unchanged = filled.get(source, id).is_some_and(|before| version_of(before) == version_of(current));
-            if !unchanged {
-                let n = apply_to(
-                    &mut Cx::new(cx.db, cx.session()),
-                    target,
-                    id,
-                    current,
-                    version_of(current),
-                    Guard::Refresh,
-                    Some(holder_ids),
-                )
-                .await?;
+            if unchanged {
+                continue;
+            }
+            let version = version_of(current);
+            for page in id_pages(holder_ids) {
+                let n = apply_to(&mut Cx::new(cx.db, cx.session()), target, id, current, version, Guard::Refresh, Some(page))
+                    .await?;
                 if n > 0 {
-                    Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": holder_ids}}, Reach::All)).await?;
+                    Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": page}}, Reach::All)).await?;
                 }
             }
         }

@@ -42,13 +42,14 @@ pub enum Error {
     },
 
     /// The URI given is not a MongoDB connection string.
-    #[error("`{uri}` is not a MongoDB connection string: {source}. It looks like `mongodb://127.0.0.1:27017`")]
+    #[error("`{uri}` is not a MongoDB connection string: {reason}. It looks like `mongodb://127.0.0.1:27017`")]
     InvalidUri {
-        /// The URI as given.
+        /// The URI as given, credentials removed.
         uri: String,
-        /// What the driver said.
-        #[source]
-        source: Box<mongodb::error::Error>,
+        /// What is wrong with it: what the driver said, unless the driver
+        /// quoted part of a password (it splits an unencoded one at its
+        /// `?`, `/`, `:`, `@` or `#`); then which character to encode.
+        reason: String,
     },
 
     /// The deployment is too old for a feature docrel was asked to use.

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::schema::document::Relation;
 use crate::schema::graph::graph;
 pub use crate::schema::graph::SubsetTarget;
+use crate::store::page::id_pages;
 use crate::store::path::id_key;
 use crate::store::path::lookup;
 use crate::store::primary;
@@ -159,20 +160,25 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
     Ok(())
 }
 
-/// After children were inserted: one push per parent and subset.
+/// After children were inserted: one push per parent and subset (per page
+/// of children).
 pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for d in docs {
             let Some(parent) = d.get(target.parent_field).filter(|p| **p != Bson::Null) else { continue };
             let summary = target.summary(d)?;
-            match by_parent.iter_mut().find(|(p, _)| p == parent) {
-                Some((_, list)) => list.push(summary),
-                None => by_parent.push((parent.clone(), vec![summary])),
-            }
+            let i = *at.entry(id_key(parent)).or_insert_with(|| {
+                by_parent.push((parent.clone(), Vec::new()));
+                by_parent.len() - 1
+            });
+            by_parent[i].1.push(summary);
         }
         for (parent, summaries) in by_parent {
-            target.push(cx, &parent, summaries).await?;
+            for page in id_pages(&summaries) {
+                target.push(cx, &parent, page.to_vec()).await?;
+            }
         }
     }
     settle(cx, child, docs).await
@@ -197,7 +203,7 @@ async fn settle(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
     }
     let coll = cx.db.collection::<BsonDoc>(child);
     let mut now: HashMap<String, BsonDoc> = HashMap::with_capacity(ids.len());
-    for page in ids.chunks(crate::store::ID_PAGE) {
+    for page in id_pages(&ids) {
         let find = coll.find(doc! {"_id": {"$in": page}}).projection(projection.clone()).selection_criteria(primary());
         for found in collect(find, cx.session(), child, |raw| plain(child, raw)).await? {
             now.insert(id_key(found.get("_id").unwrap_or(&Bson::Null)), found);

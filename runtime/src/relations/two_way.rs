@@ -162,7 +162,8 @@ impl Writes<'_> {
 
     async fn exists(&mut self, side: Side, id: &Bson) -> Result<bool> {
         let coll = self.db.collection::<BsonDoc>(side.collection);
-        let action = coll.count_documents(doc! {"_id": id.clone()}).limit(1);
+        let action =
+            coll.count_documents(doc! {"_id": id.clone()}).limit(1).selection_criteria(crate::store::primary());
         let n =
             in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("count", side.collection, e))?;
         Ok(n > 0)

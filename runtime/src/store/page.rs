@@ -17,6 +17,20 @@ use mongodb::{ClientSession, Collection};
 /// How many ids a page of a write holds (`docrel::on_delete::BATCH`).
 pub const ID_PAGE: usize = 1000;
 
+/// `ids` a page of at most [`ID_PAGE`] at a time: what a write reads or
+/// writes by a list of ids it was given (the documents of an `insert_many`,
+/// the sources they refer to) goes in pages, so every `$in` stays bounded
+/// however many documents one call writes.
+pub(crate) fn id_pages<T>(ids: &[T]) -> std::slice::Chunks<'_, T> {
+    pages(ids, ID_PAGE)
+}
+
+/// `ids` at most `size` at a time (at least one): [`id_pages`] for a read
+/// whose caller chooses the size (a load's `chunk`).
+pub(crate) fn pages<T>(ids: &[T], size: usize) -> std::slice::Chunks<'_, T> {
+    ids.chunks(size.max(1))
+}
+
 /// The next page of at most [`ID_PAGE`] ids matching `filter`, after
 /// `after` in `_id` order.
 pub(crate) async fn id_page(

@@ -93,8 +93,11 @@ pub(crate) async fn run_in<R>(
 ) -> Result<R> {
     let slot = Carried(Arc::new(Mutex::new(None)));
     let mut attempt = 0u32;
+    // A transaction reads from the primary: one inheriting the client's
+    // `secondaryPreferred` would refuse its first read.
     let result = session
         .start_transaction()
+        .selection_criteria(crate::store::primary())
         .and_run((body, slot.clone()), |s, (body, slot)| {
             attempt += 1;
             if attempt > 1 {

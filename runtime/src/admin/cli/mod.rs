@@ -26,7 +26,7 @@ pub use console::{shutdown_signal, Console, Exit};
 
 use crate::admin::checks;
 use crate::admin::doctor::{self, Severity};
-use crate::client::connect::connect;
+use crate::client::connect::{connect, redact};
 use crate::error::{Error, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use console::Shutdown;
@@ -37,7 +37,7 @@ use std::path::PathBuf;
 /// Operate the docrel schema of this program: its report, indexes, derived
 /// data (verify, repair, sync) and how the live data follows the rules of
 /// thumb (doctor).
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(name = "admin", version, propagate_version = true)]
 pub struct Cli {
     /// The deployment (a MongoDB connection string).
@@ -51,6 +51,18 @@ pub struct Cli {
     json: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+// The URI may carry a password: `Debug` shows it redacted.
+impl std::fmt::Debug for Cli {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cli")
+            .field("uri", &self.uri.as_deref().map(redact))
+            .field("db", &self.db)
+            .field("json", &self.json)
+            .field("command", &self.command)
+            .finish()
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -275,10 +287,9 @@ async fn database(cli: &Cli, console: &mut Console) -> Result<Database> {
 
 /// The database a connection string names (`mongodb://host/NAME`), if any.
 fn uri_database(uri: &str) -> Option<String> {
-    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
-    // The hosts follow the last `@` (a password may hold `/`, `?` or `@`).
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    // The hosts follow the user info (a password may hold `/`, `?` or `@`).
+    let (_, _, rest) = crate::client::connect::split(uri);
+    let rest = rest.trim_start_matches('@').split(['?', '#']).next().unwrap_or_default();
     rest.split_once('/').map(|(_, db)| db.to_owned()).filter(|db| !db.is_empty())
 }
 
@@ -332,7 +343,8 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
 
 #[cfg(test)]
 mod tests {
-    use super::uri_database;
+    use super::{uri_database, Cli};
+    use clap::Parser;
 
     #[test]
     fn the_database_of_a_uri_is_its_path() {
@@ -340,5 +352,15 @@ mod tests {
         assert_eq!(uri_database("mongodb+srv://u:p/a?b@h.example.com/shop").as_deref(), Some("shop"));
         assert_eq!(uri_database("mongodb://h1,h2/?replicaSet=rs"), None);
         assert_eq!(uri_database("mongodb://u:pa/ss@h"), None);
+    }
+
+    /// The URI may carry a password: `Debug` of the parsed command line shows it redacted.
+    #[test]
+    fn the_command_line_shows_no_password() {
+        let cli =
+            Cli::parse_from(["admin", "--uri", "mongodb://ann:SECRETa?b@127.0.0.1:27017/db", "--db", "shop", "schema"]);
+        let shown = format!("{cli:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("127.0.0.1:27017") && shown.contains("shop") && shown.contains("Schema"), "{shown}");
     }
 }

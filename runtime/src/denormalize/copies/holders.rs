@@ -13,6 +13,7 @@ use super::versions::{version_of, VERSION_PATH};
 use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
+use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
 use crate::store::session::{collect, plain, Cx};
@@ -88,8 +89,8 @@ fn wants(held: &[(&'static str, &Target)], docs: &[BsonDoc]) -> Wants {
 }
 
 /// Reads the sources of the copies `docs` hold for `held`: one `find` per
-/// source collection (a set of ids, so a batch of holders of many sources
-/// stays linear), on the primary.
+/// source collection and page of ids (a set of ids, so a batch of holders
+/// of many sources stays linear), on the primary.
 pub(crate) async fn read_sources(
     cx: &mut Cx<'_>,
     held: &[(&'static str, &Target)],
@@ -100,14 +101,16 @@ pub(crate) async fn read_sources(
         let mut projection: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
         projection.insert(VERSION_PATH, 1);
         let coll = cx.db.collection::<BsonDoc>(source);
-        let find = coll
-            .find(doc! {"_id": {"$in": ids}})
-            .projection(projection)
-            .batch_size(i32::MAX as u32)
-            .selection_criteria(primary());
-        for found in collect(find, cx.session(), source, |raw| plain(source, raw)).await? {
-            let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
-            sources.0.insert((source, key), found);
+        for page in id_pages(&ids) {
+            let find = coll
+                .find(doc! {"_id": {"$in": page}})
+                .projection(projection.clone())
+                .batch_size(i32::MAX as u32)
+                .selection_criteria(primary());
+            for found in collect(find, cx.session(), source, |raw| plain(source, raw)).await? {
+                let key = id_key(found.get("_id").unwrap_or(&Bson::Null));
+                sources.0.insert((source, key), found);
+            }
         }
     }
     Ok(sources)

@@ -193,7 +193,9 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
             pipeline.push(doc! {"$project": p});
         }
         Ok(vec![
-            doc! {"$documents": distinct.iter().map(|id| doc! {"_id": id.to_bson()}).collect::<Vec<_>>()},
+            // `$documents` evaluates what it is given: `$literal` keeps an id
+            // such as "$name" a value instead of a field path.
+            doc! {"$documents": distinct.iter().map(|id| doc! {"_id": {"$literal": id.to_bson()}}).collect::<Vec<_>>()},
             doc! {"$lookup": {
                 "from": C::COLLECTION,
                 "localField": "_id",

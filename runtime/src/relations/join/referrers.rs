@@ -2,13 +2,14 @@
 //! whose reference field holds any of the ids, grouped by id.
 
 use super::related::Related;
-use super::request::IdMap;
+use super::request::{IdMap, DEFAULT_CHUNK};
 use crate::error::Result;
 use crate::id::DocId;
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, RelationKind, View};
 use crate::store::codec::decode;
 use crate::store::options::read_setters;
+use crate::store::page::pages;
 use crate::store::query::Filter;
 use mongodb::bson::{self, doc};
 use mongodb::Database;
@@ -17,19 +18,22 @@ use std::marker::PhantomData;
 /// The documents whose reference field holds any of many ids, grouped by id:
 /// the reverse load of a reference for many targets at once (all books of
 /// each of 50 categories in a one-way N:M). One `find({field: {$in: ids}})`
-/// on the field's (multikey) index; a document that refers to several of
-/// the ids is read once and listed under each. From
+/// on the field's (multikey) index per chunk of ids ([`DEFAULT_CHUNK`] by
+/// default); a document that refers to several of the ids of a chunk is
+/// read once and listed under each. From
 /// [`crate::relations::handles::RefMany::referrers_of_many`].
 #[must_use = "Referrers does nothing until awaited or run"]
 pub struct Referrers<'a, P, T: Document, R = P> {
     base: Related<'a, T::Id>,
     per_target: Option<usize>,
+    chunk: usize,
     _types: PhantomData<fn() -> (P, R)>,
 }
 
 impl<'a, P: Document, T: Document> Referrers<'a, P, T> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, targets: Vec<T::Id>) -> Self {
-        Referrers { base: Related::new(db, rel, targets, None), per_target: None, _types: PhantomData }
+        let base = Related::new(db, rel, targets, None);
+        Referrers { base, per_target: None, chunk: DEFAULT_CHUNK, _types: PhantomData }
     }
 }
 
@@ -37,7 +41,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     /// Reads the referrers as the view `W`: only its fields (and the
     /// reference field, to group them) travel.
     pub fn view<W: View<Of = P>>(self) -> Referrers<'a, P, T, W> {
-        Referrers { base: self.base, per_target: self.per_target, _types: PhantomData }
+        Referrers { base: self.base, per_target: self.per_target, chunk: self.chunk, _types: PhantomData }
     }
     read_setters! {
         /// Reads in `session`, like the driver's `.session(..)`: inside the
@@ -47,6 +51,9 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
         filter => base.read;
         /// Each target's referrers in this order (the server sorts).
         sort => base.read;
+        /// Splits the `$in` list into chunks of at most `n` targets (one
+        /// round trip each; [`DEFAULT_CHUNK`] unless set).
+        chunk => chunk;
     }
     /// At most `n` referrers listed per target (all matching ones travel).
     pub fn limit_per_target(mut self, n: usize) -> Self {
@@ -60,11 +67,13 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     }
 
     async fn find(mut self) -> Result<Loaded<R, T::Id>> {
-        let mut wanted: IdMap<T::Id, Vec<u32>> = IdMap::default();
+        // Each target, with the chunk it is read in and its referrers.
+        let mut wanted: IdMap<T::Id, (usize, Vec<u32>)> = IdMap::default();
         let mut ids = Vec::new();
+        let size = self.chunk.max(1);
         for t in &self.base.ids {
             if !wanted.contains_key(t) {
-                wanted.insert(t.clone(), Vec::new());
+                wanted.insert(t.clone(), (ids.len() / size, Vec::new()));
                 ids.push(t.to_bson());
             }
         }
@@ -77,31 +86,35 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
             _ => None,
         };
         let mut items = Vec::new();
-        let base = Filter::new(doc! { rel.id_path(): {"$in": ids} });
-        self.base
-            .find::<R, ()>(P::COLLECTION, base, |raw| {
-                let item = items.len() as u32;
-                let mut listed = false;
-                if let Some(value) = raw.get(rel.field).ok().flatten() {
-                    each_raw_id::<T::Id>(value, key, &mut |id| {
-                        if let Some(group) = wanted.get_mut(&id) {
-                            if group.last() != Some(&item) {
-                                group.push(item);
-                                listed = true;
+        // A target's referrers all come from its chunk, in the order asked;
+        // a document read in several chunks is listed under each target once.
+        for (chunk, page) in pages(&ids, size).enumerate() {
+            let base = Filter::new(doc! { rel.id_path(): {"$in": page} });
+            self.base
+                .find::<R, ()>(P::COLLECTION, base, |raw| {
+                    let item = items.len() as u32;
+                    let mut listed = false;
+                    if let Some(value) = raw.get(rel.field).ok().flatten() {
+                        each_raw_id::<T::Id>(value, key, &mut |id| {
+                            if let Some((_, group)) = wanted.get_mut(&id).filter(|(c, _)| *c == chunk) {
+                                if group.last() != Some(&item) {
+                                    group.push(item);
+                                    listed = true;
+                                }
                             }
-                        }
-                    });
-                }
-                if listed {
-                    items.push(decode::<R>(P::COLLECTION, raw)?);
-                }
-                Ok(())
-            })
-            .await?;
-        if let Some(n) = self.per_target {
-            wanted.values_mut().for_each(|g| g.truncate(n));
+                        });
+                    }
+                    if listed {
+                        items.push(decode::<R>(P::COLLECTION, raw)?);
+                    }
+                    Ok(())
+                })
+                .await?;
         }
-        Ok(Loaded::grouped(items, &self.base.ids, |t| wanted.get(t).map(Vec::as_slice).unwrap_or(&[])))
+        if let Some(n) = self.per_target {
+            wanted.values_mut().for_each(|(_, g)| g.truncate(n));
+        }
+        Ok(Loaded::grouped(items, &self.base.ids, |t| wanted.get(t).map(|(_, g)| g.as_slice()).unwrap_or(&[])))
     }
 }
 
