@@ -137,8 +137,16 @@ pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[Bs
             }
             let version = version_of(current);
             for page in id_pages(holder_ids) {
-                let n = apply_to(&mut Cx::new(cx.db, cx.session()), target, id, current, version, Guard::Refresh, Some(page))
-                    .await?;
+                let n = apply_to(
+                    &mut Cx::new(cx.db, cx.session()),
+                    target,
+                    id,
+                    current,
+                    version,
+                    Guard::Refresh,
+                    Some(page),
+                )
+                .await?;
                 if n > 0 {
                     Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": page}}, Reach::All)).await?;
                 }
