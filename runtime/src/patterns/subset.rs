@@ -204,7 +204,14 @@ async fn settle(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
     let coll = cx.db.collection::<BsonDoc>(child);
     let mut now: HashMap<String, BsonDoc> = HashMap::with_capacity(ids.len());
     for page in id_pages(&ids) {
-        let find = coll.find(doc! {"_id": {"$in": page}}).projection(projection.clone()).selection_criteria(primary());
+        // The whole page in the first batch, with room to spare so the
+        // server closes the cursor: one round trip.
+        let batch = u32::try_from(page.len() + 1).unwrap_or(u32::MAX);
+        let find = coll
+            .find(doc! {"_id": {"$in": page}})
+            .projection(projection.clone())
+            .batch_size(batch)
+            .selection_criteria(primary());
         for found in collect(find, cx.session(), child, |raw| plain(child, raw)).await? {
             now.insert(id_key(found.get("_id").unwrap_or(&Bson::Null)), found);
         }
