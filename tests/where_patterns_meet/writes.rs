@@ -311,3 +311,27 @@ async fn a_repair_goes_on_past_a_refused_holder() -> docrel::Result<()> {
     assert_eq!(raw(&t, "w_invoices", invoices[0].id).await.unwrap().get_str("vendor_name").unwrap(), "Acme");
     Ok(())
 }
+
+// ---- found by the history checker: a two-way reference listed twice ------------------------
+
+/// A crew inserted (or saved) listing one shift twice is refused before
+/// anything is written: the shift refers back once, so the two sides could
+/// never agree. Before, the crew was stored with the shift twice.
+#[tokio::test]
+async fn a_two_way_reference_listed_twice_is_refused() -> docrel::Result<()> {
+    let t = TestDb::new("w_listed_twice").await?;
+    let shift = Shift { id: ObjectId::new(), hours: 8, crew: None };
+    Shift::repo(&t.db).insert(&shift).await?;
+    let crew = Crew { id: ObjectId::new(), name: "day".into(), shifts: vec![shift.id, shift.id] };
+    for save in [false, true] {
+        let err = match save {
+            false => Crew::repo(&t.db).insert(&crew).await.unwrap_err(),
+            true => Crew::repo(&t.db).save(&crew).await.unwrap_err(),
+        };
+        assert!(matches!(err, docrel::Error::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("twice in `shifts`") && err.to_string().contains("nothing was written"));
+        assert!(raw(&t, "w_crews", crew.id).await.is_none());
+        assert!(raw(&t, "w_shifts", shift.id).await.unwrap().get("crew").is_none_or(|c| *c == Bson::Null));
+    }
+    Ok(())
+}

@@ -49,6 +49,9 @@ impl<T: Document> Repository<T> {
             plan.clear_kept(T::schema(), &mut plain);
         }
         crate::patterns::subset::check(T::COLLECTION, &plain)?;
+        if plan.two_way {
+            listed_once::<T>(&plain)?;
+        }
         let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
         Ok(Encoded { raws, plain, filled })
     }
@@ -391,6 +394,32 @@ impl<T: Document> Repository<T> {
             .run(async move { self.put(doc, true, &mut Cx::new(&self.db, session)).await.map(|_| ()) })
             .await
     }
+}
+
+/// Refuses a document that lists one document twice in an array of
+/// two-way references: the other side refers back once, so the two could
+/// never agree (I2). Nothing is written.
+fn listed_once<T: Document>(docs: &[bson::Document]) -> Result<()> {
+    for rel in graph().two_way_of(T::schema()) {
+        for d in docs {
+            let Some(bson::Bson::Array(ids)) = d.get(rel.field) else { continue };
+            let mut seen = std::collections::HashSet::with_capacity(ids.len());
+            if let Some(twice) = ids.iter().find(|id| !seen.insert(crate::store::path::id_key(id))) {
+                return Err(Error::Invalid {
+                    what: crate::error::Misuse::Insert,
+                    message: format!(
+                        "document {} of `{}` lists {} twice in `{}`, a two-way reference, whose other side \
+                         refers back once; nothing was written. List each document once",
+                        d.get("_id").map(crate::error::show_id).unwrap_or_default(),
+                        T::COLLECTION,
+                        crate::error::show_id(twice),
+                        rel.field
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The document as BSON: the encoded one when there is one.

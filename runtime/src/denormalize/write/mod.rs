@@ -8,6 +8,7 @@
 //! The version contract the plan keeps is stated in [`super::fanout`].
 
 mod document;
+mod image;
 mod outcome;
 mod replace;
 mod update;

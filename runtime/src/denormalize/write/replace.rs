@@ -121,7 +121,7 @@ async fn find_and_replace<T: Document>(
         cx.session()
     )
     .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
-    found.map(|b| decoded::<T>(&b)).transpose()
+    found.map(|b| super::image::image("a replaced", T::COLLECTION, &b, None)).transpose()
 }
 
 /// A replace of a document that is no source of copies (a subset child, a
@@ -161,15 +161,6 @@ async fn replace_summarized<T: Document>(
 fn created_by_upsert(filter: &BsonDoc, upsert: bool) -> Option<BsonDoc> {
     let seeded = i64::try_from(filter.len()).unwrap_or(i64::MAX);
     upsert.then(|| doc! {"$lte": [{"$size": {"$objectToArray": "$$ROOT"}}, seeded]})
-}
-
-/// An image the server returned, as a document: one that does not decode
-/// is an error, never an empty document (which would skip the fan-out).
-fn decoded<T: Document>(raw: &RawDocumentBuf) -> Result<BsonDoc> {
-    BsonDoc::try_from(raw.as_ref()).map_err(|e| Error::Encode {
-        what: format!("the image of a replaced document of `{}`", T::COLLECTION),
-        message: e.to_string(),
-    })
 }
 
 /// The document a replace writes: the caller's fields, what docrel keeps

@@ -10,7 +10,7 @@ use crate::schema::document::{Document, Relation};
 use crate::schema::graph::graph;
 use crate::store::session::{in_session, Cx};
 use crate::store::update::Update;
-use mongodb::bson::{self, doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 
@@ -281,7 +281,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             )
             .map_err(Self::err("findAndModify"))?;
             let Some(after) = after else { return Ok(UpdateOutcome::default()) };
-            let after = updated::<T>(&after, known)?;
+            let after = super::image::image("an updated", T::COLLECTION, &after, known)?;
             fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await?;
             return Ok(UpdateOutcome { matched: 1, modified: 1 });
         }
@@ -342,7 +342,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                         .await
                         .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
                     let Some(after) = after else { return Ok(None) };
-                    let after = updated::<T>(&after, read.known)?;
+                    let after = super::image::image("an updated", T::COLLECTION, &after, read.known)?;
                     let cx = &mut Cx::new(&db, Some(session));
                     fanout::fan_out_copies(cx, T::COLLECTION, &after, Some(&touched), fanout::Reach::Copies).await?;
                     Ok(Some(after))
@@ -459,15 +459,4 @@ fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
 /// `$pullAll`): the copies of its holders then need a refresh.
 fn needs_refresh(body: &BsonDoc) -> bool {
     body.keys().any(|op| !matches!(op.as_str(), "$pull" | "$pullAll"))
-}
-
-/// A source document read back after its write, with the values the write
-/// is known to have set (see [`fanout::known_values`]).
-fn updated<T: Document>(after: &RawDocumentBuf, known: Option<BsonDoc>) -> Result<BsonDoc> {
-    let mut after = bson::Document::try_from(after.as_ref()).map_err(|e| Error::Encode {
-        what: format!("the updated document of `{}`", T::COLLECTION),
-        message: e.to_string(),
-    })?;
-    after.extend(known.unwrap_or_default());
-    Ok(after)
 }

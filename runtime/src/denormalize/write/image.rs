@@ -1,0 +1,43 @@
+//! The image of a written document the server returns (a replace's, an
+//! update's read-back), as a document the fan-out reads.
+
+use crate::error::{Error, Result};
+use mongodb::bson::{Document as BsonDoc, RawDocumentBuf};
+
+/// `raw` as a document, with `known` (values the write is known to have
+/// set) over it. An image that does not decode is an error, never an
+/// empty document: an empty one would skip the fan-out and return `Ok`
+/// with every copy stale.
+pub(super) fn image(what: &str, collection: &str, raw: &RawDocumentBuf, known: Option<BsonDoc>) -> Result<BsonDoc> {
+    let mut image = BsonDoc::try_from(raw.as_ref()).map_err(|e| Error::Encode {
+        what: format!("the image of {what} document of `{collection}`"),
+        message: e.to_string(),
+    })?;
+    image.extend(known.unwrap_or_default());
+    Ok(image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::image;
+
+    /// A string that is not UTF-8 (which MongoDB may hold from a writer
+    /// that does not check it, and the embedded test server refuses to
+    /// store): the image is an error naming the document's collection.
+    #[test]
+    fn an_image_that_does_not_decode_is_an_error() {
+        let name = b"bad\xff\xfe";
+        let mut body = b"\x10_id\x00".to_vec();
+        body.extend(1i32.to_le_bytes());
+        body.extend(b"\x02name\x00");
+        body.extend(i32::try_from(name.len() + 1).unwrap_or(0).to_le_bytes());
+        body.extend(name);
+        body.push(0);
+        let mut bytes = i32::try_from(body.len() + 5).unwrap_or(0).to_le_bytes().to_vec();
+        bytes.extend(body);
+        bytes.push(0);
+        let raw = mongodb::bson::RawDocumentBuf::from_bytes(bytes).expect("well framed");
+        let err = image("an updated", "parts", &raw, None).unwrap_err();
+        assert!(err.to_string().contains("the image of an updated document of `parts`"), "{err}");
+    }
+}
