@@ -80,3 +80,46 @@ async fn an_empty_schema_is_a_warning() -> docrel::Result<()> {
     assert!(text(&out).contains("warning: no document types: this program links none"), "{}", text(&out));
     Ok(())
 }
+
+/// `schema diff` shows what a new program version adds (a copy and the
+/// backfill it needs); `schema apply` publishes it and runs the backfill,
+/// after which the copies are right and the diff is empty.
+#[tokio::test]
+async fn schema_diff_shows_a_new_copys_backfill_and_apply_runs_it() -> docrel::Result<()> {
+    let t = TestDb::new("cli_diff").await?;
+    let uri = uri_of(t.db.name());
+    // Version 1 of the program: parts and bins only.
+    let v1: Vec<StoredType> =
+        b_schema().into_iter().filter(|s| s.collection == "fl_parts" || s.collection == "fl_bins").collect();
+    stored::publish_types(&t.db, &v1).await?;
+    let bolt = ObjectId::new();
+    t.db.collection::<BsonDoc>("fl_parts")
+        .insert_one(doc! {"_id": bolt, "code": 1, "name": "bolt", "rank": 1, "bin": 1})
+        .await
+        .expect("insert");
+    // Products written before the copy rule existed: no name copied.
+    let product = ObjectId::new();
+    let products = t.db.collection::<BsonDoc>("fl_products");
+    products.insert_one(doc! {"_id": product, "parts": [{"id": bolt, "name": ""}]}).await.expect("insert");
+
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/fleet_b_schema.json");
+    let diff = docrel(&["schema", "diff", "--uri", &uri, "--file", file]);
+    assert_eq!(diff.status.code(), Some(1), "{}", text(&diff));
+    assert!(text(&diff).contains("+ collection `fl_products`"), "{}", text(&diff));
+    assert!(
+        text(&diff)
+            .contains("backfill: `fl_products.parts[].name` copies `fl_parts.name`: `docrel repair fl_parts` fills it"),
+        "{}",
+        text(&diff)
+    );
+
+    let apply = docrel(&["schema", "apply", "--uri", &uri, "--file", file]);
+    assert_eq!(apply.status.code(), Some(0), "{}", text(&apply));
+    let stored = products.find_one(doc! {"_id": product}).await.expect("find").expect("product");
+    assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
+
+    let again = docrel(&["schema", "diff", "--uri", &uri, "--file", file]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("no change"), "{}", text(&again));
+    Ok(())
+}

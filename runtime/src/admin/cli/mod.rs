@@ -19,6 +19,7 @@
 
 mod console;
 mod reports;
+mod schema_change;
 mod sync;
 mod verify;
 
@@ -73,6 +74,9 @@ enum Command {
         /// Also write a page with the diagram drawn (SVG) to this file.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Compare a program's schema with the stored one, or publish it.
+        #[command(subcommand)]
+        change: Option<SchemaChange>,
     },
     /// The indexes the types declare and their relationships need, against
     /// the ones that exist.
@@ -141,6 +145,27 @@ enum Command {
         /// Also write the report as a page with histograms (SVG) to this file.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SchemaChange {
+    /// What publishing a program's schema (the JSON its
+    /// `docrel::schema::export()` gives) would change in the stored one:
+    /// added collections and rules, the backfills they need, conflicts.
+    /// Exit 1 when anything would change.
+    Diff {
+        /// The program's exported schema.
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Publish a program's schema into the database (refused, with nothing
+    /// written, when a rule conflicts), then run the repairs that backfill
+    /// its new copies and subsets.
+    Apply {
+        /// The program's exported schema.
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
     },
 }
 
@@ -295,7 +320,14 @@ fn uri_database(uri: &str) -> Option<String> {
 
 async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -> Result<Exit> {
     match &cli.command {
-        Command::Schema { html: page } => {
+        Command::Schema { change: Some(change), .. } => {
+            let db = database(&cli, console).await?;
+            match change {
+                SchemaChange::Diff { file } => schema_change::diff(&db, file, console, cli.json).await,
+                SchemaChange::Apply { file } => schema_change::apply(&db, file, console, shutdown, cli.json).await,
+            }
+        }
+        Command::Schema { html: page, change: None } => {
             // With a database named, the report covers its published schema too.
             if cli.db.is_some() || cli.uri.as_deref().and_then(uri_database).is_some() {
                 database(&cli, console).await?;

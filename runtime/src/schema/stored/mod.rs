@@ -8,11 +8,13 @@
 //! program's part as JSON without a database (for `docrel schema diff`).
 
 mod descriptors;
+mod diff;
 mod form;
 mod merge;
 mod obey;
 mod publish;
 
+pub use diff::{diff, Diff};
 pub use form::program;
 pub use form::{
     Key, StoredBucket, StoredCopy, StoredElemCopy, StoredField, StoredIndex, StoredKind, StoredRelation, StoredSubset,
