@@ -622,3 +622,12 @@ fn the_checker_tells_existing_names_from_missing_ones() {
         assert!(verdict(bad).iter().any(Option::is_some), "`{bad}` does not exist");
     }
 }
+
+/// The README is the front door: at most 400 lines (issue 29); detail goes
+/// to the guide and docs/.
+#[test]
+fn the_readme_is_at_most_400_lines() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(lines <= 400, "README.md has {lines} lines; move detail to the guide or docs/");
+}
