@@ -55,8 +55,8 @@ impl TestDb {
         let uri = std::env::var(URI_VARIABLE).map_err(|_| Error::Invalid {
             what: crate::error::Misuse::Environment,
             message: format!(
-                "{URI_VARIABLE} is not set: run the tests with `scripts/test`, which starts the embedded \
-                 server, or export {URI_VARIABLE}=mongodb://HOST:PORT"
+                "{URI_VARIABLE} is not set: point it at a test server (a replica set, so transactions \
+                 work), for example `{URI_VARIABLE}=mongodb://127.0.0.1:27017/?directConnection=true cargo test`"
             ),
         })?;
         static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -124,9 +124,9 @@ where
 {
     if std::env::var(URI_VARIABLE).is_err() {
         if std::env::var_os("CI").is_some() {
-            panic!("{URI_VARIABLE} is not set under CI: this database example would pass without running (run scripts/test)");
+            panic!("{URI_VARIABLE} is not set under CI: this database example would pass without running (set {URI_VARIABLE})");
         }
-        eprintln!("note: {URI_VARIABLE} is not set; database example skipped (run scripts/test)");
+        eprintln!("note: {URI_VARIABLE} is not set; database example skipped (set {URI_VARIABLE} to run it)");
         return;
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");

@@ -73,8 +73,8 @@ pub async fn connect_from_env() -> Result<Client> {
         Err(_) => Err(Error::Invalid {
             what: crate::error::Misuse::Environment,
             message: format!(
-                "{URI_VARIABLE} is not set. Run through `scripts/test` or `scripts/demo`, which start the \
-                 embedded server and set it, or export {URI_VARIABLE}=mongodb://HOST:PORT"
+                "{URI_VARIABLE} is not set: set it to your deployment's connection string, for example \
+                 `export {URI_VARIABLE}=mongodb://127.0.0.1:27017`"
             ),
         }),
     }

@@ -29,8 +29,9 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 pub enum Error {
     /// No server answered at the URI.
     #[error(
-        "cannot reach MongoDB at `{uri}`: {}. Start the embedded test server with \
-         `scripts/test` (or `scripts/demo`), or set MONGODB_URI to a reachable deployment",
+        "cannot reach MongoDB at `{uri}`: {}. Check that a server runs there and that the URI names it \
+         (host and port; `?directConnection=true` for a single server outside a replica set; credentials), \
+         or set MONGODB_URI to a reachable deployment",
         said(source)
     )]
     Connect {
