@@ -46,6 +46,11 @@ impl Sync {
         Ok(Sync { task, applied })
     }
 
+    /// Stops the worker without waiting for it to catch up.
+    pub fn abort(self) {
+        self.task.abort();
+    }
+
     /// Writes the drain marker and waits for the worker to apply it: the
     /// change stream is ordered, so everything before it was applied too.
     pub async fn drain(mut self, db: &Database) -> Result<(), String> {

@@ -29,7 +29,9 @@
 //! | `DOCREL_HISTORY_SKIP` | `--skip` | none | operation kinds left out (`MovePart,Reassign`) |
 //! | `DOCREL_HISTORY_INCLUDE_GAPS` | `--include-gaps` | `0` | `1`: also the kinds of `kinds::KNOWN_GAPS` (defects of issue 27 not fixed yet) |
 //! | `DOCREL_HISTORY_STRICT_RECORDS` | `--strict-records` | `0` | `1`: a copy equal to its source with no version record breaks the contract (otherwise counted in the notes) |
-//! | `DOCREL_HISTORY_SERIAL_TXN` | `--concurrent-txn` (= 0) | `1` | `1`: an operation that runs a transaction runs alone (a SecantusDB deadlock, see `plan::PlanConfig`) |
+//! | `DOCREL_HISTORY_SERIAL_TXN` | `--serial-txn` (= 1) | `0` | `1`: an operation that runs a transaction runs alone; `0`: transactions run concurrently with everything but a plain write of the same collections (a SecantusDB deadlock, see `gate.rs`) |
+//! | `DOCREL_HISTORY_PROCESSES` | `--processes` | `2` | `2`: the odd workers run in a second OS process (this binary again); `1`: on a second client of this one |
+//! | `DOCREL_HISTORY_SKEW_MS` | `--skew-ms` | `-2000` | the second process's clock, behind (-) or ahead (+), set with libfaketime (`apt-get install libfaketime`; without it, noted and not skewed) |
 //! | `DOCREL_HISTORY_SHRINK` | `--shrink` | `40` | shrink attempts per failing seed (`0`: none) |
 //! | `DOCREL_HISTORY_SHRINK_SECS` | `--shrink-secs` | `30` | time budget of shrinking, over all seeds |
 //! | `DOCREL_HISTORY_TRACE` | `--trace` | `0` | `1`: print every operation as it ends (stderr) |
@@ -40,10 +42,12 @@ pub mod check;
 pub mod copies;
 pub mod coverage;
 pub mod exec;
+pub mod gate;
 pub mod generate;
 pub mod kinds;
 pub mod op;
 pub mod plan;
+pub mod process;
 pub mod repair;
 pub mod run;
 pub mod schema;
@@ -68,6 +72,10 @@ pub struct Settings {
     pub deferred: Option<bool>,
     pub skip: Vec<OpKind>,
     pub serial_transactions: bool,
+    /// 2: a second OS process runs the odd workers.
+    pub processes: usize,
+    /// The second process's clock skew, ms.
+    pub skew_ms: i64,
     /// Generate the kinds of `plan::KNOWN_GAPS` too.
     pub include_gaps: bool,
     /// A copy without a version record breaks the contract (`check::Inv::Unrecorded`).
@@ -86,7 +94,9 @@ impl Default for Settings {
             faults: None,
             deferred: None,
             skip: Vec::new(),
-            serial_transactions: true,
+            serial_transactions: false,
+            processes: 2,
+            skew_ms: -2000,
             include_gaps: false,
             strict_records: false,
             shrink_attempts: 40,
@@ -158,6 +168,12 @@ impl Settings {
         if let Some(v) = var("DOCREL_HISTORY_SERIAL_TXN") {
             s.serial_transactions = parse_bool("DOCREL_HISTORY_SERIAL_TXN", &v)?;
         }
+        if let Some(v) = var("DOCREL_HISTORY_PROCESSES") {
+            s.processes = number("DOCREL_HISTORY_PROCESSES", v)?;
+        }
+        if let Some(v) = var("DOCREL_HISTORY_SKEW_MS") {
+            s.skew_ms = v.trim().parse().map_err(|e| format!("DOCREL_HISTORY_SKEW_MS={v}: {e}"))?;
+        }
         if let Some(v) = var("DOCREL_HISTORY_INCLUDE_GAPS") {
             s.include_gaps = parse_bool("DOCREL_HISTORY_INCLUDE_GAPS", &v)?;
         }
@@ -182,6 +198,8 @@ impl Settings {
             deferred: self.deferred,
             skip: self.skip.clone(),
             serial_transactions: self.serial_transactions,
+            processes: self.processes,
+            skew_ms: self.skew_ms,
             include_gaps: self.include_gaps,
             strict_records: self.strict_records,
         }
@@ -199,9 +217,10 @@ pub fn rerun_line(s: &Settings, o: &Outcome) -> String {
         u8::from(o.plan.faults),
         u8::from(o.plan.mode == Mode::Deferred)
     );
-    if !s.serial_transactions {
-        line.push_str(" DOCREL_HISTORY_SERIAL_TXN=0");
+    if s.serial_transactions {
+        line.push_str(" DOCREL_HISTORY_SERIAL_TXN=1");
     }
+    let _ = write!(line, " DOCREL_HISTORY_PROCESSES={} DOCREL_HISTORY_SKEW_MS={}", s.processes, s.skew_ms);
     if s.include_gaps {
         line.push_str(" DOCREL_HISTORY_INCLUDE_GAPS=1");
     }
@@ -226,12 +245,14 @@ pub fn summary(o: &Outcome) -> String {
         "ok".to_owned()
     };
     format!(
-        "seed {:>4} {:?} faults {} workers {} ops {:>4} (ok {ok}, refused {refused}, failed {failed}) contract ({}) \
-         {:.1}s: {verdict}",
+        "seed {:>4} {:?} faults {} workers {} processes {} txn {} ops {:>4} (ok {ok}, refused {refused}, failed \
+         {failed}) contract ({}) {:.1}s: {verdict}",
         o.plan.seed,
         o.plan.mode,
         if o.plan.faults { "on " } else { "off" },
         o.plan.workers.len(),
+        if o.plan.serial_transactions { 1 } else { o.plan.processes },
+        if o.plan.serial_transactions { "serial" } else { "concurrent" },
         o.plan.len(),
         if o.contract == Contract::A { "a" } else { "b" },
         o.elapsed.as_secs_f64()
