@@ -3,7 +3,7 @@
 //! the checker honest: a checker that cannot fail is a defect.
 //!
 //! Run: `cargo test -p docrel --test history -- --nocapture` (the CI size,
-//! 3 seeds x 150 operations); a big run: `cargo run --example history --
+//! 4 seeds x 250 operations); a big run: `cargo run --example history --
 //! --seeds 20 --ops 2000 --faults`.
 
 #[path = "history/mod.rs"]

@@ -10,7 +10,11 @@
 //! docrel's sources so that a test fails when a public write is never
 //! made), fault injection through `configureFailPoint` and, in some
 //! histories, deferred fan-out with a sync worker (`run.rs`,
-//! `background.rs`). Then it quiesces and checks I1–I5 with the raw driver
+//! `background.rs`). Transactions run concurrently with the rest (`gate.rs`
+//! holds apart only what deadlocks the test server); the odd workers run
+//! on a client of their own in a second OS process whose clock is set
+//! back (`process.rs`); an operation that hangs stops the history and is
+//! reported with its seed. Then it quiesces and checks I1–I5 with the raw driver
 //! (`check.rs`) against the contract: no repair when every call returned
 //! `Ok`, one repair pass (`repair.rs`) otherwise. A failure prints the
 //! seed, the history and the shortest failing history found by shrinking
@@ -21,8 +25,8 @@
 //!
 //! | variable | flag | default | meaning |
 //! |---|---|---|---|
-//! | `DOCREL_HISTORY_SEEDS` | `--seeds` | `3` | a count (`5`: seeds 1..=5), a list (`7,42` or `42,`) or a range (`10..20`) |
-//! | `DOCREL_HISTORY_OPS` | `--ops` | `150` | operations per history, over all workers |
+//! | `DOCREL_HISTORY_SEEDS` | `--seeds` | `4` | a count (`5`: seeds 1..=5), a list (`7,42` or `42,`) or a range (`10..20`) |
+//! | `DOCREL_HISTORY_OPS` | `--ops` | `250` | operations per history, over all workers |
 //! | `DOCREL_HISTORY_WORKERS` | `--workers` | `3` | concurrent workers (1 to 15) |
 //! | `DOCREL_HISTORY_FAULTS` | `--faults` / `--no-faults` | by seed | `1`: fail points on, `0`: off |
 //! | `DOCREL_HISTORY_SYNC` | `--sync` / `--no-sync` | by seed | `1`: deferred fan-out with a sync worker |
@@ -85,11 +89,11 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The CI size: 3 seeds x 150 operations on 3 workers.
+    /// The CI size: 4 seeds x 250 operations on 3 workers in 2 processes.
     fn default() -> Self {
         Settings {
-            seeds: vec![1, 2, 3],
-            ops: 150,
+            seeds: vec![1, 2, 3, 4],
+            ops: 250,
             workers: 3,
             faults: None,
             deferred: None,

@@ -254,6 +254,73 @@ fn child_command(skew_ms: i64) -> Result<(std::process::Command, String), String
     Ok((cmd, skew))
 }
 
+/// The parent's view of a running child: what it sent so far.
+struct Listener<'p> {
+    plan: &'p Plan,
+    gate: Arc<Gate>,
+    stop: Arc<AtomicBool>,
+    to_child: std_mpsc::Sender<String>,
+    /// The gate's passes held for the child, by its id.
+    held: HashMap<u64, tokio::task::JoinHandle<()>>,
+    records: Vec<Record>,
+    skew_seen: Option<i64>,
+    done: bool,
+}
+
+impl Listener<'_> {
+    /// Handles one line of the child's output.
+    fn line(&mut self, line: &str) -> Result<(), String> {
+        // A test harness may print its own words before ours on a line.
+        let Some(line) = line.find('@').map(|at| &line[at..]) else { return Ok(()) };
+        let (tag, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match tag {
+            "@hello" => self.skew_seen = rest.trim().parse::<i64>().ok().map(|t| (t - micros_now()) / 1000),
+            "@enter" => {
+                let Some((id, entry)) = rest.split_once(' ') else { return Ok(()) };
+                let id: u64 = id.parse().unwrap_or(u64::MAX);
+                let (groups, class): (Vec<Group>, Class) =
+                    serde_json::from_str(entry).map_err(|e| format!("the child's @enter: {e}"))?;
+                let (gate, to_child) = (self.gate.clone(), self.to_child.clone());
+                let pass = tokio::spawn(async move {
+                    let _pass = gate.enter_as(&groups, class).await;
+                    let _ = to_child.send(format!("go {id}"));
+                    std::future::pending::<()>().await;
+                });
+                self.held.insert(id, pass);
+            }
+            "@leave" => {
+                if let Some(h) = rest.trim().parse().ok().and_then(|id: u64| self.held.remove(&id)) {
+                    h.abort();
+                }
+            }
+            "@rec" => self.record(rest)?,
+            "@done" => self.done = true,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, json: &str) -> Result<(), String> {
+        let sent: Sent = serde_json::from_str(json).map_err(|e| format!("the child's @rec: {e}"))?;
+        if matches!(sent.res, Res::TimedOut) {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        let op = self.plan.workers.get(sent.worker).and_then(|ops| ops.get(sent.seq)).cloned();
+        let op = op.ok_or_else(|| format!("the child ran an operation w{}#{} of no plan", sent.worker, sent.seq))?;
+        let (start, end) = (Duration::from_micros(sent.start_us), Duration::from_micros(sent.end_us));
+        self.records.push(Record { worker: sent.worker, seq: sent.seq, op, start, end, res: sent.res });
+        Ok(())
+    }
+}
+
+impl Drop for Listener<'_> {
+    fn drop(&mut self) {
+        for (_, h) in self.held.drain() {
+            h.abort();
+        }
+    }
+}
+
 /// Runs `workers` of `plan` in a child process against `db`, letting its
 /// operations in through `gate`; returns when the child is done.
 pub async fn run_child(
@@ -267,83 +334,52 @@ pub async fn run_child(
     let (mut cmd, skew) = child_command(plan.skew_ms)?;
     let mut child = cmd.spawn().map_err(|e| format!("starting the second process: {e}"))?;
     let pid = child.id();
-    let stdin = child.stdin.take().ok_or("the child's stdin")?;
-    let stdout = child.stdout.take().ok_or("the child's stdout")?;
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+    let (Some(stdin), Some(stdout)) = (stdin, stdout) else { return Err("the child's pipes".into()) };
     let job = Job { db: db.name().to_owned(), mode: plan.mode, workers, offset_ms: t0.elapsed().as_millis() as u64 };
     let job = serde_json::to_string(&job).map_err(|e| e.to_string())?;
     let (to_child, feeder) = line_writer(stdin);
     let _ = to_child.send(job);
     let mut lines = lines_of(Box::new(std::io::BufReader::new(stdout)));
-    let mut held: HashMap<u64, tokio::task::JoinHandle<()>> = HashMap::new();
-    let mut records = Vec::new();
-    let mut skew_seen = None;
+    let mut l = Listener {
+        plan,
+        gate,
+        stop: stop.clone(),
+        to_child,
+        held: HashMap::new(),
+        records: Vec::new(),
+        skew_seen: None,
+        done: false,
+    };
     let mut stop_sent = false;
-    let mut done = false;
-    loop {
-        let line = tokio::select! {
-            l = lines.recv() => l,
-            () = tokio::time::sleep(Duration::from_millis(200)) => {
-                if stop.load(Ordering::SeqCst) && !stop_sent {
+    let listened: Result<(), String> = loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                Some(line) => if let Err(e) = l.line(&line) { break Err(e) },
+                None => break Ok(()),
+            },
+            () = tokio::time::sleep(Duration::from_millis(200)), if !stop_sent => {
+                if stop.load(Ordering::SeqCst) {
                     stop_sent = true;
-                    let _ = to_child.send("stop".to_owned());
-                }
-                continue;
-            }
-        };
-        let Some(line) = line else { break };
-        // A test harness may print its own words before ours on a line.
-        let Some(line) = line.find('@').map(|at| &line[at..]) else { continue };
-        let (tag, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match tag {
-            "@hello" => skew_seen = rest.trim().parse::<i64>().ok().map(|t| (t - micros_now()) / 1000),
-            "@enter" => {
-                let Some((id, entry)) = rest.split_once(' ') else { continue };
-                let id: u64 = id.parse().unwrap_or(u64::MAX);
-                let (groups, class): (Vec<Group>, Class) =
-                    serde_json::from_str(entry).map_err(|e| format!("the child's @enter: {e}"))?;
-                let (gate, to_child) = (gate.clone(), to_child.clone());
-                held.insert(
-                    id,
-                    tokio::spawn(async move {
-                        let _pass = gate.enter_as(&groups, class).await;
-                        let _ = to_child.send(format!("go {id}"));
-                        std::future::pending::<()>().await;
-                    }),
-                );
-            }
-            "@leave" => {
-                if let Some(h) = rest.trim().parse().ok().and_then(|id: u64| held.remove(&id)) {
-                    h.abort();
+                    let _ = l.to_child.send("stop".to_owned());
                 }
             }
-            "@rec" => {
-                let sent: Sent = serde_json::from_str(rest).map_err(|e| format!("the child's @rec: {e}"))?;
-                if matches!(sent.res, Res::TimedOut) {
-                    stop.store(true, Ordering::SeqCst);
-                }
-                let op = plan.workers.get(sent.worker).and_then(|ops| ops.get(sent.seq)).cloned();
-                let op =
-                    op.ok_or_else(|| format!("the child ran an operation w{}#{} of no plan", sent.worker, sent.seq))?;
-                records.push(Record {
-                    worker: sent.worker,
-                    seq: sent.seq,
-                    op,
-                    start: Duration::from_micros(sent.start_us),
-                    end: Duration::from_micros(sent.end_us),
-                    res: sent.res,
-                });
-            }
-            "@done" => done = true,
-            _ => {}
         }
+    };
+    if listened.is_err() {
+        let _ = child.kill();
     }
-    for (_, h) in held.drain() {
-        h.abort();
-    }
-    drop(to_child);
-    let _ = feeder.join();
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.map_err(|e| e.to_string())?;
+    let (records, skew_seen, done) = (std::mem::take(&mut l.records), l.skew_seen, l.done);
+    // Its passes and its sender go: the feeder's channel closes.
+    drop(l);
+    let status = tokio::task::spawn_blocking(move || {
+        let _ = feeder.join();
+        child.wait()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     let status = status.map_err(|e| e.to_string())?;
+    listened?;
     if !done || !status.success() {
         return Err(format!("the second process (pid {pid}) ended before its job was done: {status}"));
     }
