@@ -1,0 +1,64 @@
+//! Defects the history checker (tests/history) found, each shrunk to a
+//! plain test; the seed and the shrunk history are in each test's doc.
+
+use crate::raw;
+use docrel::bson::{oid::ObjectId, Bson};
+use docrel::testing::TestDb;
+use docrel::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "checker_owners")]
+struct Owner {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(many, to = Chore, inverse = owner, max = 3, on_delete = pull)]
+    chores: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "checker_chores")]
+struct Chore {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    description: String,
+    #[reference(to = Owner, inverse = chores, on_delete = restrict)]
+    owner: Option<ObjectId>,
+}
+
+/// The chores `owner` lists as stored, when the owner is stored.
+async fn listed(t: &TestDb, owner: ObjectId) -> Option<Vec<Bson>> {
+    raw(t, "checker_owners", owner).await.map(|d| d.get_array("chores").cloned().unwrap_or_default())
+}
+
+/// Seed 1 of the history checker (600 operations, no faults, gaps in),
+/// shrunk to: `InsertPersonWithTasks(H3, [T6 T6]) -> Ok(); SaveTask(T6)
+/// -> Ok()` => "I2: person H3 lists task T6 twice". An insert whose
+/// two-way array names a document twice returns `Ok` and stores it twice:
+/// the array side of a 1:N two-way reference lists each document once
+/// (`link` adds with `$addToSet`), so the insert must keep it once or be
+/// refused with nothing written. The same holds when the chore exists.
+#[tokio::test]
+async fn an_insert_listing_a_two_way_reference_twice_keeps_it_once() -> docrel::Result<()> {
+    let t = TestDb::new("checker_twice").await?;
+    for chore_first in [false, true] {
+        let (owner, chore) = (ObjectId::new(), ObjectId::new());
+        let c = Chore { id: chore, description: "sweep".into(), owner: None };
+        if chore_first {
+            Chore::repo(&t.db).insert(&c).await?;
+        }
+        let inserted = Owner::repo(&t.db).insert(&Owner { id: owner, chores: vec![chore, chore] }).await;
+        if !chore_first {
+            Chore::repo(&t.db).save(&c).await?;
+        }
+        match inserted {
+            Ok(()) => assert_eq!(
+                listed(&t, owner).await,
+                Some(vec![Bson::ObjectId(chore)]),
+                "chore stored first: {chore_first}; the insert returned Ok"
+            ),
+            Err(e) => assert_eq!(listed(&t, owner).await, None, "refused ({e}), so nothing may be written"),
+        }
+    }
+    Ok(())
+}
