@@ -23,6 +23,13 @@
 //! plain writes of the other groups; what is left out is a transaction
 //! overlapping a plain write of the same group. Groups are entered in
 //! their order, so two operations never wait for each other in a cycle.
+//!
+//! Not held apart, so still able to meet the deadlock: the sync worker of
+//! a deferred history (its fan-out writes are plain), and a transaction a
+//! cut connection left open on the server after its operation returned
+//! (until the driver's abort or the server's reaping ends it). Should one
+//! of them hang the server, the operation that waits is reported
+//! ([`super::run::OP_TIMEOUT`]) and the history stops there.
 
 use super::op::{Op, Source};
 use super::plan::OpKind;
