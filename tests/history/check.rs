@@ -37,9 +37,11 @@ pub enum Inv {
     /// operation hung, or setup itself left derived data wrong.
     Liveness,
     /// A pending reference at the end of the history: a person lists a task
-    /// that does not exist, which a person insert named (a reference to a
-    /// document not inserted yet is allowed and linked when it arrives).
-    /// Not a violation by itself: the two-way repair must then clear it.
+    /// that does not exist, which a person insert named, or a task is owned
+    /// by a person who does not exist, whom a task insert named (a
+    /// reference to a document not inserted yet is allowed and linked when
+    /// it arrives). Not a violation by itself: the two-way repair must
+    /// then clear it (checked again after it).
     Pending,
 }
 
@@ -119,6 +121,8 @@ pub struct Facts {
     pub posts_deleted: Vec<i32>,
     /// Task ids a person insert that returned `Ok` listed (see [`Inv::Pending`]).
     pub named_by_insert: Vec<Bson>,
+    /// Owners a task insert that returned `Ok` named (see [`Inv::Pending`]).
+    pub owners_named_by_insert: Vec<Bson>,
 }
 
 /// `Bson` as shown in a message.
@@ -190,10 +194,11 @@ pub fn two_way(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
     for task in &s.tasks {
         let Some(owner) = is_set(task.get("owner")) else { continue };
         match people.get(&key(owner)) {
-            None => out.push(v(
-                Inv::I2,
-                format!("task {} is owned by person {owner}, who does not exist", show(task.get("_id"))),
-            )),
+            None => {
+                let inv = if facts.owners_named_by_insert.contains(owner) { Inv::Pending } else { Inv::I2 };
+                let what = format!("task {} is owned by person {owner}, who does not exist", show(task.get("_id")));
+                out.push(v(inv, what))
+            }
             Some(person) => {
                 let listed = task.get("_id").is_some_and(|id| array(person, "tasks").contains(&id));
                 if !listed {

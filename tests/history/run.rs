@@ -186,6 +186,16 @@ fn facts(setup: &[(i32, String)], records: &[Record]) -> Facts {
             (Op::InsertPersonWithTasks { tasks, .. }, Res::Ok(_)) => {
                 f.named_by_insert.extend(tasks.iter().map(|t| Bson::ObjectId(Universe::task(*t))))
             }
+            (op, Res::Ok(_)) if op.steps().iter().any(|s| matches!(s, Op::InsertTaskOwned { .. })) => {
+                for step in op.steps() {
+                    if let Op::InsertTaskOwned { h, .. } = step {
+                        f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)));
+                    }
+                }
+            }
+            (Op::InsertTaskOwnedEarly { h, .. }, Res::Ok(_)) => {
+                f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)))
+            }
             (Op::AppendComment { b, text }, Res::Ok(_)) => f.appended.push((Universe::post(*b), text.clone())),
             (Op::DeletePost { b }, _) => f.posts_deleted.push(Universe::post(*b)),
             _ => {}
