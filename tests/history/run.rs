@@ -227,7 +227,10 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     if trace() {
         eprintln!("seed {}: setup in {}", plan.seed, db.name());
     }
-    let setup_comments = setup(&db, plan.seed).await.map_err(|e| format!("setup failed: {e}"))?;
+    let setup_comments = tokio::time::timeout(CHECK_TIMEOUT, setup(&db, plan.seed))
+        .await
+        .map_err(|_| format!("setup did not end within {CHECK_TIMEOUT:?}: is the server stuck (see gate.rs)?"))?
+        .map_err(|e| format!("setup failed: {e}"))?;
     if trace() {
         eprintln!("seed {}: setup done ({:?}, faults {})", plan.seed, plan.mode, plan.faults);
     }
