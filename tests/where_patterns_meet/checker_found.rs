@@ -62,3 +62,30 @@ async fn an_insert_listing_a_two_way_reference_twice_keeps_it_once() -> docrel::
     }
     Ok(())
 }
+
+/// Seed 5 of the history checker (2,000 operations, no faults, deferred
+/// fan-out; the shrinker kept all of them): `InsertTaskOwned(T8, H2) ->
+/// Refused(people.tasks ... holds at most 3 elements ...; nothing was
+/// written)`, then `ReplaceTask(T8) -> Ok(owner as read H2)` => "I2: task
+/// T8 is owned by person H2, whose tasks [T6, T3, T9] do not list it". An
+/// insert whose link finds the other side full must write nothing, as its
+/// error says (issue 27 item 13), in every fan-out mode.
+#[tokio::test]
+async fn an_insert_refused_because_the_other_side_is_full_writes_nothing() -> docrel::Result<()> {
+    let t = TestDb::new("checker_full").await?;
+    for deferred in [false, true] {
+        let owner = ObjectId::new();
+        let chores: Vec<ObjectId> = (0..3).map(|_| ObjectId::new()).collect();
+        Owner::repo(&t.db).insert(&Owner { id: owner, chores: chores.clone() }).await?;
+        for id in &chores {
+            Chore::repo(&t.db).insert(&Chore { id: *id, description: "dust".into(), owner: None }).await?;
+        }
+        let one_more = Chore { id: ObjectId::new(), description: "mop".into(), owner: Some(owner) };
+        let repo = if deferred { Chore::repo(&t.db).deferred_fan_out() } else { Chore::repo(&t.db) };
+        let inserted = repo.insert(&one_more).await;
+        assert!(matches!(inserted, Err(docrel::Error::EmbedFull { .. })), "deferred {deferred}: {inserted:?}");
+        assert_eq!(raw(&t, "checker_chores", one_more.id).await, None, "deferred {deferred}: refused, yet stored");
+        assert_eq!(listed(&t, owner).await.map(|l| l.len()), Some(3));
+    }
+    Ok(())
+}
