@@ -69,7 +69,9 @@ async fn an_insert_listing_a_two_way_reference_twice_keeps_it_once() -> docrel::
 /// written)`, then `ReplaceTask(T8) -> Ok(owner as read H2)` => "I2: task
 /// T8 is owned by person H2, whose tasks [T6, T3, T9] do not list it". An
 /// insert whose link finds the other side full must write nothing, as its
-/// error says (issue 27 item 13), in every fan-out mode.
+/// error says (issue 27 item 13), in every fan-out mode. Found on a branch
+/// without the fix of item 13, which makes it pass; kept for the deferred
+/// mode, which item 13's own test does not run.
 #[tokio::test]
 async fn an_insert_refused_because_the_other_side_is_full_writes_nothing() -> docrel::Result<()> {
     let t = TestDb::new("checker_full").await?;
