@@ -24,16 +24,21 @@
 //! overlapping a plain write of the same group. Groups are entered in
 //! their order, so two operations never wait for each other in a cycle.
 //!
-//! Not held apart, so still able to meet the deadlock: the sync worker of
-//! a deferred history (its fan-out writes are plain), and a transaction a
-//! cut connection left open on the server after its operation returned
-//! (until the driver's abort or the server's reaping ends it). Should one
-//! of them hang the server, the operation that waits is reported
-//! ([`super::run::OP_TIMEOUT`]) and the history stops there.
+//! The sync worker of a deferred history writes plainly in every group: it
+//! holds every group as a plain operation, and is stopped (cut wherever
+//! its apply is, as a crash would cut it; it resumes from its stored
+//! token) whenever a transaction wants in ([`Gate::transactions`]).
+//!
+//! Not held apart, so still able to meet the deadlock: a transaction a cut
+//! connection left open on the server after its operation returned (until
+//! the driver's abort or the server's reaping ends it). Should it hang the
+//! server, the operation that waits is reported
+//! ([`super::run::OP_TIMEOUT`]) and the run stops there.
 
 use super::op::{Op, Source};
 use super::plan::OpKind;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
@@ -122,14 +127,28 @@ impl Drop for Held {
     }
 }
 
+/// A transaction counted in [`Gate::transactions`] until dropped.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// What an operation holds while it runs.
-pub struct Pass(#[allow(dead_code)] Vec<Held>);
+pub struct Pass(#[allow(dead_code)] Vec<Held>, #[allow(dead_code)] Option<Counted>);
+
+/// Every group, in order.
+pub const ALL_GROUPS: [Group; 4] = [Group::Catalog, Group::People, Group::Reviews, Group::Posts];
 
 /// The gate of a history (see the module's head). `serial`: every
 /// transaction runs alone, no other operation overlapping it (the old
 /// default, kept as an option).
 pub struct Gate {
     groups: Vec<GroupLock>,
+    /// Transactions waiting for the gate or inside it.
+    transactions: Arc<AtomicUsize>,
     serial: Arc<RwLock<()>>,
     serial_mode: bool,
 }
@@ -141,7 +160,17 @@ impl Gate {
             entering: tokio::sync::Mutex::new(()),
             inside: Arc::new(Mutex::new((0, None))),
         };
-        Gate { groups: (0..4).map(|_| lock()).collect(), serial: Arc::new(RwLock::new(())), serial_mode: serial }
+        Gate {
+            groups: (0..4).map(|_| lock()).collect(),
+            transactions: Arc::new(AtomicUsize::new(0)),
+            serial: Arc::new(RwLock::new(())),
+            serial_mode: serial,
+        }
+    }
+
+    /// How many transactions wait for the gate or are inside it.
+    pub fn transactions(&self) -> usize {
+        self.transactions.load(Ordering::SeqCst)
     }
 
     /// Waits until `op` may run; hold the pass while it does.
@@ -152,6 +181,11 @@ impl Gate {
 
     /// Waits until an operation of `class` writing `groups` may run.
     pub async fn enter_as(&self, groups: &[Group], class: Class) -> (Pass, Option<SerialGuard>) {
+        // Counted before waiting: the sync worker stops for it (see the head).
+        let counted = (class == Class::Transaction).then(|| {
+            self.transactions.fetch_add(1, Ordering::SeqCst);
+            Counted(self.transactions.clone())
+        });
         let serial = if !self.serial_mode {
             None
         } else if class == Class::Transaction {
@@ -184,7 +218,7 @@ impl Gate {
                 }
             });
         }
-        (Pass(held), serial)
+        (Pass(held, counted), serial)
     }
 }
 

@@ -345,6 +345,16 @@ pub async fn run_all(s: &Settings) -> Result<Vec<SeedReport>, String> {
             }
         }
         let mut shrunk = Vec::new();
+        if outcome.stuck {
+            let rest: Vec<String> = s.seeds.iter().skip_while(|k| **k != seed).skip(1).map(u64::to_string).collect();
+            println!("{}", describe(&outcome, 300));
+            println!(
+                "seed {seed} left the server stuck (see tests/history/gate.rs): restart it; seeds not run: {}",
+                if rest.is_empty() { "none".to_owned() } else { rest.join(",") }
+            );
+            reports.push(SeedReport { outcome, shrunk });
+            break;
+        }
         if outcome.failed() {
             let full = format!("{}\n{}", summary(&outcome), describe(&outcome, usize::MAX));
             let file = std::env::temp_dir().join(format!("docrel-history-seed-{seed}.txt"));

@@ -142,6 +142,9 @@ pub struct Outcome {
     /// What one repair pass reported, in a (b)-history.
     pub repair: Vec<String>,
     pub elapsed: Duration,
+    /// An operation or the check hung: the server may no longer answer
+    /// (see `gate.rs`), so nothing more is run on it.
+    pub stuck: bool,
 }
 
 impl Outcome {
@@ -215,6 +218,11 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
     let t = TestDb::new(&format!("history_s{}", plan.seed)).await.map_err(|e| e.to_string())?;
     let reaper = Reaper::start(t.db.name()).await?;
     let result = run_in(&t, plan).await;
+    if result.as_ref().is_ok_and(|o| o.stuck) {
+        // Dropping the database would wait for the stuck server forever.
+        std::mem::forget(t);
+        return result;
+    }
     // The database is dropped while the reaper still runs.
     drop(t);
     drop(reaper);
@@ -243,6 +251,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         violations: Vec::new(),
         repair: Vec::new(),
         elapsed: Duration::ZERO,
+        stuck: false,
     };
     let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
     let after_setup = check::check(&Snapshot::read(&db).await?, &facts0, &checked(plan));
@@ -254,12 +263,13 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     }
 
     let t0 = Instant::now();
+    let gate = Arc::new(Gate::new(plan.serial_transactions));
     let notes = Arc::new(Mutex::new(Vec::new()));
     let sync = match plan.mode {
-        Mode::Deferred => Some(Sync::start(&db, notes.clone(), t0).await?),
+        Mode::Deferred => Some(Sync::start(&db, gate.clone(), notes.clone(), t0).await?),
         Mode::Inline => None,
     };
-    let (records, process_notes) = run_workers(&db, plan, t0).await?;
+    let (records, process_notes) = run_workers(&db, plan, gate, t0).await?;
     outcome.notes.extend(process_notes);
     let hung: Vec<&Record> = records.iter().filter(|r| r.res == Res::TimedOut).collect();
     if !hung.is_empty() {
@@ -277,6 +287,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         }
         outcome.records = records;
         outcome.elapsed = started.elapsed();
+        outcome.stuck = true;
         return Ok(outcome);
     }
     // Quiesce: no more faults, the sync worker drained.
@@ -299,10 +310,13 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     let facts = facts(&setup_comments, &outcome.records);
     match tokio::time::timeout(CHECK_TIMEOUT, judge(&db, &facts, &mut outcome, &mut liveness)).await {
         Ok(judged) => judged?,
-        Err(_) => liveness.push(Violation {
-            inv: Inv::Liveness,
-            what: format!("seed {}: the check (and repair) did not end within {CHECK_TIMEOUT:?}", plan.seed),
-        }),
+        Err(_) => {
+            outcome.stuck = true;
+            liveness.push(Violation {
+                inv: Inv::Liveness,
+                what: format!("seed {}: the check (and repair) did not end within {CHECK_TIMEOUT:?}", plan.seed),
+            })
+        }
     }
     outcome.violations.extend(liveness);
     outcome.elapsed = started.elapsed();
@@ -371,8 +385,12 @@ pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
 /// through the history's gate (see `gate.rs`): the odd ones on a second
 /// client, or in a second process when the plan has two; the records of
 /// every operation, and notes about the second process.
-async fn run_workers(db: &Database, plan: &Plan, t0: Instant) -> Result<(Vec<Record>, Vec<String>), String> {
-    let gate = Arc::new(Gate::new(plan.serial_transactions));
+async fn run_workers(
+    db: &Database,
+    plan: &Plan,
+    gate: Arc<Gate>,
+    t0: Instant,
+) -> Result<(Vec<Record>, Vec<String>), String> {
     let second_client = Ctx { db: connect_like(db.name()).await?, mode: plan.mode };
     let ctxs = [Ctx { db: db.clone(), mode: plan.mode }, second_client];
     let stop = Arc::new(AtomicBool::new(false));
