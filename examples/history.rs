@@ -7,7 +7,8 @@
 //! Flags (each also read from its `DOCREL_HISTORY_*` variable, see
 //! `tests/history/mod.rs`): `--seeds 20 | 7,42 | 10..20`, `--ops N`,
 //! `--workers N`, `--faults` / `--no-faults`, `--sync` / `--no-sync`,
-//! `--skip KindA,KindB`, `--concurrent-txn`, `--include-gaps` (the kinds
+//! `--skip KindA,KindB`, `--serial-txn` (transactions alone; concurrent is the
+//! default), `--processes 1|2`, `--skew-ms N`, `--include-gaps` (the kinds
 //! of `KNOWN_GAPS` too: defects of issue 27 not fixed yet), `--shrink N`,
 //! `--shrink-secs N`, `--trace`, `--list` (the operation kinds, the gaps
 //! and the ones known to break an invariant today), `--strict-records` (a
@@ -23,7 +24,7 @@ use std::time::Duration;
 fn usage() -> ! {
     eprintln!(
         "usage: cargo run --example history -- [--seeds 20|7,42|10..20] [--ops N] [--workers N] [--faults|--no-faults] \
-         [--sync|--no-sync] [--skip KindA,KindB] [--concurrent-txn] [--include-gaps] [--strict-records] [--shrink N] [--shrink-secs N] [--trace] [--list]"
+         [--sync|--no-sync] [--skip KindA,KindB] [--serial-txn] [--processes 1|2] [--skew-ms N] [--include-gaps] [--strict-records] [--shrink N] [--shrink-secs N] [--trace] [--list]"
     );
     std::process::exit(2)
 }
@@ -48,6 +49,12 @@ fn settings() -> Result<history::Settings, String> {
             "--no-sync" => s.deferred = Some(false),
             "--skip" => s.skip = history::parse_skip(&value("--skip")?)?,
             "--concurrent-txn" => s.serial_transactions = false,
+            "--serial-txn" => s.serial_transactions = true,
+            "--processes" => s.processes = number("--processes", value("--processes")?)?,
+            "--skew-ms" => {
+                let v = value("--skew-ms")?;
+                s.skew_ms = v.parse().map_err(|e| format!("--skew-ms {v}: {e}"))?
+            }
             "--include-gaps" => s.include_gaps = true,
             "--strict-records" => s.strict_records = true,
             "--shrink" => s.shrink_attempts = number("--shrink", value("--shrink")?)?,
@@ -74,6 +81,14 @@ fn settings() -> Result<history::Settings, String> {
 }
 
 fn main() {
+    if history::process::is_child() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+        if let Err(e) = rt.block_on(history::process::child_main()) {
+            eprintln!("error in the second process: {e}");
+            std::process::exit(2)
+        }
+        return;
+    }
     let s = match settings() {
         Ok(s) => s,
         Err(e) => {

@@ -1,6 +1,7 @@
 //! What runs beside a history's workers: the sync worker of a deferred
 //! history, and the reaper of transactions left open.
 
+use super::gate::{Class, Gate, ALL_GROUPS};
 use super::schema::Part;
 use super::universe::Universe;
 use docrel::bson::{doc, Bson};
@@ -12,24 +13,67 @@ use std::time::{Duration, Instant};
 /// How long the sync worker may take to catch up at the end.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The sync worker of a deferred history, restarted whenever it stops.
+/// Whether `note` is the one about the sync worker's pauses.
+fn stopped_for_transaction(note: Option<&String>) -> bool {
+    note.is_some_and(|n| n.contains("stopped for a transaction"))
+}
+
+/// The sync worker of a deferred history, restarted whenever it stops,
+/// and stopped whenever a transaction wants in (see `gate.rs`).
 pub struct Sync {
     task: tokio::task::JoinHandle<()>,
     applied: tokio::sync::mpsc::UnboundedReceiver<Applied>,
 }
 
 impl Sync {
-    pub async fn start(db: &Database, notes: Arc<Mutex<Vec<String>>>, t0: Instant) -> Result<Sync, String> {
+    pub async fn start(
+        db: &Database,
+        gate: Arc<Gate>,
+        notes: Arc<Mutex<Vec<String>>>,
+        t0: Instant,
+    ) -> Result<Sync, String> {
         let (tx, applied) = tokio::sync::mpsc::unbounded_channel();
         let worker_db = db.clone();
         let task = tokio::spawn(async move {
+            let mut paused = 0usize;
             loop {
-                let tx = tx.clone();
-                let result = SyncWorker::new(&worker_db, "history").run(move |a| drop(tx.send(a.clone()))).await;
-                if let Ok(mut n) = notes.lock() {
-                    n.push(format!("{:.3}s sync worker stopped ({result:?}); restarted", t0.elapsed().as_secs_f64()));
+                while gate.transactions() > 0 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Every group, as a plain writer (see gate.rs).
+                let pass = gate.enter_as(&ALL_GROUPS, Class::Plain).await;
+                let tx = tx.clone();
+                let worker = SyncWorker::new(&worker_db, "history");
+                let run = worker.run(move |a| drop(tx.send(a.clone())));
+                let wanted = async {
+                    while gate.transactions() == 0 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                };
+                let stopped = tokio::select! {
+                    result = run => Some(result),
+                    () = wanted => None,
+                };
+                drop(pass);
+                let restarted = stopped.is_some();
+                let note = match stopped {
+                    Some(result) => format!("sync worker stopped ({result:?}); restarted"),
+                    None => {
+                        paused += 1;
+                        format!("sync worker stopped for a transaction ({paused} times), resumed after it")
+                    }
+                };
+                if let Ok(mut n) = notes.lock() {
+                    let note = format!("{:.3}s {note}", t0.elapsed().as_secs_f64());
+                    // One note for the pauses, the last one.
+                    if stopped_for_transaction(n.last()) && note.contains("for a transaction") {
+                        n.pop();
+                    }
+                    n.push(note);
+                }
+                if restarted {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
         });
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -44,6 +88,11 @@ impl Sync {
             }
         }
         Ok(Sync { task, applied })
+    }
+
+    /// Stops the worker without waiting for it to catch up.
+    pub fn abort(self) {
+        self.task.abort();
     }
 
     /// Writes the drain marker and waits for the worker to apply it: the

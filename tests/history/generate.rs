@@ -308,11 +308,11 @@ fn others(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
 
 fn fault(rng: &mut ChaCha8Rng) -> Fault {
     let n = rng.random_range(1..=3);
-    let mut commands: Vec<&'static str> = Vec::new();
+    let mut commands: Vec<String> = Vec::new();
     while commands.len() < n {
         let c = FAULT_COMMANDS[rng.random_range(0..FAULT_COMMANDS.len())];
-        if !commands.contains(&c) {
-            commands.push(c);
+        if !commands.iter().any(|k| k == c) {
+            commands.push(c.to_owned());
         }
     }
     let error_code =
@@ -321,6 +321,6 @@ fn fault(rng: &mut ChaCha8Rng) -> Fault {
     // server until it is reaped (60 s), stalling every writer of its
     // documents: one cut commit (the driver retries it) is the case of
     // interest (an unknown commit result).
-    let times = if commands.contains(&"commitTransaction") { 1 } else { rng.random_range(1..=3) };
+    let times = if commands.iter().any(|c| c == "commitTransaction") { 1 } else { rng.random_range(1..=3) };
     Fault { commands, times, error_code }
 }

@@ -4,10 +4,11 @@
 //! which operation wrote it.
 
 use super::kinds::OpKind;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Which source collection a repair or verify scans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Source {
     Part,
     Product,
@@ -16,9 +17,9 @@ pub enum Source {
 
 /// A fail point: the next `times` commands named in `commands` from this
 /// history's client fail, by a cut connection or an error code.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fault {
-    pub commands: Vec<&'static str>,
+    pub commands: Vec<String>,
     pub times: u32,
     /// `None`: `closeConnection: true`; `Some(code)`: `errorCode: code`.
     pub error_code: Option<i32>,
@@ -42,7 +43,7 @@ pub const FAULT_COMMANDS: &[&str] = &[
 pub const FAULT_CODES: &[i32] = &[2, 91, 112];
 
 /// How a user session ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum End {
     /// In a transaction, committed.
     Commit,
@@ -170,7 +171,7 @@ impl Arg for Vec<Op> {
 macro_rules! ops {
     ($($kind:ident { $($field:ident: $ty:ty),* $(,)? },)*) => {
         /// One operation with its arguments.
-        #[derive(Clone, Debug, PartialEq)]
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         pub enum Op { $($kind { $($field: $ty),* }),* }
 
         impl Op {

@@ -31,7 +31,7 @@ pub fn unique_date(rng: &mut ChaCha8Rng, worker: usize, seq: usize, k: usize) ->
 }
 
 /// How derived data is kept in a history.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// Inline fan-out; each rename picks inline or transactional at random.
     Inline,
@@ -48,6 +48,10 @@ pub struct Plan {
     pub faults: bool,
     /// Operations that run a transaction run alone (see `PlanConfig`).
     pub serial_transactions: bool,
+    /// 2: the odd workers run in a second OS process (see `PlanConfig`).
+    pub processes: usize,
+    /// The second process's clock, ahead (+) or behind (-), in ms.
+    pub skew_ms: i64,
     /// A copy without a version record breaks the contract (see `PlanConfig`).
     pub strict_records: bool,
     pub workers: Vec<Vec<Op>>,
@@ -78,13 +82,17 @@ pub struct PlanConfig {
     pub deferred: Option<bool>,
     pub skip: Vec<OpKind>,
     /// Run each operation that uses a transaction alone, no other operation
-    /// of the history overlapping it. SecantusDB 0.7.0b3 deadlocks for good
-    /// when a plain `updateMany` conflicts with an open transaction that then
-    /// writes the same collection again (the update retries forever holding
-    /// the collection's lock, the transaction waits for that lock holding its
-    /// own mutex, the reaper waits for that mutex); mongod does not. Turn it
-    /// off (`DOCREL_HISTORY_SERIAL_TXN=0`) against a real `mongod`.
+    /// of the history overlapping it (the old default). Otherwise
+    /// transactions run concurrently with everything but a plain write of
+    /// the same group of collections, which deadlocks SecantusDB for good
+    /// (see `gate.rs`); against a real `mongod` nothing needs to be held.
     pub serial_transactions: bool,
+    /// 1: every worker in this process (the odd ones on a second client);
+    /// 2: the odd workers in a second OS process (not with serial
+    /// transactions, whose gate is this process's).
+    pub processes: usize,
+    /// The second process's clock skew in ms (libfaketime; 0: none).
+    pub skew_ms: i64,
     /// Generate the `kinds::KNOWN_GAPS` too (left out by default).
     pub include_gaps: bool,
     /// Check [`super::check::Inv::Unrecorded`] in histories with no failed
@@ -119,6 +127,8 @@ pub fn generate(cfg: &PlanConfig) -> Plan {
         mode,
         faults,
         serial_transactions: cfg.serial_transactions,
+        processes: cfg.processes,
+        skew_ms: cfg.skew_ms,
         strict_records: cfg.strict_records,
         workers: sequences,
     }

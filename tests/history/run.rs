@@ -11,20 +11,27 @@
 use super::background::{Reaper, Sync};
 use super::check::{self, Facts, Inv, Snapshot, Violation};
 use super::exec::{classify, exec, fail_point, Ctx};
+use super::gate::Gate;
 use super::plan::{Mode, Op, Plan};
+use super::process::{self, connect_like, Admission};
 use super::repair::repair_everything;
+use super::schema::Person;
 use super::setup::setup;
 use super::universe::Universe;
+use docrel::bson::Bson;
 use docrel::mongodb::Database;
 use docrel::testing::TestDb;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// An operation taking longer is abandoned and recorded as timed out
 /// (longer than the 60 s after which the server reaps an idle transaction).
 pub const OP_TIMEOUT: Duration = Duration::from_secs(90);
+/// The check of a quiesced history, with its repair pass, takes less.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(300);
 /// Operations slower than this are listed in the notes.
 pub const SLOW: Duration = Duration::from_secs(10);
 
@@ -44,7 +51,7 @@ pub fn checked(plan: &Plan) -> Vec<Inv> {
 }
 
 /// What an operation returned.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Res {
     Ok(String),
     /// An error about the request itself, with nothing written (or, for a
@@ -135,6 +142,9 @@ pub struct Outcome {
     /// What one repair pass reported, in a (b)-history.
     pub repair: Vec<String>,
     pub elapsed: Duration,
+    /// An operation or the check hung: the server may no longer answer
+    /// (see `gate.rs`), so nothing more is run on it.
+    pub stuck: bool,
 }
 
 impl Outcome {
@@ -173,9 +183,22 @@ pub use super::universe::short_ids;
 
 /// What the history adds to the check of I4.
 fn facts(setup: &[(i32, String)], records: &[Record]) -> Facts {
-    let mut f = Facts { appended: setup.to_vec(), posts_deleted: Vec::new() };
+    let mut f = Facts { appended: setup.to_vec(), ..Facts::default() };
     for r in records {
         match (&r.op, &r.res) {
+            (Op::InsertPersonWithTasks { tasks, .. }, Res::Ok(_)) => {
+                f.named_by_insert.extend(tasks.iter().map(|t| Bson::ObjectId(Universe::task(*t))))
+            }
+            (op, Res::Ok(_)) if op.steps().iter().any(|s| matches!(s, Op::InsertTaskOwned { .. })) => {
+                for step in op.steps() {
+                    if let Op::InsertTaskOwned { h, .. } = step {
+                        f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)));
+                    }
+                }
+            }
+            (Op::InsertTaskOwnedEarly { h, .. }, Res::Ok(_)) => {
+                f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)))
+            }
             (Op::AppendComment { b, text }, Res::Ok(_)) => f.appended.push((Universe::post(*b), text.clone())),
             (Op::DeletePost { b }, _) => f.posts_deleted.push(Universe::post(*b)),
             _ => {}
@@ -195,6 +218,11 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
     let t = TestDb::new(&format!("history_s{}", plan.seed)).await.map_err(|e| e.to_string())?;
     let reaper = Reaper::start(t.db.name()).await?;
     let result = run_in(&t, plan).await;
+    if result.as_ref().is_ok_and(|o| o.stuck) {
+        // Dropping the database would wait for the stuck server forever.
+        std::mem::forget(t);
+        return result;
+    }
     // The database is dropped while the reaper still runs.
     drop(t);
     drop(reaper);
@@ -207,7 +235,10 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     if trace() {
         eprintln!("seed {}: setup in {}", plan.seed, db.name());
     }
-    let setup_comments = setup(&db, plan.seed).await.map_err(|e| format!("setup failed: {e}"))?;
+    let setup_comments = tokio::time::timeout(CHECK_TIMEOUT, setup(&db, plan.seed))
+        .await
+        .map_err(|_| format!("setup did not end within {CHECK_TIMEOUT:?}: is the server stuck (see gate.rs)?"))?
+        .map_err(|e| format!("setup failed: {e}"))?;
     if trace() {
         eprintln!("seed {}: setup done ({:?}, faults {})", plan.seed, plan.mode, plan.faults);
     }
@@ -220,8 +251,9 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         violations: Vec::new(),
         repair: Vec::new(),
         elapsed: Duration::ZERO,
+        stuck: false,
     };
-    let facts0 = Facts { appended: setup_comments.clone(), posts_deleted: vec![] };
+    let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
     let after_setup = check::check(&Snapshot::read(&db).await?, &facts0, &checked(plan));
     if !after_setup.is_empty() {
         outcome.notes.push("setup (docrel calls, inline, no faults) already broke the invariants".into());
@@ -231,12 +263,33 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     }
 
     let t0 = Instant::now();
+    let gate = Arc::new(Gate::new(plan.serial_transactions));
     let notes = Arc::new(Mutex::new(Vec::new()));
     let sync = match plan.mode {
-        Mode::Deferred => Some(Sync::start(&db, notes.clone(), t0).await?),
+        Mode::Deferred => Some(Sync::start(&db, gate.clone(), notes.clone(), t0).await?),
         Mode::Inline => None,
     };
-    let records = run_workers(&db, plan, t0).await?;
+    let (records, process_notes) = run_workers(&db, plan, gate, t0).await?;
+    outcome.notes.extend(process_notes);
+    let hung: Vec<&Record> = records.iter().filter(|r| r.res == Res::TimedOut).collect();
+    if !hung.is_empty() {
+        // The server may be stuck for good (see `gate.rs`): say which
+        // operations hung, and check nothing more on it.
+        if let Some(sync) = sync {
+            sync.abort();
+        }
+        for r in hung {
+            let what = format!(
+                "seed {}: w{}#{} {} did not return within {OP_TIMEOUT:?} (the history stopped there)",
+                plan.seed, r.worker, r.seq, r.op
+            );
+            outcome.violations.push(Violation { inv: Inv::Liveness, what });
+        }
+        outcome.records = records;
+        outcome.elapsed = started.elapsed();
+        outcome.stuck = true;
+        return Ok(outcome);
+    }
     // Quiesce: no more faults, the sync worker drained.
     if plan.faults {
         fail_point(&db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
@@ -255,7 +308,16 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         }
     }
     let facts = facts(&setup_comments, &outcome.records);
-    judge(&db, &facts, &mut outcome, &mut liveness).await?;
+    match tokio::time::timeout(CHECK_TIMEOUT, judge(&db, &facts, &mut outcome, &mut liveness)).await {
+        Ok(judged) => judged?,
+        Err(_) => {
+            outcome.stuck = true;
+            liveness.push(Violation {
+                inv: Inv::Liveness,
+                what: format!("seed {}: the check (and repair) did not end within {CHECK_TIMEOUT:?}", plan.seed),
+            })
+        }
+    }
     outcome.violations.extend(liveness);
     outcome.elapsed = started.elapsed();
     Ok(outcome)
@@ -281,6 +343,19 @@ async fn judge(
     }
     if !failed {
         outcome.violations = check::check(&snapshot, facts, &checked(&outcome.plan));
+        let pending = check::check(&snapshot, facts, &[Inv::Pending]);
+        if let Some(first) = pending.first() {
+            // Pending references left at the end: the two-way repair must
+            // clear them (it pulls an id whose document does not exist).
+            outcome.notes.push(format!("{} pending references at the end, first: {first}", pending.len()));
+            let r = docrel::inverse_check::repair::<Person>(db).run().await;
+            let r = r.map_err(|e| format!("the two-way repair of pending references failed: {e}"))?;
+            outcome.repair.push(format!("two-way repair: dangling {} fixed {}", r.dangling, r.fixed));
+            let repaired = Snapshot::read(db).await?;
+            let mut which = checked(&outcome.plan);
+            which.push(Inv::Pending);
+            outcome.violations = check::check(&repaired, facts, &which);
+        }
         return Ok(());
     }
     outcome.contract = Contract::B;
@@ -290,48 +365,110 @@ async fn judge(
         Err(e) => liveness.push(Violation { inv: Inv::Liveness, what: format!("the repair pass failed: {e}") }),
     }
     let repaired = Snapshot::read(db).await?;
-    outcome.violations = check::check(&repaired, facts, CHECKED_AFTER_REPAIR);
+    let mut which = CHECKED_AFTER_REPAIR.to_vec();
+    which.push(Inv::Pending);
+    outcome.violations = check::check(&repaired, facts, &which);
     Ok(())
 }
 
-/// Runs the workers of `plan` concurrently, each its operations in order
-/// (an operation that runs a transaction alone when the plan serializes
-/// them); the records of every operation.
-async fn run_workers(db: &Database, plan: &Plan, t0: Instant) -> Result<Vec<Record>, String> {
-    let ctx = Ctx { db: db.clone(), mode: plan.mode, gate: Arc::new(tokio::sync::RwLock::new(())) };
-    let serial = plan.serial_transactions;
+/// Where each worker of `plan` runs: `Some(k)` on client `k` of this
+/// process (0: the history's, 1: a second one), `None` in the second process.
+pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
+    let second_process = plan.processes >= 2 && !plan.serial_transactions;
+    match (w % 2, second_process) {
+        (1, true) => None,
+        (k, _) => Some(k),
+    }
+}
+
+/// Runs the workers of `plan` concurrently, each its operations in order,
+/// through the history's gate (see `gate.rs`): the odd ones on a second
+/// client, or in a second process when the plan has two; the records of
+/// every operation, and notes about the second process.
+async fn run_workers(
+    db: &Database,
+    plan: &Plan,
+    gate: Arc<Gate>,
+    t0: Instant,
+) -> Result<(Vec<Record>, Vec<String>), String> {
+    let second_client = Ctx { db: connect_like(db.name()).await?, mode: plan.mode };
+    let ctxs = [Ctx { db: db.clone(), mode: plan.mode }, second_client];
+    let stop = Arc::new(AtomicBool::new(false));
     let records = Arc::new(Mutex::new(Vec::new()));
     let mut workers = Vec::new();
+    let mut elsewhere = Vec::new();
     for (w, ops) in plan.workers.iter().enumerate() {
-        let (ctx, ops, records) = (ctx.clone(), ops.clone(), records.clone());
+        let Some(k) = placement(plan, w) else {
+            elsewhere.push((w, ops.clone()));
+            continue;
+        };
+        let (ctx, ops, records, stop) = (ctxs[k].clone(), ops.clone(), records.clone(), stop.clone());
+        let admission = Admission::Local(gate.clone());
         workers.push(tokio::spawn(async move {
-            for (seq, op) in ops.into_iter().enumerate() {
-                let start = t0.elapsed();
-                let alone = serial && op.runs_transaction();
-                let guarded = async {
-                    let _shared = if alone { None } else { Some(ctx.gate.read().await) };
-                    let _alone = if alone { Some(ctx.gate.write().await) } else { None };
-                    exec(&ctx, &op).await
-                };
-                let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
-                    Ok(Ok(s)) => Res::Ok(s),
-                    Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
-                    Ok(Err(e)) => classify(&e),
-                    Err(_) => Res::TimedOut,
-                };
-                let end = t0.elapsed();
-                if trace() {
-                    eprintln!("{}", Record { worker: w, seq, op: op.clone(), start, end, res: res.clone() });
+            let sink = |r: Record| {
+                if let Ok(mut all) = records.lock() {
+                    all.push(r);
                 }
-                if let Ok(mut r) = records.lock() {
-                    r.push(Record { worker: w, seq, op, start, end, res });
-                }
-            }
+            };
+            run_worker(&ctx, &admission, w, ops, t0, &stop, sink).await;
         }));
+    }
+    let mut notes = Vec::new();
+    if !elsewhere.is_empty() {
+        let child = process::run_child(db, plan, elsewhere, gate.clone(), t0, stop.clone()).await;
+        let child = child.inspect_err(|_| stop.store(true, Ordering::SeqCst));
+        for w in workers.drain(..) {
+            let _ = w.await;
+        }
+        let child = child?;
+        notes.push(child.note);
+        records.lock().map_err(|e| e.to_string())?.extend(child.records);
     }
     for w in workers {
         w.await.map_err(|e| format!("a worker panicked: {e}"))?;
     }
     let records = records.lock().map(|r| r.clone()).unwrap_or_default();
-    Ok(records)
+    Ok((records, notes))
+}
+
+/// Runs the operations of worker `w` in order, each let in by
+/// `admission` and bounded by [`OP_TIMEOUT`], handing each record to
+/// `sink`; stops early once `stop` is set (an operation hung: the server
+/// may be stuck for good, see `gate.rs`).
+pub async fn run_worker(
+    ctx: &Ctx,
+    admission: &Admission,
+    w: usize,
+    ops: Vec<Op>,
+    t0: Instant,
+    stop: &AtomicBool,
+    sink: impl Fn(Record),
+) {
+    for (seq, op) in ops.into_iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let start = t0.elapsed();
+        if trace() {
+            eprintln!("{:>7.3}.. start   w{w}#{seq:<4} {op}", start.as_secs_f64());
+        }
+        let guarded = async {
+            let _admitted = admission.enter(&op).await;
+            exec(ctx, &op).await
+        };
+        let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
+            Ok(Ok(s)) => Res::Ok(s),
+            Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
+            Ok(Err(e)) => classify(&e),
+            Err(_) => {
+                stop.store(true, Ordering::SeqCst);
+                Res::TimedOut
+            }
+        };
+        let record = Record { worker: w, seq, op, start, end: t0.elapsed(), res };
+        if trace() {
+            eprintln!("{record}");
+        }
+        sink(record);
+    }
 }

@@ -39,6 +39,11 @@ impl Shrinker {
         }
         self.attempts += 1;
         match run(&plan).await {
+            Ok(o) if o.stuck => {
+                println!("  shrink attempt {}: the server got stuck; shrinking stops", self.attempts);
+                self.attempts = self.budget.attempts;
+                None
+            }
             Ok(o) if o.invariants().iter().any(|i| self.target.contains(i)) => {
                 println!(
                     "  shrink attempt {}: {} ops on {} worker(s) still fails {:?}",

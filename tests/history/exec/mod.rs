@@ -15,16 +15,12 @@ use docrel::bson::doc;
 use docrel::mongodb::error::{ErrorKind, WriteFailure};
 use docrel::mongodb::{ClientSession, Database};
 use docrel::{Call, Document, Error, LinkWrite, Repository};
-use std::sync::Arc;
 
 /// What operations run against.
 #[derive(Clone)]
 pub struct Ctx {
     pub db: Database,
     pub mode: Mode,
-    /// Held shared by every operation, exclusively by one that runs a
-    /// transaction when the plan serializes them.
-    pub gate: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl Ctx {
@@ -82,6 +78,7 @@ pub fn classify(e: &Error) -> Res {
     match e {
         // Not docrel's: the checker has no runner for the operation.
         Error::Invalid { what: docrel::Misuse::Application("history"), .. } => Res::Failed(text),
+        Error::Invalid { what: docrel::Misuse::Application(session::ABORTED), .. } => Res::Refused(text),
         Error::EmbedFull { .. }
         | Error::StillReferenced { .. }
         | Error::NotFound { .. }

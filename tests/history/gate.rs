@@ -1,0 +1,229 @@
+//! Keeping a history clear of a deadlock of the test server (SecantusDB
+//! 0.7.0b3), not of MongoDB, while transactions still run concurrently
+//! with everything they can meet on `mongod`.
+//!
+//! The deadlock: a plain multi-document write (`updateMany`, `deleteMany`,
+//! a batch insert; no transaction) that meets a document an open
+//! transaction wrote retries its write conflict forever, holding the
+//! collection's lock all along; the transaction's next statement on that
+//! collection waits for the lock while holding the transaction's own
+//! mutex, so it never commits or aborts; the server's reaper of idle
+//! transactions waits for that mutex while holding the registry's lock,
+//! so every transaction statement of the server waits from then on. The
+//! server never recovers (`storage.py`: `_retry_write_conflicts` around
+//! `_update_chunk`, `_delete_chunk`, `_insert_chunk`, called under
+//! `_coll_lock`; `transactions.py`: `_prune_locked`). `mongod` yields its
+//! locks between write-conflict retries, so the transaction goes on.
+//!
+//! The gate: the collections of a history fall in groups no derived data
+//! crosses ([`Group`]). Operations that run a transaction enter each group
+//! they write as one class, all the others as the other class; the two
+//! classes exclude each other group by group, and share within a class.
+//! So transactions run concurrently with each other anywhere, and with
+//! plain writes of the other groups; what is left out is a transaction
+//! overlapping a plain write of the same group. Groups are entered in
+//! their order, so two operations never wait for each other in a cycle.
+//!
+//! The sync worker of a deferred history writes plainly in every group: it
+//! holds every group as a plain operation, and is stopped (cut wherever
+//! its apply is, as a crash would cut it; it resumes from its stored
+//! token) whenever a transaction wants in ([`Gate::transactions`]).
+//!
+//! Not held apart, so still able to meet the deadlock: a transaction a cut
+//! connection left open on the server after its operation returned (until
+//! the driver's abort or the server's reaping ends it). Should it hang the
+//! server, the operation that waits is reported
+//! ([`super::run::OP_TIMEOUT`]) and the run stops there.
+
+use super::op::{Op, Source};
+use super::plan::OpKind;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+
+/// Collections that derived data links, apart from every other group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Group {
+    /// `parts`, `products`.
+    Catalog,
+    /// `people`, `tasks`.
+    People,
+    /// `items`, `reviews`.
+    Reviews,
+    /// `posts`, `comment_pages`.
+    Posts,
+}
+
+/// Which class of the gate an operation enters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Class {
+    /// It runs a multi-document transaction.
+    Transaction,
+    /// It does not (its writes may be plain multi-document ones).
+    Plain,
+}
+
+/// The group an operation of `kind` writes.
+fn group_of(kind: OpKind) -> Option<Group> {
+    use OpKind as K;
+    let name = format!("{kind:?}");
+    let has = |w: &[&str]| w.iter().any(|s| name.contains(s));
+    Some(match kind {
+        K::Session | K::Repair | K::Verify | K::FaultOn | K::FaultOff => return None,
+        K::Reassign | K::LinkTask | K::UnlinkTask | K::UnlinkOwner | K::SetOwnerPlainly => Group::People,
+        K::PullSummary | K::RebuildSubset => Group::Reviews,
+        K::AppendComment | K::BumpPageCount => Group::Posts,
+        _ if has(&["Part", "Product"]) => Group::Catalog,
+        _ if has(&["Person", "Task"]) => Group::People,
+        _ if has(&["Item", "Review"]) => Group::Reviews,
+        _ if has(&["Post"]) => Group::Posts,
+        _ => return None,
+    })
+}
+
+/// The groups `op` writes, in order, and its class.
+pub fn entry(op: &Op) -> (Vec<Group>, Class) {
+    let mut groups: Vec<Group> = match op {
+        Op::Repair { source } | Op::Verify { source } => match source {
+            Source::Part | Source::Product => vec![Group::Catalog],
+            Source::Person => vec![Group::People],
+        },
+        _ => op.steps().iter().filter_map(|s| group_of(s.kind())).collect(),
+    };
+    groups.sort();
+    groups.dedup();
+    let class = if op.runs_transaction() { Class::Transaction } else { Class::Plain };
+    (groups, class)
+}
+
+/// One group's lock: plain operations hold it shared; transactions hold
+/// it exclusively as a class (the first one in takes it, the last one out
+/// gives it back; a "lightswitch").
+struct GroupLock {
+    room: Arc<RwLock<()>>,
+    /// Serializes transactions entering, so only the first one waits for the room.
+    entering: tokio::sync::Mutex<()>,
+    /// How many transactions are in, and the room's guard while any is.
+    inside: Arc<Mutex<(usize, Option<OwnedRwLockWriteGuard<()>>)>>,
+}
+
+/// A group held by one operation; dropping it lets the group go.
+enum Held {
+    Plain(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
+    Transaction(Arc<Mutex<(usize, Option<OwnedRwLockWriteGuard<()>>)>>),
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Held::Transaction(inside) = self {
+            if let Ok(mut i) = inside.lock() {
+                i.0 -= 1;
+                if i.0 == 0 {
+                    i.1 = None;
+                }
+            }
+        }
+    }
+}
+
+/// A transaction counted in [`Gate::transactions`] until dropped.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What an operation holds while it runs.
+pub struct Pass(#[allow(dead_code)] Vec<Held>, #[allow(dead_code)] Option<Counted>);
+
+/// Every group, in order.
+pub const ALL_GROUPS: [Group; 4] = [Group::Catalog, Group::People, Group::Reviews, Group::Posts];
+
+/// The gate of a history (see the module's head). `serial`: every
+/// transaction runs alone, no other operation overlapping it (the old
+/// default, kept as an option).
+pub struct Gate {
+    groups: Vec<GroupLock>,
+    /// Transactions waiting for the gate or inside it.
+    transactions: Arc<AtomicUsize>,
+    serial: Arc<RwLock<()>>,
+    serial_mode: bool,
+}
+
+impl Gate {
+    pub fn new(serial: bool) -> Gate {
+        let lock = || GroupLock {
+            room: Arc::new(RwLock::new(())),
+            entering: tokio::sync::Mutex::new(()),
+            inside: Arc::new(Mutex::new((0, None))),
+        };
+        Gate {
+            groups: (0..4).map(|_| lock()).collect(),
+            transactions: Arc::new(AtomicUsize::new(0)),
+            serial: Arc::new(RwLock::new(())),
+            serial_mode: serial,
+        }
+    }
+
+    /// How many transactions wait for the gate or are inside it.
+    pub fn transactions(&self) -> usize {
+        self.transactions.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `op` may run; hold the pass while it does.
+    pub async fn enter(&self, op: &Op) -> (Pass, Option<SerialGuard>) {
+        let (groups, class) = entry(op);
+        self.enter_as(&groups, class).await
+    }
+
+    /// Waits until an operation of `class` writing `groups` may run.
+    pub async fn enter_as(&self, groups: &[Group], class: Class) -> (Pass, Option<SerialGuard>) {
+        // Counted before waiting: the sync worker stops for it (see the head).
+        let counted = (class == Class::Transaction).then(|| {
+            self.transactions.fetch_add(1, Ordering::SeqCst);
+            Counted(self.transactions.clone())
+        });
+        let serial = if !self.serial_mode {
+            None
+        } else if class == Class::Transaction {
+            Some(SerialGuard::Alone(self.serial.clone().write_owned().await))
+        } else {
+            Some(SerialGuard::Shared(self.serial.clone().read_owned().await))
+        };
+        let mut held = Vec::new();
+        for g in groups {
+            let lock = &self.groups[*g as usize];
+            held.push(match class {
+                Class::Plain => Held::Plain(lock.room.clone().read_owned().await),
+                Class::Transaction => {
+                    // Only a transaction holding `entering` counts up, and
+                    // the count only goes down from above 0: joining a
+                    // class already in is atomic, opening it waits alone.
+                    let _turn = lock.entering.lock().await;
+                    let joined = lock.inside.lock().is_ok_and(|mut i| {
+                        let join = i.0 > 0;
+                        i.0 += usize::from(join);
+                        join
+                    });
+                    if !joined {
+                        let guard = lock.room.clone().write_owned().await;
+                        if let Ok(mut i) = lock.inside.lock() {
+                            *i = (1, Some(guard));
+                        }
+                    }
+                    Held::Transaction(lock.inside.clone())
+                }
+            });
+        }
+        (Pass(held, counted), serial)
+    }
+}
+
+/// The serial mode's hold: alone (a transaction) or shared (the rest).
+pub enum SerialGuard {
+    Alone(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
+    Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
+}
