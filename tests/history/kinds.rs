@@ -173,10 +173,6 @@ pub const KNOWN_BROKEN: &[(OpKind, &str)] = &[
         "restrict is count-then-delete: a referrer inserted between the count and the delete dangles (verify \
          reports it)",
     ),
-    (
-        OpKind::InsertPersonWithTasks,
-        "an insert listing a task twice stores it twice (I2; tests/where_patterns_meet/checker_found.rs)",
-    ),
 ];
 
 impl OpKind {
