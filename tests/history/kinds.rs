@@ -167,13 +167,11 @@ pub const KNOWN_GAPS: &[(OpKind, &str)] = &[(
 /// Kinds with a race still open that is not a gap (they stay in the
 /// default runs), and what it is: what a failure involving them is
 /// probably about; skip them with `DOCREL_HISTORY_SKIP` to look past them.
-pub const KNOWN_BROKEN: &[(OpKind, &str)] = &[
-    (
-        OpKind::DeletePerson,
-        "restrict is count-then-delete: a referrer inserted between the count and the delete dangles (verify \
+pub const KNOWN_BROKEN: &[(OpKind, &str)] = &[(
+    OpKind::DeletePerson,
+    "restrict is count-then-delete: a referrer inserted between the count and the delete dangles (verify \
          reports it)",
-    ),
-];
+)];
 
 impl OpKind {
     /// The kind named `name` (case-insensitive).
