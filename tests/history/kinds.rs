@@ -154,15 +154,11 @@ pub const MODE_EXERCISES: &[&str] = &["Repository::deferred_fan_out"];
 /// 27 lists (the item named), which breaks an invariant or makes the call
 /// fail with no error of the caller's. `--include-gaps` (or
 /// `DOCREL_HISTORY_INCLUDE_GAPS=1`) runs them; once the item is fixed, its
-/// entry goes. With items 3 and 13 fixed, `InsertTaskOwned` and
-/// `InsertPersonWithTasks` run by default (a reference to a document not
-/// inserted yet is a pending reference, see `check::Inv::Pending`).
-pub const KNOWN_GAPS: &[(OpKind, &str)] = &[(
-    OpKind::InsertTaskOwnedEarly,
-    "issue 27 item 3, the single side: a task owned by a person who is never inserted keeps its pending \
-     reference at the end, and the two-way repair cannot clear it (it reports it unfixable: \"reassign or delete \
-     the task\"); the contract must say what the repair does with it (unset an optional reference?)",
-)];
+/// entry goes. None is left: a reference to a document not inserted yet is
+/// a pending reference (see `check::Inv::Pending`), linked when the
+/// document arrives; one whose document never arrives dangles, as any
+/// reference to a missing document does, and verify reports it.
+pub const KNOWN_GAPS: &[(OpKind, &str)] = &[];
 
 /// Kinds with a race still open that is not a gap (they stay in the
 /// default runs), and what it is: what a failure involving them is
