@@ -99,10 +99,10 @@ async fn publish_once(db: &Database, ours: &[StoredType]) -> Result<Option<Publi
     for (t, before) in writes {
         let stored = stored_document(&t)?;
         match before {
-            None => match coll.insert_one(stored).await {
+            None => match coll.insert_one(stored).await.map_err(|e| Error::driver("insert", SCHEMA_COLLECTION, e)) {
                 Ok(_) => {}
-                Err(e) if duplicate(&e) => return Ok(None),
-                Err(e) => return Err(Error::driver("insert", SCHEMA_COLLECTION, e)),
+                Err(e) if e.is_duplicate_key() => return Ok(None),
+                Err(e) => return Err(e),
             },
             Some(print) => {
                 let filter = doc! {"_id": &t.collection, "fingerprint": print};
@@ -130,10 +130,6 @@ fn conflicted(conflicts: &[Conflict]) -> Error {
             lines.join("\n")
         ),
     }
-}
-
-fn duplicate(e: &mongodb::error::Error) -> bool {
-    matches!(&*e.kind, mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000)
 }
 
 /// The stored document of a type: its form, format and fingerprint.
