@@ -48,9 +48,7 @@ pub use schema::{graph, indexes, registry, shard};
 /// copies, two-way references, subsets and buckets.
 pub use store::scan;
 
-pub use client::connect::{
-    connect, connect_from_env, connect_with, options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE,
-};
+pub use client::connect::{options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
 /// What the deployment supports, and the minimum versions.
 pub use client::deployment;
 pub use client::monitor::{Mark, RoundTrips};
@@ -72,7 +70,7 @@ pub use relations::join::{
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
-pub use repository::{ops, Call, Operation, Repository, UpdateOutcome};
+pub use repository::{connect, connect_from_env, connect_with, ops, Call, Operation, Repository, UpdateOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
     RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,

@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+pub mod change;
 pub mod checks;
 #[cfg(feature = "admin")]
 pub mod cli;

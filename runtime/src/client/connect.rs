@@ -12,17 +12,8 @@ pub const DEFAULT_SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// The variable the scripts and examples read the server's URI from.
 pub const URI_VARIABLE: &str = "MONGODB_URI";
 
-/// Connects to `uri` and checks that a server answers (one `hello`), and
-/// that it is MongoDB 4.2 or later ([`Error::Unsupported`] otherwise).
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// // Nothing listens on port 9: the error names the URI and the fix.
-/// let err = docrel::connect("mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200").await.unwrap_err();
-/// assert!(err.to_string().contains("127.0.0.1:9"));
-/// assert!(err.to_string().contains("MONGODB_URI"));
-/// # }
-/// ```
+/// Connects to `uri` and checks the server (the client layer of
+/// [`crate::connect`], which also reads the stored schema).
 pub async fn connect(uri: &str) -> Result<Client> {
     let options = options(uri).await?;
     connect_with(uri, options).await
@@ -50,8 +41,7 @@ pub async fn options(uri: &str) -> Result<ClientOptions> {
     Ok(options)
 }
 
-/// Connects with prepared options and checks that a server answers and is
-/// recent enough, as [`connect`] does.
+/// [`connect`] with prepared options.
 pub async fn connect_with(uri: &str, options: ClientOptions) -> Result<Client> {
     let hosts: Vec<String> = options.hosts.iter().map(|h| h.to_string()).collect();
     let client = Client::with_options(options).map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
@@ -60,13 +50,7 @@ pub async fn connect_with(uri: &str, options: ClientOptions) -> Result<Client> {
     Ok(client)
 }
 
-/// Connects to the server named by `MONGODB_URI`.
-///
-/// ```no_run
-/// # async fn f() -> docrel::Result<()> {
-/// let client = docrel::connect_from_env().await?;
-/// # Ok(()) }
-/// ```
+/// [`connect`] to the server named by `MONGODB_URI`.
 pub async fn connect_from_env() -> Result<Client> {
     match std::env::var(URI_VARIABLE) {
         Ok(uri) => connect(&uri).await,

@@ -296,6 +296,28 @@ pub enum Error {
         #[source]
         source: Box<mongodb::error::Error>,
     },
+
+    /// This process could not confirm the schema published in the
+    /// database within its lease, so it refuses docrel writes there rather
+    /// than write without a rule another program may have added (a copy, a
+    /// subset, a delete rule). Nothing was written.
+    #[error(
+        "docrel refuses to write to database `{database}`: this process last confirmed the schema published \
+         in `_docrel_schema` {since} ago, beyond its lease of {lease:?}, and confirming it again failed: \
+         {reason}. Nothing was written. A write now could skip a rule another program published; fix what \
+         stops the schema from being read (the server's reachability, or a schema of a newer docrel: upgrade \
+         this program), then write again (`docrel::schema::set_lease` sets the lease)"
+    )]
+    SchemaLease {
+        /// The database whose schema could not be confirmed.
+        database: String,
+        /// How long ago it was last confirmed ("never" if it never was).
+        since: String,
+        /// The lease this process holds the schema under.
+        lease: std::time::Duration,
+        /// Why confirming it failed.
+        reason: String,
+    },
 }
 
 /// What an [`Error::Invalid`] is about, to match on.
@@ -430,6 +452,7 @@ impl Error {
             Error::TwoWayField { .. } => "TwoWayField",
             Error::Invalid { .. } => "Invalid",
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
+            Error::SchemaLease { .. } => "SchemaLease",
             Error::Bson { .. } => "Bson",
         }
     }

@@ -197,6 +197,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// [`Bucket::all`] and [`Bucket::range`] read them in order.
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         crate::client::trace::Op::new("append", B::COLLECTION).documents(1).run(async move {
+        crate::schema::stored::hold(db).await?;
         let spec = self.spec()?;
         let value = self.element(element)?;
         let coll = db.collection::<BsonDoc>(B::COLLECTION);

@@ -359,6 +359,7 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
     /// Rebuilds the parent's subset from the full collection (one read, one
     /// write); returns how many summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &P::Id) -> Result<usize> {
+        crate::schema::stored::hold(db).await?;
         self.target()?.rebuild(db, &crate::id::DocId::to_bson(parent)).await
     }
 

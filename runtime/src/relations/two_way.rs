@@ -467,6 +467,7 @@ impl<'a> std::future::IntoFuture for LinkWrite<'a> {
         let LinkWrite { db, schema, rel, x, y, unlink: un, session } = self;
         let op = crate::client::trace::Op::new(if un { "unlink" } else { "link" }, schema.collection);
         Box::pin(op.run(async move {
+            crate::schema::stored::hold(db).await?;
             let cx = &mut Cx::new(db, session);
             match un {
                 true => unlink(cx, schema, rel, x, y).await,

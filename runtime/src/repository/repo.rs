@@ -244,7 +244,16 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
     type IntoFuture = BoxFuture<'a, Result<O::Output>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        self.op.run(self.repo, self.session)
+        if !O::WRITES {
+            return self.op.run(self.repo, self.session);
+        }
+        // A write holds the database's stored schema first: the rules other
+        // programs published are followed from this process's first write,
+        // and never under a lapsed lease.
+        Box::pin(async move {
+            crate::schema::stored::hold(&self.repo.db).await?;
+            self.op.run(self.repo, self.session).await
+        })
     }
 }
 
@@ -380,6 +389,9 @@ mod sealed {
 pub trait Operation<'a, T>: sealed::Sealed + Send + 'a {
     /// What the call returns.
     type Output: Send + 'a;
+    /// Whether the call writes (and so holds the stored schema first).
+    #[doc(hidden)]
+    const WRITES: bool = true;
     #[doc(hidden)]
     fn run(
         self,
@@ -396,7 +408,7 @@ pub mod ops {
     /// Writes `Operation` for one operation struct: its fields, its output
     /// and the body that runs it (`repo`, `session` and the fields in scope).
     macro_rules! operation {
-        ($(#[$doc:meta])* $name:ident<$a:lifetime, $t:ident> { $($field:ident: $ty:ty),* } -> $out:ty,
+        ($(#[$doc:meta])* $(@$read:ident)? $name:ident<$a:lifetime, $t:ident> { $($field:ident: $ty:ty),* } -> $out:ty,
          |$repo:ident, $session:ident| $body:expr) => {
             $(#[$doc])*
             pub struct $name<$a, $t: Document> {
@@ -406,6 +418,7 @@ pub mod ops {
             impl<$a, $t: Document> super::sealed::Sealed for $name<$a, $t> {}
             impl<$a, $t: Document> Operation<$a, $t> for $name<$a, $t> {
                 type Output = $out;
+                $(const WRITES: bool = { let _ = stringify!($read); false };)?
                 fn run(self, $repo: &$a Repository<$t>, $session: Option<&$a mut ClientSession>) -> BoxFuture<$a, Result<$out>> {
                     let $name { $($field,)* _doc } = self;
                     Box::pin($body)
@@ -421,7 +434,7 @@ pub mod ops {
     );
     operation!(
         /// [`Repository::get`].
-        Get<'a, T> { id: &'a T::Id } -> Option<T>,
+        @read Get<'a, T> { id: &'a T::Id } -> Option<T>,
         |repo, session| async move {
             let find = repo.find(doc! {"_id": id.to_bson()});
             match session {
@@ -432,7 +445,7 @@ pub mod ops {
     );
     operation!(
         /// [`Repository::require`].
-        Require<'a, T> { id: &'a T::Id } -> T,
+        @read Require<'a, T> { id: &'a T::Id } -> T,
         |repo, session| async move {
             let find = repo.find(doc! {"_id": id.to_bson()});
             let found = match session {
@@ -444,7 +457,7 @@ pub mod ops {
     );
     operation!(
         /// [`Repository::count`].
-        Count<'a, T> { filter: Filter } -> u64,
+        @read Count<'a, T> { filter: Filter } -> u64,
         |repo, session| repo.count_in(filter, session)
     );
     operation!(

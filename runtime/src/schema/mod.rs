@@ -10,4 +10,4 @@ pub mod registry;
 pub mod shard;
 pub mod stored;
 
-pub use stored::{export, load, obey, publish};
+pub use stored::{confirmed_ago, export, lease, load, obey, publish, set_lease, DEFAULT_LEASE};

@@ -233,6 +233,10 @@ impl<'a> Scan<'a> {
                         report.checkpoint = Some(Checkpoint { part, after: after.unwrap_or(Bson::MinKey) });
                         return Ok(report);
                     }
+                    if self.fix {
+                        // A repair writes: under the same lease as any write.
+                        crate::schema::stored::hold(self.db).await?;
+                    }
                     let before = report.scanned;
                     let at = At { db: self.db, after: after.as_ref(), size: self.batch, fix: self.fix };
                     let Some(last) = current.batch(at, &mut report).await? else {

@@ -159,13 +159,22 @@ enum SchemaChange {
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
     },
-    /// Publish a program's schema into the database (refused, with nothing
-    /// written, when a rule conflicts), then run the repairs that backfill
-    /// its new copies and subsets.
+    /// Change the stored schema online to a program's: publish its rules
+    /// (refused, with nothing written, when one conflicts) and remove the
+    /// `--remove`d ones, wait two leases for every process to follow them,
+    /// backfill the new copies and subsets, verify. Stopped, it resumes
+    /// when run again; exit 0 when complete.
     Apply {
         /// The program's exported schema.
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
+        /// A stored rule to remove, as COLLECTION.FIELD (repeatable).
+        #[arg(long, value_name = "COLLECTION.FIELD")]
+        remove: Vec<String>,
+        /// Seconds to wait between publishing and backfilling (default:
+        /// two leases, 60 s; it must cover every process's lease).
+        #[arg(long, value_name = "SECONDS")]
+        wait: Option<f64>,
     },
 }
 
@@ -324,7 +333,13 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
             let db = database(&cli, console).await?;
             match change {
                 SchemaChange::Diff { file } => schema_change::diff(&db, file, console, cli.json).await,
-                SchemaChange::Apply { file } => schema_change::apply(&db, file, console, shutdown, cli.json).await,
+                SchemaChange::Apply { file, remove, wait } => {
+                    let wait = wait.map(|s| {
+                        std::time::Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(std::time::Duration::MAX)
+                    });
+                    let args = schema_change::Apply { file, remove, wait };
+                    schema_change::apply(&db, &args, console, shutdown, cli.json).await
+                }
             }
         }
         Command::Schema { html: page, change: None } => {

@@ -3,11 +3,10 @@
 //! database, then published with the backfills its new rules need.
 
 use super::console::{json, Console, Exit, Shutdown};
-use super::verify;
-use crate::admin::checks;
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, StoredType, FORMAT};
 use mongodb::Database;
+use std::io::Write;
 use std::path::Path;
 
 /// The types of a program's exported schema.
@@ -32,34 +31,58 @@ pub(super) async fn diff(db: &Database, file: &Path, console: &mut Console, as_j
     Ok(if diff.has_changes() { Exit::Found } else { Exit::Ok })
 }
 
-/// `schema apply --file F`: publishes the program's schema (refused, with
-/// nothing written, when a rule conflicts), follows it, and runs the
-/// repairs that backfill the new rules.
+/// `schema apply --file F [--remove C.F]...`: changes the stored schema
+/// online (see [`crate::admin::change`]): publishes the program's rules
+/// (refused, with nothing written, when one conflicts) and removes the
+/// named ones, waits for every process to follow them, backfills and
+/// verifies. Stopped, it resumes when run again. Exit 0 when complete.
 pub(super) async fn apply(
     db: &Database,
-    file: &Path,
+    args: &Apply<'_>,
     console: &mut Console,
     shutdown: &mut Shutdown<'_>,
     as_json: bool,
 ) -> Result<Exit> {
-    let program = program(file)?;
-    let diff = stored::diff(&stored::load(db).await?, &program);
-    let published = stored::publish_types(db, &program).await?;
-    stored::obey(db).await?;
-    console.note(&format!(
-        "published: {} collection(s) added, {} extended, {} unchanged",
-        published.added.len(),
-        published.extended.len(),
-        published.unchanged.len()
-    ));
-    let mut exit = Exit::Ok;
-    for collection in &diff.repairs {
-        console.note(&format!("backfill: repair {collection}"));
-        let run = checks::repair(db, Some(collection))?;
-        match verify::repair(run, false, console, shutdown, as_json).await? {
-            Exit::Ok => {}
-            other => exit = other,
-        }
+    let mut change = crate::admin::change::change(db, program(args.file)?);
+    for removal in args.remove {
+        let Some((collection, field)) = removal.split_once('.') else {
+            return Err(Error::Invalid {
+                what: Misuse::Schema,
+                message: format!("`--remove {removal}`: name the rule as COLLECTION.FIELD (`products.part_name`)"),
+            });
+        };
+        change = change.remove(collection, field);
     }
-    Ok(exit)
+    if let Some(wait) = args.wait {
+        change = change.wait(wait);
+    }
+    let report = {
+        let (err, quiet) = (&mut console.err, as_json);
+        change
+            .run(
+                || shutdown.requested(),
+                |step| {
+                    if !quiet {
+                        let _ = writeln!(err, "{step}");
+                    }
+                },
+            )
+            .await?
+    };
+    if as_json {
+        console.say(&json(&report));
+    } else {
+        console.say(&format!(
+            "change {}: {} ({} value(s) backfilled, {} stale after)",
+            report.id, report.state, report.fixed, report.stale
+        ));
+    }
+    Ok(if report.complete() { Exit::Ok } else { Exit::Interrupted })
+}
+
+/// The arguments of `schema apply`.
+pub(super) struct Apply<'a> {
+    pub(super) file: &'a Path,
+    pub(super) remove: &'a [String],
+    pub(super) wait: Option<std::time::Duration>,
 }

@@ -81,6 +81,8 @@ pub(super) async fn apply(
     // and guarded rebuilds make applying it early harmless). None: deleted
     // since, and a later event says so.
     let Some(doc) = &event.full_document else { return Ok(None) };
+    // The worker applies with the rules published now, under the same lease.
+    crate::schema::stored::hold(db).await?;
     let cx = &mut Cx::new(db, None);
     fan_out_copies(cx, coll, doc, touched.as_deref(), Reach::All).await?;
     if child {

@@ -5,10 +5,10 @@
 
 use super::form::{StoredRelation, StoredType};
 use super::merge::{merge, Conflict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The difference between a program's schema and the stored one.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diff {
     /// Collections the stored schema does not have.
     pub added_collections: Vec<String>,
@@ -21,7 +21,7 @@ pub struct Diff {
     /// are published.
     pub repairs: Vec<String>,
     /// Rules the program declares differently (a publish refuses them).
-    #[serde(serialize_with = "conflicts_as_text")]
+    #[serde(serialize_with = "conflicts_as_text", skip_deserializing)]
     pub conflicts: Vec<Conflict>,
 }
 

@@ -10,9 +10,11 @@
 mod descriptors;
 mod diff;
 mod form;
+mod lease;
 mod merge;
 mod obey;
 mod publish;
+mod retract;
 
 pub use diff::{diff, Diff};
 pub use form::program;
@@ -20,9 +22,12 @@ pub use form::{
     Key, StoredBucket, StoredCopy, StoredElemCopy, StoredField, StoredIndex, StoredKind, StoredRelation, StoredSubset,
     StoredType, FORMAT,
 };
+pub(crate) use lease::hold;
+pub use lease::{lease, set_lease, DEFAULT_LEASE};
 pub use merge::Conflict;
-pub use obey::{keep_current, obey, Obeyed};
+pub use obey::{confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
+pub use retract::retract;
 
 /// This program's part of the schema as JSON (what [`publish`] would
 /// write, before merging with other programs' parts).

@@ -8,11 +8,11 @@ use super::form::{program, StoredType};
 use super::merge::merge;
 use super::publish::{fingerprint, load, SCHEMA_COLLECTION};
 use crate::error::Result;
-use futures::StreamExt;
 use mongodb::Database;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// What [`obey`] found in the stored schema.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,11 +85,23 @@ pub async fn obey(db: &Database) -> Result<Obeyed> {
             extra.insert(t.collection.clone(), (fingerprint(&more), more));
         }
     }
-    for d in &out.differences {
-        tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
+    if newly_said(db.name(), &out.differences) {
+        for d in &out.differences {
+            tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
+        }
     }
     install(db.name(), extra);
+    confirmed(db.name());
     Ok(out)
+}
+
+/// Whether `differences` differ from what the last obey of `database`
+/// found: every write re-reads the schema once a lease, and the same
+/// differences are said once, not every lease.
+fn newly_said(database: &str, differences: &[String]) -> bool {
+    static SAID: std::sync::OnceLock<Mutex<BTreeMap<String, Vec<String>>>> = std::sync::OnceLock::new();
+    let Ok(mut said) = SAID.get_or_init(Default::default).lock() else { return true };
+    said.insert(database.to_owned(), differences.to_vec()).as_deref() != Some(differences)
 }
 
 /// The rules of the stored `t` that this program's `mine` does not declare
@@ -109,7 +121,8 @@ fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
 /// graph when that changed anything.
 fn install(database: &str, extra: Followed) {
     let Ok(mut all) = obeyed().lock() else { return };
-    let same = all.get(database).is_some_and(|before| {
+    // A database with nothing stored, seen for the first time, changes nothing.
+    let same = all.get(database).map_or(extra.is_empty(), |before| {
         before.len() == extra.len() && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
     });
     if same {
@@ -131,7 +144,7 @@ fn install(database: &str, extra: Followed) {
 
 /// Keeps this process obeying the schema of `db` as programs publish to
 /// it: a change stream on the schema collection re-reads it on every
-/// change; where the deployment has no change streams (a standalone
+/// change and renews the lease with every answer; where the deployment has no change streams (a standalone
 /// server), it is re-read every `every`. Runs until the task is aborted.
 pub fn keep_current(db: &Database, every: Duration) -> tokio::task::JoinHandle<()> {
     let db = db.clone();
@@ -154,9 +167,42 @@ async fn follow(db: &Database) -> Result<()> {
     let mut stream = coll.watch().await.map_err(|e| crate::error::Error::driver("watch", SCHEMA_COLLECTION, e))?;
     // Read after the stream opened: a publish in between is not missed.
     obey(db).await?;
-    while let Some(event) = stream.next().await {
-        event.map_err(|e| crate::error::Error::driver("watch", SCHEMA_COLLECTION, e))?;
-        obey(db).await?;
+    // Each answer of the stream confirms the schema: an empty one says
+    // nothing changed since, so writes here need no read of their own.
+    loop {
+        match stream.next_if_any().await {
+            Ok(Some(_)) => {
+                obey(db).await?;
+            }
+            Ok(None) if stream.is_alive() => confirmed(db.name()),
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(crate::error::Error::driver("watch", SCHEMA_COLLECTION, e)),
+        }
     }
-    Ok(())
+}
+
+/// When this process last confirmed each database's stored schema.
+fn confirmations() -> &'static Mutex<HashMap<String, Instant>> {
+    static CONFIRMED: OnceLock<Mutex<HashMap<String, Instant>>> = OnceLock::new();
+    CONFIRMED.get_or_init(Default::default)
+}
+
+/// How long ago this process last confirmed the schema of `db` (`None`:
+/// never, so its next write reads it first).
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// docrel::schema::obey(&db).await?;
+/// assert!(docrel::schema::confirmed_ago(&db).is_some());
+/// # Ok(()) }
+/// ```
+pub fn confirmed_ago(db: &Database) -> Option<Duration> {
+    confirmations().lock().ok()?.get(db.name()).map(Instant::elapsed)
+}
+
+/// Records that the stored schema of `database` was just read and obeyed.
+pub(super) fn confirmed(database: &str) {
+    if let Ok(mut all) = confirmations().lock() {
+        all.insert(database.to_owned(), Instant::now());
+    }
 }

@@ -13,7 +13,7 @@ use mongodb::Database;
 pub const SCHEMA_COLLECTION: &str = "_docrel_schema";
 
 /// How often a publish racing another one starts again before giving up.
-const ATTEMPTS: usize = 5;
+pub(super) const ATTEMPTS: usize = 5;
 
 /// What [`publish`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,7 +133,7 @@ fn conflicted(conflicts: &[Conflict]) -> Error {
 }
 
 /// The stored document of a type: its form, format and fingerprint.
-fn stored_document(t: &StoredType) -> Result<BsonDoc> {
+pub(super) fn stored_document(t: &StoredType) -> Result<BsonDoc> {
     let form = crate::bson_compat::to_document(t)
         .map_err(|e| Error::Encode { what: format!("the schema of `{}`", t.collection), message: e.to_string() })?;
     Ok(doc! {"_id": &t.collection, "format": FORMAT, "fingerprint": fingerprint(t), "type": form})
@@ -153,7 +153,7 @@ pub async fn load(db: &Database) -> Result<Vec<StoredType>> {
 }
 
 /// Every stored type with its fingerprint, from the primary.
-async fn load_documents(db: &Database) -> Result<Vec<(StoredType, String)>> {
+pub(super) async fn load_documents(db: &Database) -> Result<Vec<(StoredType, String)>> {
     let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
     let cursor = coll
         .find(doc! {})

@@ -1,0 +1,261 @@
+//! An online change of the rules of derived data, while old and new
+//! versions of the programs writing a database run side by side (the model
+//! is F1's online schema change: intermediate states, and leases).
+//!
+//! A change moves through states, saved in [`CHANGE_COLLECTION`] so that a
+//! stopped change resumes where it was:
+//!
+//! 1. **announced**: the new rules are published and the removed ones
+//!    taken out of the stored schema. Every docrel process re-reads the
+//!    schema at least once a lease before it writes
+//!    ([`crate::schema::set_lease`]), so from here on each writer either
+//!    follows the new rules or, unable to confirm them, writes nothing.
+//! 2. **maintained**: after two leases (one for every process to confirm,
+//!    one for writes that began under the old schema to finish), every
+//!    write maintains the new rules.
+//! 3. **backfilled**: the repairs of the new rules' sources have rewritten
+//!    every copy and subset made before, collection by collection (each
+//!    resumable from its checkpoint).
+//! 4. **complete**: from here every derived value of the new rules is
+//!    true, whatever mix of versions wrote meanwhile (a value being
+//!    renamed is true once its write returns). A verify of the backfilled
+//!    collections runs last; what it finds is reported.
+
+use crate::admin::checks;
+use crate::error::{Error, Misuse, Result};
+use crate::schema::stored::{self, Diff, StoredType};
+use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
+use mongodb::Database;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The collection where changes keep their state.
+pub const CHANGE_COLLECTION: &str = "_docrel_schema_changes";
+
+/// What a change did, and where it stands.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChangeReport {
+    /// The change's id (from the rules it publishes and removes).
+    pub id: String,
+    /// The rules it adds and the backfills they need.
+    pub diff: Diff,
+    /// The rules it removed, as `collection.field`.
+    pub removed: Vec<String>,
+    /// Whether it resumed a change stopped before.
+    pub resumed: bool,
+    /// How long it waited for every process to follow the new rules.
+    pub waited: Duration,
+    /// The collections whose repair backfilled the new rules.
+    pub backfilled: Vec<String>,
+    /// Values the backfill rewrote.
+    pub fixed: u64,
+    /// Stale values the verify after the backfill saw (under live writes:
+    /// fan-outs still on their way).
+    pub stale: u64,
+    /// The state it reached: `announced`, `maintained`, `backfilled` or `complete`.
+    pub state: String,
+}
+
+impl ChangeReport {
+    /// Whether the change completed: every derived value of its rules is true.
+    pub fn complete(&self) -> bool {
+        self.state == "complete"
+    }
+}
+
+/// A change of the stored schema to a program's (see the module's docs).
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let program = docrel::schema::stored::program();
+/// let report = docrel::admin::change::change(&db, program)
+///     .remove("products", "old_name")
+///     .run(|| false, |step| eprintln!("{step}"))
+///     .await?;
+/// assert!(report.complete());
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a change does nothing until run"]
+pub struct Change<'a> {
+    db: &'a Database,
+    program: Vec<StoredType>,
+    removals: Vec<(String, String)>,
+    wait: Option<Duration>,
+}
+
+/// A change of the stored schema of `db` to `program`'s rules (the types a
+/// program exports with `docrel::schema::export()`).
+pub fn change(db: &Database, program: Vec<StoredType>) -> Change<'_> {
+    Change { db, program, removals: Vec::new(), wait: None }
+}
+
+impl<'a> Change<'a> {
+    /// Also removes the stored rule on `field` of `collection` (see
+    /// [`stored::retract`]). Remove a rule once no program version that
+    /// reads its derived values runs any more.
+    pub fn remove(mut self, collection: &str, field: &str) -> Self {
+        self.removals.push((collection.to_owned(), field.to_owned()));
+        self
+    }
+
+    /// How long to wait between announcing and backfilling: two leases by
+    /// default ([`crate::schema::lease`]); it must cover the lease of every
+    /// process of the fleet.
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Runs (or resumes) the change. `stop` is asked between steps and
+    /// batches: a stopped change keeps its state and resumes when run
+    /// again. `step` hears each step in words.
+    pub async fn run(self, mut stop: impl FnMut() -> bool, mut step: impl FnMut(&str)) -> Result<ChangeReport> {
+        let db = self.db;
+        let mut report = ChangeReport { id: self.id(), ..ChangeReport::default() };
+        let states = db.collection::<BsonDoc>(CHANGE_COLLECTION);
+        let err = |op| move |e| Error::driver(op, CHANGE_COLLECTION, e);
+        let saved = states.find_one(doc! {"_id": &report.id}).await.map_err(err("find"))?;
+        report.resumed = saved.is_some();
+        let saved = match saved {
+            Some(s) => s,
+            None => self.announce(&mut report, &mut step).await?,
+        };
+        report.diff = bson_field(&saved, "diff")?;
+        report.removed = bson_field(&saved, "removed")?;
+        report.backfilled = bson_field(&saved, "backfilled")?;
+        report.state = saved.get_str("state").unwrap_or("announced").to_owned();
+        if report.state == "complete" {
+            step("complete already");
+            return Ok(report);
+        }
+        let announced = saved.get_datetime("announced_at").map(|d| d.timestamp_millis()).unwrap_or(0);
+        let wait = self.wait.unwrap_or(crate::schema::stored::lease() * 2);
+        let until = announced.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX));
+        let left = until - DateTime::now().timestamp_millis();
+        if left > 0 {
+            step(&format!("waiting {:.1} s for every process to follow the new rules", left as f64 / 1000.0));
+        }
+        loop {
+            let left = until - DateTime::now().timestamp_millis();
+            if left <= 0 {
+                break;
+            }
+            if stop() {
+                step("stopped: run the change again to resume it");
+                return Ok(report);
+            }
+            tokio::time::sleep(Duration::from_millis(left.min(200) as u64)).await;
+        }
+        report.waited = wait;
+        self.set_state(&mut report, "maintained").await?;
+        for collection in report.diff.repairs.clone() {
+            if report.backfilled.contains(&collection) {
+                continue;
+            }
+            step(&format!("backfill: repair {collection}"));
+            let run = checks::repair(db, Some(&collection))?.run(&mut stop, |_, _| {}).await?;
+            report.fixed += run.fixed();
+            if run.interrupted {
+                step("stopped: run the change again to resume it");
+                return Ok(report);
+            }
+            states
+                .update_one(doc! {"_id": &report.id}, doc! {"$addToSet": {"backfilled": &collection}})
+                .await
+                .map_err(err("update"))?;
+            report.backfilled.push(collection);
+        }
+        self.set_state(&mut report, "backfilled").await?;
+        self.verify(&mut report, &mut stop, &mut step).await
+    }
+
+    /// Publishes the new rules, removes the old, and saves the change as
+    /// announced.
+    async fn announce(&self, report: &mut ChangeReport, step: &mut impl FnMut(&str)) -> Result<BsonDoc> {
+        let diff = stored::diff(&stored::load(self.db).await?, &self.program);
+        stored::publish_types(self.db, &self.program).await?;
+        let mut removed = Vec::new();
+        for (collection, field) in &self.removals {
+            if stored::retract(self.db, collection, field).await? {
+                removed.push(format!("{collection}.{field}"));
+            }
+        }
+        step(&format!(
+            "announced: {} rule(s) added, {} removed; backfills: {}",
+            diff.added_rules.len() + diff.added_collections.len(),
+            removed.len(),
+            diff.repairs.len()
+        ));
+        let saved = doc! {
+            "_id": &report.id,
+            "state": "announced",
+            "announced_at": DateTime::now(),
+            "diff": to_bson(&diff)?,
+            "removed": to_bson(&removed)?,
+            "backfilled": [],
+        };
+        let states = self.db.collection::<BsonDoc>(CHANGE_COLLECTION);
+        states.insert_one(&saved).await.map_err(|e| Error::driver("insert", CHANGE_COLLECTION, e))?;
+        // This process follows the new rules at once.
+        stored::obey(self.db).await?;
+        Ok(saved)
+    }
+
+    /// Completes the change, then verifies its collections once. Under
+    /// live writes a verify also sees values whose fan-out is still on its
+    /// way, so what it finds is reported, not waited for: the guarantee
+    /// rests on the leases and the backfill, and a verify with writes quiet
+    /// shows 0.
+    async fn verify(
+        &self,
+        report: &mut ChangeReport,
+        stop: &mut impl FnMut() -> bool,
+        step: &mut impl FnMut(&str),
+    ) -> Result<ChangeReport> {
+        self.set_state(report, "complete").await?;
+        report.stale = 0;
+        for collection in &report.diff.repairs {
+            report.stale += checks::verify(self.db, Some(collection))?.run(&mut *stop, |_, _| {}).await?.found();
+        }
+        step(&match report.stale {
+            0 => "complete: every value the new rules derive is true".to_owned(),
+            n => format!(
+                "complete; a verify under live writes saw {n} value(s) whose fan-out was on its way (`docrel verify` \
+                 with writes quiet shows what, if anything, writes without docrel)"
+            ),
+        });
+        Ok(report.clone())
+    }
+
+    async fn set_state(&self, report: &mut ChangeReport, state: &str) -> Result<()> {
+        report.state = state.to_owned();
+        self.db
+            .collection::<BsonDoc>(CHANGE_COLLECTION)
+            .update_one(doc! {"_id": &report.id}, doc! {"$set": {"state": state}})
+            .await
+            .map_err(|e| Error::driver("update", CHANGE_COLLECTION, e))?;
+        Ok(())
+    }
+
+    /// The change's id: the same program and removals give the same id, so
+    /// running it again resumes it.
+    fn id(&self) -> String {
+        let prints: Vec<String> = self.program.iter().map(stored::fingerprint).collect();
+        let removals: Vec<String> = self.removals.iter().map(|(c, f)| format!("-{c}.{f}")).collect();
+        format!("{:016x}", crate::schema::document::field_key(&[prints, removals].concat().join(",")))
+    }
+}
+
+fn to_bson<T: Serialize>(value: &T) -> Result<Bson> {
+    crate::bson_compat::to_bson(value)
+        .map_err(|e| Error::Encode { what: "a schema change's state".into(), message: e.to_string() })
+}
+
+fn bson_field<T: serde::de::DeserializeOwned>(saved: &BsonDoc, field: &str) -> Result<T> {
+    let value = saved.get(field).cloned().unwrap_or(Bson::Null);
+    crate::bson_compat::from_bson(value).map_err(|e| Error::Invalid {
+        what: Misuse::Schema,
+        message: format!("the saved state of a schema change in `{CHANGE_COLLECTION}` cannot be read ({field}: {e})"),
+    })
+}
