@@ -138,6 +138,7 @@ async fn stale_copies(t: &TestDb) -> Vec<String> {
 async fn a_copy_added_and_removed_online_is_true_when_the_change_completes() -> docrel::Result<()> {
     docrel::schema::set_lease(LEASE);
     let t = TestDb::new("rolling").await?;
+    docrel::schema::set_lease_for(&t.db, LEASE);
     // Version 1 of the fleet: parts and bins, no copies.
     docrel::schema::publish(&t.db).await?;
     Bin::repo(&t.db).insert(&Bin { id: 1 }).await?;
@@ -203,6 +204,7 @@ async fn a_copy_added_and_removed_online_is_true_when_the_change_completes() -> 
 async fn a_process_that_cannot_confirm_the_schema_within_its_lease_refuses_to_write() -> docrel::Result<()> {
     docrel::schema::set_lease(LEASE);
     let t = TestDb::new("rolling_lease").await?;
+    docrel::schema::set_lease_for(&t.db, LEASE);
     Bin::repo(&t.db).insert(&Bin { id: 1 }).await?;
     // A schema this docrel cannot read (a newer format) is published.
     let schema = raw(&t, stored::SCHEMA_COLLECTION);
@@ -255,6 +257,7 @@ async fn the_first_write_to_a_database_obeys_its_stored_schema() -> docrel::Resu
 async fn keep_current_follows_a_publish_and_keeps_the_lease_without_reads_of_its_own() -> docrel::Result<()> {
     docrel::schema::set_lease(LEASE);
     let t = TestDb::new("rolling_watch").await?;
+    docrel::schema::set_lease_for(&t.db, LEASE);
     Bin::repo(&t.db).insert(&Bin { id: 1 }).await?;
     let part = Part { id: ObjectId::new(), code: 1, name: "bolt".into(), rank: 1, bin: 1 };
     Part::repo(&t.db).insert(&part).await?;

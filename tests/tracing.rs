@@ -223,6 +223,8 @@ async fn a_users_own_command_monitor_keeps_its_events() -> docrel::Result<()> {
     trips.install(&mut options);
     let client = docrel::connect_with(&uri, options).await?;
     let db = client.database(&format!("t_tracing_monitor_{}", std::process::id()));
+    // The first write to a database reads its stored schema: read it here.
+    docrel::schema::obey(&db).await?;
     let before = mine.lock().unwrap().len();
     let mark = trips.mark();
     Supplier::repo(&db).insert(&Supplier { id: 1, name: "x".into() }).await?;

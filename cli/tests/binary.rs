@@ -66,6 +66,17 @@ async fn the_binary_works_from_the_published_schema_and_a_uri() -> docrel::Resul
     assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
     let verify = docrel(&["verify", "--uri", &uri, "fl_parts"]);
     assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+
+    // The doctor reads the published rules too: a product referring to a
+    // part that does not exist is a dangling reference of `fl_products`.
+    products
+        .insert_one(doc! {"_id": ObjectId::new(), "parts": [{"id": ObjectId::new(), "name": "ghost"}]})
+        .await
+        .expect("insert");
+    let doctor = docrel(&["doctor", "--uri", &uri, "--fail-on", "never"]);
+    assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
+    let said = text(&doctor);
+    assert!(said.contains("fl_products.parts") && said.contains("dangling"), "{said}");
     Ok(())
 }
 
@@ -113,8 +124,15 @@ async fn schema_diff_shows_a_new_copys_backfill_and_apply_runs_it() -> docrel::R
         text(&diff)
     );
 
-    let apply = docrel(&["schema", "apply", "--uri", &uri, "--file", file]);
+    // No other process writes here: no lease to wait for.
+    let apply = docrel(&["schema", "apply", "--uri", &uri, "--file", file, "--wait", "0.2"]);
     assert_eq!(apply.status.code(), Some(0), "{}", text(&apply));
+    assert!(text(&apply).contains(": complete"), "{}", text(&apply));
+    assert!(text(&apply).contains("backfill: repair fl_parts"), "{}", text(&apply));
+    // Run again, the same change is found complete.
+    let again = docrel(&["schema", "apply", "--uri", &uri, "--file", file, "--wait", "0.2", "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("\"resumed\": true"), "{}", text(&again));
     let stored = products.find_one(doc! {"_id": product}).await.expect("find").expect("product");
     assert_eq!(stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap(), "bolt");
 

@@ -46,6 +46,7 @@ pages! {
     queries = "queries.md";
     consistency = "consistency.md";
     operations = "operations.md";
+    services = "services.md";
     coming_from = "coming-from.md";
 }
 

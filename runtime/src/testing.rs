@@ -49,6 +49,10 @@ impl std::fmt::Debug for TestDb {
     }
 }
 
+/// The schema lease of a [`TestDb`]'s database (see
+/// [`crate::schema::set_lease_for`]); a test of leases sets its own.
+pub const TEST_LEASE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 impl TestDb {
     /// Connects to `MONGODB_URI` and names a fresh database after `label`.
     pub async fn new(label: &str) -> Result<TestDb> {
@@ -71,8 +75,11 @@ impl TestDb {
         let client = connect_with(&uri, opts).await?;
         let db = client.database(&name);
         // Read the (empty) stored schema now, as the first write would, so
-        // a test's round-trip counts start after it.
+        // a test's round-trip counts start after it; and hold it for the
+        // test's life: no other program publishes to this database, and a
+        // re-read would land in the middle of a test's counts.
         crate::schema::stored::obey(&db).await?;
+        crate::schema::stored::set_lease_for(&db, TEST_LEASE);
         if let Ok(mut map) = counters().lock() {
             map.insert(name, trips.clone());
         }

@@ -100,7 +100,7 @@ impl<'a> Change<'a> {
     }
 
     /// How long to wait between announcing and backfilling: two leases by
-    /// default ([`crate::schema::lease`]); it must cover the lease of every
+    /// default ([`crate::schema::lease_for`]); it must cover the lease of every
     /// process of the fleet.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
@@ -130,7 +130,7 @@ impl<'a> Change<'a> {
             return Ok(report);
         }
         let announced = saved.get_datetime("announced_at").map(|d| d.timestamp_millis()).unwrap_or(0);
-        let wait = self.wait.unwrap_or(crate::schema::stored::lease() * 2);
+        let wait = self.wait.unwrap_or(crate::schema::stored::lease_for(db) * 2);
         let until = announced.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX));
         let left = until - DateTime::now().timestamp_millis();
         if left > 0 {

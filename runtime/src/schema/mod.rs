@@ -10,4 +10,6 @@ pub mod registry;
 pub mod shard;
 pub mod stored;
 
-pub use stored::{confirmed_ago, export, lease, load, obey, publish, set_lease, DEFAULT_LEASE};
+pub use stored::{
+    confirmed_ago, export, lease, lease_for, load, obey, publish, set_lease, set_lease_for, DEFAULT_LEASE,
+};

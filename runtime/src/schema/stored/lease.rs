@@ -12,8 +12,9 @@
 use super::obey::{confirmed_ago, obey};
 use crate::error::{Error, Result};
 use mongodb::Database;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The lease a process holds a database's schema under unless
@@ -44,12 +45,41 @@ pub fn lease() -> Duration {
     Duration::from_millis(LEASE_MS.load(Ordering::SeqCst))
 }
 
+/// Leases set for one database, over [`lease`].
+fn leases_for() -> &'static Mutex<HashMap<String, Duration>> {
+    static FOR: OnceLock<Mutex<HashMap<String, Duration>>> = OnceLock::new();
+    FOR.get_or_init(Default::default)
+}
+
+/// Sets the lease this process holds the schema of `db` under, over the
+/// process-wide [`lease`]: a database no other program publishes to (a
+/// test's own, say) can hold it longer. A rule change of that database
+/// must wait this lease ([`crate::admin::change::Change::wait`]).
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) {
+/// docrel::schema::set_lease_for(&db, std::time::Duration::from_secs(600));
+/// assert_eq!(docrel::schema::lease_for(&db), std::time::Duration::from_secs(600));
+/// # }
+/// ```
+pub fn set_lease_for(db: &Database, lease: Duration) {
+    if let Ok(mut all) = leases_for().lock() {
+        all.insert(db.name().to_owned(), lease.max(Duration::from_millis(1)));
+    }
+}
+
+/// The lease this process holds the schema of `db` under.
+pub fn lease_for(db: &Database) -> Duration {
+    leases_for().lock().ok().and_then(|all| all.get(db.name()).copied()).unwrap_or_else(lease)
+}
+
 /// Holds the schema of `db` for a write: nothing to do while the last
 /// confirmation is within the lease; otherwise reads and obeys it again,
 /// and refuses the write ([`Error::SchemaLease`], nothing written) when
 /// that fails. Writes racing an expired lease read the schema once.
 pub(crate) async fn hold(db: &Database) -> Result<()> {
-    let fresh = || confirmed_ago(db).is_some_and(|ago| ago < lease());
+    let lease = lease_for(db);
+    let fresh = || confirmed_ago(db).is_some_and(|ago| ago < lease);
     if fresh() {
         return Ok(());
     }
@@ -62,7 +92,7 @@ pub(crate) async fn hold(db: &Database) -> Result<()> {
     obey(db).await.map(|_| ()).map_err(|e| Error::SchemaLease {
         database: db.name().to_owned(),
         since: since.map_or_else(|| "never".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
-        lease: lease(),
+        lease,
         reason: e.to_string(),
     })
 }

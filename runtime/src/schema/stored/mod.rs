@@ -23,7 +23,7 @@ pub use form::{
     StoredType, FORMAT,
 };
 pub(crate) use lease::hold;
-pub use lease::{lease, set_lease, DEFAULT_LEASE};
+pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
 pub use obey::{confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
