@@ -4,13 +4,15 @@
 //!
 //! | endpoint | does | round trips |
 //! |---|---|---|
-//! | `POST /parts` | creates a part (409 when its `partno` is taken) | 1 |
-//! | `PATCH /parts/{id}` | renames a part; every product's copy of the name follows | 2 + the products' |
-//! | `DELETE /parts/{id}` | deletes a part no product uses (409 otherwise) | a few |
-//! | `POST /products` | creates a product; the parts' names are copied in | 2 |
+//! | `POST /parts` | creates a part (409 when its `partno` is taken) | 2 |
+//! | `PATCH /parts/{id}` | renames a part; every product's copy of the name follows | 3 |
+//! | `DELETE /parts/{id}` | deletes a part no product uses (409 otherwise) | 2 (1 when refused) |
+//! | `POST /products` | creates a product; the parts' names are copied in | 6 |
 //! | `GET /products/{id}` | the product, its parts' prices loaded | 2: the product, one `$in` for its parts |
 //! | `GET /products?limit=&after=` | a page of products in `_id` order, prices loaded | 2, whatever the page's size |
-//! | `DELETE /products/{id}` | deletes a product | a few |
+//! | `DELETE /products/{id}` | deletes a product | 1 |
+//!
+//! The tests (`tests/endpoints.rs`) assert each count.
 
 use crate::error::ApiError;
 use crate::schema::{Part, PartPrice, PartRef, Product};
@@ -110,18 +112,20 @@ pub struct Page {
 pub const MAX_PAGE: u32 = 100;
 
 /// An id from a path or a body: 400 unless it is 24 hex digits.
-fn parse_id(what: &str, text: &str) -> Result<ObjectId, ApiError> {
+pub fn parse_id(what: &str, text: &str) -> Result<ObjectId, ApiError> {
     ObjectId::parse_str(text).map_err(|_| ApiError::bad_request(format!("`{text}` is not a {what} id (24 hex digits)")))
 }
 
-fn not_blank(what: &str, text: &str) -> Result<(), ApiError> {
+/// 400 unless `text` has more than blanks.
+pub fn not_blank(what: &str, text: &str) -> Result<(), ApiError> {
     if text.trim().is_empty() {
         return Err(ApiError::bad_request(format!("{what} must not be empty")));
     }
     Ok(())
 }
 
-async fn create_part(
+/// `POST /parts`: 201 with the part; 409 when its `partno` is taken.
+pub async fn create_part(
     State(state): State<AppState>,
     body: Result<Json<NewPart>, JsonRejection>,
 ) -> Result<(StatusCode, Json<PartOut>), ApiError> {
@@ -135,7 +139,8 @@ async fn create_part(
 }
 
 // ANCHOR: rename
-async fn rename_part(
+/// `PATCH /parts/{id}`: renames the part; every product's copy of the name follows.
+pub async fn rename_part(
     State(state): State<AppState>,
     Path(id): Path<String>,
     body: Result<Json<Rename>, JsonRejection>,
@@ -152,7 +157,8 @@ async fn rename_part(
 }
 // ANCHOR_END: rename
 
-async fn delete_part(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+/// `DELETE /parts/{id}`: 204; 409 while a product uses the part, 404 when there is none.
+pub async fn delete_part(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     let id = parse_id("part", &id)?;
     // `on_delete = restrict`: a part some product uses is StillReferenced, 409.
     match Part::repo(&state.db).delete_by_id(&id).await? {
@@ -161,7 +167,8 @@ async fn delete_part(State(state): State<AppState>, Path(id): Path<String>) -> R
     }
 }
 
-async fn create_product(
+/// `POST /products`: 201 with the product, its parts' names copied in.
+pub async fn create_product(
     State(state): State<AppState>,
     body: Result<Json<NewProduct>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ProductOut>), ApiError> {
@@ -183,20 +190,23 @@ async fn create_product(
 }
 
 // ANCHOR: get_product
-async fn get_product(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ProductOut>, ApiError> {
+/// `GET /products/{id}`: the product with its parts' prices, in 2 round trips.
+pub async fn get_product(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ProductOut>, ApiError> {
     let id = parse_id("product", &id)?;
     let product = Product::repo(&state.db).require(&id).await?; // NotFound: 404
     Ok(Json(with_prices(&state.db, &[product]).await?.remove(0)))
 }
 
 /// The products with their parts' prices: one query for all of them.
-async fn with_prices(db: &Database, products: &[Product]) -> Result<Vec<ProductOut>, ApiError> {
+pub async fn with_prices(db: &Database, products: &[Product]) -> Result<Vec<ProductOut>, ApiError> {
     let prices = Product::rels().parts.load::<PartPrice>(db, products).await?;
     Ok(products.iter().enumerate().map(|(i, p)| product_out(p, prices.of(i))).collect())
 }
 // ANCHOR_END: get_product
 
-fn product_out<'a>(product: &Product, prices: impl Iterator<Item = &'a PartPrice>) -> ProductOut {
+/// The API's view of a product: each part's copied name, and its `partno`
+/// and price from `prices` (the loaded parts of this product).
+pub fn product_out<'a>(product: &Product, prices: impl Iterator<Item = &'a PartPrice>) -> ProductOut {
     let prices: Vec<&PartPrice> = prices.collect();
     let parts = product
         .parts
@@ -215,7 +225,11 @@ fn product_out<'a>(product: &Product, prices: impl Iterator<Item = &'a PartPrice
 }
 
 // ANCHOR: list_products
-async fn list_products(State(state): State<AppState>, Query(page): Query<PageQuery>) -> Result<Json<Page>, ApiError> {
+/// `GET /products?limit=&after=`: a page of products in `_id` order, in 2 round trips.
+pub async fn list_products(
+    State(state): State<AppState>,
+    Query(page): Query<PageQuery>,
+) -> Result<Json<Page>, ApiError> {
     let limit = page.limit.unwrap_or(20).clamp(1, MAX_PAGE);
     // Keyset paging: after the last `_id` of the page before, through the
     // `_id` index, so a page costs the same wherever it is.
@@ -230,7 +244,8 @@ async fn list_products(State(state): State<AppState>, Query(page): Query<PageQue
 }
 // ANCHOR_END: list_products
 
-async fn delete_product(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+/// `DELETE /products/{id}`: 204, or 404 when there is none.
+pub async fn delete_product(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     let id = parse_id("product", &id)?;
     match Product::repo(&state.db).delete_by_id(&id).await? {
         true => Ok(StatusCode::NO_CONTENT),

@@ -49,7 +49,10 @@ async fn a_part_is_created_once_per_partno() {
     let t = TestDb::new("web_parts").await.expect("a test database");
     let s = Service::start(&t).await;
 
+    let mark = t.trips.mark();
     let grommet = new_part(&s, "123-aff-456", "#4 grommet", 3.99).await;
+    // The insert, and the read of products that may already hold copies of it.
+    assert_eq!(t.trips.commands_since(mark), ["insert parts", "find products"]);
     let mut raw = stored(&t, "parts", &grommet).await.expect("the part is stored");
     // A source of copies carries its version in docrel's `_docrel` field.
     assert!(raw.remove("_docrel").is_some(), "{raw}");
@@ -77,7 +80,12 @@ async fn a_product_page_loads_its_parts_with_one_query() {
     let s = Service::start(&t).await;
     let grommet = new_part(&s, "123-aff-456", "#4 grommet", 3.99).await;
     let fan = new_part(&s, "123-aff-457", "fan blade assembly", 12.5).await;
+    let mark = t.trips.mark();
     let shifter = new_product(&s, "left-handed smoke shifter", &[&grommet, &fan]).await;
+    // The service's check that the parts exist; the insert with the read of
+    // the names it copies and their confirmation; the product read back
+    // and its parts' prices.
+    assert_eq!(t.trips.since(mark), 6);
 
     // Stored: the parts' ids with a copy of their names, filled on insert.
     let mut raw = stored(&t, "products", &shifter).await.expect("the product is stored");
@@ -121,7 +129,10 @@ async fn renaming_a_part_rewrites_every_products_copy() {
     let right = new_product(&s, "right-handed smoke shifter", &[&grommet]).await;
 
     let rename = json!({"name": "#4 grommet, stainless"});
+    let mark = t.trips.mark();
     let (status, body) = s.call(Method::PATCH, &format!("/parts/{grommet}"), Some(rename)).await;
+    // The part, one updateMany for the copies in every product, the part read back.
+    assert_eq!(t.trips.commands_since(mark), ["update parts", "update products", "find parts"]);
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body, json!({"id": grommet, "partno": "123-aff-456", "name": "#4 grommet, stainless", "price": 3.99}));
 
@@ -188,17 +199,24 @@ async fn a_part_in_use_is_not_deleted() {
     let grommet = new_part(&s, "123-aff-456", "#4 grommet", 3.99).await;
     let shifter = new_product(&s, "left-handed smoke shifter", &[&grommet]).await;
 
-    // `on_delete = restrict`: 409, docrel's message, nothing deleted.
+    // `on_delete = restrict`: 409, docrel's message, nothing deleted; the
+    // rule's one query decided it before any write.
+    let mark = t.trips.mark();
     let (status, body) = s.call(Method::DELETE, &format!("/parts/{grommet}"), None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(body["error"].as_str().is_some_and(|m| m.contains("still referred to")), "{body}");
+    assert_eq!(t.trips.commands_since(mark), ["aggregate products"]);
     assert!(stored(&t, "parts", &grommet).await.is_some(), "the part is kept");
 
+    let mark = t.trips.mark();
     let (status, body) = s.call(Method::DELETE, &format!("/products/{shifter}"), None).await;
     assert_eq!((status, body), (StatusCode::NO_CONTENT, Value::Null));
+    assert_eq!(t.trips.commands_since(mark), ["delete products"]);
     assert!(stored(&t, "products", &shifter).await.is_none());
+    let mark = t.trips.mark();
     let (status, _) = s.call(Method::DELETE, &format!("/parts/{grommet}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(t.trips.commands_since(mark), ["aggregate products", "delete parts"]);
     assert!(stored(&t, "parts", &grommet).await.is_none());
 
     let (status, body) = s.call(Method::DELETE, &format!("/parts/{grommet}"), None).await;
