@@ -46,6 +46,8 @@ pages! {
     queries = "queries.md";
     consistency = "consistency.md";
     operations = "operations.md";
+    web_service = "web-service.md";
+    testing = "testing.md";
     services = "services.md";
     coming_from = "coming-from.md";
 }
