@@ -136,35 +136,3 @@ pub(super) fn failure(e: &mongodb::error::Error) -> Failure {
         _ => Failure::Other,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::{failure, Failure};
-    use mongodb::error::{CommandError, Error, ErrorKind, WriteError, WriteFailure};
-
-    fn command(code: i32) -> Error {
-        let reply = mongodb::bson::doc! {"ok": 0, "code": code, "errmsg": "x"};
-        let e: CommandError = crate::bson_compat::from_document(reply).expect("a command error");
-        Error::from(ErrorKind::Command(e))
-    }
-
-    fn write(code: i32) -> Error {
-        let reply = mongodb::bson::doc! {"code": code, "errmsg": "x"};
-        let w: WriteError = crate::bson_compat::from_document(reply).expect("a write error");
-        Error::from(ErrorKind::Write(WriteFailure::WriteError(w)))
-    }
-
-    #[test]
-    fn conflicts_and_unreachable_servers_pass_refused_writes_do_not() {
-        for code in [112, 24, 46, 11601, 91, 10107, 13435, 189] {
-            assert_eq!(failure(&command(code)), Failure::Passing, "command {code}");
-        }
-        assert_eq!(failure(&write(112)), Failure::Passing, "a write conflict");
-        for code in [121, 11000, 10334, 2] {
-            assert_eq!(failure(&write(code)), Failure::Refused, "write {code}");
-        }
-        for code in [121, 11000, 2, 13] {
-            assert_eq!(failure(&command(code)), Failure::Other, "command {code}");
-        }
-    }
-}

@@ -100,6 +100,38 @@ mod tests {
         assert!(!transient(&invalid));
     }
 
+    fn write_error(code: i32) -> Error {
+        use mongodb::error::{WriteError, WriteFailure};
+        let reply = mongodb::bson::doc! {"code": code, "errmsg": "x"};
+        let w: WriteError = crate::bson_compat::from_document(reply).expect("a write error");
+        Error::driver("update", "c", mongodb::error::Error::from(ErrorKind::Write(WriteFailure::WriteError(w))))
+    }
+
+    /// The one classifier ([`Error::failure`]), as the worker and a repair read it.
+    #[test]
+    fn the_classifier_tells_passing_refused_and_other_apart() {
+        use crate::error::Failure;
+        assert_eq!(write_error(112).failure(), Failure::Passing, "a write conflict");
+        for code in [121, 11000, 10334, 2] {
+            assert_eq!(write_error(code).failure(), Failure::Refused, "write {code}");
+        }
+        for code in [121, 11000, 2, 13] {
+            assert_eq!(command_error(code).failure(), Failure::Other, "command {code}");
+        }
+        let cause = Box::new(write_error(121));
+        let fan_out = Error::FanOut {
+            source_collection: "s",
+            id: "1".into(),
+            target: "t",
+            path: "p".into(),
+            done: String::new(),
+            cause,
+        };
+        assert_eq!(fan_out.failure(), Failure::Refused, "a fan-out's cause");
+        let invalid = Error::Invalid { what: crate::error::Misuse::SubsetElement, message: "too big".into() };
+        assert_eq!(invalid.failure(), Failure::Other);
+    }
+
     #[tokio::test]
     async fn permanent_failures_end_after_their_attempts_transient_ones_do_not_count() {
         let calls = AtomicU32::new(0);
