@@ -5,6 +5,7 @@
 //! good, and the linking back of more new documents than one page.
 
 use crate::raw;
+use crate::sync::start;
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::fanout::{HistoryLost, SyncWorker};
 use docrel::testing::TestDb;
@@ -388,32 +389,6 @@ async fn latest(t: &TestDb, thread: i32) -> Vec<String> {
     lines.map(|l| l.as_document().unwrap().get_str("text").unwrap().to_owned()).collect()
 }
 
-/// Runs `worker` until `stop` is sent; `ready` hears each stream it opens.
-fn run_worker(
-    worker: SyncWorker,
-) -> (
-    tokio::task::JoinHandle<docrel::Result<()>>,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::sync::mpsc::UnboundedReceiver<()>,
-) {
-    let (ready_tx, ready) = tokio::sync::mpsc::unbounded_channel();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = worker.on_ready(move || {
-        let _ = ready_tx.send(());
-    });
-    let task = tokio::spawn(async move {
-        worker
-            .run_until(
-                async {
-                    let _ = stopped.await;
-                },
-                |_| {},
-            )
-            .await
-    });
-    (task, stop, ready)
-}
-
 /// The dead letters as stored, in the order they were written.
 async fn dead_letters(t: &TestDb) -> Vec<BsonDoc> {
     use futures::TryStreamExt;
@@ -439,10 +414,9 @@ async fn a_repair_after_lost_history_that_fails_is_a_dead_letter() -> docrel::Re
         LoReply::repo(&t.db).insert(&LoReply { id: thread, n: thread, thread, text: "short".into() }).await?;
     }
     let worker = || SyncWorker::new(&t.db, "lo_heal").on_history_lost(HistoryLost::RepairAndContinue);
-    let (task, stop, mut ready) = run_worker(worker());
-    tokio::time::timeout(Duration::from_secs(30), ready.recv()).await.expect("ready");
-    let _ = stop.send(());
-    task.await.expect("no panic")?;
+    let mut w = start(worker());
+    w.ready().await;
+    w.stop().await?;
 
     // Written while the worker was away, and the history of it lost.
     let replies = t.db.collection::<BsonDoc>("lo_replies");
@@ -458,11 +432,11 @@ async fn a_repair_after_lost_history_that_fails_is_a_dead_letter() -> docrel::Re
     };
     t.client.database("admin").run_command(lost).await.expect("fail point");
 
-    let (task, stop, mut ready) = run_worker(worker());
-    let opened = tokio::time::timeout(Duration::from_secs(30), ready.recv()).await;
+    let mut w = start(worker());
+    let opened = tokio::time::timeout(Duration::from_secs(30), w.ready.recv()).await;
     fail_point_off(&t).await;
-    if opened.is_err() || task.is_finished() {
-        panic!("the worker stopped after its repair: {:?}", task.await);
+    if opened.is_err() || w.task.is_finished() {
+        panic!("the worker stopped after its repair: {:?}", w.task.await);
     }
     assert_eq!(latest(&t, 3).await, ["edited"], "the other subsets are rebuilt");
     assert!(latest(&t, 2).await.is_empty(), "the oversized reply is left out");
@@ -477,8 +451,7 @@ async fn a_repair_after_lost_history_that_fails_is_a_dead_letter() -> docrel::Re
     let oversized = letters.iter().find(|l| parent(l) == 2).expect("a letter for thread 2");
     assert_eq!(oversized.get("document"), Some(&Bson::Int32(2)), "{oversized}");
     assert!(oversized.get_str("reason").unwrap().contains("max_bytes"), "{oversized}");
-    let _ = stop.send(());
-    task.await.expect("no panic")?;
+    w.stop().await?;
 
     t.db.run_command(doc! {"collMod": "lo_threads", "validator": {}}).await.expect("collMod");
     replies.update_one(doc! {"_id": 2}, doc! {"$set": {"text": "shorter"}}).await.expect("raw edit");
