@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod checker_found;
 mod compose;
 mod deletes;
+mod leftovers;
 mod security;
 mod sync;
 mod writes;

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 /// One command as sent: its name, the collection it names, the mode of its
 /// `$readPreference` (empty when it carries none) and the command itself.
 #[derive(Debug, Clone)]
-struct Sent {
+pub(crate) struct Sent {
     name: String,
     target: String,
     read_preference: String,
@@ -28,21 +28,21 @@ struct Sent {
 
 /// Every command a client sent, in order.
 #[derive(Clone, Default)]
-struct Commands(Arc<Mutex<Vec<Sent>>>);
+pub(crate) struct Commands(Arc<Mutex<Vec<Sent>>>);
 
 impl Commands {
-    fn mark(&self) -> usize {
+    pub(crate) fn mark(&self) -> usize {
         self.0.lock().unwrap().len()
     }
 
-    fn since(&self, mark: usize) -> Vec<Sent> {
+    pub(crate) fn since(&self, mark: usize) -> Vec<Sent> {
         self.0.lock().unwrap()[mark..].to_vec()
     }
 }
 
 /// A client on the test server whose URI adds `extra` options, recording
 /// every command it sends; its database is `t`'s (dropped with it).
-async fn watched(t: &TestDb, extra: &str) -> docrel::Result<(Client, Database, Commands)> {
+pub(crate) async fn watched(t: &TestDb, extra: &str) -> docrel::Result<(Client, Database, Commands)> {
     let base = std::env::var("MONGODB_URI").expect("MONGODB_URI");
     let uri = if extra.is_empty() {
         base
@@ -89,7 +89,7 @@ fn longest_in(value: &Bson) -> usize {
 }
 
 /// The commands of `sent` whose `$in`/`$nin` lists are longer than `most`, in words.
-fn over(sent: &[Sent], most: usize) -> Vec<String> {
+pub(crate) fn over(sent: &[Sent], most: usize) -> Vec<String> {
     sent.iter()
         .filter_map(|s| {
             let n = longest_in(&Bson::Document(s.command.clone()));

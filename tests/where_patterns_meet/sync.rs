@@ -62,13 +62,13 @@ struct Reply {
 }
 
 /// A worker running in a task, and a way to stop it.
-struct Running {
-    task: tokio::task::JoinHandle<docrel::Result<()>>,
+pub(crate) struct Running {
+    pub(crate) task: tokio::task::JoinHandle<docrel::Result<()>>,
     stop: oneshot::Sender<()>,
-    ready: mpsc::UnboundedReceiver<()>,
+    pub(crate) ready: mpsc::UnboundedReceiver<()>,
 }
 
-fn start(worker: SyncWorker) -> Running {
+pub(crate) fn start(worker: SyncWorker) -> Running {
     let (ready_tx, ready) = mpsc::unbounded_channel();
     let (stop, stopped) = oneshot::channel::<()>();
     let worker = worker.on_ready(move || {
@@ -84,12 +84,12 @@ fn start(worker: SyncWorker) -> Running {
 }
 
 impl Running {
-    async fn ready(&mut self) {
+    pub(crate) async fn ready(&mut self) {
         tokio::time::timeout(WAIT, self.ready.recv()).await.expect("the worker opens its stream").expect("running");
     }
 
     /// Stops it gracefully: it must still be running, and end with `Ok`.
-    async fn stop(self) -> docrel::Result<()> {
+    pub(crate) async fn stop(self) -> docrel::Result<()> {
         assert!(!self.task.is_finished(), "the worker stopped on its own: {:?}", self.task.await);
         let _ = self.stop.send(());
         tokio::time::timeout(WAIT, self.task).await.expect("the worker stops promptly").expect("no panic")

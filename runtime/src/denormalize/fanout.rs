@@ -47,6 +47,7 @@ use crate::store::path::id_key;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
+use crate::denormalize::copies::past_records_ahead;
 pub use crate::denormalize::copies::VERSION_PATH;
 pub(crate) use crate::denormalize::copies::{
     after_image, apply_to, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
@@ -229,7 +230,11 @@ pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs
         for d in docs {
             let Some(id) = d.get("_id") else { continue };
             if wanted.contains(&id_key(id)) {
-                let n = apply_to(cx, target, id, d, version_of(d), Guard::FanOut, None)
+                let mut n = apply_to(cx, target, id, d, version_of(d), Guard::FanOut, None)
+                    .await
+                    .map_err(|e| failed(source, id, target, String::new(), e))?;
+                // Holders recording its earlier life ahead of its version refused it.
+                n += past_records_ahead(cx, source, target, id, version_of(d))
                     .await
                     .map_err(|e| failed(source, id, target, String::new(), e))?;
                 if n > 0 {

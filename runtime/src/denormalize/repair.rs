@@ -338,14 +338,8 @@ impl Copies {
 }
 
 /// Whether the server refused a write for what it would make of the
-/// document (a write error other than a conflict): retrying cannot help.
+/// document: retrying cannot help (the one classifier of server errors,
+/// [`Error::failure`]).
 fn refused(e: &Error) -> bool {
-    match e {
-        Error::FanOut { cause, .. } => refused(cause),
-        Error::Driver { source, .. } => matches!(
-            source.kind.as_ref(),
-            mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code != 112
-        ),
-        _ => false,
-    }
+    e.failure() == crate::error::Failure::Refused
 }

@@ -88,3 +88,51 @@ pub(super) fn transient_note(e: &mongodb::error::Error) -> &'static str {
         ""
     }
 }
+
+/// What a failed operation says about trying it again, from the one place
+/// that reads the server's codes: the sync worker retries a
+/// [`Failure::Passing`] one without limit, and a repair goes on past a
+/// holder whose write is [`Failure::Refused`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// It may go away by itself: the server unreachable or stepping down, a
+    /// retryable or transient label, a write conflict, a lock taken. The
+    /// same operation succeeds once the server is back or the other
+    /// writer done.
+    Passing,
+    /// The server refused a write for what it would make of the document
+    /// (a validator, a document grown too large, a duplicate key): the
+    /// same write fails the same way.
+    Refused,
+    /// Anything else (a command the server refuses, bad input).
+    Other,
+}
+
+/// Server codes that say "try again" without a retryable label: write
+/// conflicts and locks outside a transaction, an operation interrupted by
+/// a step-down.
+const PASSING_CODES: [i32; 4] = [
+    112,   // WriteConflict
+    24,    // LockTimeout
+    46,    // LockBusy
+    11601, // Interrupted
+];
+
+/// [`Failure`] of an error of the driver.
+pub(super) fn failure(e: &mongodb::error::Error) -> Failure {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let code = match &*e.kind {
+        ErrorKind::Command(c) => Some(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+        _ => None,
+    };
+    let labelled = e.contains_label("TransientTransactionError") || e.contains_label("RetryableWriteError");
+    if labelled || unreachable(e) || code.is_some_and(|c| PASSING_CODES.contains(&c)) {
+        return Failure::Passing;
+    }
+    match &*e.kind {
+        ErrorKind::Write(WriteFailure::WriteError(_)) => Failure::Refused,
+        _ => Failure::Other,
+    }
+}

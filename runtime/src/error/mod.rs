@@ -4,6 +4,7 @@
 mod convert;
 mod driver;
 
+pub(crate) use driver::Failure;
 use driver::{duplicate_key, explained, on_collection, said, transient_note, unreachable};
 
 /// A `Result` whose error is [`Error`].
@@ -471,6 +472,20 @@ impl Error {
                     || unreachable(source)
             }
             _ => false,
+        }
+    }
+
+    /// What this failure says about trying again (see [`Failure`]): the
+    /// sync worker's retries and a repair's going on past a refused holder
+    /// read it from here.
+    pub(crate) fn failure(&self) -> Failure {
+        match self {
+            Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => {
+                Failure::Passing
+            }
+            Error::FanOut { cause, .. } => cause.failure(),
+            Error::Driver { source, .. } => driver::failure(source),
+            _ => Failure::Other,
         }
     }
 

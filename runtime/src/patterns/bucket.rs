@@ -4,6 +4,7 @@
 //! update of the page it appended to last, or an upsert from the stored last
 //! page; a unique index on (parent, page) makes concurrent appends safe.
 
+use super::bucket_opened::Opened;
 use crate::bson_compat;
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
@@ -229,8 +230,8 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         for _ in 0..1_000 {
             match coll.update_one(open(page), push.clone()).upsert(true).await {
                 Ok(r) => {
-                    if r.upserted_id.is_some() {
-                        self.confirm_parent(db, parent).await?;
+                    if let Some(id) = r.upserted_id {
+                        page = self.confirm_opened(db, parent, None, id, page).await?;
                     }
                     remember_page(key, page);
                     return Ok(Appended { page: Some(page), start: None });
@@ -289,8 +290,8 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         for _ in 0..1_000 {
             match coll.update_one(open(spill), push.clone()).upsert(true).await {
                 Ok(r) => {
-                    if r.upserted_id.is_some() {
-                        self.confirm_parent(db, parent).await?;
+                    if let Some(id) = r.upserted_id {
+                        spill = self.confirm_opened(db, parent, Some(start), id, spill).await?;
                     }
                     if spill > 1 {
                         remember_page(key, spill);
@@ -337,34 +338,29 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             .unwrap_or(1))
     }
 
-    /// After this append opened a bucket: the parent must still exist. A
-    /// bucket opened for a parent that is gone (never inserted, or deleted
-    /// while this append ran, after its cascade had removed the buckets it
-    /// saw) would be an orphan page and, later, a gap; so the buckets of a
-    /// missing parent are removed again, as its cascade would have, and the
-    /// append is refused. An append that reached such a bucket through the
-    /// page cache in the meantime is removed with it: it raced the delete
-    /// of its parent and is ordered before it.
-    async fn confirm_parent(&self, db: &Database, parent: &P::Id) -> Result<()> {
+    /// After this append opened a bucket (`id`, numbered `number` within
+    /// the parent's pages or its `window`): the parent must still exist,
+    /// and so must the buckets below it (see [`super::bucket_opened`]).
+    /// Returns the bucket's number then; [`Error::NotFound`] when the
+    /// parent is gone (its buckets removed, the append refused).
+    async fn confirm_opened(
+        &self,
+        db: &Database,
+        parent: &P::Id,
+        window: Option<DateTime>,
+        id: Bson,
+        number: i64,
+    ) -> Result<i64> {
         let spec = self.spec()?;
-        let exists = db
-            .collection::<BsonDoc>(P::COLLECTION)
-            .count_documents(doc! {"_id": parent.to_bson()})
-            .limit(1)
-            .selection_criteria(crate::store::primary())
-            .await
-            .map_err(|e| Error::driver("count", P::COLLECTION, e))?;
-        if exists > 0 {
-            return Ok(());
+        let collections = (P::COLLECTION, B::COLLECTION);
+        let opened = Opened { db, spec, collections, parent: parent.to_bson(), window, id, number };
+        let confirmed = opened.confirm().await;
+        if confirmed.is_err() {
+            if let Ok(mut m) = open_pages().lock() {
+                m.remove(&(db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson())));
+            }
         }
-        db.collection::<BsonDoc>(B::COLLECTION)
-            .delete_many(doc! { spec.parent: parent.to_bson() })
-            .await
-            .map_err(|e| Error::driver("delete", B::COLLECTION, e))?;
-        if let Ok(mut m) = open_pages().lock() {
-            m.remove(&(db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson())));
-        }
-        Err(Error::NotFound { collection: P::COLLECTION, id: show_id(&parent.to_bson()) })
+        confirmed
     }
 
     async fn last_page(&self, db: &Database, parent: &P::Id) -> Result<Option<i64>> {

@@ -3,6 +3,7 @@
 
 pub mod bucket;
 pub mod bucket_check;
+mod bucket_opened;
 pub mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;

@@ -34,11 +34,26 @@ pub(crate) fn has_rules(collection: &str) -> bool {
 
 /// Applies the rules for `ids` of `collection`, already [`check`]ed (a
 /// delete of many documents checks every page before it writes any).
+///
+/// The rules run for the documents still gone when they start: one
+/// inserted again with the same id meanwhile is another document, and the
+/// documents referring to it now (a comment appended to it, a page of its
+/// buckets) are its own, not the deleted one's to cascade or pull. A
+/// document inserted again after this read is not told apart: only a
+/// transaction around the delete closes that window.
 pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     if ids.is_empty() || !has_rules(collection) {
         return Ok(());
     }
-    walk(cx, collection, ids, Mode::Apply).await
+    // `ids` is one page at most, so one page of them answers.
+    let filter = doc! {"_id": {"$in": ids}};
+    let back = crate::store::id_page(&cx.db.collection(collection), &filter, None, cx.session()).await?;
+    let back: HashSet<String> = back.unwrap_or_default().iter().map(id_key).collect();
+    let gone: Vec<Bson> = ids.iter().filter(|id| !back.contains(&id_key(id))).cloned().collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    walk(cx, collection, &gone, Mode::Apply).await
 }
 
 /// Refuses, before anything is written, when a `restrict` anywhere in the

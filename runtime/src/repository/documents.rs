@@ -17,6 +17,7 @@ use crate::store::session::{collect, in_session, Cx};
 use crate::store::transaction;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::ClientSession;
+use std::collections::{HashMap, HashSet};
 
 impl<T: Document> Repository<T> {
     /// Encodes documents for a write: bounds, copies filled from their
@@ -317,18 +318,20 @@ impl<T: Document> Repository<T> {
             }
             self.link_back(docs, rel, cx).await?;
         }
+        let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
         for subset in g.subsets_kept_by(T::schema()) {
-            let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
             let children = self.db.collection::<bson::Document>(subset.spec.child);
-            let with_children = in_session!(
-                children
-                    .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": ids} })
-                    .selection_criteria(crate::store::primary()),
-                cx.session()
-            )
-            .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
-            for parent in with_children {
-                subset.rebuild_in(cx, &parent).await?;
+            for page in crate::store::page::id_pages(&ids) {
+                let with_children = in_session!(
+                    children
+                        .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": page} })
+                        .selection_criteria(crate::store::primary()),
+                    cx.session()
+                )
+                .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
+                for parent in with_children {
+                    subset.rebuild_in(cx, &parent).await?;
+                }
             }
         }
         Ok(())
@@ -336,7 +339,9 @@ impl<T: Document> Repository<T> {
 
     /// Links the new `docs` to the documents that already refer to them
     /// through the inverse of `rel`: those written while they did not exist
-    /// (a task whose owner was inserted after it). One read per relation.
+    /// (a task whose owner was inserted after it). One read per relation
+    /// and page of new ids; each referring document is matched to the new
+    /// ones it names by id, not against every new document.
     async fn link_back(
         &self,
         docs: &[bson::Document],
@@ -344,32 +349,40 @@ impl<T: Document> Repository<T> {
         cx: &mut Cx<'_>,
     ) -> Result<()> {
         let (Some(other), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(()) };
-        let ids: Vec<bson::Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let coll = cx.db.collection::<RawDocumentBuf>(other);
-        let find = coll
-            .find(doc! { inverse: {"$in": &ids} })
-            .projection(doc! {"_id": 1, inverse: 1})
-            .selection_criteria(crate::store::primary());
-        let referring = collect(find, cx.session(), other, |raw| crate::store::session::plain(other, raw)).await?;
-        for holder in referring {
-            let Some(y) = holder.get("_id") else { continue };
-            let refers_to = |x: &bson::Bson| match holder.get(inverse) {
-                Some(bson::Bson::Array(held)) => held.contains(x),
-                Some(one) => one == x,
-                None => false,
+        let key = crate::store::path::id_key;
+        // New id -> (the id, what it declares in `rel` already).
+        let mut new: HashMap<String, (&bson::Bson, HashSet<String>)> = HashMap::new();
+        for d in docs {
+            let Some(x) = d.get("_id") else { continue };
+            let declared = match d.get(rel.field) {
+                Some(bson::Bson::Array(held)) => held.iter().map(key).collect(),
+                Some(bson::Bson::Null) | None => HashSet::new(),
+                Some(one) => HashSet::from([key(one)]),
             };
-            for d in docs {
-                let Some(x) = d.get("_id") else { continue };
-                let declared = match d.get(rel.field) {
-                    Some(bson::Bson::Array(held)) => held.contains(y),
-                    Some(one) => one == y,
-                    None => false,
+            new.insert(key(x), (x, declared));
+        }
+        let ids: Vec<bson::Bson> = new.values().map(|(x, _)| (*x).clone()).collect();
+        let coll = cx.db.collection::<RawDocumentBuf>(other);
+        // A document naming new ids of several pages is read once per page.
+        let mut linked: HashSet<(String, String)> = HashSet::new();
+        for page in crate::store::page::id_pages(&ids) {
+            let find = coll
+                .find(doc! { inverse: {"$in": page} })
+                .projection(doc! {"_id": 1, inverse: 1})
+                .selection_criteria(crate::store::primary());
+            let referring = collect(find, cx.session(), other, |raw| crate::store::session::plain(other, raw)).await?;
+            for holder in referring {
+                let Some(y) = holder.get("_id") else { continue };
+                let named: Vec<&bson::Bson> = match holder.get(inverse) {
+                    Some(bson::Bson::Array(held)) => held.iter().collect(),
+                    Some(one) => vec![one],
+                    None => Vec::new(),
                 };
-                if refers_to(x) && !declared {
-                    crate::relations::two_way::link(cx, T::schema(), rel, x.clone(), y.clone()).await?;
+                for x in named {
+                    let Some((x, declared)) = new.get(&key(x)) else { continue };
+                    if !declared.contains(&key(y)) && linked.insert((key(x), key(y))) {
+                        crate::relations::two_way::link(cx, T::schema(), rel, (*x).clone(), y.clone()).await?;
+                    }
                 }
             }
         }

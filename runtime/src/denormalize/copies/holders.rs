@@ -9,14 +9,14 @@
 use super::command::send_updates;
 use super::leftovers::clear;
 use super::records::{Guard, COPIES_PATH};
-use super::versions::{version_of, VERSION_PATH};
-use crate::error::Result;
+use super::versions::{catch_up, version_of, VERSION_PATH};
+use crate::error::{Error, Result};
 use crate::schema::document::Schema;
 use crate::schema::graph::{graph, Shape, Target};
 use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
-use crate::store::session::{collect, plain, Cx};
+use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 use std::collections::{HashMap, HashSet};
@@ -145,11 +145,15 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         let leftovers: Vec<(Bson, Vec<String>)> =
             docs.iter().filter_map(|d| Some((d.get("_id")?.clone(), target.leftovers(d)))).collect();
         let cleared = clear(cx, target, &leftovers).await?;
+        // A record ahead of its source refuses every guarded write of the
+        // copy: the source's version moves past it first, as a repair's does.
+        let caught_up = past_records(cx, source, target, &docs, &sources).await?;
         let mut stale: HashMap<String, Refresh<'_>> = HashMap::new();
         for d in &docs {
             let Some(holder) = d.get("_id") else { continue };
             for (id, copy) in target.held_copies(d) {
                 let Some(src) = sources.get(source, id) else { continue };
+                let src = caught_up.get(&id_key(id)).unwrap_or(src);
                 let recorded = lookup(d, &target.version_path(id)).and_then(|v| v.as_i64());
                 if differs(target, copy, src) || recorded.is_some_and(|r| r < version_of(src)) {
                     let group = stale.entry(id_key(id)).or_insert_with(|| Refresh::of(id, src));
@@ -166,6 +170,89 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
         }
     }
     Ok(rewritten)
+}
+
+/// The sources whose copies `docs` record at a version above theirs, moved
+/// past those records ([`catch_up`]), by id key. A source that moved
+/// meanwhile could not be moved: that is an error saying which copies stay
+/// stale, since the write that moved it carries a version below the
+/// records as well.
+async fn past_records(
+    cx: &mut Cx<'_>,
+    source: &'static str,
+    target: &Target,
+    docs: &[BsonDoc],
+    sources: &Sources,
+) -> Result<HashMap<String, BsonDoc>> {
+    let ahead: Vec<(Bson, &BsonDoc, i64)> = docs
+        .iter()
+        .flat_map(|d| target.held_copies(d).into_iter().map(move |(id, _)| (d, id)))
+        .filter_map(|(d, id)| {
+            let src = sources.get(source, id)?;
+            Some((id.clone(), src, target.record_ahead(d, id, src)?))
+        })
+        .collect();
+    if ahead.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let wanted: Vec<(Bson, i64)> = ahead.iter().map(|(id, _, record)| (id.clone(), *record)).collect();
+    let caught_up = catch_up(cx, source, ahead).await?;
+    match wanted.into_iter().find(|(id, _)| !caught_up.contains_key(&id_key(id))) {
+        None => Ok(caught_up),
+        Some((id, record)) => Err(not_past(source, target, &id, record)),
+    }
+}
+
+/// After a fan-out of the new source `id` (at `version`) to `target`: the
+/// holders that record it at a higher version (from its earlier life, by a
+/// clock ahead of this one's) refused it. The source's version moves past
+/// the highest such record and the copies are written at the new version,
+/// from the source read again. One read when no record is ahead. Returns
+/// the copies written.
+pub(crate) async fn past_records_ahead(
+    cx: &mut Cx<'_>,
+    source: &'static str,
+    target: &Target,
+    id: &Bson,
+    version: i64,
+) -> Result<u64> {
+    let path = target.version_path(id);
+    let holders = cx.db.collection::<BsonDoc>(target.collection);
+    let highest = in_session!(
+        holders
+            .find_one(doc! { target.id_path(): id.clone(), path.clone(): {"$gt": version} })
+            .sort(doc! { path.clone(): -1 })
+            .projection(doc! { path: 1 })
+            .selection_criteria(primary()),
+        cx.session()
+    )
+    .map_err(|e| Error::driver("find", target.collection, e))?;
+    let Some(record) = highest.and_then(|h| target.recorded(&h, id)) else { return Ok(0) };
+    let sources = cx.db.collection::<BsonDoc>(source);
+    let read = sources.find_one(doc! {"_id": id.clone()}).selection_criteria(primary());
+    let now = in_session!(read, cx.session()).map_err(|e| Error::driver("find", source, e))?;
+    // Deleted since: nothing to copy.
+    let Some(now) = now else { return Ok(0) };
+    let moved = catch_up(cx, source, vec![(id.clone(), &now, record)]).await?;
+    let Some(now) = moved.get(&id_key(id)) else { return Err(not_past(source, target, id, record)) };
+    super::records::apply_to(cx, target, id, now, version_of(now), Guard::FanOut, None).await
+}
+
+/// The error of copies of the source `id` left behind `record`: what stays
+/// stale and how to fix it.
+fn not_past(source: &'static str, target: &Target, id: &Bson, record: i64) -> Error {
+    Error::Invalid {
+        what: crate::error::Misuse::Copy,
+        message: format!(
+            "copies of {source} {} in `{}` (through `{}`) record version {record}, ahead of the source's (it was \
+             restored or rewritten outside docrel, or inserted again by a clock behind), and the source changed \
+             while docrel moved its version past them: those copies are stale; run `docrel::fanout::repair` \
+             for `{source}`",
+            crate::error::show_id(id),
+            target.collection,
+            target.id_path()
+        ),
+    }
 }
 
 /// One source document whose copies in `holders` are to be rewritten.

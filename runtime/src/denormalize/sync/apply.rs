@@ -134,8 +134,12 @@ pub(super) async fn holders(db: &Database, target: &SubsetTarget, id: &Bson) -> 
 
 /// Rebuilds every subset summarizing `child`, in every parent: what a
 /// repair after lost history does for subsets (one read and one write per
-/// parent).
-pub(super) async fn rebuild_all_subsets(db: &Database, child: &str) -> Result<()> {
+/// parent). A parent whose rebuild fails for good (its validator refuses
+/// it), and a child it leaves out (a summary over `max_bytes`), is a dead
+/// letter of `worker`, and the others are rebuilt: one parent does not
+/// stop the worker at every start. A transient failure ends the repair
+/// (the next start repairs again).
+pub(super) async fn rebuild_all_subsets(db: &Database, child: &str, worker: &str) -> Result<()> {
     for target in subsets_of(child) {
         let mut cursor = db
             .collection::<BsonDoc>(target.parent)
@@ -145,8 +149,21 @@ pub(super) async fn rebuild_all_subsets(db: &Database, child: &str) -> Result<()
             .await
             .map_err(|e| Error::driver("find", target.parent, e))?;
         while cursor.advance().await.map_err(|e| Error::driver("find", target.parent, e))? {
-            if let Some(id) = cursor.current().get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()) {
-                target.rebuild(db, &id).await?;
+            let Some(id) = cursor.current().get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()) else {
+                continue;
+            };
+            let parent = Some((target.parent, target.rel.field, &id));
+            let letter = |document: Bson, e: Error| async move {
+                super::dead_letter::record_repair(db, worker, child, document, parent, &e).await
+            };
+            match target.rebuild_in(&mut Cx::new(db, None), &id).await {
+                Ok(rebuilt) => {
+                    for (left, bytes) in rebuilt.left_out {
+                        letter(left.clone(), target.left_out_error(&left, bytes, &id)).await?;
+                    }
+                }
+                Err(e) if super::retry::transient(&e) => return Err(e),
+                Err(e) => letter(Bson::Null, e).await?,
             }
         }
     }

@@ -15,11 +15,11 @@
 //! | field | what |
 //! |---|---|
 //! | `worker` | the worker's name (its position's key in `_docrel_sync`) |
-//! | `collection`, `document` | the collection and `_id` of the changed document |
-//! | `operation` | `insert`, `update`, `replace` or `delete` (the last one failing) |
+//! | `collection`, `document` | the collection and `_id` of the changed document (null when a repair failed for a whole collection or parent) |
+//! | `operation` | `insert`, `update`, `replace` or `delete` (the last one failing), or `repair` (the repair after lost history) |
 //! | `reason`, `error` | the error's message and kind ([`Error::kind`]) |
 //! | `attempts` | how many times the worker tried the last one |
-//! | `at`, `token` | when it gave it up, and the event's resume token |
+//! | `at`, `token` | when it gave it up, and the event's resume token (null for a repair) |
 //! | `parents` | the subset parents the event named (`collection`, `field`, `id`), from its images |
 
 use crate::bson_compat;
@@ -49,31 +49,73 @@ pub(super) async fn record(
     let encode = |e: bson_compat::EncodeError| Error::Encode { what: "a dead letter".into(), message: e.to_string() };
     let token = bson_compat::to_bson(&event.id).map_err(encode)?;
     let operation = bson_compat::to_bson(&event.operation_type).map_err(encode)?;
-    let update = doc! {
-        "$set": {
-            "operation": operation,
-            "reason": shortened(error.to_string()),
-            "error": error.kind(),
-            "attempts": i32::try_from(attempts).unwrap_or(i32::MAX),
-            "at": DateTime::now(),
-            "token": token,
-        },
-        "$addToSet": {"parents": {"$each": parents_named(collection, event)}},
-    };
-    db.collection::<BsonDoc>(DEAD_LETTER_COLLECTION)
-        .update_one(doc! {"worker": worker, "collection": collection, "document": document}, update)
-        .upsert(true)
-        .await
-        .map_err(|e| Error::driver("update", DEAD_LETTER_COLLECTION, e))?;
-    tracing::warn!(
-        target: "docrel",
-        worker,
-        collection,
-        %error,
-        "sync worker could not apply a change event; recorded it as a dead letter (repair re-applies it once its \
-         cause is fixed)"
-    );
-    Ok(())
+    let letter = Letter { worker, collection, document, operation, token, parents: parents_named(collection, event) };
+    letter.upsert(db, error, attempts).await
+}
+
+/// The operation of a letter written by a worker's repair after lost
+/// history rather than for one event.
+pub(super) const REPAIR_OPERATION: &str = "repair";
+
+/// Records that `worker`'s repair after lost history failed for good for
+/// `collection`: for a source's copies (no `parent`), or for the subset of
+/// `parent` (`collection`, field, id) summarizing it. `document` is the
+/// child the rebuild left out, or null when the repair itself failed.
+/// Repairing the letter runs that repair again.
+pub(super) async fn record_repair(
+    db: &Database,
+    worker: &str,
+    collection: &str,
+    document: Bson,
+    parent: Option<(&str, &str, &Bson)>,
+    error: &Error,
+) -> Result<()> {
+    let parents = parent.map(|(c, field, id)| Bson::Document(doc! {"collection": c, "field": field, "id": id.clone()}));
+    let operation = Bson::String(REPAIR_OPERATION.into());
+    let parents = parents.into_iter().collect();
+    let letter = Letter { worker, collection, document, operation, token: Bson::Null, parents };
+    letter.upsert(db, error, 1).await
+}
+
+/// One letter's key and what it says of the change it was about.
+struct Letter<'a> {
+    worker: &'a str,
+    collection: &'a str,
+    document: Bson,
+    operation: Bson,
+    token: Bson,
+    parents: Vec<Bson>,
+}
+
+impl Letter<'_> {
+    async fn upsert(self, db: &Database, error: &Error, attempts: u32) -> Result<()> {
+        let update = doc! {
+            "$set": {
+                "operation": self.operation,
+                "reason": shortened(error.to_string()),
+                "error": error.kind(),
+                "attempts": i32::try_from(attempts).unwrap_or(i32::MAX),
+                "at": DateTime::now(),
+                "token": self.token,
+            },
+            "$addToSet": {"parents": {"$each": self.parents}},
+        };
+        let key = doc! {"worker": self.worker, "collection": self.collection, "document": self.document};
+        db.collection::<BsonDoc>(DEAD_LETTER_COLLECTION)
+            .update_one(key, update)
+            .upsert(true)
+            .await
+            .map_err(|e| Error::driver("update", DEAD_LETTER_COLLECTION, e))?;
+        tracing::warn!(
+            target: "docrel",
+            worker = self.worker,
+            collection = self.collection,
+            %error,
+            "sync worker could not apply a change; recorded it as a dead letter (repair re-applies it once its \
+             cause is fixed)"
+        );
+        Ok(())
+    }
 }
 
 /// The parents of the subsets summarizing `collection` that the event's

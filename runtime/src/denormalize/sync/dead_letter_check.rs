@@ -12,7 +12,7 @@
 //! or twice, changes nothing that was newer.
 
 use super::apply::holders;
-use super::dead_letter::DEAD_LETTER_COLLECTION;
+use super::dead_letter::{DEAD_LETTER_COLLECTION, REPAIR_OPERATION};
 use super::watched::Watched;
 use crate::denormalize::copies::{apply_to, version_of, Guard};
 use crate::denormalize::fanout::targets_of;
@@ -164,6 +164,17 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
             apply_to(cx, target, &id, source, version_of(source), Guard::Refresh, None).await?;
         }
     }
+    let repair = letter.get_str("operation") == Ok(REPAIR_OPERATION) && id == Bson::Null;
+    if repair && !targets_of(collection).is_empty() {
+        // A repair after lost history that failed: the copies of the whole collection.
+        let report = crate::denormalize::repair::repair_collection(db, collection)?.run().await?;
+        if report.unfixable > 0 {
+            return Err(Error::Invalid {
+                what: crate::error::Misuse::Copy,
+                message: format!("the repair of the copies of `{collection}` left some: {:?}", report.problems),
+            });
+        }
+    }
     for target in subsets_of(collection) {
         let mut parents: Vec<Bson> = named_parents(letter, target.parent, target.rel.field);
         if let Some(p) = now.as_ref().and_then(|d| d.get(target.parent_field)).filter(|p| **p != Bson::Null) {
@@ -176,7 +187,11 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
             parents = holders(db, target, &id).await?;
         }
         for parent in &parents {
-            target.rebuild_in(cx, parent).await?;
+            let rebuilt = target.rebuild_in(cx, parent).await?;
+            // Still too large: the letter stays, saying so.
+            if let Some((child, bytes)) = rebuilt.left_out.iter().find(|(child, _)| *child == id) {
+                return Err(target.left_out_error(child, *bytes, parent));
+            }
         }
     }
     Ok(())

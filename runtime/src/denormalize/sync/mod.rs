@@ -90,8 +90,11 @@ pub enum HistoryLost {
     /// Open the stream from the present, repair the copies of every source
     /// ([`crate::denormalize::repair::repair_collection`]) and rebuild every
     /// subset, then save the new position and go on. Writes made during the
-    /// repair are in the new stream, so none is missed. If the repair fails,
-    /// the old token stays stored and the next start repairs again.
+    /// repair are in the new stream, so none is missed. A part of the
+    /// repair that fails for good (a parent whose validator refuses its
+    /// rebuilt subset, a summary over `max_bytes`) is a dead letter, as an
+    /// event would be, and the repair goes on; if it fails transiently, the
+    /// old token stays stored and the next start repairs again.
     RepairAndContinue,
 }
 
@@ -511,13 +514,23 @@ impl SyncWorker {
     }
 
     /// Repairs everything derived, after lost history: the copies of every
-    /// source, then the subsets of every parent.
+    /// source, then the subsets of every parent. What fails for good is a
+    /// dead letter (repairing it runs that part again), so one source or
+    /// parent does not stop the worker at every start; a transient failure
+    /// stops it, and the next start repairs again.
     async fn repair(&self, watched: &Watched) -> Result<()> {
         for source in watched.sources.iter().copied() {
-            crate::denormalize::repair::repair_collection(&self.db, source)?.run().await?;
+            match crate::denormalize::repair::repair_collection(&self.db, source)?.run().await {
+                Err(e) if !retry::transient(&e) => {
+                    dead_letter::record_repair(&self.db, &self.name, source, bson::Bson::Null, None, &e).await?;
+                }
+                other => {
+                    other?;
+                }
+            }
         }
         for child in &watched.children {
-            apply::rebuild_all_subsets(&self.db, child).await?;
+            apply::rebuild_all_subsets(&self.db, child, &self.name).await?;
         }
         Ok(())
     }

@@ -9,8 +9,7 @@
 //! [`ATTEMPTS`] the worker records the event as a dead letter and goes on
 //! instead of stopping every copy of the database behind it.
 
-use crate::error::Error;
-use mongodb::error::{ErrorKind, WriteFailure};
+use crate::error::{Error, Failure};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -24,33 +23,10 @@ pub(super) const ATTEMPTS: u32 = 3;
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 
-/// Server codes that say "try again" without a retryable label: write
-/// conflicts and locks outside a transaction, an operation interrupted
-/// by a step-down.
-const TRANSIENT_CODES: [i32; 4] = [
-    112,   // WriteConflict
-    24,    // LockTimeout
-    46,    // LockBusy
-    11601, // Interrupted
-];
-
-/// Whether `e` may go away by itself: retried without limit.
+/// Whether `e` may go away by itself: retried without limit (the one
+/// classifier of server errors, [`Error::failure`]).
 pub(super) fn transient(e: &Error) -> bool {
-    e.is_transient() || server_code(e).is_some_and(|c| TRANSIENT_CODES.contains(&c))
-}
-
-/// The server's code of the error under `e`, if it has one.
-fn server_code(e: &Error) -> Option<i32> {
-    match e {
-        Error::FanOut { cause, .. } => server_code(cause),
-        Error::Driver { source, .. } => match source.kind.as_ref() {
-            ErrorKind::Command(c) => Some(c.code),
-            ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
-            ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
-            _ => None,
-        },
-        _ => None,
-    }
+    e.failure() == Failure::Passing
 }
 
 /// How a retried operation ended.
@@ -103,6 +79,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mongodb::error::ErrorKind;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn command_error(code: i32) -> Error {
@@ -123,6 +100,38 @@ mod tests {
         assert!(!transient(&invalid));
     }
 
+    fn write_error(code: i32) -> Error {
+        use mongodb::error::{WriteError, WriteFailure};
+        let reply = mongodb::bson::doc! {"code": code, "errmsg": "x"};
+        let w: WriteError = crate::bson_compat::from_document(reply).expect("a write error");
+        Error::driver("update", "c", mongodb::error::Error::from(ErrorKind::Write(WriteFailure::WriteError(w))))
+    }
+
+    /// The one classifier ([`Error::failure`]), as the worker and a repair read it.
+    #[test]
+    fn the_classifier_tells_passing_refused_and_other_apart() {
+        use crate::error::Failure;
+        assert_eq!(write_error(112).failure(), Failure::Passing, "a write conflict");
+        for code in [121, 11000, 10334, 2] {
+            assert_eq!(write_error(code).failure(), Failure::Refused, "write {code}");
+        }
+        for code in [121, 11000, 2, 13] {
+            assert_eq!(command_error(code).failure(), Failure::Other, "command {code}");
+        }
+        let cause = Box::new(write_error(121));
+        let fan_out = Error::FanOut {
+            source_collection: "s",
+            id: "1".into(),
+            target: "t",
+            path: "p".into(),
+            done: String::new(),
+            cause,
+        };
+        assert_eq!(fan_out.failure(), Failure::Refused, "a fan-out's cause");
+        let invalid = Error::Invalid { what: crate::error::Misuse::SubsetElement, message: "too big".into() };
+        assert_eq!(invalid.failure(), Failure::Other);
+    }
+
     #[tokio::test]
     async fn permanent_failures_end_after_their_attempts_transient_ones_do_not_count() {
         let calls = AtomicU32::new(0);
@@ -133,7 +142,8 @@ mod tests {
         })
         .await;
         let Outcome::Failed { error, attempts } = outcome else { panic!("not failed") };
-        assert_eq!((attempts, server_code(&error)), (1 + ATTEMPTS, Some(121)));
+        assert_eq!(attempts, 1 + ATTEMPTS);
+        assert!(error.to_string().contains("121"), "{error}");
 
         let outcome = retrying("t", std::pin::pin!(async {}), || async { Err::<(), _>(command_error(112)) }).await;
         assert!(matches!(outcome, Outcome::Stopped));
