@@ -13,7 +13,7 @@
 //! 2. **maintained**: after two leases (one for every process to confirm,
 //!    one for writes that began under the old schema to finish), every
 //!    write maintains the new rules.
-//! 3. **backfilled**: the repairs of the new rules' sources have rewritten
+//! 3. **backfilled**: the indexes the program needs are built, and the repairs of the new rules' sources have rewritten
 //!    every copy and subset made before, collection by collection (each
 //!    resumable from its checkpoint).
 //! 4. **complete**: from here every derived value of the new rules is
@@ -45,6 +45,8 @@ pub struct ChangeReport {
     pub resumed: bool,
     /// How long it waited for every process to follow the new rules.
     pub waited: Duration,
+    /// The indexes it built (those the new rules need and the database lacked).
+    pub indexes_built: usize,
     /// The collections whose repair backfilled the new rules.
     pub backfilled: Vec<String>,
     /// Values the backfill rewrote.
@@ -149,6 +151,15 @@ impl<'a> Change<'a> {
         }
         report.waited = wait;
         self.set_state(&mut report, "maintained").await?;
+        // The indexes the new rules need, before the backfill reads by them.
+        for (collection, model) in crate::admin::change_preview::missing_indexes(db, &self.program).await? {
+            step(&format!("index build: {collection} {}", crate::admin::index_plan::show(&model.keys)));
+            db.collection::<BsonDoc>(&collection)
+                .create_index(model)
+                .await
+                .map_err(|e| Error::driver("createIndexes", collection.clone(), e))?;
+            report.indexes_built += 1;
+        }
         for collection in report.diff.repairs.clone() {
             if report.backfilled.contains(&collection) {
                 continue;

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod change;
+pub mod change_preview;
 pub mod checks;
 #[cfg(feature = "admin")]
 pub mod cli;

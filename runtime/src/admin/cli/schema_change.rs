@@ -4,7 +4,7 @@
 
 use super::console::{json, Console, Exit, Shutdown};
 use crate::error::{Error, Misuse, Result};
-use crate::schema::stored::{self, StoredType, FORMAT};
+use crate::schema::stored::{StoredType, FORMAT};
 use mongodb::Database;
 use std::io::Write;
 use std::path::Path;
@@ -26,9 +26,9 @@ fn program(file: &Path) -> Result<Vec<StoredType>> {
 /// `schema diff --file F`: what publishing would change; exit 1 when
 /// anything would (or a rule conflicts).
 pub(super) async fn diff(db: &Database, file: &Path, console: &mut Console, as_json: bool) -> Result<Exit> {
-    let diff = stored::diff(&stored::load(db).await?, &program(file)?);
-    console.say(&if as_json { json(&diff) } else { diff.to_text() });
-    Ok(if diff.has_changes() { Exit::Found } else { Exit::Ok })
+    let preview = crate::admin::change_preview::preview(db, &program(file)?).await?;
+    console.say(&if as_json { json(&preview) } else { preview.to_text() });
+    Ok(if preview.has_changes() { Exit::Found } else { Exit::Ok })
 }
 
 /// `schema apply --file F [--remove C.F]...`: changes the stored schema

@@ -16,6 +16,7 @@ mod obey;
 mod publish;
 mod retract;
 
+pub(crate) use descriptors::schema as descriptor;
 pub use diff::{diff, Diff};
 pub use form::program;
 pub use form::{

@@ -1,0 +1,111 @@
+//! What a program's schema would meet in a live database before it is
+//! applied: the stored rules it adds (and the backfills they need), the
+//! index builds its types need, and the documents already over a bound it
+//! declares.
+
+use crate::admin::index_plan::{present, show};
+use crate::error::{Error, Result};
+use crate::schema::stored::{self, Diff, StoredKind, StoredType};
+use mongodb::bson::{doc, Document as BsonDoc};
+use mongodb::{Database, IndexModel};
+use serde::Serialize;
+
+/// [`preview`]'s answer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Preview {
+    /// The rules the program adds to the stored schema, their backfills,
+    /// and the rules it declares differently.
+    pub diff: Diff,
+    /// The indexes its types declare or their relationships need that the
+    /// database lacks, as `collection {keys}` (unique said).
+    pub index_builds: Vec<String>,
+    /// The arrays already over a bound the program declares, one line each
+    /// with how many documents: writes of those documents will be refused.
+    pub bound_violations: Vec<String>,
+}
+
+impl Preview {
+    /// Whether applying would change anything or meet a problem.
+    pub fn has_changes(&self) -> bool {
+        self.diff.has_changes() || !self.index_builds.is_empty() || !self.bound_violations.is_empty()
+    }
+
+    /// The preview in words, one line each.
+    pub fn to_text(&self) -> String {
+        let mut out = self.diff.to_text();
+        for i in &self.index_builds {
+            out.push_str(&format!("index build: {i}\n"));
+        }
+        for b in &self.bound_violations {
+            out.push_str(&format!("bound violation: {b}\n"));
+        }
+        out
+    }
+}
+
+/// Compares `program` (a program's exported types) with the schema stored
+/// in `db` and with its data: one `listIndexes` per collection the program
+/// declares, and one count per bounded array.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let preview = docrel::admin::change_preview::preview(&db, &docrel::schema::stored::program()).await?;
+/// print!("{}", preview.to_text());
+/// # Ok(()) }
+/// ```
+pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
+    let diff = stored::diff(&stored::load(db).await?, program);
+    let existing: Vec<String> =
+        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let mut out = Preview { diff, ..Preview::default() };
+    for (collection, model) in missing_indexes(db, program).await? {
+        let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+        out.index_builds.push(format!("{collection} {}{}", show(&model.keys), if unique { " unique" } else { "" }));
+    }
+    for t in program.iter().filter(|t| existing.contains(&t.collection)) {
+        out.bound_violations.extend(over_bounds(db, t).await?);
+    }
+    Ok(out)
+}
+
+/// The indexes the types of `program` declare or their relationships need
+/// that `db` lacks, by collection.
+pub(crate) async fn missing_indexes(db: &Database, program: &[StoredType]) -> Result<Vec<(String, IndexModel)>> {
+    let existing: Vec<String> =
+        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let mut out = Vec::new();
+    for t in program {
+        let have = if existing.contains(&t.collection) { present(db, &t.collection).await? } else { Vec::new() };
+        for model in crate::schema::indexes::needed_by(stored::descriptor(t)) {
+            if !have.iter().any(|(keys, _, _)| *keys == model.keys) {
+                out.push((t.collection.clone(), model));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The bounded arrays of `t` that documents already hold more of than the bound.
+async fn over_bounds(db: &Database, t: &StoredType) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for r in &t.relations {
+        let max = match &r.kind {
+            StoredKind::Embed { many: true, max: Some(max) } | StoredKind::RefMany { max: Some(max), .. } => *max,
+            _ => continue,
+        };
+        let over = doc! {"$expr": {"$gt": [{"$size": {"$cond": [{"$isArray": format!("${}", r.field)}, format!("${}", r.field), []]}}, max]}};
+        let n = db
+            .collection::<BsonDoc>(&t.collection)
+            .count_documents(over)
+            .await
+            .map_err(|e| Error::driver("count", t.collection.clone(), e))?;
+        if n > 0 {
+            out.push(format!(
+                "`{}.{}`: {n} document(s) hold more than {max}, the bound declared; a write of them will be refused \
+                 until they are trimmed or the bound raised",
+                t.collection, r.field
+            ));
+        }
+    }
+    Ok(out)
+}
