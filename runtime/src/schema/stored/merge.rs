@@ -35,7 +35,8 @@ pub(crate) fn merge(stored: &StoredType, ours: &StoredType) -> Result<(StoredTyp
     let mut merged = stored.clone();
     let mut added = Vec::new();
     let mut clash = Vec::new();
-    union(&mut merged.fields, &ours.fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
+    let fields = linked_fields(&mut merged.fields, &ours.fields, &mut added);
+    union(&mut merged.fields, &fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
     union(
         &mut merged.relations,
         &ours.relations,
@@ -93,6 +94,27 @@ fn union<T: Clone + serde::Serialize>(
 
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// `ours` fields, where a plain field declares no rule: one program's
+/// reference on a field the other declares plain is the field's rule (as a
+/// relation only one program declares is), not a clash, so a program that
+/// does not follow a reference, or a version adding one to an existing
+/// field, publishes. A stored plain field `ours` makes a reference becomes it.
+fn linked_fields(stored: &mut [StoredField], ours: &[StoredField], added: &mut Vec<String>) -> Vec<StoredField> {
+    const PLAIN: &str = "plain";
+    let mut out = ours.to_vec();
+    for o in &mut out {
+        match stored.iter_mut().find(|s| s.bson == o.bson) {
+            Some(s) if o.kind == PLAIN && s.kind != PLAIN => *o = s.clone(),
+            Some(s) if s.kind == PLAIN && o.kind != PLAIN => {
+                *s = o.clone();
+                added.push(format!("field `{}`", o.bson));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A field as a rule: its stored name, kind and target.
