@@ -68,6 +68,9 @@ async fn a_program_that_links_only_parts_obeys_the_rules_another_published() -> 
     let (bolt, nut, gear) = (part(1, "bolt", 5), part(2, "nut", 7), part(3, "gear", 6));
     Part::repo(&t.db).insert_many(&[bolt.clone(), nut.clone(), gear.clone()]).await?;
     assert_eq!(names(&raw(&t, "fl_bins", 1).await.unwrap(), "top"), ["nut", "gear", "bolt"]);
+    // A replaces the bin: B's subset is docrel's to keep, as where declared.
+    Bin::repo(&t.db).replace(&Bin { id: 1 }).await?;
+    assert_eq!(names(&raw(&t, "fl_bins", 1).await.unwrap(), "top"), ["nut", "gear", "bolt"]);
 
     // B's documents, as B stored them.
     let id_name = |p: &Part| doc! {"id": p.id, "name": &p.name};
@@ -121,6 +124,8 @@ async fn a_program_with_a_plain_owner_keeps_the_two_way_reference_another_declar
     let t = TestDb::new("fleet_tasks").await?;
     stored::publish_types(&t.db, &b_schema()).await?;
     docrel::schema::publish(&t.db).await?;
+    let obeyed = docrel::schema::obey(&t.db).await?;
+    assert!(obeyed.differences.iter().any(|d| d.contains("`fl_tasks`") && d.contains("relation `owner`")));
     let (kate, joe) = match people(&t, &["Kate", "Joe"]).await[..] {
         [kate, joe] => (kate, joe),
         _ => unreachable!(),

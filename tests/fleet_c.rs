@@ -1,9 +1,10 @@
 //! Program C of the fleet tests (issue 28): it links only `Person`, with
-//! a plain `tasks` array, while program B (tests/fleet_b.rs) keeps
-//! `Person.tasks` two-way with `Task.owner`. C obeys the schema B
+//! a plain `tasks` array, and `Product`, with plain part names, while
+//! program B (tests/fleet_b.rs) keeps `Person.tasks` two-way with
+//! `Task.owner` and copies part names into products. C obeys the schema B
 //! published (tests/fixtures/fleet_b_schema.json): its inserts, replaces,
-//! updates and deletes of people leave B's tasks exactly right, read back
-//! with the raw driver.
+//! updates and deletes of people leave B's tasks exactly right, and its
+//! products hold B's copies, read back with the raw driver.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::schema::stored::{self, StoredType};
@@ -21,6 +22,22 @@ pub struct Person {
     name: String,
     #[serde(default)]
     tasks: Vec<ObjectId>,
+}
+
+/// C's product: the same collection as B's, whose part names are plain
+/// fields here; B copies them from the parts.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "fl_products")]
+pub struct Product {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    parts: Vec<PartName>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct PartName {
+    id: ObjectId,
+    name: String,
 }
 
 fn b_schema() -> Vec<StoredType> {
@@ -48,14 +65,15 @@ async fn a_program_with_a_plain_array_keeps_the_two_way_reference_another_declar
     stored::publish_types(&t.db, &b_schema()).await?;
     docrel::schema::publish(&t.db).await?;
     let obeyed = docrel::schema::obey(&t.db).await?;
-    assert_eq!(obeyed.supplemented, ["fl_people"]);
+    assert_eq!(obeyed.supplemented, ["fl_people", "fl_products"]);
     assert!(obeyed.stored_only.iter().any(|c| c == "fl_tasks"), "{obeyed:?}");
 
     // B's tasks, as B stored them: two without an owner, one owned by Bo.
     let (plan, grade, review) = (ObjectId::new(), ObjectId::new(), ObjectId::new());
     let bo = ObjectId::new();
     let tasks = t.db.collection::<BsonDoc>("fl_tasks");
-    for (id, title, owner) in [(plan, "plan", Bson::Null), (grade, "grade", Bson::Null), (review, "review", bo.into())] {
+    for (id, title, owner) in [(plan, "plan", Bson::Null), (grade, "grade", Bson::Null), (review, "review", bo.into())]
+    {
         tasks.insert_one(doc! {"_id": id, "title": title, "owner": owner}).await.expect("insert");
     }
     let people = t.db.collection::<BsonDoc>("fl_people");
@@ -94,5 +112,26 @@ async fn a_program_with_a_plain_array_keeps_the_two_way_reference_another_declar
     let stored = raw(&t, "fl_tasks", plan).await;
     assert!(!stored.contains_key("owner"), "{stored}");
     assert_eq!(owner(&t, review).await, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_program_with_plain_names_holds_the_copies_another_declared() -> docrel::Result<()> {
+    let t = TestDb::new("fleet_copies").await?;
+    stored::publish_types(&t.db, &b_schema()).await?;
+    docrel::schema::obey(&t.db).await?;
+    let bolt = ObjectId::new();
+    let part = doc! {"_id": bolt, "code": 1, "name": "bolt", "rank": 1, "bin": 1};
+    t.db.collection::<BsonDoc>("fl_parts").insert_one(part).await.expect("insert");
+    let name =
+        |d: &BsonDoc| d.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap().to_owned();
+
+    // C writes a product naming the part as it likes: B's copy rule fills
+    // the name from the part, on insert and on replace.
+    let product = Product { id: ObjectId::new(), parts: vec![PartName { id: bolt, name: "?".into() }] };
+    Product::repo(&t.db).insert(&product).await?;
+    assert_eq!(name(&raw(&t, "fl_products", product.id).await), "bolt");
+    Product::repo(&t.db).replace(&product).await?;
+    assert_eq!(name(&raw(&t, "fl_products", product.id).await), "bolt");
     Ok(())
 }

@@ -147,3 +147,38 @@ fn index_name(i: &StoredIndex) -> String {
 fn index_rule(i: &StoredIndex) -> StoredIndex {
     i.clone()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{merge, StoredField, StoredType};
+
+    fn task(kind: &str, target: Option<&str>) -> StoredType {
+        let owner = StoredField {
+            rust: "owner".into(),
+            bson: "owner".into(),
+            rust_type: "Option<ObjectId>".into(),
+            kind: kind.into(),
+            target: target.map(Into::into),
+        };
+        StoredType {
+            collection: "tasks".into(),
+            rust_name: "Task".into(),
+            module: "m".into(),
+            fields: vec![owner],
+            relations: Vec::new(),
+            indexes: Vec::new(),
+            copies: Vec::new(),
+            shard_key: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_plain_field_declares_no_rule_and_a_reference_on_it_is_added() {
+        let (plain, reference) = (task("plain", None), task("one", Some("people")));
+        let (merged, added) = merge(&reference, &plain).expect("a plain field over a reference");
+        assert_eq!((merged.fields[0].kind.as_str(), added.len()), ("one", 0));
+        let (merged, added) = merge(&plain, &reference).expect("a reference over a plain field");
+        assert_eq!((merged.fields[0].kind.as_str(), added), ("one", vec!["field `owner`".to_owned()]));
+        assert!(merge(&reference, &task("one", Some("teams"))).is_err(), "two targets still clash");
+    }
+}
