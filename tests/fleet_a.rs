@@ -1,11 +1,13 @@
 //! Program A of the fleet tests (issue 28): it links only `Part` (and a
-//! `Bin` with no subset), while program B (tests/fleet_b.rs) also links
-//! the types that derive data from parts: product copies of part names
-//! (`on_delete = pull`), a subset of each bin's best parts, stickers that
-//! cascade and orders that restrict. B publishes its schema (replayed here
-//! from B's own export, tests/fixtures/fleet_b_schema.json); A obeys it,
-//! and A's inserts, renames and deletes of parts leave B's documents
-//! exactly right, read back with the raw driver.
+//! `Bin` with no subset, and a `Task` whose `owner` is a plain field),
+//! while program B (tests/fleet_b.rs) also links the types that derive
+//! data from parts: product copies of part names (`on_delete = pull`), a
+//! subset of each bin's best parts, stickers that cascade and orders that
+//! restrict; and it keeps `Task.owner` two-way with `Person.tasks`. B
+//! publishes its schema (replayed here from B's own export,
+//! tests/fixtures/fleet_b_schema.json); A obeys it, and A's inserts,
+//! renames and deletes of parts and tasks leave B's documents exactly
+//! right, read back with the raw driver.
 
 #[path = "fleet/types.rs"]
 mod types;
@@ -23,6 +25,17 @@ use types::Part;
 pub struct Bin {
     #[serde(rename = "_id")]
     id: i32,
+}
+
+/// A's task: the same collection as B's, whose `owner` is a plain field
+/// here; B declares it one side of a two-way reference.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "fl_tasks")]
+pub struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    owner: Option<ObjectId>,
 }
 
 fn b_schema() -> Vec<StoredType> {
@@ -45,8 +58,8 @@ async fn a_program_that_links_only_parts_obeys_the_rules_another_published() -> 
     stored::publish_types(&t.db, &b_schema()).await?;
     docrel::schema::publish(&t.db).await?;
     let obeyed = docrel::schema::obey(&t.db).await?;
-    assert_eq!(obeyed.stored_only, ["fl_orders", "fl_products", "fl_stickers"]);
-    assert_eq!(obeyed.supplemented, ["fl_bins"]);
+    assert_eq!(obeyed.stored_only, ["fl_orders", "fl_people", "fl_products", "fl_stickers"]);
+    assert_eq!(obeyed.supplemented, ["fl_bins", "fl_tasks"]);
     assert!(obeyed.differences.iter().any(|d| d.contains("`fl_bins`") && d.contains("relation `top`")));
 
     // A writes bins and parts; B's subset of the best parts follows.
@@ -54,6 +67,9 @@ async fn a_program_that_links_only_parts_obeys_the_rules_another_published() -> 
     let part = |code, name: &str, rank| Part { id: ObjectId::new(), code, name: name.into(), rank, bin: 1 };
     let (bolt, nut, gear) = (part(1, "bolt", 5), part(2, "nut", 7), part(3, "gear", 6));
     Part::repo(&t.db).insert_many(&[bolt.clone(), nut.clone(), gear.clone()]).await?;
+    assert_eq!(names(&raw(&t, "fl_bins", 1).await.unwrap(), "top"), ["nut", "gear", "bolt"]);
+    // A replaces the bin: B's subset is docrel's to keep, as where declared.
+    Bin::repo(&t.db).replace(&Bin { id: 1 }).await?;
     assert_eq!(names(&raw(&t, "fl_bins", 1).await.unwrap(), "top"), ["nut", "gear", "bolt"]);
 
     // B's documents, as B stored them.
@@ -84,5 +100,72 @@ async fn a_program_that_links_only_parts_obeys_the_rules_another_published() -> 
     assert!(raw(&t, "fl_stickers", sticker).await.is_none());
     assert_eq!(names(&raw(&t, "fl_products", product).await.unwrap(), "parts"), ["bolt"]);
     assert_eq!(names(&raw(&t, "fl_bins", 1).await.unwrap(), "top"), ["gear", "bolt"]);
+    Ok(())
+}
+
+fn ids(d: &BsonDoc, field: &str) -> Vec<ObjectId> {
+    d.get_array(field).unwrap().iter().map(|e| e.as_object_id().unwrap()).collect()
+}
+
+/// B's people, as B stores them: none owns a task yet.
+async fn people(t: &TestDb, names: &[&str]) -> Vec<ObjectId> {
+    let mut out = Vec::new();
+    for name in names {
+        let id = ObjectId::new();
+        let person = doc! {"_id": id, "name": *name, "tasks": []};
+        t.db.collection::<BsonDoc>("fl_people").insert_one(person).await.expect("insert");
+        out.push(id);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_program_with_a_plain_owner_keeps_the_two_way_reference_another_declared() -> docrel::Result<()> {
+    let t = TestDb::new("fleet_tasks").await?;
+    stored::publish_types(&t.db, &b_schema()).await?;
+    docrel::schema::publish(&t.db).await?;
+    let obeyed = docrel::schema::obey(&t.db).await?;
+    assert!(obeyed.differences.iter().any(|d| d.contains("`fl_tasks`") && d.contains("relation `owner`")));
+    let (kate, joe) = match people(&t, &["Kate", "Joe"]).await[..] {
+        [kate, joe] => (kate, joe),
+        _ => unreachable!(),
+    };
+    let task = |title: &str, owner| Task { id: ObjectId::new(), title: title.into(), owner };
+
+    // A inserts a task with an owner: B's person lists it.
+    let plan = task("plan", Some(kate));
+    Task::repo(&t.db).insert(&plan).await?;
+    assert_eq!(ids(&raw(&t, "fl_people", kate).await.unwrap(), "tasks"), [plan.id]);
+    // Several at once, and one saved new: each owner lists its own.
+    let (grade, mark) = (task("grade", Some(joe)), task("mark", None));
+    Task::repo(&t.db).insert_many(&[grade.clone(), mark.clone()]).await?;
+    let review = task("review", Some(joe));
+    Task::repo(&t.db).save(&review).await?;
+    assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), [grade.id, review.id]);
+
+    // An update of the owner is refused, as where the reference is
+    // declared: it would leave the other side behind.
+    let err = Task::repo(&t.db).update_by_id(&plan.id, Task::fields().owner.set(Some(joe))).await.unwrap_err();
+    assert!(matches!(err, Error::TwoWayField { field: "owner", .. }), "{err}");
+    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert_eq!(raw(&t, "fl_tasks", plan.id).await.unwrap().get_object_id("owner").unwrap(), kate);
+    assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), [grade.id, review.id]);
+
+    // Replace and save keep the stored owner (docrel's to keep, through
+    // the reference's handle where it is declared): both sides still agree.
+    Task::repo(&t.db).replace(&Task { title: "plan v2".into(), owner: Some(joe), ..plan.clone() }).await?;
+    Task::repo(&t.db).save(&Task { title: "mark v2".into(), owner: Some(kate), ..mark.clone() }).await?;
+    let stored = raw(&t, "fl_tasks", plan.id).await.unwrap();
+    assert_eq!((stored.get_str("title").unwrap(), stored.get_object_id("owner").unwrap()), ("plan v2", kate));
+    let stored = raw(&t, "fl_tasks", mark.id).await.unwrap();
+    assert_eq!((stored.get_str("title").unwrap(), stored.get("owner")), ("mark v2", Some(&Bson::Null)));
+    assert_eq!(ids(&raw(&t, "fl_people", kate).await.unwrap(), "tasks"), [plan.id]);
+    assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), [grade.id, review.id]);
+
+    // A deletes tasks: their owners let go of them.
+    assert!(Task::repo(&t.db).delete_by_id(&plan.id).await?);
+    assert_eq!(Task::repo(&t.db).delete_many(Task::fields().owner.eq(&Some(joe))).await?, 2);
+    assert_eq!(ids(&raw(&t, "fl_people", kate).await.unwrap(), "tasks"), Vec::<ObjectId>::new());
+    assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), Vec::<ObjectId>::new());
     Ok(())
 }

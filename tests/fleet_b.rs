@@ -1,6 +1,7 @@
 //! Program B of the fleet tests (see tests/fleet_a.rs): it links `Part`
 //! and every type that derives data from it (copies of part names, a
-//! subset of a bin's best parts, a cascade and a restrict on parts). Its
+//! subset of a bin's best parts, a cascade and a restrict on parts), and
+//! people and tasks kept two-way (`Task.owner` and `Person.tasks`). Its
 //! exported schema is kept in tests/fixtures/fleet_b_schema.json, which
 //! program A publishes as B would: this test keeps that file true.
 
@@ -61,6 +62,30 @@ struct Order {
     id: ObjectId,
     #[reference(to = Part, on_delete = restrict)]
     part: ObjectId,
+}
+
+/// A person lists the tasks they own; each task names its owner. The
+/// two-way rule is B's alone: program A links tasks with a plain `owner`,
+/// program C (tests/fleet_c.rs) people with a plain `tasks`.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "fl_people")]
+struct Person {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    #[serde(default)]
+    #[reference(many, to = Task, inverse = owner, max = 100)]
+    tasks: Vec<ObjectId>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "fl_tasks")]
+struct Task {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    #[reference(to = Person, inverse = tasks)]
+    owner: Option<ObjectId>,
 }
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fleet_b_schema.json");

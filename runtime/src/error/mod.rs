@@ -252,7 +252,8 @@ pub enum Error {
         "`{collection}.{field}` is one side of a two-way reference (its other side is `{inverse}`): an update of it \
          would leave the other side behind, so nothing was written. Change it with the relation handle, which \
          writes both sides in one call: `rels().{rust_field}.reassign(..)` for a single reference, \
-         `rels().{rust_field}.link(..)` / `.unlink(..)` for an array"
+         `rels().{rust_field}.link(..)` / `.unlink(..)` for an array (where only the schema another program \
+         published declares the reference, declare it on this type too)"
     )]
     TwoWayField {
         /// The collection.

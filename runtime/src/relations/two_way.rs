@@ -4,7 +4,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
-use crate::schema::graph::graph;
+use crate::schema::graph::{graph, Shape};
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
@@ -289,7 +289,10 @@ async fn refresh_copies(
     x: &Bson,
     y: &Bson,
 ) -> Result<()> {
-    let through = |s: &'static Schema, field: &str| s.copies.iter().any(|c| c.via == field);
+    // Held copies include those of stored rules the type follows.
+    let through = |s: &'static Schema, field: &str| {
+        graph().held_by(s).iter().any(|(_, t)| matches!(t.shape, Shape::Top { via } if via == field))
+    };
     if through(schema, rel.field) {
         crate::denormalize::fill::refresh(cx, schema, std::slice::from_ref(x)).await?;
     }

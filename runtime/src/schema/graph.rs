@@ -199,6 +199,9 @@ pub struct Graph {
     inverses: HashMap<usize, (&'static Schema, &'static Relation)>,
     by_collection: HashMap<&'static str, Vec<&'static Schema>>,
     held: HashMap<usize, Vec<(&'static str, Shape)>>,
+    /// The stored rules of linked collections that their types do not
+    /// declare (another program's, obeyed), each as a type of its own.
+    supplements: HashMap<&'static str, Vec<&'static Schema>>,
 }
 
 /// The graph of every document type linked into the program, and of the
@@ -214,12 +217,18 @@ pub fn graph() -> &'static Graph {
 /// The graph with stored-only types, once a stored schema is obeyed.
 static CURRENT: std::sync::RwLock<Option<&'static Graph>> = std::sync::RwLock::new(None);
 
-/// Makes the graph that of the linked types and `stored` (descriptors of
-/// collections no linked type declares). The previous graph stays valid:
+/// Makes the graph that of the linked types and `stored`: descriptors of
+/// collections no linked type declares, and of the rules a linked
+/// collection's types do not declare, which their writes follow as their
+/// own ([`Graph::relations_of`]). The previous graph stays valid:
 /// a write that started with it finishes with it, and graphs live for the
 /// process (one per stored-schema change).
 pub(crate) fn install(stored: Vec<&'static Schema>) {
-    let g: &'static Graph = Box::leak(Box::new(Graph::build(schemas().chain(stored))));
+    let mut g = Graph::build(schemas().chain(stored.iter().copied()));
+    for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
+        g.supplements.entry(s.collection).or_default().push(s);
+    }
+    let g: &'static Graph = Box::leak(Box::new(g));
     if let Ok(mut current) = CURRENT.write() {
         *current = Some(g);
     }
@@ -448,39 +457,62 @@ impl Graph {
         out
     }
 
-    /// Whether documents of this type hold copies to fill on insert.
-    pub fn holds_copies(&self, schema: &Schema) -> bool {
-        !schema.copies.is_empty() || schema.relations.iter().any(|r| !r.copies.is_empty())
+    /// The stored rules of `schema`'s collection that it does not declare
+    /// (another program's, obeyed): a type of their own, whose rules the
+    /// writes of `schema` follow too.
+    fn supplements_of(&self, schema: &'static Schema) -> impl Iterator<Item = &'static Schema> + '_ {
+        let all = self.supplements.get(schema.collection).into_iter().flatten().copied();
+        all.filter(move |s| !std::ptr::eq(*s, schema))
+    }
+
+    /// Every relation a write of `schema` follows: its own, then the stored
+    /// ones of its collection it does not declare (`schema::obey`), so a
+    /// program keeps another's two-way references, subsets and copies on
+    /// fields it declares plain. Only its own for a compiled-only program.
+    pub fn relations_of(&self, schema: &'static Schema) -> impl Iterator<Item = &'static Relation> + '_ {
+        let stored = self.supplements_of(schema).flat_map(|s| s.relations.iter());
+        schema.relations.iter().chain(stored.filter(move |r| schema.relation(r.field).is_none()))
+    }
+
+    /// Whether documents of this type hold copies to fill on insert (its
+    /// own, or the stored rules of its collection it follows).
+    pub fn holds_copies(&self, schema: &'static Schema) -> bool {
+        std::iter::once(schema)
+            .chain(self.supplements_of(schema))
+            .any(|s| !s.copies.is_empty() || s.relations.iter().any(|r| !r.copies.is_empty()))
     }
 
     /// The target paths documents of this type hold copies in, with the
-    /// source collection of each.
+    /// source collection of each (with those of the stored rules of its
+    /// collection it follows).
     pub fn held_by(&self, schema: &'static Schema) -> Vec<(&'static str, &Target)> {
-        let Some(held) = self.held.get(&key(schema)) else { return Vec::new() };
-        held.iter()
-            .filter_map(|(source, shape)| {
-                let target =
-                    self.targets_of(source).iter().find(|t| t.collection == schema.collection && t.shape == *shape)?;
-                Some((*source, target))
-            })
-            .collect()
+        let held = std::iter::once(schema).chain(self.supplements_of(schema)).filter_map(|s| self.held.get(&key(s)));
+        let mut out: Vec<(&'static str, &Target)> = Vec::new();
+        for (source, shape) in held.flatten() {
+            let found = self.targets_of(source).iter().find(|t| t.collection == schema.collection && t.shape == *shape);
+            // A supplement's copies may share a target with the type's own.
+            if let Some(target) = found.filter(|t| !out.iter().any(|(_, o)| std::ptr::eq(*o, *t))) {
+                out.push((source, target));
+            }
+        }
+        out
     }
 
-    /// The two-way references a type declares (those whose inverse exists).
+    /// The two-way references a type declares, or follows from the stored
+    /// schema (those whose inverse exists).
     pub fn two_way_of(&self, schema: &'static Schema) -> Vec<&'static Relation> {
         self.two_way_iter(schema).collect()
     }
 
     /// [`Graph::two_way_of`] without collecting it.
     pub(crate) fn two_way_iter(&self, schema: &'static Schema) -> impl Iterator<Item = &'static Relation> + '_ {
-        schema.relations.iter().filter(|r| r.inverse.is_some() && self.inverse_of(r).is_some())
+        self.relations_of(schema).filter(|r| r.inverse.is_some() && self.inverse_of(r).is_some())
     }
 
-    /// The subsets a type keeps, as parent.
+    /// The subsets a type keeps, as parent (also those it follows from
+    /// the stored schema).
     pub fn subsets_kept_by(&self, schema: &'static Schema) -> Vec<&SubsetTarget> {
-        schema
-            .relations
-            .iter()
+        self.relations_of(schema)
             .filter(|r| r.subset.is_some())
             .filter_map(|r| self.subsets.values().flatten().find(|t| t.is_kept_in(schema.collection, r)))
             .collect()

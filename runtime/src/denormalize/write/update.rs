@@ -430,7 +430,7 @@ fn touched_two_way<T: Document>(update: &Update<T>) -> Option<&'static Relation>
 /// its appends). `None` for any other update.
 fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
     let overlaps = |field: &str| update.touched().any(|t| crate::store::path::overlaps(field, t));
-    for rel in T::schema().relations {
+    for rel in graph().relations_of(T::schema()) {
         if let Some(subset) = &rel.subset {
             if overlaps(rel.field) {
                 return Some(format!(

@@ -35,7 +35,8 @@ pub(crate) fn merge(stored: &StoredType, ours: &StoredType) -> Result<(StoredTyp
     let mut merged = stored.clone();
     let mut added = Vec::new();
     let mut clash = Vec::new();
-    union(&mut merged.fields, &ours.fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
+    let fields = linked_fields(&mut merged.fields, &ours.fields, &mut added);
+    union(&mut merged.fields, &fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
     union(
         &mut merged.relations,
         &ours.relations,
@@ -95,6 +96,27 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|e| format!("<{e}>"))
 }
 
+/// `ours` fields, where a plain field declares no rule: one program's
+/// reference on a field the other declares plain is the field's rule (as a
+/// relation only one program declares is), not a clash, so a program that
+/// does not follow a reference, or a version adding one to an existing
+/// field, publishes. A stored plain field `ours` makes a reference becomes it.
+fn linked_fields(stored: &mut [StoredField], ours: &[StoredField], added: &mut Vec<String>) -> Vec<StoredField> {
+    const PLAIN: &str = "plain";
+    let mut out = ours.to_vec();
+    for o in &mut out {
+        match stored.iter_mut().find(|s| s.bson == o.bson) {
+            Some(s) if o.kind == PLAIN && s.kind != PLAIN => *o = s.clone(),
+            Some(s) if s.kind == PLAIN && o.kind != PLAIN => {
+                *s = o.clone();
+                added.push(format!("field `{}`", o.bson));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A field as a rule: its stored name, kind and target.
 fn field_rule(f: &StoredField) -> StoredField {
     StoredField { rust: String::new(), rust_type: String::new(), ..f.clone() }
@@ -124,4 +146,39 @@ fn index_name(i: &StoredIndex) -> String {
 
 fn index_rule(i: &StoredIndex) -> StoredIndex {
     i.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge, StoredField, StoredType};
+
+    fn task(kind: &str, target: Option<&str>) -> StoredType {
+        let owner = StoredField {
+            rust: "owner".into(),
+            bson: "owner".into(),
+            rust_type: "Option<ObjectId>".into(),
+            kind: kind.into(),
+            target: target.map(Into::into),
+        };
+        StoredType {
+            collection: "tasks".into(),
+            rust_name: "Task".into(),
+            module: "m".into(),
+            fields: vec![owner],
+            relations: Vec::new(),
+            indexes: Vec::new(),
+            copies: Vec::new(),
+            shard_key: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_plain_field_declares_no_rule_and_a_reference_on_it_is_added() {
+        let (plain, reference) = (task("plain", None), task("one", Some("people")));
+        let (merged, added) = merge(&reference, &plain).expect("a plain field over a reference");
+        assert_eq!((merged.fields[0].kind.as_str(), added.len()), ("one", 0));
+        let (merged, added) = merge(&plain, &reference).expect("a reference over a plain field");
+        assert_eq!((merged.fields[0].kind.as_str(), added), ("one", vec!["field `owner`".to_owned()]));
+        assert!(merge(&reference, &task("one", Some("teams"))).is_err(), "two targets still clash");
+    }
 }
