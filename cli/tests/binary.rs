@@ -114,8 +114,19 @@ async fn schema_diff_shows_a_new_copys_backfill_and_apply_runs_it() -> docrel::R
     products.insert_one(doc! {"_id": product, "parts": [{"id": bolt, "name": ""}]}).await.expect("insert");
 
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/fleet_b_schema.json");
+    // A product already over the bound version 2 declares (50 parts).
+    let crowded = ObjectId::new();
+    let many: Vec<BsonDoc> = (0..51).map(|_| doc! {"id": ObjectId::new(), "name": "x"}).collect();
+    products.insert_one(doc! {"_id": crowded, "parts": many}).await.expect("insert");
     let diff = docrel(&["schema", "diff", "--uri", &uri, "--file", file]);
     assert_eq!(diff.status.code(), Some(1), "{}", text(&diff));
+    assert!(text(&diff).contains("index build: fl_products {parts.id: 1}"), "{}", text(&diff));
+    assert!(
+        text(&diff).contains("bound violation: `fl_products.parts`: 1 document(s) hold more than 50"),
+        "{}",
+        text(&diff)
+    );
+    products.delete_one(doc! {"_id": crowded}).await.expect("delete");
     assert!(text(&diff).contains("+ collection `fl_products`"), "{}", text(&diff));
     assert!(
         text(&diff)
