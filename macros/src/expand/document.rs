@@ -33,6 +33,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let out = quote! {
         #advice_methods
 
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #aliases

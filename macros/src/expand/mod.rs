@@ -9,7 +9,11 @@
 //! one alias per block, `use ::docrel::__private as __docrel;` (short paths
 //! are fewer tokens to emit and parse, for every document), the rest by
 //! absolute path; `::docrel` becomes the path of
-//! `#[document(crate = "..")]` when given.
+//! `#[document(crate = "..")]` when given. The block allows
+//! `unused_qualifications`, which a library may deny: its paths stay
+//! qualified where the user's module imports the same name (`Serialize`,
+//! `Document`), and the checks spanned at the user's tokens would otherwise
+//! be reported there.
 
 pub mod copies;
 pub mod document;

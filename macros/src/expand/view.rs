@@ -46,6 +46,7 @@ pub fn expand(m: &ViewModel) -> TokenStream {
     });
     let aliases = checked.decls();
     let out = quote! {
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #aliases
