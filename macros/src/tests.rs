@@ -347,7 +347,7 @@ fn subset_sort_and_key_are_read_from_the_child() {
     });
     let expanded = crate::derive_document_inner(&input).to_string();
     // `Review` is read through its checked alias (`__DocrelDoc0`).
-    assert!(expanded.contains("type __DocrelDoc0 = < __docrel :: Pick < Review ,"), "{expanded}");
+    assert!(expanded.contains("type __DocrelDoc0 = < < __docrel :: Pick < Review ,"), "{expanded}");
     assert!(
         expanded.contains("sort : & [(< __DocrelDoc0 > :: __DOCREL_FIELDS . published_date . path () , - 1i32)"),
         "{expanded}"

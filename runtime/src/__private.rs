@@ -223,8 +223,37 @@ impl<T: ?Sized> Resolve for Pick<T, true> {
     type Out = T;
 }
 
-/// `T` is a document (`to = T`, `from = T::field`, `of = T`, `subset_of = T`).
-pub const fn is_document<T: Document>() -> bool {
+/// `T` is a document (`to = T`, `from = T::field`, `of = T`, `subset_of = T`):
+/// its derive ran, stored with serde or not (that is its own derive's one
+/// error), so the derives naming it report nothing more.
+pub const fn is_document<T: DerivesDocument>() -> bool {
+    true
+}
+
+/// A type `#[derive(Document)]` ran on. `Doc` is the type itself once it is
+/// stored with serde, and an error type otherwise, reported once at the
+/// struct: the derives naming it use `Doc`, about which rustc says nothing more.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must derive `docrel::Document`",
+    label = "not a document",
+    note = "a document type is a struct with named fields, `#[derive(docrel::Document, Serialize, Deserialize)]` and `#[document(collection = \"..\")]`"
+)]
+pub trait DerivesDocument {
+    /// The document type, once it is stored with serde.
+    type Doc: ?Sized;
+}
+
+/// A document is stored with serde.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is stored with serde: derive `Serialize` and `Deserialize` on it",
+    label = "needs `#[derive(Serialize, Deserialize)]`",
+    note = "a document type derives `#[derive(docrel::Document, Serialize, Deserialize)]`"
+)]
+pub trait Stored {}
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Stored for T {}
+
+/// `T` is stored with serde (the one check of a document's derive on it).
+pub const fn is_stored<T: Stored>() -> bool {
     true
 }
 

@@ -29,6 +29,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let impls = trait_impls(m);
     let shard_key = &m.shard_key;
     let aliases = checked.decls();
+    let stored_self = super::stored_self(ident);
 
     let out = quote! {
         #advice_methods
@@ -36,6 +37,7 @@ pub fn expand(m: &Model) -> TokenStream {
         #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
+            #stored_self
             #aliases
 
             #fields
@@ -85,7 +87,7 @@ fn trait_impls(m: &Model) -> TokenStream {
             __docrel::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
         })
     });
-    let stored = super::stored_bounds(ident);
+    let stored = super::stored_bounds();
     let key = &m.shard_key;
     let shard_key = (!key.is_empty()).then(|| quote! { const SHARD_KEY: &'static [&'static str] = &[#(#key),*]; });
     let two_way: Vec<String> =
@@ -134,7 +136,7 @@ fn trait_impls(m: &Model) -> TokenStream {
 /// `__DOCREL_LINKS` (what each stored field refers to).
 fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
-    let stored = super::stored_bounds(ident);
+    let stored = super::stored_bounds();
     let vis = m.vis;
     let fields_ty = &m.names.fields;
     // Parallel lists, one repetition each: a stream per field (a closure's

@@ -58,6 +58,11 @@ pub fn document(s: &Stub) -> TokenStream {
             impl __docrel::RoutedById for #ident {}
 
             #[automatically_derived]
+            impl __docrel::DerivesDocument for #ident {
+                type Doc = #ident;
+            }
+
+            #[automatically_derived]
             impl __docrel::Document for #ident {
                 type Id = #id_ty;
                 const COLLECTION: &'static str = "";

@@ -105,16 +105,35 @@ fn element_stored_const(field: &Ident) -> Ident {
     format_ident!("__docrel_stored_{}", name.trim_start_matches("r#"), span = field.span())
 }
 
-/// `where T: Serialize, T: DeserializeOwned`, at the struct's name, on every
-/// generated item that needs `T: Document`: a document is stored with serde,
-/// and a missing derive is then reported once, there (rustc merges the
-/// identical reports of each item), rather than once per use.
-fn stored_bounds(ident: &Ident) -> TokenStream {
-    quote_spanned! {ident.span()=>
-        where
-            #ident: __docrel::serde::Serialize,
-            #ident: __docrel::serde::de::DeserializeOwned,
+/// The name of a document's own alias: the struct once it is stored with
+/// serde, an error type otherwise (see [`stored_self`]).
+const STORED_SELF: &str = "__DocrelStored";
+
+/// `type __DocrelStored = ..;`: `ident`, once it derives `Serialize` and
+/// `Deserialize`. A missing derive is the one error, at the struct's name;
+/// the alias is then an error type, and the bound `__DocrelStored: Stored`
+/// of every generated item that needs serde, the `DerivesDocument::Doc` other
+/// derives read, are satisfied without a word: a bound written on the struct
+/// itself would be reported once more at each derive naming it.
+fn stored_self(ident: &Ident) -> TokenStream {
+    let alias = Ident::new(STORED_SELF, proc_macro2::Span::call_site());
+    let check = quote_spanned!(ident.span()=> __docrel::is_stored::<#ident>());
+    quote! {
+        #[allow(dead_code)]
+        type #alias = <__docrel::Pick<#ident, { #check }> as __docrel::Resolve>::Out;
+
+        #[automatically_derived]
+        impl __docrel::DerivesDocument for #ident {
+            type Doc = #alias;
+        }
     }
+}
+
+/// `where __DocrelStored: Stored`, on every generated item that needs the
+/// document stored with serde (see [`stored_self`]).
+fn stored_bounds() -> TokenStream {
+    let alias = Ident::new(STORED_SELF, proc_macro2::Span::call_site());
+    quote!(where #alias: __docrel::Stored)
 }
 
 /// The types a derive uses as documents, element structs or views, and the
@@ -130,11 +149,14 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`).
+    /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`):
+    /// what its derive made of it, an error type when that derive reported
+    /// one (a missing `Serialize`), about which nothing more is said here.
     pub fn doc(&mut self, path: &Path) -> Ident {
         let key = format!("doc {}", path.to_token_stream());
         let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
-        self.alias(key, "Doc", quote!(#path), check)
+        let picked = picked(quote!(#path), check);
+        self.declare(key, "Doc", quote!(<#picked as __docrel::DerivesDocument>::Doc))
     }
 
     /// `ty` as the element struct of a reference array.
@@ -167,13 +189,18 @@ impl Checked {
     }
 
     fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> Ident {
+        self.declare(key, kind, picked(base, check))
+    }
+
+    /// The alias of `ty`, declared once per `key`.
+    fn declare(&mut self, key: String, kind: &str, ty: TokenStream) -> Ident {
         if let Some((_, alias)) = self.seen.iter().find(|(k, _)| *k == key) {
             return alias.clone();
         }
         let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
         self.decls.push(quote! {
             #[allow(dead_code, non_camel_case_types)]
-            type #alias = <__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out;
+            type #alias = #ty;
         });
         self.seen.push((key, alias.clone()));
         alias
@@ -184,6 +211,11 @@ impl Checked {
         let decls = &self.decls;
         quote!(#(#decls)*)
     }
+}
+
+/// `base` once `check` compiles: `<Pick<base, { check }> as Resolve>::Out`.
+fn picked(base: TokenStream, check: TokenStream) -> TokenStream {
+    quote!(<__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out)
 }
 
 /// `tokens`, every one spanned at `span`.
