@@ -300,7 +300,8 @@ impl<D, T> Named<D, T> {
         true
     }
 
-    /// A view field written as `V`, stored as `stored`, reads this field.
+    /// A view field written as `V`, stored as `stored`, reads this field
+    /// (checked by [`view_reads_stored_name`]).
     pub const fn viewed_as<V: ViewFieldOf<T>>(self, stored: &str) -> bool {
         str_eq(self.0.path(), stored)
     }
@@ -340,6 +341,64 @@ impl<I> IdOf<I> for I {}
 
 /// A reference holding `H` refers to documents whose `_id` is `I`.
 pub const fn holds_id<H: IdOf<I>, I>() -> bool {
+    true
+}
+
+/// A check the derive computes when the program is compiled, read as a
+/// trait bound: a failed one is an error in words at the user's tokens, not
+/// a panic of `const` evaluation.
+pub struct Verdict<const OK: bool>;
+
+/// A view field reads the stored field of the document's field of its name.
+#[diagnostic::on_unimplemented(
+    message = "a view reads its document's stored names, and `{D}` stores this field under another name than `{V}` reads",
+    label = "stored under another name in `{D}`",
+    note = "give this field of `{V}` the `#[serde(rename = ..)]` its field in `{D}` has (or none if it has none)"
+)]
+pub trait ViewReadsStoredName<V, D> {}
+impl<V, D> ViewReadsStoredName<V, D> for Verdict<true> {}
+
+/// The view `V` of `D` reads its field under the document's stored name.
+pub const fn view_reads_stored_name<C: ViewReadsStoredName<V, D>, V, D>() -> bool {
+    true
+}
+
+/// `inverse` names a reference.
+#[diagnostic::on_unimplemented(
+    message = "`inverse` names a field of `{D}` that is not a reference, so it cannot keep the other side of this two-way reference",
+    label = "not a reference of `{D}`",
+    note = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a `#[parent_ref(..)]` to `{P}`: add `#[reference(.., to = {P}, inverse = ..)]` to that field of `{D}`, or name the field that has it"
+)]
+pub trait InverseIsAReference<D, P> {}
+impl<D, P> InverseIsAReference<D, P> for Verdict<true> {}
+
+/// `inverse` names a reference back to this collection.
+#[diagnostic::on_unimplemented(
+    message = "`inverse` names a reference of `{D}` to another collection than `{P}`'s, so docrel would write ids of `{P}` into it",
+    label = "does not refer to `{P}`",
+    note = "name the reference of `{D}` back to `{P}`"
+)]
+pub trait InverseRefersBack<D, P> {}
+impl<D, P> InverseRefersBack<D, P> for Verdict<true> {}
+
+/// `inverse` names a reference holding ids.
+#[diagnostic::on_unimplemented(
+    message = "`inverse` names a reference of `{D}` holding `{{id, ..}}` structs, whose other fields link/unlink cannot make",
+    label = "holds `{{id, ..}}` structs",
+    note = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a `#[parent_ref(..)]` to `{P}`"
+)]
+pub trait InverseHoldsIds<D, P> {}
+impl<D, P> InverseHoldsIds<D, P> for Verdict<true> {}
+
+/// `inverse = x` on a reference of `P` names a reference of `D` back to it,
+/// holding ids: the verdicts of what [`inverse_check`] found, at most one
+/// of them false (one error).
+pub const fn inverse_holds<R, B, I, D, P>() -> bool
+where
+    R: InverseIsAReference<D, P>,
+    B: InverseRefersBack<D, P>,
+    I: InverseHoldsIds<D, P>,
+{
     true
 }
 

@@ -255,7 +255,8 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
 
 /// `inverse = x` names a reference of the other type back to this one,
 /// holding ids: checked when the program is compiled, against the other
-/// type's `__DOCREL_LINKS`, with the error at the key.
+/// type's `__DOCREL_LINKS`, as trait bounds whose one failure is an error
+/// in words at the key (an unknown name is `with_field`'s error there).
 fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let (ident, collection) = (m.ident, &m.collection);
     let checks = m.relations.iter().filter_map(|rel| {
@@ -263,36 +264,24 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
         let (name, other) = (rel.ident, &to.name);
         let links = checked.with_field(&to.path, inverse);
         let rust = rust_name(inverse);
-        let shape = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a \
-                     `#[parent_ref(..)]`";
-        let unknown = format!("`inverse = {rust}` on `{name}`: `{other}` stores no field `{rust}`");
-        let plain = format!(
-            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` is not a reference, so it cannot keep the other \
-             side of `{name}`: {shape} to `{ident}`; add `#[reference(.., to = {ident}, inverse = {name})]` to it, \
-             or name the field that has it"
-        );
-        let elsewhere = format!(
-            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` refers to another collection than `{ident}`'s \
-             (`{collection}`), so docrel would write ids of `{ident}` into it: name the reference of `{other}` back \
-             to `{ident}`"
-        );
-        let structs = format!(
-            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` holds `{{id, ..}}` structs, whose other fields \
-             link/unlink cannot make: {shape}"
-        );
         let target = checked.doc(&to.path);
         let sharded = format!(
             "`{name}` is a two-way reference into `{other}`, which is sharded on more than `_id`: link/unlink write \
              `{other}` by `_id` alone, which cannot be routed to one shard; shard `{other}` on `_id` (a hashed `_id` \
              key spreads the writes), or make `{name}` one-way (drop `inverse`)"
         );
+        // `inverse_check`'s codes: 1 no such stored field, 2 not a
+        // reference, 3 one to another collection, 4 `{id, ..}` structs.
         Some(quote_spanned! {inverse.span()=>
-            const _: () = match __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
-                0 => (),
-                1 => ::core::panic!("{}", #unknown),
-                2 => ::core::panic!("{}", #plain),
-                3 => ::core::panic!("{}", #elsewhere),
-                _ => ::core::panic!("{}", #structs),
+            const _: bool = {
+                const __DOCREL_FOUND: u8 = __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection);
+                __docrel::inverse_holds::<
+                    __docrel::Verdict<{ __DOCREL_FOUND != 1 && __DOCREL_FOUND != 2 }>,
+                    __docrel::Verdict<{ __DOCREL_FOUND != 3 }>,
+                    __docrel::Verdict<{ __DOCREL_FOUND != 4 }>,
+                    #target,
+                    #ident,
+                >()
             };
             // A sharded other side that declares the inverse too reports it
             // at its own derive: one mistake, one error.
