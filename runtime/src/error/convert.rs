@@ -15,24 +15,24 @@ impl From<mongodb::error::Error> for Error {
 
 /// `?` on bson's encoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::ser::Error> for Error {
-    fn from(e: mongodb::bson::ser::Error) -> Self {
+impl From<crate::bson_compat::EncodeError> for Error {
+    fn from(e: crate::bson_compat::EncodeError) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }
 
 /// `?` on bson's decoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::de::Error> for Error {
-    fn from(e: mongodb::bson::de::Error) -> Self {
+impl From<crate::bson_compat::DecodeError> for Error {
+    fn from(e: crate::bson_compat::DecodeError) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }
 
 /// `?` on an id that does not parse (`ObjectId::parse_str`): [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::oid::Error> for Error {
-    fn from(e: mongodb::bson::oid::Error) -> Self {
+impl From<bson2::oid::Error> for Error {
+    fn from(e: bson2::oid::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }

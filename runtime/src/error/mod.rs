@@ -490,5 +490,5 @@ impl Error {
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
 pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
-    id.clone().into_relaxed_extjson().to_string()
+    crate::bson_compat::relaxed_extjson(id)
 }
