@@ -76,7 +76,8 @@ fn a_driver_on_bson_3_under_docrel_on_bson_2_is_one_error() {
         stderr.lines().filter(|l| l.contains("error") && !l.starts_with("error: could not compile")).collect();
     assert_eq!(errors.len(), 1, "one error:\n{stderr}");
     assert!(
-        errors[0].contains("the driver's bson is bson 3") && errors[0].contains("turn on docrel's `bson-3` feature too"),
+        errors[0].contains("the driver's bson is bson 3")
+            && errors[0].contains("turn on docrel's `bson-3` feature too"),
         "the error says to turn on docrel's `bson-3`:\n{stderr}"
     );
 }

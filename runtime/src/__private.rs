@@ -363,45 +363,6 @@ pub const fn view_reads_stored_name<C: ViewReadsStoredName<V, D>, V, D>() -> boo
     true
 }
 
-/// `inverse` names a reference.
-#[diagnostic::on_unimplemented(
-    message = "`inverse` names a field of `{D}` that is not a reference, so it cannot keep the other side of this two-way reference",
-    label = "not a reference of `{D}`",
-    note = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a `#[parent_ref(..)]` to `{P}`: add `#[reference(.., to = {P}, inverse = ..)]` to that field of `{D}`, or name the field that has it"
-)]
-pub trait InverseIsAReference<D, P> {}
-impl<D, P> InverseIsAReference<D, P> for Verdict<true> {}
-
-/// `inverse` names a reference back to this collection.
-#[diagnostic::on_unimplemented(
-    message = "`inverse` names a reference of `{D}` to another collection than `{P}`'s, so docrel would write ids of `{P}` into it",
-    label = "does not refer to `{P}`",
-    note = "name the reference of `{D}` back to `{P}`"
-)]
-pub trait InverseRefersBack<D, P> {}
-impl<D, P> InverseRefersBack<D, P> for Verdict<true> {}
-
-/// `inverse` names a reference holding ids.
-#[diagnostic::on_unimplemented(
-    message = "`inverse` names a reference of `{D}` holding `{{id, ..}}` structs, whose other fields link/unlink cannot make",
-    label = "holds `{{id, ..}}` structs",
-    note = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a `#[parent_ref(..)]` to `{P}`"
-)]
-pub trait InverseHoldsIds<D, P> {}
-impl<D, P> InverseHoldsIds<D, P> for Verdict<true> {}
-
-/// `inverse = x` on a reference of `P` names a reference of `D` back to it,
-/// holding ids: the verdicts of what [`inverse_check`] found, at most one
-/// of them false (one error).
-pub const fn inverse_holds<R, B, I, D, P>() -> bool
-where
-    R: InverseIsAReference<D, P>,
-    B: InverseRefersBack<D, P>,
-    I: InverseHoldsIds<D, P>,
-{
-    true
-}
-
 /// The links of a type whose derive failed.
 pub const STUB_LINKS: &[FieldInfo] =
     &[FieldInfo { rust: "", bson: "", rust_type: "", kind: LinkKind::Stub, target: None }];
@@ -428,6 +389,27 @@ pub const fn inverse_check(links: &[FieldInfo], rust: &str, back_to: &str) -> u8
         i += 1;
     }
     1
+}
+
+/// The stored name of the field of a document with `links` that `name`
+/// names, by its stored name or else its Rust name (a `sort` or `key` of a
+/// subset: `_id` or `id`); `""` when none does, which [`names_field`] checks.
+pub const fn field_named(links: &[FieldInfo], name: &str) -> &'static str {
+    let mut i = 0;
+    while i < links.len() {
+        if str_eq(links[i].bson, name) {
+            return links[i].bson;
+        }
+        i += 1;
+    }
+    link_path(links, name)
+}
+
+/// Whether `name` names a field of a document with `links` (see
+/// [`field_named`]); a type whose derive failed names every one (its own
+/// error is reported).
+pub const fn names_field(links: &[FieldInfo], name: &str) -> bool {
+    matches!(links.first(), Some(FieldInfo { kind: LinkKind::Stub, .. })) || !str_eq(field_named(links, name), "")
 }
 
 /// The stored name of the field `rust` of a document with `links` (`""` when

@@ -81,9 +81,7 @@ pub type DecodeError = mongodb::bson::error::Error;
 #[cfg(not(feature = "bson-3"))]
 use bson2::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
 #[cfg(not(feature = "bson-3"))]
-use bson2::{
-    to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec,
-};
+use bson2::{to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec};
 
 #[cfg(feature = "bson-3")]
 use mongodb::bson::{

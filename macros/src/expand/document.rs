@@ -225,12 +225,10 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
         );
         let span = elem.span();
         let (elem, to) = (checked.embedded(elem), checked.doc(&to.path));
-        checks.push(quote_spanned! {span=>
-            const _: () = ::core::assert!(
-                __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION),
-                #message
-            );
-        });
+        let condition = quote_spanned! {span=>
+            __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION)
+        };
+        checks.push(super::holds(span, &message, "copies from another document", condition));
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -255,43 +253,53 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
 
 /// `inverse = x` names a reference of the other type back to this one,
 /// holding ids: checked when the program is compiled, against the other
-/// type's `__DOCREL_LINKS`, as trait bounds whose one failure is an error
-/// in words at the key (an unknown name is `with_field`'s error there).
+/// type's `__DOCREL_LINKS`, each verdict an error in words at the key (an
+/// unknown name is `with_field`'s error there).
 fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let (ident, collection) = (m.ident, &m.collection);
     let checks = m.relations.iter().filter_map(|rel| {
         let (to, inverse) = rel.kind.inverse()?;
-        let (name, other) = (rel.ident, &to.name);
+        let (name, other, span) = (rel.ident, &to.name, inverse.span());
         let links = checked.with_field(&to.path, inverse);
         let rust = rust_name(inverse);
+        let shape = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a \
+                     `#[parent_ref(..)]`";
+        let plain = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` is not a reference, so it cannot keep the other \
+             side of `{name}`: {shape} to `{ident}`; add `#[reference(.., to = {ident}, inverse = {name})]` to it, \
+             or name the field that has it"
+        );
+        let elsewhere = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` refers to another collection than `{ident}`'s \
+             (`{collection}`), so docrel would write ids of `{ident}` into it: name the reference of `{other}` back \
+             to `{ident}`"
+        );
+        let structs = format!(
+            "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` holds `{{id, ..}}` structs, whose other fields \
+             link/unlink cannot make: {shape}"
+        );
         let target = checked.doc(&to.path);
         let sharded = format!(
             "`{name}` is a two-way reference into `{other}`, which is sharded on more than `_id`: link/unlink write \
              `{other}` by `_id` alone, which cannot be routed to one shard; shard `{other}` on `_id` (a hashed `_id` \
              key spreads the writes), or make `{name}` one-way (drop `inverse`)"
         );
-        // `inverse_check`'s codes: 1 no such stored field, 2 not a
-        // reference, 3 one to another collection, 4 `{id, ..}` structs.
-        Some(quote_spanned! {inverse.span()=>
-            const _: bool = {
-                const __DOCREL_FOUND: u8 = __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection);
-                __docrel::inverse_holds::<
-                    __docrel::Verdict<{ __DOCREL_FOUND != 1 && __DOCREL_FOUND != 2 }>,
-                    __docrel::Verdict<{ __DOCREL_FOUND != 3 }>,
-                    __docrel::Verdict<{ __DOCREL_FOUND != 4 }>,
-                    #target,
-                    #ident,
-                >()
-            };
-            // A sharded other side that declares the inverse too reports it
-            // at its own derive: one mistake, one error.
-            const _: () = ::core::assert!(
-                __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY)
-                    || __docrel::contains(<#target as __docrel::Document>::TWO_WAY, #rust),
-                "{}",
-                #sharded
-            );
-        })
+        // `inverse_check`'s codes: 1 no such stored field (a skipped one),
+        // 2 not a reference, 3 one to another collection, 4 `{id, ..}` structs.
+        let found = quote_spanned!(span=> __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection));
+        // A sharded other side that declares the inverse too reports it at
+        // its own derive: one mistake, one error.
+        let routed = quote_spanned! {span=>
+            __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY)
+                || __docrel::contains(<#target as __docrel::Document>::TWO_WAY, #rust)
+        };
+        let checks = [
+            super::holds(span, &plain, "not a reference", quote!(!::core::matches!(#found, 1 | 2))),
+            super::holds(span, &elsewhere, "refers to another collection", quote!(#found != 3)),
+            super::holds(span, &structs, "holds `{id, ..}` structs", quote!(#found != 4)),
+            super::holds(span, &sharded, "cannot be routed to one shard", routed),
+        ];
+        Some(quote!(#(#checks)*))
     });
     quote!(#(#checks)*)
 }

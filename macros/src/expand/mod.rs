@@ -86,15 +86,35 @@ fn append_colons(tokens: &mut TokenStream) {
 fn stored_name(name: &StoredName, checked: &mut Checked) -> TokenStream {
     match name {
         StoredName::Here(name) => quote!(#name),
-        StoredName::OfDocument { doc, field } => {
+        StoredName::OfDocument { doc, name, span } => {
             let doc = checked.doc(doc);
-            quote_spanned!(field.span()=> <#doc>::__DOCREL_FIELDS.#field.path())
+            quote_spanned!(*span=> __docrel::field_named(<#doc>::__DOCREL_LINKS, #name))
         }
         StoredName::OfElement { elem, field } => {
             let elem = checked.embedded(elem);
             let constant = element_stored_const(field);
             quote_spanned!(field.span()=> <#elem>::#constant)
         }
+    }
+}
+
+/// `condition` (a `const` expression of type `bool`) holds, or this is one
+/// error at `span` saying `message`: a trait bound declared here with the
+/// message, which only `Verdict<true>` meets, rather than a panic of
+/// `const` evaluation, whose error does not read as the user's mistake.
+fn holds(span: proc_macro2::Span, message: &str, label: &str, condition: TokenStream) -> TokenStream {
+    // The attribute reads `{..}` as a parameter of the trait: `{{` is a brace.
+    let escape = |text: &str| text.replace('{', "{{").replace('}', "}}");
+    let (message, label) = (escape(message), escape(label));
+    let check = quote_spanned!(span=> __docrel_holds::<__docrel::Verdict<{ #condition }>>());
+    quote! {
+        const _: () = {
+            #[diagnostic::on_unimplemented(message = #message, label = #label)]
+            trait __DocrelHolds {}
+            impl __DocrelHolds for __docrel::Verdict<true> {}
+            const fn __docrel_holds<T: __DocrelHolds>() {}
+            #check
+        };
     }
 }
 
