@@ -49,8 +49,22 @@ const fn docrel_bson<T: DocrelBson>() -> bool {
 /// here written for bson 2 names bson 2's items (`bson2::..`) and hands
 /// their values to the driver through this, so nothing else fails.
 #[cfg(not(feature = "bson-3"))]
-pub(crate) type Driver<T> =
-    <crate::__private::Pick<T, { docrel_bson::<Document>() }> as crate::__private::Resolve>::Out;
+pub(crate) type Driver<T> = <Checked<T, { docrel_bson::<Document>() }> as Resolve>::Out;
+
+/// `T`, once a check holds: `<Checked<T, true> as Resolve>::Out` is `T`, and
+/// a check that fails to compile makes it an error type.
+#[cfg(not(feature = "bson-3"))]
+pub(crate) struct Checked<T, const OK: bool>(std::marker::PhantomData<T>);
+/// See [`Checked`].
+#[cfg(not(feature = "bson-3"))]
+pub(crate) trait Resolve {
+    /// The checked type.
+    type Out;
+}
+#[cfg(not(feature = "bson-3"))]
+impl<T> Resolve for Checked<T, true> {
+    type Out = T;
+}
 /// The driver's `T` (docrel and the driver are both on bson 3).
 #[cfg(feature = "bson-3")]
 pub(crate) type Driver<T> = T;

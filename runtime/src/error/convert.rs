@@ -13,18 +13,22 @@ impl From<mongodb::error::Error> for Error {
     }
 }
 
+// bson 2's errors are named `bson2::..`, which exists whichever bson the
+// driver has: a driver turned to bson 3 by another crate is then the one
+// error of `bson_compat`, not one here too.
+
 /// `?` on bson's encoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<crate::bson_compat::EncodeError> for Error {
-    fn from(e: crate::bson_compat::EncodeError) -> Self {
+impl From<bson2::ser::Error> for Error {
+    fn from(e: bson2::ser::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }
 
 /// `?` on bson's decoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<crate::bson_compat::DecodeError> for Error {
-    fn from(e: crate::bson_compat::DecodeError) -> Self {
+impl From<bson2::de::Error> for Error {
+    fn from(e: bson2::de::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }

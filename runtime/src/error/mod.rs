@@ -489,6 +489,20 @@ impl Error {
 }
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
-pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
-    crate::bson_compat::relaxed_extjson(id)
+pub(crate) fn show_id<B: ShowId + ?Sized>(id: &B) -> String {
+    id.show_id()
+}
+
+/// A BSON value shown in error messages: implemented in `id.rs` for the
+/// driver's `Bson` through `bson_compat`, which names whichever bson major
+/// version the driver has, and which this layer does not use.
+pub(crate) trait ShowId {
+    /// The value as relaxed extended JSON.
+    fn show_id(&self) -> String;
+}
+
+impl<T: ShowId + ?Sized> ShowId for &T {
+    fn show_id(&self) -> String {
+        (**self).show_id()
+    }
 }
