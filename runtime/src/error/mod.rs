@@ -489,8 +489,8 @@ impl Error {
 }
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
-pub(crate) fn show_id<B: ShowId + ?Sized>(id: &B) -> String {
-    id.show_id()
+pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
+    ShowId::show_id(id)
 }
 
 /// A BSON value shown in error messages: implemented in `id.rs` for the
@@ -499,10 +499,4 @@ pub(crate) fn show_id<B: ShowId + ?Sized>(id: &B) -> String {
 pub(crate) trait ShowId {
     /// The value as relaxed extended JSON.
     fn show_id(&self) -> String;
-}
-
-impl<T: ShowId + ?Sized> ShowId for &T {
-    fn show_id(&self) -> String {
-        (**self).show_id()
-    }
 }
