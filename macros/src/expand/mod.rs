@@ -111,6 +111,7 @@ fn holds(span: proc_macro2::Span, message: &str, label: &str, condition: TokenSt
         const _: () = {
             #[diagnostic::on_unimplemented(message = #message, label = #label)]
             trait __DocrelHolds {}
+            #[automatically_derived]
             impl __DocrelHolds for __docrel::Verdict<true> {}
             const fn __docrel_holds<T: __DocrelHolds>() {}
             #check
