@@ -395,14 +395,10 @@ pub const fn inverse_check(links: &[FieldInfo], rust: &str, back_to: &str) -> u8
 /// names, by its stored name or else its Rust name (a `sort` or `key` of a
 /// subset: `_id` or `id`); `""` when none does, which [`names_field`] checks.
 pub const fn field_named(links: &[FieldInfo], name: &str) -> &'static str {
-    let mut i = 0;
-    while i < links.len() {
-        if str_eq(links[i].bson, name) {
-            return links[i].bson;
-        }
-        i += 1;
+    match find_link(links, name, true) {
+        Some(i) => links[i].bson,
+        None => link_path(links, name),
     }
-    link_path(links, name)
 }
 
 /// Whether `name` names a field of a document with `links` (see
@@ -415,24 +411,29 @@ pub const fn names_field(links: &[FieldInfo], name: &str) -> bool {
 /// The stored name of the field `rust` of a document with `links` (`""` when
 /// it has none: a check reports that).
 pub const fn link_path(links: &[FieldInfo], rust: &str) -> &'static str {
+    match find_link(links, rust, false) {
+        Some(i) => links[i].bson,
+        None => "",
+    }
+}
+
+/// The index of the field of `links` whose stored name (`stored`) or Rust
+/// name is `name`.
+const fn find_link(links: &[FieldInfo], name: &str, stored: bool) -> Option<usize> {
     let mut i = 0;
     while i < links.len() {
-        if str_eq(links[i].rust, rust) {
-            return links[i].bson;
+        if str_eq(if stored { links[i].bson } else { links[i].rust }, name) {
+            return Some(i);
         }
         i += 1;
     }
-    ""
+    None
 }
 
 /// Whether the field `rust` of a document with `links` is an array of references.
 pub const fn link_is_array(links: &[FieldInfo], rust: &str) -> bool {
-    let mut i = 0;
-    while i < links.len() {
-        if str_eq(links[i].rust, rust) {
-            return matches!(links[i].kind, LinkKind::Ids | LinkKind::Structs);
-        }
-        i += 1;
+    match find_link(links, rust, false) {
+        Some(i) => matches!(links[i].kind, LinkKind::Ids | LinkKind::Structs),
+        None => false,
     }
-    false
 }
