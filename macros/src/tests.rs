@@ -333,8 +333,8 @@ fn subset_sort_and_key_are_read_from_the_child() {
             .sort
             .iter()
             .map(|k| match &k.name {
-                StoredName::OfDocument { doc, field } => {
-                    (quote::quote!(#doc).to_string(), field.to_string(), k.direction)
+                StoredName::OfDocument { doc, name, .. } => {
+                    (quote::quote!(#doc).to_string(), name.clone(), k.direction)
                 }
                 _ => panic!("a stored name of the child"),
             })
@@ -343,16 +343,24 @@ fn subset_sort_and_key_are_read_from_the_child() {
             names,
             [("Review".to_owned(), "published_date".to_owned(), -1), ("Review".to_owned(), "stars".to_owned(), 1)]
         );
-        assert!(matches!(&subset.key, Some(StoredName::OfDocument { field, .. }) if field == "review_id"));
+        assert!(matches!(&subset.key, Some(StoredName::OfDocument { name, .. }) if name == "review_id"));
     });
     let expanded = crate::derive_document_inner(&input).to_string();
     // `Review` is read through its checked alias (`__DocrelDoc0`).
-    assert!(expanded.contains("type __DocrelDoc0 = < __docrel :: Pick < Review ,"), "{expanded}");
+    assert!(expanded.contains("type __DocrelDoc0 = < < __docrel :: Pick < Review ,"), "{expanded}");
+    // By stored or Rust name, looked up in the child's links when compiled.
     assert!(
-        expanded.contains("sort : & [(< __DocrelDoc0 > :: __DOCREL_FIELDS . published_date . path () , - 1i32)"),
+        expanded.contains(
+            r#"sort : & [(__docrel :: field_named (< __DocrelDoc0 > :: __DOCREL_LINKS , "published_date") , - 1i32)"#
+        ),
         "{expanded}"
     );
-    assert!(expanded.contains("key : __docrel :: Some (< __DocrelDoc0 > :: __DOCREL_FIELDS . review_id . path ())"));
+    assert!(
+        expanded.contains(
+            r#"key : __docrel :: Some (__docrel :: field_named (< __DocrelDoc0 > :: __DOCREL_LINKS , "review_id"))"#
+        ),
+        "{expanded}"
+    );
 }
 
 #[test]

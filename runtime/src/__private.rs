@@ -223,8 +223,37 @@ impl<T: ?Sized> Resolve for Pick<T, true> {
     type Out = T;
 }
 
-/// `T` is a document (`to = T`, `from = T::field`, `of = T`, `subset_of = T`).
-pub const fn is_document<T: Document>() -> bool {
+/// `T` is a document (`to = T`, `from = T::field`, `of = T`, `subset_of = T`):
+/// its derive ran, stored with serde or not (that is its own derive's one
+/// error), so the derives naming it report nothing more.
+pub const fn is_document<T: DerivesDocument>() -> bool {
+    true
+}
+
+/// A type `#[derive(Document)]` ran on. `Doc` is the type itself once it is
+/// stored with serde, and an error type otherwise, reported once at the
+/// struct: the derives naming it use `Doc`, about which rustc says nothing more.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must derive `docrel::Document`",
+    label = "not a document",
+    note = "a document type is a struct with named fields, `#[derive(docrel::Document, Serialize, Deserialize)]` and `#[document(collection = \"..\")]`"
+)]
+pub trait DerivesDocument {
+    /// The document type, once it is stored with serde.
+    type Doc: ?Sized;
+}
+
+/// A document is stored with serde.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is stored with serde: derive `Serialize` and `Deserialize` on it",
+    label = "needs `#[derive(Serialize, Deserialize)]`",
+    note = "a document type derives `#[derive(docrel::Document, Serialize, Deserialize)]`"
+)]
+pub trait Stored {}
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Stored for T {}
+
+/// `T` is stored with serde (the one check of a document's derive on it).
+pub const fn is_stored<T: Stored>() -> bool {
     true
 }
 
@@ -271,7 +300,8 @@ impl<D, T> Named<D, T> {
         true
     }
 
-    /// A view field written as `V`, stored as `stored`, reads this field.
+    /// A view field written as `V`, stored as `stored`, reads this field
+    /// (checked by [`view_reads_stored_name`]).
     pub const fn viewed_as<V: ViewFieldOf<T>>(self, stored: &str) -> bool {
         str_eq(self.0.path(), stored)
     }
@@ -314,6 +344,25 @@ pub const fn holds_id<H: IdOf<I>, I>() -> bool {
     true
 }
 
+/// A check the derive computes when the program is compiled, read as a
+/// trait bound: a failed one is an error in words at the user's tokens, not
+/// a panic of `const` evaluation.
+pub struct Verdict<const OK: bool>;
+
+/// A view field reads the stored field of the document's field of its name.
+#[diagnostic::on_unimplemented(
+    message = "a view reads its document's stored names, and `{D}` stores this field under another name than `{V}` reads",
+    label = "stored under another name in `{D}`",
+    note = "give this field of `{V}` the `#[serde(rename = ..)]` its field in `{D}` has (or none if it has none)"
+)]
+pub trait ViewReadsStoredName<V, D> {}
+impl<V, D> ViewReadsStoredName<V, D> for Verdict<true> {}
+
+/// The view `V` of `D` reads its field under the document's stored name.
+pub const fn view_reads_stored_name<C: ViewReadsStoredName<V, D>, V, D>() -> bool {
+    true
+}
+
 /// The links of a type whose derive failed.
 pub const STUB_LINKS: &[FieldInfo] =
     &[FieldInfo { rust: "", bson: "", rust_type: "", kind: LinkKind::Stub, target: None }];
@@ -342,27 +391,49 @@ pub const fn inverse_check(links: &[FieldInfo], rust: &str, back_to: &str) -> u8
     1
 }
 
+/// The stored name of the field of a document with `links` that `name`
+/// names, by its stored name or else its Rust name (a `sort` or `key` of a
+/// subset: `_id` or `id`); `""` when none does, which [`names_field`] checks.
+pub const fn field_named(links: &[FieldInfo], name: &str) -> &'static str {
+    match find_link(links, name, true) {
+        Some(i) => links[i].bson,
+        None => link_path(links, name),
+    }
+}
+
+/// Whether `name` names a field of a document with `links` (see
+/// [`field_named`]); a type whose derive failed names every one (its own
+/// error is reported).
+pub const fn names_field(links: &[FieldInfo], name: &str) -> bool {
+    matches!(links.first(), Some(FieldInfo { kind: LinkKind::Stub, .. })) || !str_eq(field_named(links, name), "")
+}
+
 /// The stored name of the field `rust` of a document with `links` (`""` when
 /// it has none: a check reports that).
 pub const fn link_path(links: &[FieldInfo], rust: &str) -> &'static str {
+    match find_link(links, rust, false) {
+        Some(i) => links[i].bson,
+        None => "",
+    }
+}
+
+/// The index of the field of `links` whose stored name (`stored`) or Rust
+/// name is `name`.
+const fn find_link(links: &[FieldInfo], name: &str, stored: bool) -> Option<usize> {
     let mut i = 0;
     while i < links.len() {
-        if str_eq(links[i].rust, rust) {
-            return links[i].bson;
+        if str_eq(if stored { links[i].bson } else { links[i].rust }, name) {
+            return Some(i);
         }
         i += 1;
     }
-    ""
+    None
 }
 
 /// Whether the field `rust` of a document with `links` is an array of references.
 pub const fn link_is_array(links: &[FieldInfo], rust: &str) -> bool {
-    let mut i = 0;
-    while i < links.len() {
-        if str_eq(links[i].rust, rust) {
-            return matches!(links[i].kind, LinkKind::Ids | LinkKind::Structs);
-        }
-        i += 1;
+    match find_link(links, rust, false) {
+        Some(i) => matches!(links[i].kind, LinkKind::Ids | LinkKind::Structs),
+        None => false,
     }
-    false
 }

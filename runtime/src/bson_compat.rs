@@ -28,26 +28,56 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// Built without the `bson-3` feature, docrel is written for bson 2: when
 /// another crate turns on the driver's `bson-3` feature, `mongodb::bson` is
-/// bson 3 and this says so (among the type errors that follow).
+/// bson 3 and this says so, the one error of such a build (see [`Driver`]).
 #[cfg(not(feature = "bson-3"))]
 #[diagnostic::on_unimplemented(
-    message = "the driver's bson is bson 3 (a crate turns on `mongodb/bson-3`), docrel's is bson 2",
+    message = "the driver's bson is bson 3 (a crate turns on `mongodb/bson-3`), docrel's is bson 2: turn on docrel's `bson-3` feature too",
     label = "docrel was built without its `bson-3` feature",
-    note = "turn on docrel's `bson-3` feature too: `docrel = {{ .., features = [\"bson-3\"] }}`"
+    note = "in your Cargo.toml: `docrel = {{ .., features = [\"bson-3\"] }}`"
 )]
 trait DocrelBson {}
 #[cfg(not(feature = "bson-3"))]
 impl DocrelBson for bson2::Document {}
 #[cfg(not(feature = "bson-3"))]
-const _: () = {
-    const fn docrel_bson<T: DocrelBson>() {}
-    docrel_bson::<Document>()
-};
+const fn docrel_bson<T: DocrelBson>() -> bool {
+    true
+}
+
+/// bson 2's `T` as the driver's: the same type, unless another crate turned
+/// on the driver's `bson-3`. Then the check in it is the build's one error,
+/// and this is an error type, about which rustc says nothing more: the code
+/// here written for bson 2 names bson 2's items (`bson2::..`) and hands
+/// their values to the driver through this, so nothing else fails.
+#[cfg(not(feature = "bson-3"))]
+pub(crate) type Driver<T> = <Checked<T, { docrel_bson::<Document>() }> as Resolve>::Out;
+
+/// `T`, once a check holds: `<Checked<T, true> as Resolve>::Out` is `T`, and
+/// a check that fails to compile makes it an error type.
+#[cfg(not(feature = "bson-3"))]
+pub(crate) struct Checked<T, const OK: bool>(std::marker::PhantomData<T>);
+/// See [`Checked`].
+#[cfg(not(feature = "bson-3"))]
+pub(crate) trait Resolve {
+    /// The checked type.
+    type Out;
+}
+#[cfg(not(feature = "bson-3"))]
+impl<T> Resolve for Checked<T, true> {
+    type Out = T;
+}
+/// The driver's `T` (docrel and the driver are both on bson 3).
+#[cfg(feature = "bson-3")]
+pub(crate) type Driver<T> = T;
+
+/// `value` as the driver's (see [`Driver`]).
+fn driver<T>(value: T) -> Driver<T> {
+    value
+}
 
 /// The error of the encoding functions: `bson::ser::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(not(feature = "bson-3"))]
-pub type EncodeError = mongodb::bson::ser::Error;
+pub type EncodeError = bson2::ser::Error;
 /// The error of the encoding functions: `bson::ser::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(feature = "bson-3")]
@@ -56,18 +86,16 @@ pub type EncodeError = mongodb::bson::error::Error;
 /// The error of the decoding functions: `bson::de::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(not(feature = "bson-3"))]
-pub type DecodeError = mongodb::bson::de::Error;
+pub type DecodeError = bson2::de::Error;
 /// The error of the decoding functions: `bson::de::Error` of bson 2,
 /// `bson::error::Error` of bson 3.
 #[cfg(feature = "bson-3")]
 pub type DecodeError = mongodb::bson::error::Error;
 
 #[cfg(not(feature = "bson-3"))]
-use mongodb::bson::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
+use bson2::{from_bson as de_bson, from_document as de_document, from_slice as de_slice};
 #[cfg(not(feature = "bson-3"))]
-use mongodb::bson::{
-    to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec,
-};
+use bson2::{to_bson as ser_bson, to_document as ser_document, to_raw_document_buf as ser_raw, to_vec as ser_vec};
 
 #[cfg(feature = "bson-3")]
 use mongodb::bson::{
@@ -81,24 +109,24 @@ use mongodb::bson::{
 
 /// A value as [`Bson`] (`bson::to_bson` / `bson::serialize_to_bson`).
 pub fn to_bson<T: Serialize + ?Sized>(value: &T) -> Result<Bson, EncodeError> {
-    ser_bson(value)
+    ser_bson(value).map(driver)
 }
 
 /// A value from [`Bson`] (`bson::from_bson` / `bson::deserialize_from_bson`).
 pub fn from_bson<T: DeserializeOwned>(value: Bson) -> Result<T, DecodeError> {
-    de_bson(value)
+    de_bson(driver(value))
 }
 
 /// A value as a [`Document`] (`bson::to_document` /
 /// `bson::serialize_to_document`).
 pub fn to_document<T: Serialize + ?Sized>(value: &T) -> Result<Document, EncodeError> {
-    ser_document(value)
+    ser_document(value).map(driver)
 }
 
 /// A value from a [`Document`] (`bson::from_document` /
 /// `bson::deserialize_from_document`).
 pub fn from_document<T: DeserializeOwned>(doc: Document) -> Result<T, DecodeError> {
-    de_document(doc)
+    de_document(driver(doc))
 }
 
 /// A value as the bytes of a BSON document (`bson::to_vec` /
@@ -116,7 +144,7 @@ pub fn from_slice<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Decod
 /// A value as a [`RawDocumentBuf`] (`bson::to_raw_document_buf` /
 /// `bson::serialize_to_raw_document_buf`).
 pub fn to_raw_document_buf<T: Serialize>(value: &T) -> Result<RawDocumentBuf, EncodeError> {
-    ser_raw(value)
+    ser_raw(value).map(driver)
 }
 
 /// A BSON regular expression, its options sorted as BSON wants them (bson
@@ -130,7 +158,13 @@ pub fn regex(pattern: &str, options: &str) -> Option<Regex> {
     sorted.sort_unstable();
     let options: String = sorted.into_iter().collect();
     #[cfg(not(feature = "bson-3"))]
-    return Some(Regex { pattern: pattern.to_owned(), options });
+    return Some(driver(bson2::Regex { pattern: pattern.to_owned(), options }));
     #[cfg(feature = "bson-3")]
     Some(Regex { pattern: pattern.try_into().ok()?, options: options.try_into().ok()? })
+}
+
+/// A value as relaxed extended JSON, for error messages.
+pub(crate) fn relaxed_extjson(value: &Bson) -> String {
+    let value: Driver<Bson> = value.clone();
+    value.into_relaxed_extjson().to_string()
 }

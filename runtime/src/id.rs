@@ -90,3 +90,9 @@ impl DocId for bson::Uuid {
 pub(crate) fn show<I: DocId>(id: &I) -> String {
     crate::error::show_id(&id.to_bson())
 }
+
+impl crate::error::ShowId for Bson {
+    fn show_id(&self) -> String {
+        crate::bson_compat::relaxed_extjson(self)
+    }
+}

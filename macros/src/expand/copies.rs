@@ -77,6 +77,7 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
     let out = quote! {
         #advice_methods
 
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #aliases

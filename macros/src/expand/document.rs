@@ -29,12 +29,15 @@ pub fn expand(m: &Model) -> TokenStream {
     let impls = trait_impls(m);
     let shard_key = &m.shard_key;
     let aliases = checked.decls();
+    let stored_self = super::stored_self(ident);
 
     let out = quote! {
         #advice_methods
 
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
+            #stored_self
             #aliases
 
             #fields
@@ -84,7 +87,7 @@ fn trait_impls(m: &Model) -> TokenStream {
             __docrel::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
         })
     });
-    let stored = super::stored_bounds(ident);
+    let stored = super::stored_bounds();
     let key = &m.shard_key;
     let shard_key = (!key.is_empty()).then(|| quote! { const SHARD_KEY: &'static [&'static str] = &[#(#key),*]; });
     let two_way: Vec<String> =
@@ -133,7 +136,7 @@ fn trait_impls(m: &Model) -> TokenStream {
 /// `__DOCREL_LINKS` (what each stored field refers to).
 fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
-    let stored = super::stored_bounds(ident);
+    let stored = super::stored_bounds();
     let vis = m.vis;
     let fields_ty = &m.names.fields;
     // Parallel lists, one repetition each: a stream per field (a closure's
@@ -222,12 +225,10 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
         );
         let span = elem.span();
         let (elem, to) = (checked.embedded(elem), checked.doc(&to.path));
-        checks.push(quote_spanned! {span=>
-            const _: () = ::core::assert!(
-                __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION),
-                #message
-            );
-        });
+        let condition = quote_spanned! {span=>
+            __docrel::copies_come_from(<#elem as __docrel::Embedded>::COPIES, <#to as __docrel::Document>::COLLECTION)
+        };
+        checks.push(super::holds(span, &message, "copies from another document", condition));
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -252,17 +253,17 @@ fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
 
 /// `inverse = x` names a reference of the other type back to this one,
 /// holding ids: checked when the program is compiled, against the other
-/// type's `__DOCREL_LINKS`, with the error at the key.
+/// type's `__DOCREL_LINKS`, each verdict an error in words at the key (an
+/// unknown name is `with_field`'s error there).
 fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let (ident, collection) = (m.ident, &m.collection);
     let checks = m.relations.iter().filter_map(|rel| {
         let (to, inverse) = rel.kind.inverse()?;
-        let (name, other) = (rel.ident, &to.name);
+        let (name, other, span) = (rel.ident, &to.name, inverse.span());
         let links = checked.with_field(&to.path, inverse);
         let rust = rust_name(inverse);
         let shape = "the other side of a two-way reference is a `#[reference(..)]` (ids, or one id) or a \
                      `#[parent_ref(..)]`";
-        let unknown = format!("`inverse = {rust}` on `{name}`: `{other}` stores no field `{rust}`");
         let plain = format!(
             "`inverse = {rust}` on `{name}`: `{rust}` of `{other}` is not a reference, so it cannot keep the other \
              side of `{name}`: {shape} to `{ident}`; add `#[reference(.., to = {ident}, inverse = {name})]` to it, \
@@ -283,23 +284,22 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
              `{other}` by `_id` alone, which cannot be routed to one shard; shard `{other}` on `_id` (a hashed `_id` \
              key spreads the writes), or make `{name}` one-way (drop `inverse`)"
         );
-        Some(quote_spanned! {inverse.span()=>
-            const _: () = match __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection) {
-                0 => (),
-                1 => ::core::panic!("{}", #unknown),
-                2 => ::core::panic!("{}", #plain),
-                3 => ::core::panic!("{}", #elsewhere),
-                _ => ::core::panic!("{}", #structs),
-            };
-            // A sharded other side that declares the inverse too reports it
-            // at its own derive: one mistake, one error.
-            const _: () = ::core::assert!(
-                __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY)
-                    || __docrel::contains(<#target as __docrel::Document>::TWO_WAY, #rust),
-                "{}",
-                #sharded
-            );
-        })
+        // `inverse_check`'s codes: 1 no such stored field (a skipped one),
+        // 2 not a reference, 3 one to another collection, 4 `{id, ..}` structs.
+        let found = quote_spanned!(span=> __docrel::inverse_check(<#links>::__DOCREL_LINKS, #rust, #collection));
+        // A sharded other side that declares the inverse too reports it at
+        // its own derive: one mistake, one error.
+        let routed = quote_spanned! {span=>
+            __docrel::routes_by_id(<#target as __docrel::Document>::SHARD_KEY)
+                || __docrel::contains(<#target as __docrel::Document>::TWO_WAY, #rust)
+        };
+        let checks = [
+            super::holds(span, &plain, "not a reference", quote!(!::core::matches!(#found, 1 | 2))),
+            super::holds(span, &elsewhere, "refers to another collection", quote!(#found != 3)),
+            super::holds(span, &structs, "holds `{id, ..}` structs", quote!(#found != 4)),
+            super::holds(span, &sharded, "cannot be routed to one shard", routed),
+        ];
+        Some(quote!(#(#checks)*))
     });
     quote!(#(#checks)*)
 }

@@ -28,6 +28,7 @@ pub fn document(s: &Stub) -> TokenStream {
         quote!(#name: __docrel::Field::new(#path, #max),)
     });
     let out = quote! {
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #[allow(dead_code)]
@@ -57,6 +58,11 @@ pub fn document(s: &Stub) -> TokenStream {
             impl __docrel::RoutedById for #ident {}
 
             #[automatically_derived]
+            impl __docrel::DerivesDocument for #ident {
+                type Doc = #ident;
+            }
+
+            #[automatically_derived]
             impl __docrel::Document for #ident {
                 type Id = #id_ty;
                 const COLLECTION: &'static str = "";
@@ -78,6 +84,7 @@ pub fn document(s: &Stub) -> TokenStream {
 /// A view whose fields failed their checks still views `of`.
 pub fn view(ident: &Ident, of: &Path, krate: Option<&Path>) -> TokenStream {
     let out = quote! {
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #[automatically_derived]
@@ -99,6 +106,7 @@ pub fn embedded(s: &Stub) -> TokenStream {
         quote! { pub const #constant: &'static str = #stored; }
     });
     let out = quote! {
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #[automatically_derived]

@@ -9,7 +9,11 @@
 //! one alias per block, `use ::docrel::__private as __docrel;` (short paths
 //! are fewer tokens to emit and parse, for every document), the rest by
 //! absolute path; `::docrel` becomes the path of
-//! `#[document(crate = "..")]` when given.
+//! `#[document(crate = "..")]` when given. The block allows
+//! `unused_qualifications`, which a library may deny: its paths stay
+//! qualified where the user's module imports the same name (`Serialize`,
+//! `Document`), and the checks spanned at the user's tokens would otherwise
+//! be reported there.
 
 pub mod copies;
 pub mod document;
@@ -82,15 +86,36 @@ fn append_colons(tokens: &mut TokenStream) {
 fn stored_name(name: &StoredName, checked: &mut Checked) -> TokenStream {
     match name {
         StoredName::Here(name) => quote!(#name),
-        StoredName::OfDocument { doc, field } => {
+        StoredName::OfDocument { doc, name, span } => {
             let doc = checked.doc(doc);
-            quote_spanned!(field.span()=> <#doc>::__DOCREL_FIELDS.#field.path())
+            quote_spanned!(*span=> __docrel::field_named(<#doc>::__DOCREL_LINKS, #name))
         }
         StoredName::OfElement { elem, field } => {
             let elem = checked.embedded(elem);
             let constant = element_stored_const(field);
             quote_spanned!(field.span()=> <#elem>::#constant)
         }
+    }
+}
+
+/// `condition` (a `const` expression of type `bool`) holds, or this is one
+/// error at `span` saying `message`: a trait bound declared here with the
+/// message, which only `Verdict<true>` meets, rather than a panic of
+/// `const` evaluation, whose error does not read as the user's mistake.
+fn holds(span: proc_macro2::Span, message: &str, label: &str, condition: TokenStream) -> TokenStream {
+    // The attribute reads `{..}` as a parameter of the trait: `{{` is a brace.
+    let escape = |text: &str| text.replace('{', "{{").replace('}', "}}");
+    let (message, label) = (escape(message), escape(label));
+    let check = quote_spanned!(span=> __docrel_holds::<__docrel::Verdict<{ #condition }>>());
+    quote! {
+        const _: () = {
+            #[diagnostic::on_unimplemented(message = #message, label = #label)]
+            trait __DocrelHolds {}
+            #[automatically_derived]
+            impl __DocrelHolds for __docrel::Verdict<true> {}
+            const fn __docrel_holds<T: __DocrelHolds>() {}
+            #check
+        };
     }
 }
 
@@ -101,16 +126,35 @@ fn element_stored_const(field: &Ident) -> Ident {
     format_ident!("__docrel_stored_{}", name.trim_start_matches("r#"), span = field.span())
 }
 
-/// `where T: Serialize, T: DeserializeOwned`, at the struct's name, on every
-/// generated item that needs `T: Document`: a document is stored with serde,
-/// and a missing derive is then reported once, there (rustc merges the
-/// identical reports of each item), rather than once per use.
-fn stored_bounds(ident: &Ident) -> TokenStream {
-    quote_spanned! {ident.span()=>
-        where
-            #ident: __docrel::serde::Serialize,
-            #ident: __docrel::serde::de::DeserializeOwned,
+/// The name of a document's own alias: the struct once it is stored with
+/// serde, an error type otherwise (see [`stored_self`]).
+const STORED_SELF: &str = "__DocrelStored";
+
+/// `type __DocrelStored = ..;`: `ident`, once it derives `Serialize` and
+/// `Deserialize`. A missing derive is the one error, at the struct's name;
+/// the alias is then an error type, and the bound `__DocrelStored: Stored`
+/// of every generated item that needs serde, the `DerivesDocument::Doc` other
+/// derives read, are satisfied without a word: a bound written on the struct
+/// itself would be reported once more at each derive naming it.
+fn stored_self(ident: &Ident) -> TokenStream {
+    let alias = Ident::new(STORED_SELF, proc_macro2::Span::call_site());
+    let check = quote_spanned!(ident.span()=> __docrel::is_stored::<#ident>());
+    quote! {
+        #[allow(dead_code)]
+        type #alias = <__docrel::Pick<#ident, { #check }> as __docrel::Resolve>::Out;
+
+        #[automatically_derived]
+        impl __docrel::DerivesDocument for #ident {
+            type Doc = #alias;
+        }
     }
+}
+
+/// `where __DocrelStored: Stored`, on every generated item that needs the
+/// document stored with serde (see [`stored_self`]).
+fn stored_bounds() -> TokenStream {
+    let alias = Ident::new(STORED_SELF, proc_macro2::Span::call_site());
+    quote!(where #alias: __docrel::Stored)
 }
 
 /// The types a derive uses as documents, element structs or views, and the
@@ -126,11 +170,14 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`).
+    /// `path` as a document (`to = Part`, `from = Part::name`, `of = Part`):
+    /// what its derive made of it, an error type when that derive reported
+    /// one (a missing `Serialize`), about which nothing more is said here.
     pub fn doc(&mut self, path: &Path) -> Ident {
         let key = format!("doc {}", path.to_token_stream());
         let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
-        self.alias(key, "Doc", quote!(#path), check)
+        let picked = picked(quote!(#path), check);
+        self.declare(key, "Doc", quote!(<#picked as __docrel::DerivesDocument>::Doc))
     }
 
     /// `ty` as the element struct of a reference array.
@@ -163,13 +210,18 @@ impl Checked {
     }
 
     fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> Ident {
+        self.declare(key, kind, picked(base, check))
+    }
+
+    /// The alias of `ty`, declared once per `key`.
+    fn declare(&mut self, key: String, kind: &str, ty: TokenStream) -> Ident {
         if let Some((_, alias)) = self.seen.iter().find(|(k, _)| *k == key) {
             return alias.clone();
         }
         let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
         self.decls.push(quote! {
             #[allow(dead_code, non_camel_case_types)]
-            type #alias = <__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out;
+            type #alias = #ty;
         });
         self.seen.push((key, alias.clone()));
         alias
@@ -180,6 +232,11 @@ impl Checked {
         let decls = &self.decls;
         quote!(#(#decls)*)
     }
+}
+
+/// `base` once `check` compiles: `<Pick<base, { check }> as Resolve>::Out`.
+fn picked(base: TokenStream, check: TokenStream) -> TokenStream {
+    quote!(<__docrel::Pick<#base, { #check }> as __docrel::Resolve>::Out)
 }
 
 /// `tokens`, every one spanned at `span`.

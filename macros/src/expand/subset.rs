@@ -5,48 +5,61 @@
 use super::{stored_name, Checked};
 use crate::internals::model::{Model, RelationKind, StoredName, Subset};
 use proc_macro2::TokenStream;
-use quote::{quote_spanned, ToTokens};
+use quote::{quote, quote_spanned, ToTokens};
 
 /// One check per sort key and `key` of each subset of `m`, reported at
-/// the name as written in the attribute.
+/// the name as written in the attribute: the child has a field of that
+/// name (stored or Rust), and the summary holds it.
 pub fn checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let mut out = TokenStream::new();
     for rel in &m.relations {
         let RelationKind::Embed { subset: Some(subset), .. } = &rel.kind else { continue };
         let view = subset.elem.to_token_stream().to_string().replace(' ', "");
-        let field = rel.ident.to_string();
+        let (field, child) = (rel.ident.to_string(), &subset.child.name);
+        let names = "write its stored or Rust field names, comma-separated, `-` for descending";
         for key in &subset.sort {
             let why = "a push orders the summaries by it";
             out.extend(check(subset, &key.name, checked, |name| {
-                format!("the subset `{field}` is sorted by `{name}`, which its summary `{view}` does not hold: add `{name}` to `{view}` ({why})")
+                (
+                    format!("the subset `{field}` is sorted by `{name}`, which is not a field of `{child}`: {names}"),
+                    format!("the subset `{field}` is sorted by `{name}`, which its summary `{view}` does not hold: add `{name}` to `{view}` ({why})"),
+                )
             }));
         }
         if let Some(key) = &subset.key {
             let why = "a push and a move find a child's summary by it";
             out.extend(check(subset, key, checked, |name| {
-                format!("the subset `{field}` identifies a summary by `key = {name}`, which its summary `{view}` does not hold: add `{name}` to `{view}` ({why})")
+                (
+                    format!("the subset `{field}` identifies a summary by `key = {name}`, which is not a field of `{child}`: name one of its fields"),
+                    format!("the subset `{field}` identifies a summary by `key = {name}`, which its summary `{view}` does not hold: add `{name}` to `{view}` ({why})"),
+                )
             }));
         }
     }
     out
 }
 
-/// `name` is among the fields the summary reads (`PROJECTION`; `None`
-/// reads them all).
+/// `name` names a field of the child, and is among the fields the summary
+/// reads (`PROJECTION`; `None` reads them all). `messages` gives the error
+/// of each.
 fn check(
     subset: &Subset,
     name: &StoredName,
     checked: &mut Checked,
-    message: impl FnOnce(String) -> String,
+    messages: impl FnOnce(&str) -> (String, String),
 ) -> TokenStream {
-    let StoredName::OfDocument { field, .. } = name else { return TokenStream::new() };
-    let message = message(field.to_string().trim_start_matches("r#").to_owned());
+    let StoredName::OfDocument { doc, name: written, span } = name else { return TokenStream::new() };
+    let (unknown, missing) = messages(written);
+    let child = checked.doc(doc);
     let view = checked.view_of(subset.elem, &subset.child.path);
     let stored = stored_name(name, checked);
-    quote_spanned! {field.span()=>
-        const _: () = ::core::assert!(
-            __docrel::view_holds(<#view as __docrel::View>::PROJECTION, #stored),
-            #message
-        );
-    }
+    let links = quote_spanned!(*span=> <#child>::__DOCREL_LINKS);
+    let named = quote_spanned!(*span=> __docrel::names_field(#links, #written));
+    let view_name = subset.elem.to_token_stream().to_string().replace(' ', "");
+    let label = format!("not a field of `{}`", subset.child.name);
+    let known = super::holds(*span, &unknown, &label, named.clone());
+    // An unknown name is the error above, not this one too.
+    let held = quote_spanned!(*span=> !#named || __docrel::view_holds(<#view as __docrel::View>::PROJECTION, #stored));
+    let held = super::holds(*span, &missing, &format!("not held by `{view_name}`"), held);
+    quote!(#known #held)
 }

@@ -11,21 +11,18 @@ pub fn expand(m: &ViewModel) -> TokenStream {
     let mut checked = Checked::default();
     let ident = m.ident;
     let of = checked.doc(&m.of);
-    let of_name = crate::internals::ty::path_name(&m.of);
     let names = m.fields.iter().map(|f| &f.stored);
     let checks = m.fields.iter().map(|f| {
         let (name, ty, stored) = (f.ident, f.ty, &f.stored);
-        let message = format!(
-            "`{name}` of the view `{ident}` is read from the stored field `{stored}`, but `{of_name}` stores its \
-             `{name}` under another name: a view reads the document's stored names, so give `{name}` the \
-             document's `#[serde(rename = ..)]` (or none)"
-        );
         // A view field is a field of the document, of the same type and the
-        // same stored name: the handle says so, or this does not compile.
+        // same stored name: the handle says so, or this does not compile;
+        // the stored name's verdict is a trait bound, an error in words here.
         quote_spanned! {name.span()=>
-            const _: () = if !__docrel::Named::field(<#of>::__DOCREL_FIELDS.#name).viewed_as::<#ty>(#stored) {
-                ::core::panic!("{}", #message)
-            };
+            const _: bool = __docrel::view_reads_stored_name::<
+                __docrel::Verdict<{ __docrel::Named::field(<#of>::__DOCREL_FIELDS.#name).viewed_as::<#ty>(#stored) }>,
+                #ident,
+                #of,
+            >();
         }
     });
     // The view carries each of its fields, so a loader of a relation on one
@@ -46,6 +43,7 @@ pub fn expand(m: &ViewModel) -> TokenStream {
     });
     let aliases = checked.decls();
     let out = quote! {
+        #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
             #aliases

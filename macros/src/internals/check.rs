@@ -313,6 +313,12 @@ fn find_id(c: &Container, cx: &Ctxt) -> Option<usize> {
         }
         [first, rest @ ..] => {
             for &i in rest {
+                // Stored as `_id` like an earlier field: `check_stored_names`
+                // reports it, at the same field (one mistake, one error).
+                let stored = c.fields[i].stored.as_deref();
+                if stored.is_some() && c.fields[..i].iter().any(|g| g.stored.as_deref() == stored) {
+                    continue;
+                }
                 cx.error_at(
                     c.fields[i].ident.span(),
                     format!(

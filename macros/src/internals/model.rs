@@ -95,8 +95,10 @@ impl<'a> ModelField<'a> {
 pub enum StoredName<'a> {
     /// A field of this type, after serde's renames.
     Here(String),
-    /// A field of another document: `Child::__DOCREL_FIELDS.field.path()`.
-    OfDocument { doc: Path, field: Ident },
+    /// A field of another document, named by its stored name or else its
+    /// Rust name (`_id` or `id`), as written at `span`: its stored name is
+    /// looked up in that document's `__DOCREL_LINKS` when compiled.
+    OfDocument { doc: Path, name: String, span: proc_macro2::Span },
     /// A field of an element struct, from its `#[derive(Embedded)]`.
     OfElement { elem: &'a Type, field: Ident },
 }

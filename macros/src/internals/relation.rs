@@ -119,12 +119,15 @@ fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, cx: &Ctxt) -> Op
     Some(RelationKind::Embed { many: elem.is_some(), max: f.bound(), subset })
 }
 
-/// A subset's child, order and key: names of the child's fields, whose
-/// stored names the child's derive holds.
+/// A subset's child, order and key: names of the child's fields, stored or
+/// Rust names, whose stored names the child's derive holds.
 fn subset<'a>(child: &syn::Path, elem: &'a syn::Type, attr: &EmbedAttr, cx: &Ctxt) -> Option<Subset<'a>> {
-    let field_of_child = |name: Ident| StoredName::OfDocument { doc: child.clone(), field: name };
+    let field_of_child =
+        |name: &str, span: Span| StoredName::OfDocument { doc: child.clone(), name: name.to_owned(), span };
     let sort = match &attr.sort {
-        Some(sort) => sort_keys(sort, cx, |name| rust_ident(name, sort.span()).map(field_of_child))?,
+        Some(sort) => {
+            sort_keys(sort, cx, |name| named(name, sort.span()).map(|name| field_of_child(name, sort.span())))?
+        }
         None => Vec::new(),
     };
     Some(Subset {
@@ -132,7 +135,7 @@ fn subset<'a>(child: &syn::Path, elem: &'a syn::Type, attr: &EmbedAttr, cx: &Ctx
         elem,
         sort,
         keep_last: attr.keep.as_ref().is_some_and(|k| k == "last"),
-        key: attr.key.clone().map(field_of_child),
+        key: attr.key.as_ref().map(|key| field_of_child(key.to_string().trim_start_matches("r#"), key.span())),
         max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
     })
 }
@@ -303,7 +306,7 @@ fn parent_ref<'a>(
             match field.and_then(|g| g.stored.clone()) {
                 Some(stored) => Ok(StoredName::Here(stored)),
                 None => Err(error_at(sort.span(), format!(
-                    "`sort` names `{name}`, which is not a stored field of `{}`: write stored names, `-` for descending, e.g. `sort = \"-time\"`",
+                    "`sort` names `{name}`, which is not a stored field of `{}`: write its stored or Rust field names, `-` for descending, e.g. `sort = \"-time\"`",
                     c.ident
                 ))),
             }
@@ -337,26 +340,19 @@ fn sort_keys<'a>(
     keys.into_iter().collect()
 }
 
-/// `name` as a field identifier of another type, or the error saying why
-/// it cannot be one.
-fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
-    let mut chars = name.chars();
-    let valid =
-        chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_');
-    if valid && syn::parse_str::<Ident>(name).is_ok() {
-        Ok(Ident::new(name, span))
-    } else if valid && !matches!(name, "self" | "super" | "crate" | "Self" | "_") {
-        // A keyword names the field `r#type`.
-        Ok(Ident::new_raw(name, span))
-    } else {
-        Err(error_at(
-            span,
-            format!(
-            "`sort` names `{name}`, which is not a field name: write the child's field names, separated by commas, \
-             `-` for descending, e.g. `sort = \"-published_date\"`"
-        ),
-        ))
+/// `name`, when it can name a field of another type (whether it does is
+/// checked against that type when compiled), or the error saying why not.
+fn named(name: &str, span: Span) -> darling::Result<&str> {
+    if !name.is_empty() && !name.contains(char::is_whitespace) {
+        return Ok(name);
     }
+    Err(error_at(
+        span,
+        format!(
+            "`sort` names `{name}`, which is not a field name: write the child's field names (stored or Rust \
+             names), separated by commas, `-` for descending, e.g. `sort = \"-published_date\"`"
+        ),
+    ))
 }
 
 /// The window lengths a time bucket may have, in milliseconds.

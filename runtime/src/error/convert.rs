@@ -13,26 +13,30 @@ impl From<mongodb::error::Error> for Error {
     }
 }
 
+// bson 2's errors are named `bson2::..`, which exists whichever bson the
+// driver has: a driver turned to bson 3 by another crate is then the one
+// error of `bson_compat`, not one here too.
+
 /// `?` on bson's encoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::ser::Error> for Error {
-    fn from(e: mongodb::bson::ser::Error) -> Self {
+impl From<bson2::ser::Error> for Error {
+    fn from(e: bson2::ser::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }
 
 /// `?` on bson's decoding errors: [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::de::Error> for Error {
-    fn from(e: mongodb::bson::de::Error) -> Self {
+impl From<bson2::de::Error> for Error {
+    fn from(e: bson2::de::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }
 
 /// `?` on an id that does not parse (`ObjectId::parse_str`): [`Error::Bson`].
 #[cfg(not(feature = "bson-3"))]
-impl From<mongodb::bson::oid::Error> for Error {
-    fn from(e: mongodb::bson::oid::Error) -> Self {
+impl From<bson2::oid::Error> for Error {
+    fn from(e: bson2::oid::Error) -> Self {
         Error::Bson { message: e.to_string() }
     }
 }

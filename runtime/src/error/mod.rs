@@ -529,5 +529,13 @@ impl Error {
 
 /// Renders a BSON value as relaxed extended JSON, for error messages.
 pub(crate) fn show_id(id: &mongodb::bson::Bson) -> String {
-    id.clone().into_relaxed_extjson().to_string()
+    ShowId::show_id(id)
+}
+
+/// A BSON value shown in error messages: implemented in `id.rs` for the
+/// driver's `Bson` through `bson_compat`, which names whichever bson major
+/// version the driver has, and which this layer does not use.
+pub(crate) trait ShowId {
+    /// The value as relaxed extended JSON.
+    fn show_id(&self) -> String;
 }
