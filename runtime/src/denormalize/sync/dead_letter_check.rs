@@ -164,7 +164,7 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
             apply_to(cx, target, &id, source, version_of(source), Guard::Refresh, None).await?;
         }
     }
-    let repair = letter.get_str("operation") == Ok(REPAIR_OPERATION) && id == Bson::Null;
+    let repair = letter.get_str("operation").ok() == Some(REPAIR_OPERATION) && id == Bson::Null;
     if repair && !targets_of(collection).is_empty() {
         // A repair after lost history that failed: the copies of the whole collection.
         let report = crate::denormalize::repair::repair_collection(db, collection)?.run().await?;
