@@ -58,3 +58,121 @@ async fn a_taken_unique_key_is_a_duplicate_key_error() -> docrel::Result<()> {
     assert!(!Error::NotFound { collection: "x", id: "1".into() }.is_duplicate_key());
     Ok(())
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "ev_suppliers")]
+struct Supplier {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[document(collection = "ev_parts")]
+struct Part {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+    qty: i32,
+    tags: Vec<String>,
+    #[parent_ref(to = Supplier, sort = "-qty")]
+    supplier: ObjectId,
+    backup: Option<ObjectId>,
+}
+
+/// Three parts of one supplier, stored; returns the supplier and the parts.
+async fn three_parts(db: &docrel::mongodb::Database) -> docrel::Result<(Supplier, Vec<Part>)> {
+    let acme = Supplier { id: ObjectId::new(), name: "acme".into() };
+    Supplier::repo(db).insert(&acme).await?;
+    let part = |name: &str, qty: i32, tags: &[&str]| Part {
+        id: ObjectId::new(),
+        name: name.into(),
+        qty,
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        supplier: acme.id,
+        backup: None,
+    };
+    let mut parts = vec![part("bolt", 5, &["steel"]), part("nut", 7, &["steel", "small"]), part("washer", 9, &[])];
+    parts[2].backup = Some(acme.id);
+    Part::repo(db).insert_many(&parts).await?;
+    Ok((acme, parts))
+}
+
+/// The names of the parts a filter finds, in name order.
+async fn names(db: &docrel::mongodb::Database, filter: docrel::Filter) -> docrel::Result<Vec<String>> {
+    let found = Part::repo(db).find(filter).sort(Part::fields().name.asc()).await?;
+    Ok(found.into_iter().map(|p| p.name).collect())
+}
+
+/// Comparisons take values, like `gte(10)` and the driver's `doc!`:
+/// `qty.eq(5)`, `name.eq("bolt")`, `ne(7)`; `is_in` and `contains` too.
+#[tokio::test]
+async fn comparisons_take_values() -> docrel::Result<()> {
+    let t = TestDb::new("ev_values").await?;
+    let (acme, parts) = three_parts(&t.db).await?;
+    let f = Part::fields();
+    assert_eq!(names(&t.db, f.qty.eq(5)).await?, ["bolt"]);
+    assert_eq!(names(&t.db, f.name.eq("bolt")).await?, ["bolt"]);
+    assert_eq!(names(&t.db, f.name.eq(parts[1].name.clone())).await?, ["nut"]);
+    assert_eq!(names(&t.db, f.qty.ne(7)).await?, ["bolt", "washer"]);
+    assert_eq!(names(&t.db, f.id.eq(parts[2].id)).await?, ["washer"]);
+    assert_eq!(names(&t.db, f.tags.contains("small")).await?, ["nut"]);
+    assert_eq!(names(&t.db, f.backup.eq(Some(acme.id))).await?, ["washer"]);
+    // `is_in` is checked against the field: elements of an array, the
+    // value inside an option, the field's own type otherwise.
+    assert_eq!(names(&t.db, f.qty.is_in(&[5, 9])).await?, ["bolt", "washer"]);
+    assert_eq!(names(&t.db, f.name.not_in(&["bolt", "nut"])).await?, ["washer"]);
+    assert_eq!(names(&t.db, f.tags.is_in(&["small"])).await?, ["nut"]);
+    assert_eq!(names(&t.db, f.backup.is_in(&[acme.id])).await?, ["washer"]);
+    // What the raw driver finds with the same conditions written by hand.
+    let raw = t.db.collection::<BsonDoc>("ev_parts");
+    assert_eq!(raw.count_documents(doc! {"qty": {"$eq": 5}, "name": {"$eq": "bolt"}}).await?, 1);
+    assert_eq!(raw.count_documents(doc! {"backup": {"$in": [acme.id]}}).await?, 1);
+    Ok(())
+}
+
+/// Counts, limits, skips and pages are `u64` everywhere; one above
+/// `i64::MAX` is an error naming the call, not a wrap or a panic.
+#[tokio::test]
+async fn counts_and_limits_are_u64_and_checked() -> docrel::Result<()> {
+    let t = TestDb::new("ev_counts").await?;
+    let (acme, _) = three_parts(&t.db).await?;
+    let (n, f): (u64, _) = (2, Part::fields());
+    let found =
+        Part::repo(&t.db).find(docrel::Filter::all()).sort(f.qty.asc()).skip(n - 1).limit(n).batch_size(n).await?;
+    assert_eq!(found.iter().map(|p| p.qty).collect::<Vec<_>>(), [7, 9]);
+    let latest = Part::rels().supplier.latest_per_parent(&t.db, &[acme.id], n).await?;
+    assert_eq!(latest.of(0).map(|p| p.qty).collect::<Vec<_>>(), [9, 7]);
+
+    let too_many = i64::MAX as u64 + 1;
+    let invalid = |r: docrel::Result<Vec<Part>>| match r {
+        Err(Error::Invalid { what: docrel::Misuse::Count, message }) => message,
+        other => panic!("expected Invalid(Count): {other:?}"),
+    };
+    let msg = invalid(Part::repo(&t.db).find(docrel::Filter::all()).limit(too_many).await);
+    assert!(msg.contains("limit") && msg.contains(&too_many.to_string()), "{msg}");
+    let msg = invalid(Part::repo(&t.db).find(docrel::Filter::all()).skip(u64::MAX).await);
+    assert!(msg.contains("skip"), "{msg}");
+    let latest = Part::rels().supplier.latest_per_parent(&t.db, &[acme.id], too_many).await;
+    assert!(matches!(latest, Err(Error::Invalid { what: docrel::Misuse::Count, .. })), "{latest:?}");
+    let children = Part::rels().supplier.children_of(&t.db, &acme.id).limit(too_many).await;
+    assert!(matches!(children, Err(Error::Invalid { what: docrel::Misuse::Count, .. })), "{children:?}");
+    Ok(())
+}
+
+/// Code generic over any document: `T::repo(db)` for `T: docrel::Document`.
+async fn count_all<T: Document>(db: &docrel::mongodb::Database) -> docrel::Result<u64> {
+    T::repo(db).count(docrel::Filter::all()).await
+}
+
+#[tokio::test]
+async fn generic_code_reaches_any_repository() -> docrel::Result<()> {
+    let t = TestDb::new("ev_generic").await?;
+    three_parts(&t.db).await?;
+    assert_eq!((count_all::<Part>(&t.db).await?, count_all::<Supplier>(&t.db).await?), (3, 1));
+    // The inherent calls and the trait's items keep working side by side.
+    assert_eq!((Part::COLLECTION, Part::repo(&t.db).count(Part::fields().qty.gt(5)).await?), ("ev_parts", 2));
+    let raw = t.db.collection::<BsonDoc>("ev_parts").count_documents(doc! {}).await?;
+    assert_eq!(raw, 3);
+    Ok(())
+}

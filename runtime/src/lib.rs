@@ -77,4 +77,8 @@ pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
     RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
-pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Sort, Text, Update};
+pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Holds, Sort, Text, Update};
+/// The two kinds of [`Holds`]: values of the field itself, or of its elements.
+pub mod holds {
+    pub use crate::store::field::{Each, Whole};
+}

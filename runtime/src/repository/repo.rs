@@ -21,63 +21,9 @@ use mongodb::{ClientSession, Collection, Database};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 
-/// The typed repository of document type `T` in one database.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// use docrel::{Document, Repository, bson::oid::ObjectId};
-/// use serde::{Deserialize, Serialize};
-///
-/// #[derive(Document, Serialize, Deserialize, Debug, PartialEq)]
-/// #[document(collection = "parts")]
-/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, qty: i32 }
-///
-/// let parts = Part::repo(&db);
-/// let grommet = Part { id: ObjectId::new(), name: "#4 grommet".into(), qty: 94 };
-/// parts.insert(&grommet).await?;
-/// assert_eq!(parts.get(&grommet.id).await?, Some(grommet));
-/// let low = parts.find(Part::fields().qty.lt(100)).to_vec().await?;
-/// assert_eq!(low.len(), 1);
-/// # Ok(()) });
-/// ```
-pub struct Repository<T> {
-    pub(super) db: Database,
-    pub(super) raw: Collection<RawDocumentBuf>,
-    pub(super) deferred: bool,
-    pub(super) transactional: bool,
-    _doc: PhantomData<fn() -> T>,
-}
-
-impl<T> Clone for Repository<T> {
-    fn clone(&self) -> Self {
-        Repository {
-            db: self.db.clone(),
-            raw: self.raw.clone(),
-            deferred: self.deferred,
-            transactional: self.transactional,
-            _doc: PhantomData,
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for Repository<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Repository").field("collection", &self.raw.namespace()).finish()
-    }
-}
+pub use crate::schema::repository::Repository;
 
 impl<T: Document> Repository<T> {
-    /// The repository of `T` in `db`.
-    pub fn new(db: &Database) -> Self {
-        Repository {
-            db: db.clone(),
-            raw: db.collection(T::COLLECTION),
-            deferred: false,
-            transactional: false,
-            _doc: PhantomData,
-        }
-    }
-
     /// This repository in deferred mode: writes of copied fields still
     /// version the source, but leave the fan-out to a
     /// [`crate::denormalize::fanout::SyncWorker`] following the change stream (the write

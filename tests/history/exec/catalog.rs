@@ -32,7 +32,7 @@ fn ids(ps: &[usize]) -> Filter {
 
 /// The parts of product `r`.
 fn of_product(r: usize) -> Filter {
-    Part::fields().product.eq(&Universe::product(r))
+    Part::fields().product.eq(Universe::product(r))
 }
 
 async fn parts(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<String>> {
@@ -128,7 +128,7 @@ async fn products(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String
         Op::PullAllPartRefs { r, p } => pull_as_read(c, *r, *p, true, s).await,
         Op::PullWherePartRef { r, p } => {
             let part = Universe::part(*p);
-            product_by_id(c, *r, false, f.parts.pull_where(|e| e.at::<ObjectId>("id").eq(&part)), s).await
+            product_by_id(c, *r, false, f.parts.pull_where(|e| e.at::<ObjectId>("id").eq(part)), s).await
         }
         Op::SetPartRefs { r, parts } => product_by_id(c, *r, false, f.parts.set(part_refs(parts)), s).await,
         Op::DeleteProduct { r } => c
