@@ -5,6 +5,8 @@ mod delete;
 mod documents;
 mod repo;
 mod update;
+mod upsert;
 
 pub use crate::denormalize::write::UpdateOutcome;
 pub use repo::{ops, Call, Operation, Repository};
+pub use upsert::UpsertOutcome;

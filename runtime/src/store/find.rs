@@ -16,7 +16,7 @@ use std::marker::PhantomData;
 
 /// The bookkeeping field docrel keeps on sources and holders of copies
 /// (versions); never part of a Rust type, so never read by a find.
-const BOOKKEEPING: &str = "_docrel";
+pub(crate) const BOOKKEEPING: &str = "_docrel";
 
 /// A find being built: options, then `.await` (all results, like
 /// [`Find::to_vec`]), [`Find::one`] or [`Find::stream`].
