@@ -272,9 +272,8 @@ async fn upsert_inserting_a_holder_fills_its_copies() -> docrel::Result<()> {
     let acme = Maker { id: ObjectId::new(), name: "acme".into(), city: String::new() };
     Maker::repo(&t.db).insert(&acme).await?;
     let (g, id) = (Gadget::fields(), ObjectId::new());
-    let outcome = Gadget::repo(&t.db)
-        .upsert(g.id.eq(id), g.maker.set(acme.id).and(g.label.set_on_insert("new".into())))
-        .await?;
+    let outcome =
+        Gadget::repo(&t.db).upsert(g.id.eq(id), g.maker.set(acme.id).and(g.label.set_on_insert("new".into()))).await?;
     assert_eq!(outcome.upserted_id, Some(id));
     let gadget = stored(&t.db, "ev_gadgets", id).await?;
     assert_eq!((gadget.get_str("label").unwrap(), gadget.get_str("maker_name").unwrap()), ("new", "acme"), "{gadget}");
@@ -291,7 +290,8 @@ async fn insert_returning_gives_the_stored_document_with_its_copies() -> docrel:
     let t = TestDb::new("ev_returning").await?;
     let acme = Maker { id: ObjectId::new(), name: "acme".into(), city: String::new() };
     Maker::repo(&t.db).insert(&acme).await?;
-    let gadget = |label: &str| Gadget { id: ObjectId::new(), label: label.into(), maker: acme.id, maker_name: "?".into() };
+    let gadget =
+        |label: &str| Gadget { id: ObjectId::new(), label: label.into(), maker: acme.id, maker_name: "?".into() };
     let (plain, returned) = (gadget("plain"), gadget("returned"));
 
     let mark = t.trips.mark();

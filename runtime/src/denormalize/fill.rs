@@ -113,7 +113,12 @@ fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
 /// refresh guard. One read per source collection (and page of ids);
 /// writes only on a race. Returns whether it rewrote a copy: then the
 /// documents as written are no longer the stored ones.
-pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[BsonDoc], filled: Sources) -> Result<bool> {
+pub(crate) async fn confirm(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    docs: &[BsonDoc],
+    filled: Sources,
+) -> Result<bool> {
     let held = graph().held_by(schema);
     let mut rewrote = false;
     let now = read_sources(cx, &held, docs).await?;

@@ -7,6 +7,5 @@ mod repo;
 mod update;
 mod upsert;
 
-pub use crate::denormalize::write::UpdateOutcome;
+pub use crate::denormalize::write::{UpdateOutcome, UpsertOutcome};
 pub use repo::{ops, Call, Operation, Repository};
-pub use upsert::UpsertOutcome;

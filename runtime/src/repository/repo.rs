@@ -24,6 +24,11 @@ use std::marker::PhantomData;
 pub use crate::schema::repository::Repository;
 
 impl<T: Document> Repository<T> {
+    /// The repository of `T` in `db`.
+    pub fn new(db: &Database) -> Self {
+        Repository::on(db, T::COLLECTION)
+    }
+
     /// This repository in deferred mode: writes of copied fields still
     /// version the source, but leave the fan-out to a
     /// [`crate::denormalize::fanout::SyncWorker`] following the change stream (the write
@@ -460,7 +465,7 @@ pub mod ops {
     );
     operation!(
         /// [`Repository::upsert`].
-        Upsert<'a, T> { filter: Filter, update: Update<T> } -> crate::repository::UpsertOutcome<T::Id>,
+        Upsert<'a, T> { filter: Filter, update: Update<T> } -> crate::denormalize::write::UpsertOutcome<T::Id>,
         |repo, session| repo.upsert_in(filter, update, session)
     );
     operation!(

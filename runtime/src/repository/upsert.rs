@@ -3,29 +3,17 @@
 //! the plan inserted, owes the new document's surroundings what any insert
 //! owes them.
 
-use super::repo::Repository;
 use crate::client::trace::Op;
-use crate::denormalize::write::{DocumentPlan, UpdatePlan, Upserted};
+use crate::denormalize::write::{DocumentPlan, UpdatePlan, UpsertOutcome, Upserted};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::Document;
+use crate::schema::repository::Repository;
 use crate::store::codec::encode;
 use crate::store::session::Cx;
 use crate::store::{Filter, Update};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::ClientSession;
-
-/// What an upsert did: the update of a matching document, or the insert
-/// of a new one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpsertOutcome<I> {
-    /// Documents the filter matched: 1, or 0 when it inserted.
-    pub matched: u64,
-    /// Documents changed by the update (0 when it inserted).
-    pub modified: u64,
-    /// The `_id` of the document inserted, when none matched.
-    pub upserted_id: Option<I>,
-}
 
 impl<T: Document> Repository<T> {
     pub(super) async fn upsert_in(

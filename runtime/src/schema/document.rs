@@ -79,7 +79,7 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     /// # Ok(()) });
     /// ```
     fn repo(db: &mongodb::Database) -> Repository<Self> {
-        Repository::new(db)
+        Repository::on(db, Self::COLLECTION)
     }
 }
 

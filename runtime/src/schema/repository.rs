@@ -1,10 +1,9 @@
 //! The declaration of [`Repository`], the handle of a document type's
-//! collection in one database, and its constructor. It is declared here, in
-//! the schema layer, so that [`Document::repo`](super::document::Document::repo)
-//! can return it and code generic over any document reaches its repository
-//! (`T::repo(&db)`); every call on it is in the repository layer above.
+//! collection in one database. It is declared here, in the schema layer,
+//! so that the `Document` trait's `repo` can return it and code generic
+//! over any document reaches its repository (`T::repo(&db)`); its
+//! constructor and every call on it are in the repository layer above.
 
-use super::document::Document;
 use mongodb::bson::RawDocumentBuf;
 use mongodb::{Collection, Database};
 use std::marker::PhantomData;
@@ -54,12 +53,13 @@ impl<T> std::fmt::Debug for Repository<T> {
     }
 }
 
-impl<T: Document> Repository<T> {
-    /// The repository of `T` in `db`.
-    pub fn new(db: &Database) -> Self {
+impl<T> Repository<T> {
+    /// The repository of the documents of `collection` in `db`, of type
+    /// `T` (`Repository::new` and `Document::repo` name the collection).
+    pub(crate) fn on(db: &Database, collection: &str) -> Self {
         Repository {
             db: db.clone(),
-            raw: db.collection(T::COLLECTION),
+            raw: db.collection(collection),
             deferred: false,
             transactional: false,
             _doc: PhantomData,

@@ -19,5 +19,5 @@ pub(crate) use replace::replace_image;
 pub(crate) use update::UpdatePlan;
 pub(crate) use upsert::Upserted;
 
-pub use outcome::UpdateOutcome;
 pub(crate) use outcome::{Mode, Scope};
+pub use outcome::{UpdateOutcome, UpsertOutcome};
