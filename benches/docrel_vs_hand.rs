@@ -465,7 +465,7 @@ async fn seed_catalog(db: &Database, products: usize, refs: usize, parts: usize)
 /// The idiomatic way, as the README writes it: the parents as the view the
 /// page shows, then one load for all of them.
 async fn eager_docrel(db: Database, n: usize) -> docrel::Result<usize> {
-    let cards = Product::repo(&db).find(Filter::all()).limit(n as i64).view::<ProductCard>().await?;
+    let cards = Product::repo(&db).find(Filter::all()).limit(n as u64).view::<ProductCard>().await?;
     let parts = Product::rels().parts.load::<PartLine>(&db, &cards).await?;
     Ok((0..cards.len()).map(|i| parts.of(i).len()).sum())
 }
@@ -531,7 +531,7 @@ async fn eager_naive(db: Database, n: usize) -> docrel::Result<usize> {
 async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
     use std::sync::Arc;
     let n = o.products;
-    let cards = Arc::new(Product::repo(&b.timed).find(Filter::all()).limit(n as i64).view::<ProductCard>().await?);
+    let cards = Arc::new(Product::repo(&b.timed).find(Filter::all()).limit(n as u64).view::<ProductCard>().await?);
     let hands = Arc::new(hand_cards(&b.timed, n).await?);
     let refs = n * o.refs;
 
@@ -784,7 +784,7 @@ async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
             |db, _| async move {
                 let (cards, parts) = Product::rels()
                     .parts
-                    .with_parents(Product::repo(&db).find(Filter::all()).limit(n as i64).view::<ProductCard>())
+                    .with_parents(Product::repo(&db).find(Filter::all()).limit(n as u64).view::<ProductCard>())
                     .view::<PartLine>()
                     .strategy(docrel::Strategy::Lookup)
                     .await?;
@@ -944,7 +944,7 @@ async fn main() -> docrel::Result<()> {
                 &case,
                 n,
                 |db, _| async move {
-                    let v: Vec<LogLine> = LogMsg::rels().host.children_of(&db, &first).limit(n as i64).to_vec().await?;
+                    let v: Vec<LogLine> = LogMsg::rels().host.children_of(&db, &first).limit(n as u64).to_vec().await?;
                     assert_eq!(v.len(), n);
                     Ok(())
                 },

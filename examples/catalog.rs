@@ -143,7 +143,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Catalo
     let product = log
         .step(
             "find the product with catalog number 1234",
-            Product::repo(db).find(Product::fields().catalog_number.eq(&1234)).one(),
+            Product::repo(db).find(Product::fields().catalog_number.eq(1234)).one(),
         )
         .await?;
     if let Some(p) = &product {

@@ -149,7 +149,7 @@ async fn run() -> docrel::Result<()> {
     println!("    {} -> {}", loaded[0].name, first.join(", "));
     step.run("delete a part: pulled from every product that holds it", Part::repo(&db).delete_by_id(&parts[2].id))
         .await?;
-    let left = Product::repo(&db).count(Product::fields().parts.contains(&parts[2].id)).await?;
+    let left = Product::repo(&db).count(Product::fields().parts.contains(parts[2].id)).await?;
     println!("    products still holding it: {left}");
 
     println!("logging: log messages reference their host (one-to-squillions)");

@@ -340,8 +340,7 @@ async fn changing_a_hosts_ipaddr_rewrites_its_log_messages() -> docrel::Result<(
 async fn update_many_of_sources_fans_out_each_one() -> docrel::Result<()> {
     let t = TestDb::new("many_sources").await?;
     let c = catalog(&t).await?;
-    let out =
-        Part::repo(&t.db).update_many(Part::fields().qty.eq(&94), Part::fields().name.set("spare".into())).await?;
+    let out = Part::repo(&t.db).update_many(Part::fields().qty.eq(94), Part::fields().name.set("spare".into())).await?;
     assert_eq!(out.matched, 3);
     assert_eq!(copied_names(&raw(&t, "products", c.product.id).await), ["spare", "spare", "spare"]);
     assert_eq!(copied_names(&raw(&t, "products", c.other.id).await), ["spare"]);
@@ -610,13 +609,13 @@ async fn a_transactional_fan_out_holds_for_update_many_replace_and_save() -> doc
 
     // update_many: the sources' write and every copy commit together.
     fail_update(1).await;
-    let filter = Part::fields().id.eq(&first);
+    let filter = Part::fields().id.eq(first);
     let err = repo.update_many(filter, Part::fields().name.set("renamed".into())).await.unwrap_err();
     fail_off().await;
     assert!(matches!(err, Error::FanOut { .. }), "{err}");
     assert_eq!(raw(t, "parts", first).await.get_str("name").unwrap(), "#4 grommet");
     assert_eq!(copied_names(&raw(t, "products", c.holders[1].id).await), ["#4 grommet"]);
-    repo.update_many(Part::fields().id.eq(&first), Part::fields().name.set("renamed".into())).await?;
+    repo.update_many(Part::fields().id.eq(first), Part::fields().name.set("renamed".into())).await?;
     assert_eq!(copied_names(&raw(t, "products", c.holders[1].id).await), ["renamed"]);
 
     // replace and save: likewise.

@@ -55,7 +55,7 @@ async fn old_deployments_get_one_clear_error_per_feature() -> docrel::Result<()>
     assert!(matches!(err, Error::Unsupported { needs: "MongoDB 5.1", .. }), "{err}");
     assert!(err.to_string().contains("latest_per_parent"), "names the feature: {err}");
     assert_eq!(t.trips.since(mark), 0, "refused before anything was sent");
-    let find = Log::repo(&t.db).find(Log::fields().host.eq(&1));
+    let find = Log::repo(&t.db).find(Log::fields().host.eq(1));
     let (logs, hosts) =
         Log::rels().seen_by.with_parents(find).view::<HostName>().strategy(docrel::Strategy::Lookup).await?;
     assert_eq!(

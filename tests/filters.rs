@@ -108,15 +108,15 @@ async fn a_document_value_is_a_value_never_an_operator() -> docrel::Result<()> {
     let injected = Bson::Document(doc! {"$ne": ""});
     // `{label: {"$ne": ""}}` matches all four; as a value it matches none.
     assert_eq!(ids(&t, Filter::new(doc! {"label": {"$ne": ""}})).await?, [1, 2, 3, 4]);
-    assert_eq!(f.label.eq(&injected).into_document()?, doc! {"label": {"$eq": {"$ne": ""}}});
-    assert_eq!(ids(&t, f.label.eq(&injected)).await?, Vec::<i32>::new());
-    assert_eq!(Item::repo(&t.db).count(f.label.eq(&injected)).await?, 0);
+    assert_eq!(f.label.eq(injected.clone()).into_document()?, doc! {"label": {"$eq": {"$ne": ""}}});
+    assert_eq!(ids(&t, f.label.eq(injected.clone())).await?, Vec::<i32>::new());
+    assert_eq!(Item::repo(&t.db).count(f.label.eq(injected.clone())).await?, 0);
     assert_eq!(ids(&t, f.label.is_in(std::slice::from_ref(&injected))).await?, Vec::<i32>::new());
     assert_eq!(ids(&t, f.label.not_in(std::slice::from_ref(&injected))).await?, [1, 2, 3, 4]);
     // A map from user input, as serde hands it over.
     let map: BTreeMap<String, String> = [("$gt".to_owned(), String::new())].into();
     assert_eq!(
-        ids(&t, f.label.eq(&Bson::Document(docrel::bson_compat::to_document(&map).unwrap()))).await?,
+        ids(&t, f.label.eq(Bson::Document(docrel::bson_compat::to_document(&map).unwrap()))).await?,
         Vec::<i32>::new()
     );
     // A map that encodes as a regular expression is a value too, also in
@@ -124,17 +124,17 @@ async fn a_document_value_is_a_value_never_an_operator() -> docrel::Result<()> {
     let regex: BTreeMap<&str, BsonDoc> = [("$regularExpression", doc! {"pattern": ".*", "options": ""})].into();
     let regex = docrel::bson_compat::to_bson(&regex).unwrap();
     assert!(matches!(regex, Bson::RegularExpression(_)));
-    assert_eq!(ids(&t, f.label.eq(&regex)).await?, Vec::<i32>::new());
+    assert_eq!(ids(&t, f.label.eq(regex.clone())).await?, Vec::<i32>::new());
     assert_eq!(ids(&t, f.label.is_in(&[regex.clone(), Bson::from("l2")])).await?, [2]);
     assert_eq!(ids(&t, f.label.not_in(&[regex.clone(), injected.clone(), Bson::from("l2")])).await?, [1, 3, 4]);
     assert_eq!(ids(&t, f.notes.contains_all(&[Bson::from("a"), injected.clone()])).await?, Vec::<i32>::new());
     assert_eq!(ids(&t, f.notes.contains_all(&[Bson::from("a"), Bson::from(3)])).await?, [3]);
     // An element of an array field: `contains` matches arrays holding it.
-    assert_eq!(ids(&t, f.tags.contains(&"blue".to_owned())).await?, [4]);
-    assert_eq!(ids(&t, f.tags.eq(&vec!["red".to_owned()])).await?, [2]);
+    assert_eq!(ids(&t, f.tags.contains("blue")).await?, [4]);
+    assert_eq!(ids(&t, f.tags.eq(vec!["red".to_owned()])).await?, [2]);
     // A pull of a document value pulls only elements equal to it: none here
     // (`{$pull: {notes: {$ne: ""}}}` would empty the array).
-    assert_eq!(ids(&t, f.notes.contains(&injected)).await?, Vec::<i32>::new());
+    assert_eq!(ids(&t, f.notes.contains(injected.clone())).await?, Vec::<i32>::new());
     assert_eq!(Item::repo(&t.db).update_by_id(&1, f.notes.pull(&injected)).await?.modified, 0);
     assert_eq!(raw(&t, 1).await.get_array("notes").unwrap(), &vec![Bson::from("a"), Bson::from(1)]);
     Ok(())
@@ -150,10 +150,10 @@ async fn or_and_nor_not_combine_as_the_server_reads_them() -> docrel::Result<()>
     let between = f.qty.gte(5).and(f.qty.lt(12));
     assert_eq!(between.clone().into_document()?, doc! {"qty": {"$gte": 5, "$lt": 12}});
     assert_eq!(ids(&t, between).await?, [1, 4]);
-    assert_eq!(ids(&t, f.qty.ne(&5).and(f.qty.ne(&7))).await?, [2, 3]);
-    assert_eq!(ids(&t, Filter::any_of([f.qty.eq(&0), f.qty.eq(&7)])).await?, [2, 4]);
-    assert_eq!(ids(&t, Filter::all_of([f.tags.contains(&"red".into()), f.qty.gt(3)])).await?, [1, 4]);
-    assert_eq!(ids(&t, Filter::none_of([f.qty.eq(&0), f.qty.eq(&7)])).await?, [1, 3]);
+    assert_eq!(ids(&t, f.qty.ne(5).and(f.qty.ne(7))).await?, [2, 3]);
+    assert_eq!(ids(&t, Filter::any_of([f.qty.eq(0), f.qty.eq(7)])).await?, [2, 4]);
+    assert_eq!(ids(&t, Filter::all_of([f.tags.contains("red"), f.qty.gt(3)])).await?, [1, 4]);
+    assert_eq!(ids(&t, Filter::none_of([f.qty.eq(0), f.qty.eq(7)])).await?, [1, 3]);
     assert_eq!(ids(&t, !f.qty.gt(5)).await?, [1, 2]);
     assert_eq!(ids(&t, !(f.qty.gt(5).and(f.address.at::<String>("city").eq("Boston")))).await?, [1, 2, 4]);
     assert_eq!(ids(&t, !!f.qty.gt(5)).await?, [3, 4]);
@@ -217,7 +217,7 @@ async fn array_sizes_all_and_elem_match() -> docrel::Result<()> {
     assert_eq!(ids(&t, f.lines.elem_match(|l| !l.at::<String>("sku").is_in(&["x", "y"]))).await?, [4]);
     // Alternatives on a scalar element cannot be said in `$elemMatch`.
     let mark = t.trips.mark();
-    let either = f.scores.elem_match(|s| s.eq(&10).or(s.eq(&70)));
+    let either = f.scores.elem_match(|s| s.eq(10).or(s.eq(70)));
     assert!(matches!(Item::repo(&t.db).count(either).await, Err(Error::Invalid { .. })));
     assert_eq!(t.trips.since(mark), 0);
     Ok(())

@@ -164,7 +164,7 @@ async fn a_program_with_a_plain_owner_keeps_the_two_way_reference_another_declar
 
     // A deletes tasks: their owners let go of them.
     assert!(Task::repo(&t.db).delete_by_id(&plan.id).await?);
-    assert_eq!(Task::repo(&t.db).delete_many(Task::fields().owner.eq(&Some(joe))).await?, 2);
+    assert_eq!(Task::repo(&t.db).delete_many(Task::fields().owner.eq(Some(joe))).await?, 2);
     assert_eq!(ids(&raw(&t, "fl_people", kate).await.unwrap(), "tasks"), Vec::<ObjectId>::new());
     assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), Vec::<ObjectId>::new());
     Ok(())

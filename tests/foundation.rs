@@ -243,7 +243,7 @@ async fn invalid_filter_values_are_errors_not_panics() -> docrel::Result<()> {
             false
         }
     }
-    let filter = Part::fields().qty.eq(&Unrepresentable(u64::MAX));
+    let filter = Part::fields().qty.eq(Unrepresentable(u64::MAX));
     let mark = t.trips.mark();
     let err = Part::repo(&t.db).find(filter).to_vec().await.unwrap_err();
     assert!(matches!(err, Error::Invalid { what: docrel::Misuse::Filter, .. }), "{err}");

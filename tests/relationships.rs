@@ -272,7 +272,7 @@ async fn catalog_fixture(t: &TestDb, parents: usize, parts_each: usize) -> docre
 async fn eager_loading_two_relations_costs_three_round_trips_for_1_10_and_1000_parents() -> docrel::Result<()> {
     let t = TestDb::new("eager").await?;
     let (parts, _) = catalog_fixture(&t, 1000, 5).await?;
-    for n in [1_i64, 10, 1000] {
+    for n in [1_u64, 10, 1000] {
         let mark = t.trips.mark();
         let products = Product::repo(&t.db)
             .find(Filter::all())
@@ -289,7 +289,7 @@ async fn eager_loading_two_relations_costs_three_round_trips_for_1_10_and_1000_p
         )
         .await?;
         assert_eq!(t.trips.commands_since(mark), ["find products", "find parts", "find companies"], "{n} parents");
-        assert_eq!(products.len() as i64, n);
+        assert_eq!(products.len() as u64, n);
         for (i, p) in products.iter().enumerate() {
             let names: Vec<&str> = loaded_parts.of(i).map(|v| v.name.as_str()).collect();
             let want: Vec<String> =
@@ -591,7 +591,7 @@ async fn deleting_a_host_cascades_to_its_messages_and_restrict_refuses() -> docr
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
     assert!(Host::repo(&t.db).delete_by_id(&host.id).await?);
     assert_eq!(LogMsg::repo(&t.db).count(Filter::all()).await?, 3);
-    assert_eq!(LogMsg::repo(&t.db).count(LogMsg::fields().host.eq(&keep.id)).await?, 3);
+    assert_eq!(LogMsg::repo(&t.db).count(LogMsg::fields().host.eq(keep.id)).await?, 3);
 
     // A category still used by a book cannot be deleted.
     let drama = Category { id: 1, name: "drama".into() };

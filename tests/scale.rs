@@ -182,7 +182,7 @@ async fn moving_many_holders_to_another_source_pages_and_refreshes_each_page() -
     Event::repo(&t.db).insert_many(&events).await?;
 
     let mark = t.trips.mark();
-    let moved = Event::repo(&t.db).update_many(Event::fields().server.eq(&1), Event::fields().server.set(2)).await?;
+    let moved = Event::repo(&t.db).update_many(Event::fields().server.eq(1), Event::fields().server.set(2)).await?;
     assert_eq!(moved.modified, n as u64);
     let commands = t.trips.commands_since(mark);
     // Three pages of ids (and the empty page that ends them), one write

@@ -265,7 +265,7 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     let joined = docrel::join(&t.db, supplier.of::<SupplierName>(parts)).session(&mut s).await?;
     assert_eq!(joined.one(0).map(|x| x.name.as_str()), Some("Bolt Co"));
     for strategy in [docrel::Strategy::Separate, docrel::Strategy::Lookup] {
-        let find = Part::repo(&t.db).find(Part::fields().supplier.eq(&2));
+        let find = Part::repo(&t.db).find(Part::fields().supplier.eq(2));
         let (found, loaded) =
             supplier.with_parents(find).view::<SupplierName>().strategy(strategy).session(&mut s).await?;
         assert_eq!(found.len(), 1, "{strategy:?}");
@@ -283,7 +283,7 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
         .is_none());
     let joined = docrel::join(&t.db, supplier.of::<SupplierName>(parts)).await?;
     assert!(joined.one(0).is_none());
-    let (found, _) = supplier.with_parents(Part::repo(&t.db).find(Part::fields().supplier.eq(&2))).await?;
+    let (found, _) = supplier.with_parents(Part::repo(&t.db).find(Part::fields().supplier.eq(2))).await?;
     assert!(found.is_empty());
     assert!(Review::rels().shop.children_of(&t.db, &1).await?.is_empty());
     assert_eq!(supplier.referrers_of_many(&t.db, &[2]).await?.of(0).count(), 0);
@@ -311,7 +311,7 @@ async fn a_docrel_call_failing_inside_a_user_transaction_leaves_nothing_after_ab
     Person::repo(&t.db).insert(&Person { id: 9, name: "Ann".into(), tasks: vec![] }).session(&mut s).await?;
     // The same review again: the server refuses the duplicate id, and with
     // it the rest of the transaction.
-    let again = Review::repo(&t.db).find(Review::fields().review_id.eq(&2)).session(&mut s).await?;
+    let again = Review::repo(&t.db).find(Review::fields().review_id.eq(2)).session(&mut s).await?;
     let err = Review::repo(&t.db).insert(&again[0]).session(&mut s).await.unwrap_err();
     assert!(matches!(err, docrel::Error::Driver { operation: "insert", .. }), "{err}");
     s.abort_transaction().await.expect("abort_transaction");

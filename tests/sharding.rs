@@ -192,15 +192,15 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
 
     // A rename through a filter on the whole key: one routed findAndModify,
     // then the fan-out to the products holding the part.
-    let key = Part::fields().tenant.eq(&tenant).and(Part::fields().id.eq(&shifter.id));
+    let key = Part::fields().tenant.eq(tenant.as_str()).and(Part::fields().id.eq(shifter.id));
     parts.update_one(key, Part::fields().name.set("short shifter".to_owned())).await?;
     // Without the key, a single-document write is refused before it is sent.
     let mut recorded = recorder.take();
     let before = recorded.len();
-    let err = parts.update_one(Part::fields().id.eq(&crank.id), Part::fields().price.set(25)).await.unwrap_err();
+    let err = parts.update_one(Part::fields().id.eq(crank.id), Part::fields().price.set(25)).await.unwrap_err();
     assert!(matches!(err, Error::Invalid { what: Misuse::ShardKey, .. }), "{err}");
     assert!(err.to_string().contains("`tenant`"), "{err}");
-    let err = parts.delete_one(Part::fields().id.eq(&crank.id)).await.unwrap_err();
+    let err = parts.delete_one(Part::fields().id.eq(crank.id)).await.unwrap_err();
     assert!(matches!(err, Error::Invalid { what: Misuse::ShardKey, .. }), "{err}");
     assert!(before > 0 && recorder.0.lock().unwrap().is_empty(), "a refused write sends nothing");
 
@@ -227,7 +227,7 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     // Deletes: one by document, one by a filter on the whole key (with
     // its `on_delete` rules: pulled from the product).
     assert!(parts.delete(&wheel).await?);
-    assert!(parts.delete_one(Part::fields().tenant.eq(&tenant).and(Part::fields().id.eq(&crank.id))).await?);
+    assert!(parts.delete_one(Part::fields().tenant.eq(tenant.as_str()).and(Part::fields().id.eq(crank.id))).await?);
     // By id, on a type sharded on `_id`.
     let hosts = Host::repo(&db);
     hosts.insert(&Host { id: 1, name: "www".into() }).await?;

@@ -156,7 +156,7 @@ async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()
     r?;
     assert_eq!(field(&span, "documents"), "3");
 
-    let (found, span) = step!("find", "parts", Part::repo(db).find(Part::fields().supplier.eq(&7)).await);
+    let (found, span) = step!("find", "parts", Part::repo(db).find(Part::fields().supplier.eq(7)).await);
     assert_eq!(found?.len(), 3);
     assert_eq!(field(&span, "documents"), "3");
 
@@ -179,14 +179,14 @@ async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()
         .unwrap();
     assert_eq!(stored, 3, "the copies the event reports are stored");
 
-    let parts = Part::repo(db).find(Part::fields().supplier.eq(&7)).await?;
+    let parts = Part::repo(db).find(Part::fields().supplier.eq(7)).await?;
     seen.take();
     let (loaded, span) = step!("load", "suppliers", Part::rels().supplier.load::<SupplierName>(db, &parts).await);
     assert_eq!(loaded?.one(0).map(|s| s.name.as_str()), Some("Acme Corp"));
     assert_eq!(field(&span, "round_trips"), "1");
 
     let (deleted, span) =
-        step!("delete_many", "parts", Part::repo(db).delete_many(Part::fields().supplier.eq(&7)).await);
+        step!("delete_many", "parts", Part::repo(db).delete_many(Part::fields().supplier.eq(7)).await);
     assert_eq!(deleted?, 3);
     assert_eq!(field(&span, "documents"), "3");
 
@@ -252,7 +252,7 @@ async fn a_driver_error_reads_without_a_hex_dump_and_says_it_is_transient() -> d
         })
         .await
         .expect("the embedded server runs with --enable-test-commands");
-    let err = Supplier::repo(&t.db).count(Supplier::fields().id.eq(&1)).await.unwrap_err();
+    let err = Supplier::repo(&t.db).count(Supplier::fields().id.eq(1)).await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, docrel::Error::Driver { operation: "count", .. }), "{text}");
     assert!(!text.contains("RawDocumentBuf") && !text.contains("74000000"), "no raw reply dumped: {text}");

@@ -70,9 +70,15 @@ pub use relations::join::{
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
-pub use repository::{connect, connect_from_env, connect_with, ops, Call, Operation, Repository, UpdateOutcome};
+pub use repository::{
+    connect, connect_from_env, connect_with, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
+};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
     RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
-pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Sort, Text, Update};
+pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Holds, Sort, Text, Update};
+/// The two kinds of [`Holds`]: values of the field itself, or of its elements.
+pub mod holds {
+    pub use crate::store::field::{Each, Whole};
+}

@@ -16,6 +16,7 @@ pub const SESSION_KINDS: &[OpKind] = &[
     OpKind::ReplacePart,
     OpKind::SavePart,
     OpKind::InsertPart,
+    OpKind::UpsertPart,
     OpKind::MovePart,
     OpKind::MovePartsMany,
     OpKind::IncPartQty,
@@ -172,6 +173,8 @@ fn parts(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::ReplacePart => Op::ReplacePart { p: g.part(), name: g.name("p"), product: g.product(), txn },
         OpKind::SavePart => Op::SavePart { p: g.part(), name: g.name("p"), product: g.product(), txn },
         OpKind::InsertPart => Op::InsertPart { p: g.part(), name: g.name("p"), product: g.product() },
+        OpKind::UpsertPart => Op::UpsertPart { p: g.part(), name: g.name("p"), product: g.product(), txn },
+        OpKind::InsertPartReturning => Op::InsertPartReturning { p: g.part(), name: g.name("p"), product: g.product() },
         OpKind::InsertManyParts => {
             let n = g.rng.random_range(2..=3);
             let mut parts: Vec<(usize, String, usize)> =

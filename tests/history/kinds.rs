@@ -44,6 +44,10 @@ kinds! {
     SavePart = 2, "Part save (insert or replace)", ["Repository::save"];
     InsertPart = 2, "Part insert (productName left stale for docrel to fill)", ["Repository::insert"];
     InsertManyParts = 1, "Part insert_many, sometimes with a duplicate key", ["Repository::insert_many"];
+    UpsertPart = 2, "Part upsert by id: name.set, product/qty/productName set_on_insert (a new part owes an insert's)",
+        ["Repository::upsert", "Field::set", "Field::set_on_insert"];
+    InsertPartReturning = 1, "Part insert(..).returning(): the part as stored, productName filled",
+        ["Repository::insert", "Call::returning"];
     MovePart = 3, "Part update_by_id product.set: the reference productName comes through",
         ["Repository::update_by_id", "Field::set"];
     MovePartsMany = 1, "Part update_many product.set: many references moved, productName filled for each",

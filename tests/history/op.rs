@@ -201,6 +201,8 @@ ops! {
     SavePart { p: usize, name: String, product: usize, txn: bool },
     InsertPart { p: usize, name: String, product: usize },
     InsertManyParts { parts: Vec<(usize, String, usize)> },
+    UpsertPart { p: usize, name: String, product: usize, txn: bool },
+    InsertPartReturning { p: usize, name: String, product: usize },
     MovePart { p: usize, product: usize, txn: bool },
     MovePartsMany { ps: Vec<usize>, product: usize, txn: bool },
     IncPartQty { p: usize, by: i32, txn: bool },

@@ -123,7 +123,7 @@ async fn compose_a_transactional_rename_reaches_the_summaries_of_its_copies() ->
     renamed_everywhere(&t, &ann).await?;
     authors.save(&Author { id: ann.id, name: "Ann".into() }).await?;
     assert_eq!(recent_names(&t, 1).await, ["Ann", "Bob", "Ann"]);
-    let by_id = Author::fields().id.eq(&ann.id);
+    let by_id = Author::fields().id.eq(ann.id);
     authors.update_many(by_id, Author::fields().name.set("Anne".into())).await?;
     renamed_everywhere(&t, &ann).await
 }
@@ -348,7 +348,7 @@ async fn compose_an_oversized_summary_is_left_out_and_said_so() -> docrel::Resul
 
     // An update of many: every document is written and fanned out, then the error.
     let notes = Note::repo(&t.db);
-    let err = notes.update_many(Note::fields().shelf.eq(&1), Note::fields().text.set(long.clone())).await.unwrap_err();
+    let err = notes.update_many(Note::fields().shelf.eq(1), Note::fields().text.set(long.clone())).await.unwrap_err();
     assert!(err.to_string().contains("was written"), "{err}");
     let stored = t.db.collection::<BsonDoc>("compose_notes").count_documents(doc! {"text": &long}).await.unwrap();
     assert_eq!(stored, 3);

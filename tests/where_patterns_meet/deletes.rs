@@ -329,7 +329,7 @@ async fn a_child_moved_during_its_delete_leaves_no_summary() -> docrel::Result<(
         let delete = tokio::spawn(async move {
             match many {
                 false => DelNote::repo(&db).delete_by_id(&round).await.map(u64::from),
-                true => DelNote::repo(&db).delete_many(DelNote::fields().note_id.eq(&round)).await,
+                true => DelNote::repo(&db).delete_many(DelNote::fields().note_id.eq(round)).await,
             }
         });
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;

@@ -246,7 +246,7 @@ async fn a_pull_by_key_from_an_array_of_copies_is_one_write() -> docrel::Result<
     let assembly = Assembly { id: ObjectId::new(), bolts: refs };
     Assembly::repo(&t.db).insert(&assembly).await?;
     let gone = bolts[0].id;
-    let pull = Assembly::fields().bolts.pull_where(|e| e.at::<ObjectId>("id").eq(&gone));
+    let pull = Assembly::fields().bolts.pull_where(|e| e.at::<ObjectId>("id").eq(gone));
     Assembly::repo(&t.db).update_by_id(&assembly.id, pull).await?;
     let stored = raw(&t, "assemblies", assembly.id).await.unwrap();
     let left: Vec<&BsonDoc> = stored.get_array("bolts").unwrap().iter().filter_map(Bson::as_document).collect();

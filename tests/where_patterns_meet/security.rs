@@ -356,7 +356,7 @@ async fn reads_that_decide_writes_go_to_the_primary() -> docrel::Result<()> {
 
     let mark = commands.mark();
     let rename = SecHost::fields().ip.set("10.2.0.2".into());
-    SecHost::repo(&db).update_many(SecHost::fields().id.eq(&1), rename).await?;
+    SecHost::repo(&db).update_many(SecHost::fields().id.eq(1), rename).await?;
     t.db.collection::<BsonDoc>("sec_lines").update_one(doc! {"_id": 1}, doc! {"$set": {"ip": "stale"}}).await.unwrap();
     let report = docrel::fanout::repair::<SecHost>(&db).run().await?;
     assert_eq!(report.fixed, 1);

@@ -111,9 +111,16 @@ fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
 /// again and, where one changed in between (its fan-out may have run before
 /// the write landed and missed it), refreshes those copies under the
 /// refresh guard. One read per source collection (and page of ids);
-/// writes only on a race.
-pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[BsonDoc], filled: Sources) -> Result<()> {
+/// writes only on a race. Returns whether it rewrote a copy: then the
+/// documents as written are no longer the stored ones.
+pub(crate) async fn confirm(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    docs: &[BsonDoc],
+    filled: Sources,
+) -> Result<bool> {
     let held = graph().held_by(schema);
+    let mut rewrote = false;
     let now = read_sources(cx, &held, docs).await?;
     for (source, target) in &held {
         // source id -> the holders referring to it; a holder listed once
@@ -148,12 +155,13 @@ pub(crate) async fn confirm(cx: &mut Cx<'_>, schema: &'static Schema, docs: &[Bs
                 )
                 .await?;
                 if n > 0 {
+                    rewrote = true;
                     Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": page}}, Reach::All)).await?;
                 }
             }
         }
     }
-    Ok(())
+    Ok(rewrote)
 }
 
 /// Whether a write of the `touched` paths of a `schema` document changes

@@ -379,6 +379,9 @@ pub enum Misuse {
     ShardKey,
     /// the denormalized copies of the schema (a copy copied back into itself).
     Copy,
+    /// a count, limit, skip or page number above `i64::MAX`, the largest
+    /// MongoDB takes.
+    Count,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -410,6 +413,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Update => "update",
             Misuse::ShardKey => "shard key",
             Misuse::Copy => "copy",
+            Misuse::Count => "count",
             Misuse::Application(what) => what,
         })
     }

@@ -376,10 +376,12 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         Ok(last.and_then(|d| d.get(spec.page).and_then(|p| p.as_i64().or_else(|| p.as_i32().map(i64::from)))))
     }
 
-    /// Page `k` (from 1) of the parent's buckets.
-    pub async fn page(&self, db: &Database, parent: &P::Id, k: i64) -> Result<Option<B>> {
+    /// Page `k` (from 1) of the parent's buckets; a `k` above `i64::MAX`
+    /// is an [`Error::Invalid`].
+    pub async fn page(&self, db: &Database, parent: &P::Id, k: u64) -> Result<Option<B>> {
         let spec = self.spec()?;
-        let k = Bson::Int32(i32::try_from(k).unwrap_or(i32::MAX));
+        let k = crate::store::options::count("page", k)?;
+        let k = i32::try_from(k).map_or(Bson::Int64(k), Bson::Int32);
         crate::store::find::Find::<B, B>::on(db, doc! { spec.parent: parent.to_bson(), spec.page: k }).one().await
     }
 

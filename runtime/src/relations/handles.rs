@@ -263,7 +263,7 @@ impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
     /// declared order), for all parents in ONE round trip: a `$documents`
     /// stage of the parent ids with a `$lookup` whose pipeline sorts and
     /// limits on the `{parent, order}` index.
-    pub fn latest_per_parent<'a>(&self, db: &'a Database, parents: &[P::Id], n: u32) -> Latest<'a, C, P> {
+    pub fn latest_per_parent<'a>(&self, db: &'a Database, parents: &[P::Id], n: u64) -> Latest<'a, C, P> {
         Latest::new(db, self.relation(), parents.to_vec(), n)
     }
 

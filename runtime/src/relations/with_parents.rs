@@ -117,7 +117,7 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         }
         require_when_sharded(LOOKUP_SHARDED)?;
         let parts = self.find.parts();
-        let batch_size = parts.read.batch_size.unwrap_or(ONE_BATCH);
+        let batch_size = parts.read.batch_size.map_or(ONE_BATCH, crate::store::options::batch);
         let mut pipeline = parts.read.stages(parts.projection)?;
         pipeline.extend(Self::joined(self.rel));
         let name = P::COLLECTION;

@@ -59,19 +59,22 @@ impl<T: Document> Repository<T> {
 
     /// What depends on documents just written (all of `written`): their
     /// copies confirmed, holders already referring to them filled, their
-    /// summaries pushed into their parents' subsets.
-    async fn after_insert(
+    /// summaries pushed into their parents' subsets. Returns whether that
+    /// may have changed the written documents themselves (a copy refreshed
+    /// on a race, a two-way side or a subset filled in, a copy of itself).
+    pub(super) async fn after_insert(
         &self,
         written: &[bson::Document],
         filled: Option<Sources>,
         plan: &DocumentPlan,
         cx: &mut Cx<'_>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if written.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut changed = plan.two_way || plan.keeps_subsets || (plan.source && plan.fills);
         if let Some(filled) = filled {
-            crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
+            changed |= crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
         }
         crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
         self.after_new(written, cx).await?;
@@ -79,42 +82,71 @@ impl<T: Document> Repository<T> {
             // The summaries in the parents' subsets: one push per parent.
             crate::patterns::subset::after_insert(cx, T::COLLECTION, written).await?;
         }
-        Ok(())
+        Ok(changed)
     }
 
     pub(super) async fn insert_many_in(&self, docs: &[T], session: Option<&mut ClientSession>) -> Result<()> {
+        self.insert_in(docs, false, &mut Cx::new(&self.db, session)).await.map(|_| ())
+    }
+
+    /// Inserts `doc` and returns it as stored: decoded from what was
+    /// written, copies filled (no round trip), or read back by `_id` when
+    /// what the insert owed changed it after the write.
+    pub(super) async fn insert_returning_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<T> {
         let cx = &mut Cx::new(&self.db, session);
+        let Some((written, changed)) = self.insert_in(std::slice::from_ref(doc), true, cx).await? else {
+            return Err(Error::Invalid { what: crate::error::Misuse::Insert, message: "nothing encoded".into() });
+        };
+        if changed {
+            let find = crate::store::find::Find::<T, T>::new(self.raw.clone(), doc! {"_id": doc.id().to_bson()});
+            let mut found = find.all_in(cx.session()).await?;
+            return found.pop().ok_or_else(|| Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) });
+        }
+        let mut written = bson::Document::try_from(written.as_ref())
+            .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() })?;
+        written.remove(crate::store::find::BOOKKEEPING);
+        crate::store::codec::decode::<T>(T::COLLECTION, &encode(T::COLLECTION, &written)?)
+    }
+
+    /// The insert of `docs` and what it owes; with `keep`, the first
+    /// document as written and whether something changed it since.
+    async fn insert_in(&self, docs: &[T], keep: bool, cx: &mut Cx<'_>) -> Result<Option<(RawDocumentBuf, bool)>> {
         let plan = DocumentPlan::of(T::schema());
         Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
             .documents(docs.len())
             .run(async move {
                 if docs.is_empty() {
-                    return Ok(());
+                    return Ok(None);
                 }
                 let encoded = self.encode_all(docs, true, &plan, cx).await?;
+                let first = keep.then(|| encoded.raws.first().cloned()).flatten();
                 // Several documents, or one whose links may be refused (the
                 // other side full): all or nothing, where the deployment
                 // has transactions.
-                if docs.len() > 1 || plan.two_way {
-                    let Some(encoded) = self.insert_in_transaction(encoded, plan, cx).await? else { return Ok(()) };
-                    return self.insert_ordered(encoded, &plan, cx).await;
-                }
-                self.insert_ordered(encoded, &plan, cx).await
+                let changed = match docs.len() > 1 || plan.two_way {
+                    true => match self.insert_in_transaction(encoded, plan, cx).await? {
+                        Ok(changed) => changed,
+                        Err(encoded) => self.insert_ordered(encoded, &plan, cx).await?,
+                    },
+                    false => self.insert_ordered(encoded, &plan, cx).await?,
+                };
+                Ok(first.map(|raw| (raw, changed)))
             })
             .await
     }
 
     /// The insert and everything it owes the documents around it in one
-    /// transaction (the caller's when its session is in one): `None` once
+    /// transaction (the caller's when its session is in one): whether it
+    /// changed the documents after their write (see `after_insert`) once
     /// done, or the documents back when the server has no transactions.
     async fn insert_in_transaction(
         &self,
         encoded: Encoded,
         plan: DocumentPlan,
         cx: &mut Cx<'_>,
-    ) -> Result<Option<Encoded>> {
+    ) -> Result<Result<bool, Encoded>> {
         if !cx.has_session() && transaction::standalone(cx.db) {
-            return Ok(Some(encoded));
+            return Ok(Err(encoded));
         }
         let (repo, db) = (self.clone(), cx.db.clone());
         let result = transaction::run_or_join(cx, "insert_many", &mut |session| {
@@ -128,11 +160,11 @@ impl<T: Document> Repository<T> {
         })
         .await;
         match result {
-            Ok(()) => Ok(None),
+            Ok(changed) => Ok(Ok(changed)),
             // Refused at its first write: nothing was written.
             Err(e) if transaction::unsupported(&e) => {
                 transaction::remember_standalone(cx.db);
-                Ok(Some(encoded))
+                Ok(Err(encoded))
             }
             Err(e) => Err(e),
         }
@@ -140,8 +172,8 @@ impl<T: Document> Repository<T> {
 
     /// An ordered insert, then what the documents it wrote owe: on a
     /// refused document the ones before it are written (with everything
-    /// derived from them) and the rest are not.
-    async fn insert_ordered(&self, encoded: Encoded, plan: &DocumentPlan, cx: &mut Cx<'_>) -> Result<()> {
+    /// derived from them) and the rest are not. Returns what `after_insert` does.
+    async fn insert_ordered(&self, encoded: Encoded, plan: &DocumentPlan, cx: &mut Cx<'_>) -> Result<bool> {
         let Encoded { raws, plain, filled } = encoded;
         let op = if raws.len() == 1 { "insert" } else { "insert_many" };
         match self.write_new(raws, cx).await.map_err(self.err(op)) {

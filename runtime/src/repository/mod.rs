@@ -6,7 +6,8 @@ mod delete;
 mod documents;
 mod repo;
 mod update;
+mod upsert;
 
-pub use crate::denormalize::write::UpdateOutcome;
+pub use crate::denormalize::write::{UpdateOutcome, UpsertOutcome};
 pub use connect::{connect, connect_from_env, connect_with};
 pub use repo::{ops, Call, Operation, Repository};

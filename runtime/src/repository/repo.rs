@@ -21,61 +21,12 @@ use mongodb::{ClientSession, Collection, Database};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 
-/// The typed repository of document type `T` in one database.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// use docrel::{Document, Repository, bson::oid::ObjectId};
-/// use serde::{Deserialize, Serialize};
-///
-/// #[derive(Document, Serialize, Deserialize, Debug, PartialEq)]
-/// #[document(collection = "parts")]
-/// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String, qty: i32 }
-///
-/// let parts = Part::repo(&db);
-/// let grommet = Part { id: ObjectId::new(), name: "#4 grommet".into(), qty: 94 };
-/// parts.insert(&grommet).await?;
-/// assert_eq!(parts.get(&grommet.id).await?, Some(grommet));
-/// let low = parts.find(Part::fields().qty.lt(100)).to_vec().await?;
-/// assert_eq!(low.len(), 1);
-/// # Ok(()) });
-/// ```
-pub struct Repository<T> {
-    pub(super) db: Database,
-    pub(super) raw: Collection<RawDocumentBuf>,
-    pub(super) deferred: bool,
-    pub(super) transactional: bool,
-    _doc: PhantomData<fn() -> T>,
-}
-
-impl<T> Clone for Repository<T> {
-    fn clone(&self) -> Self {
-        Repository {
-            db: self.db.clone(),
-            raw: self.raw.clone(),
-            deferred: self.deferred,
-            transactional: self.transactional,
-            _doc: PhantomData,
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for Repository<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Repository").field("collection", &self.raw.namespace()).finish()
-    }
-}
+pub use crate::schema::repository::Repository;
 
 impl<T: Document> Repository<T> {
     /// The repository of `T` in `db`.
     pub fn new(db: &Database) -> Self {
-        Repository {
-            db: db.clone(),
-            raw: db.collection(T::COLLECTION),
-            deferred: false,
-            transactional: false,
-            _doc: PhantomData,
-        }
+        Repository::on(db, T::COLLECTION)
     }
 
     /// This repository in deferred mode: writes of copied fields still
@@ -229,6 +180,47 @@ impl<'a, T, O> Call<'a, T, O> {
     }
 }
 
+impl<'a, T: Document> Call<'a, T, ops::InsertOne<'a, T>> {
+    /// Gives the document as stored instead of `()`: its copies filled from
+    /// their sources, without docrel's bookkeeping. It is what the insert
+    /// wrote, so it costs no round trip; only when what the insert owed
+    /// changed the document after its write (a source changed while its
+    /// copies were filled, a two-way side or a subset filled in) is it read
+    /// back, one `find` by `_id`.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "makers")]
+    /// struct Maker { #[serde(rename = "_id")] id: ObjectId, name: String }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "gadgets")]
+    /// struct Gadget {
+    ///     #[serde(rename = "_id")]
+    ///     id: ObjectId,
+    ///     #[reference(to = Maker)]
+    ///     maker: ObjectId,
+    ///     #[denormalize(from = Maker::name, via = maker)]
+    ///     maker_name: String,
+    /// }
+    ///
+    /// let acme = Maker { id: ObjectId::new(), name: "acme".into() };
+    /// Maker::repo(&db).insert(&acme).await?;
+    /// let gadget = Gadget { id: ObjectId::new(), maker: acme.id, maker_name: String::new() };
+    /// let stored = Gadget::repo(&db).insert(&gadget).returning().await?;
+    /// assert_eq!(stored.maker_name, "acme");
+    /// # Ok(()) });
+    /// ```
+    pub fn returning(self) -> Call<'a, T, ops::InsertReturning<'a, T>> {
+        let ops::InsertOne { doc, _doc } = self.op;
+        Call { repo: self.repo, op: ops::InsertReturning { doc, _doc }, session: self.session }
+    }
+}
+
 impl<T, O> std::fmt::Debug for Call<'_, T, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Call")
@@ -259,9 +251,10 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
 
 impl<T: Document> Repository<T> {
     /// Inserts one document, after checking its bounds and its size. Its
-    /// denormalized copies are filled from their sources first.
-    pub fn insert<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::Insert<'a, T>> {
-        Call::new(self, ops::Insert { docs: std::slice::from_ref(doc), _doc: PhantomData })
+    /// denormalized copies are filled from their sources first. With
+    /// [`Call::returning`], the call gives the document as stored.
+    pub fn insert<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::InsertOne<'a, T>> {
+        Call::new(self, ops::InsertOne { doc, _doc: PhantomData })
     }
 
     /// Inserts many documents, all or nothing. Every one is checked first:
@@ -323,6 +316,47 @@ impl<T: Document> Repository<T> {
     /// one shard ([`crate::Misuse::ShardKey`] otherwise).
     pub fn update_one(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::UpdateWhere<'_, T>> {
         Call::new(self, ops::UpdateWhere { filter: filter.into(), update, many: false, _doc: PhantomData })
+    }
+
+    /// Applies `update` to the first document matching `filter` as
+    /// [`Repository::update_one`] does (the version moved on, copies held
+    /// by others refreshed, bounded pushes guarded); when none matches,
+    /// inserts one built from the filter's equalities and the update, its
+    /// [`Field::set_on_insert`](crate::Field::set_on_insert) values
+    /// included, which owes what an insert owes: a source's first version
+    /// from the clock, holders already referring to its id filled, the
+    /// copies it holds filled from their sources, its subset summaries and
+    /// two-way sides. A bounded push into a full matching document is
+    /// [`Error::EmbedFull`], not a second document.
+    ///
+    /// Round trips: a type none of that concerns upserts in one `update`;
+    /// any other updates first and, when nothing matched, inserts with one
+    /// `findAndModify` (returning the new document), then writes what the
+    /// insert owes. As with the driver, two concurrent upserts of a filter
+    /// no unique index covers may both insert. On a sharded type the
+    /// filter must fix the whole shard key ([`crate::Misuse::ShardKey`]).
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "counters")]
+    /// struct Counter { #[serde(rename = "_id")] id: String, hits: i64, #[serde(default)] label: String }
+    ///
+    /// let f = Counter::fields();
+    /// let hit = || f.hits.inc(1).and(f.label.set_on_insert("home page".into()));
+    /// let first = Counter::repo(&db).upsert(f.id.eq("home"), hit()).await?;
+    /// assert_eq!(first.upserted_id.as_deref(), Some("home"));
+    /// let second = Counter::repo(&db).upsert(f.id.eq("home"), hit()).await?;
+    /// assert_eq!((second.matched, second.upserted_id), (1, None));
+    /// let home = Counter::repo(&db).require(&"home".to_owned()).await?;
+    /// assert_eq!((home.hits, home.label.as_str()), (2, "home page"));
+    /// # Ok(()) });
+    /// ```
+    pub fn upsert(&self, filter: impl Into<Filter>, update: Update<T>) -> Call<'_, T, ops::Upsert<'_, T>> {
+        Call::new(self, ops::Upsert { filter: filter.into(), update, _doc: PhantomData })
     }
 
     /// Applies an update to every document matching a filter. Documents whose
@@ -428,9 +462,24 @@ pub mod ops {
     }
 
     operation!(
-        /// [`Repository::insert_many`] (and [`Repository::insert`], one document).
+        /// [`Repository::insert_many`].
         Insert<'a, T> { docs: &'a [T] } -> (),
         |repo, session| repo.insert_many_in(docs, session)
+    );
+    operation!(
+        /// [`Repository::insert`].
+        InsertOne<'a, T> { doc: &'a T } -> (),
+        |repo, session| repo.insert_many_in(std::slice::from_ref(doc), session)
+    );
+    operation!(
+        /// [`Repository::insert`] with [`Call::returning`]: the document as stored.
+        InsertReturning<'a, T> { doc: &'a T } -> T,
+        |repo, session| repo.insert_returning_in(doc, session)
+    );
+    operation!(
+        /// [`Repository::upsert`].
+        Upsert<'a, T> { filter: Filter, update: Update<T> } -> crate::denormalize::write::UpsertOutcome<T::Id>,
+        |repo, session| repo.upsert_in(filter, update, session)
     );
     operation!(
         /// [`Repository::get`].

@@ -1,6 +1,7 @@
 //! The traits that `#[derive(Document)]` and `#[derive(View)]` implement, and
 //! the static description of a schema that they generate.
 
+use super::repository::Repository;
 use crate::error::Result;
 use crate::id::DocId;
 use mongodb::bson;
@@ -56,6 +57,30 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     /// Checks every declared bound (`#[embed(max = N)]`, `#[reference(many, max = N)]`)
     /// before a write; the error names the field, bound and length.
     fn check_bounds(&self) -> Result<()>;
+
+    /// The typed repository of this document type in `db`, for code generic
+    /// over any document (`T::repo(&db)`); the derive's `Part::repo(&db)`
+    /// is the same repository.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, Filter, bson::oid::ObjectId, mongodb::Database};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "parts")]
+    /// # struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
+    ///
+    /// async fn total<T: Document>(db: &Database) -> docrel::Result<u64> {
+    ///     T::repo(db).count(Filter::all()).await
+    /// }
+    ///
+    /// Part::repo(&db).insert(&Part { id: ObjectId::new(), name: "bolt".into() }).await?;
+    /// assert_eq!(total::<Part>(&db).await?, 1);
+    /// # Ok(()) });
+    /// ```
+    fn repo(db: &mongodb::Database) -> Repository<Self> {
+        Repository::on(db, Self::COLLECTION)
+    }
 }
 
 /// A [`Document`] whose writes by `_id` alone reach one shard: it declares
@@ -92,7 +117,7 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
 ///
 /// async fn pay(repo: &docrel::Repository<Order>, order: &Order) -> docrel::Result<()> {
-///     let key = Order::fields().tenant.eq(&order.tenant).and(Order::fields().id.eq(&order.id));
+///     let key = Order::fields().tenant.eq(order.tenant.as_str()).and(Order::fields().id.eq(order.id));
 ///     repo.update_one(key, Order::fields().total.set(0)).await?;
 ///     Ok(())
 /// }

@@ -7,6 +7,7 @@ pub mod graph;
 pub mod handles;
 pub mod indexes;
 pub mod registry;
+pub mod repository;
 pub mod shard;
 pub mod stored;
 

@@ -14,7 +14,7 @@
 //! derive or from `&'static str` names in the program ([`Field::at`]),
 //! never from data.
 
-use super::field::{to_bson, Element, Field, Text};
+use super::field::{to_bson, Element, Field, Holds, Text};
 use super::query::{Filter, Sort};
 use mongodb::bson::{doc, Bson};
 use serde::Serialize;
@@ -91,7 +91,9 @@ impl<D, V> Field<D, V> {
 
     /// `{path: {$eq: value}}`: the value is always a value, even a map or a
     /// document (`{"$ne": ""}` matches a stored `{"$ne": ""}` and nothing else).
-    /// On an array field, `contains` says what it means.
+    /// On an array field, `contains` says what it means. Like `gt` and the
+    /// driver's `doc!`, it takes the value itself: `qty.eq(5)`,
+    /// `name.eq("bolt")`, `id.eq(part.id)`.
     ///
     /// ```
     /// use docrel::{Document, bson::doc};
@@ -103,18 +105,19 @@ impl<D, V> Field<D, V> {
     /// assert_eq!(f.into_document()?, doc! {"name": {"$eq": "bolt"}});
     /// # Ok::<(), docrel::Error>(())
     /// ```
-    pub fn eq<T: Serialize + ?Sized>(&self, value: &T) -> Filter
+    pub fn eq<T: Serialize>(&self, value: T) -> Filter
     where
         V: PartialEq<T>,
     {
-        self.op("$eq", value)
+        self.op("$eq", &value)
     }
-    /// `{path: {$ne: value}}`.
-    pub fn ne<T: Serialize + ?Sized>(&self, value: &T) -> Filter
+    /// `{path: {$ne: value}}`: `qty.ne(7)`. Also matches documents without
+    /// the field.
+    pub fn ne<T: Serialize>(&self, value: T) -> Filter
     where
         V: PartialEq<T>,
     {
-        self.op("$ne", value)
+        self.op("$ne", &value)
     }
     /// `{path: {$gt: value}}`.
     pub fn gt<T: Serialize>(&self, value: T) -> Filter
@@ -145,12 +148,18 @@ impl<D, V> Field<D, V> {
         self.op("$lte", &value)
     }
     /// `{path: {$in: [values]}}`: equal to one of the values (on an array
-    /// field: some element is). An empty list matches nothing.
-    pub fn is_in<T: Serialize>(&self, values: &[T]) -> Filter {
+    /// field: some element is). An empty list matches nothing. The values
+    /// are of the field's type, or of its elements on a `Vec` or an
+    /// `Option` field ([`Holds`]): `qty.is_in(&[5, 9])`, `tags.is_in(&["steel"])`.
+    pub fn is_in<T: Serialize, K>(&self, values: &[T]) -> Filter
+    where
+        V: Holds<T, K>,
+    {
         self.list_op("$in", values)
     }
     /// `{path: {$nin: [values]}}`: equal to none of the values (on an array
     /// field: no element is). Also matches documents without the field.
+    /// The values are typed as in [`Field::is_in`].
     ///
     /// ```
     /// use docrel::{Document, bson::doc};
@@ -163,7 +172,10 @@ impl<D, V> Field<D, V> {
     /// # Ok::<(), docrel::Error>(())
     /// ```
     #[doc(alias = "nin")]
-    pub fn not_in<T: Serialize>(&self, values: &[T]) -> Filter {
+    pub fn not_in<T: Serialize, K>(&self, values: &[T]) -> Filter
+    where
+        V: Holds<T, K>,
+    {
         self.list_op("$nin", values)
     }
     /// `{path: {$exists: yes}}`.
@@ -238,7 +250,7 @@ impl<D, V> Field<D, V> {
 impl<D, E> Field<D, Vec<E>> {
     /// The array contains the element: `{path: {$eq: element}}` (the server
     /// matches an array when any element equals the value). The element is
-    /// always a value, as in [`Field::eq`].
+    /// always a value, as in [`Field::eq`], and taken by value like it.
     ///
     /// ```
     /// use docrel::{Document, bson::doc};
@@ -246,15 +258,15 @@ impl<D, E> Field<D, Vec<E>> {
     /// # #[derive(Document, Serialize, Deserialize)]
     /// # #[document(collection = "posts")]
     /// # struct Post { #[serde(rename = "_id")] id: i32, tags: Vec<String> }
-    /// let f = Post::fields().tags.contains(&"rust".to_owned());
+    /// let f = Post::fields().tags.contains("rust");
     /// assert_eq!(f.into_document()?, doc! {"tags": {"$eq": "rust"}});
     /// # Ok::<(), docrel::Error>(())
     /// ```
-    pub fn contains(&self, element: &E) -> Filter
+    pub fn contains<T: Serialize>(&self, element: T) -> Filter
     where
-        E: Serialize,
+        E: PartialEq<T>,
     {
-        self.op("$eq", element)
+        self.op("$eq", &element)
     }
 
     /// The array contains every one of the elements: `{path: {$all: [..]}}`.
@@ -378,8 +390,9 @@ mod tests {
         // An extended-JSON map from user input becomes a regex when encoded.
         let map: std::collections::BTreeMap<&str, BsonDoc> =
             [("$regularExpression", doc! {"pattern": ".*", "options": ""})].into();
+        let any: Field<Doc, std::collections::BTreeMap<&str, BsonDoc>> = Field::new("name", None);
+        assert_eq!(any.is_in(&[map]).into_document().ok(), Some(doc! {"$or": [{"name": {"$eq": re}}]}));
         let f: Field<Doc, String> = Field::new("name", None);
-        assert_eq!(f.is_in(&[map]).into_document().ok(), Some(doc! {"$or": [{"name": {"$eq": re}}]}));
         // A plain list stays one operator.
         assert_eq!(f.is_in(&["a"]).into_document().ok(), Some(doc! {"name": {"$in": ["a"]}}));
     }
@@ -388,10 +401,10 @@ mod tests {
     fn scalar_element_conditions_must_be_a_conjunction() {
         let e: Field<Element<i32>, i32> = Field::new("", None);
         assert_eq!(e.gt(1).and(e.lt(5)).element_condition().ok(), Some(doc! {"$gt": 1, "$lt": 5}));
-        assert_eq!((!e.eq(&3)).element_condition().ok(), Some(doc! {"$not": {"$eq": 3}}));
-        assert!(e.eq(&1).or(e.eq(&2)).element_condition().is_err());
+        assert_eq!((!e.eq(3)).element_condition().ok(), Some(doc! {"$not": {"$eq": 3}}));
+        assert!(e.eq(1).or(e.eq(2)).element_condition().is_err());
         let scores: Field<Doc, Vec<i32>> = Field::new("scores", None);
-        assert!(scores.elem_match(|s| s.eq(&1).or(s.eq(&2))).into_document().is_err());
+        assert!(scores.elem_match(|s| s.eq(1).or(s.eq(2))).into_document().is_err());
     }
 
     #[test]

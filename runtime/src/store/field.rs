@@ -75,6 +75,39 @@ impl<T: Text + ?Sized> Text for &T {}
 impl<T: Text> Text for Option<T> {}
 impl<T: Text> Text for Vec<T> {}
 
+/// Field types whose `$in`/`$nin` lists ([`Field::is_in`],
+/// [`Field::not_in`]) hold `T`s: the field's own type (`V: PartialEq<T>`,
+/// so `&str` for a `String`), or, on a `Vec` or an `Option`, the type of
+/// its elements (the server compares each element, or the value inside).
+/// `K` is [`Whole`] or [`Each`], inferred: it only keeps the two cases apart.
+///
+/// ```
+/// use docrel::{Document, bson::{doc, oid::ObjectId}};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Document, Serialize, Deserialize)]
+/// # #[document(collection = "parts")]
+/// # struct Part { #[serde(rename = "_id")] id: i32, qty: i32, tags: Vec<String>, supplier: Option<ObjectId> }
+/// let f = Part::fields();
+/// assert_eq!(f.qty.is_in(&[5, 9]).into_document()?, doc! {"qty": {"$in": [5, 9]}});
+/// assert_eq!(f.tags.is_in(&["steel"]).into_document()?, doc! {"tags": {"$in": ["steel"]}});
+/// let acme = ObjectId::new();
+/// assert_eq!(f.supplier.not_in(&[acme]).into_document()?, doc! {"supplier": {"$nin": [acme]}});
+/// # Ok::<(), docrel::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` cannot hold a `{T}`",
+    label = "not a value of the field's type",
+    note = "`is_in` and `not_in` take values of the field's type, or of its elements on a `Vec` or an `Option` field"
+)]
+pub trait Holds<T, K> {}
+/// [`Holds`] for values of the field's own type.
+pub struct Whole;
+/// [`Holds`] for values of the elements of a `Vec` or an `Option` field.
+pub struct Each;
+impl<V: PartialEq<T>, T> Holds<T, Whole> for V {}
+impl<E: PartialEq<T>, T> Holds<T, Each> for Vec<E> {}
+impl<E: PartialEq<T>, T> Holds<T, Each> for Option<E> {}
+
 /// A value as BSON, its encoding error naming the path it was meant for.
 pub(crate) fn to_bson<V: Serialize + ?Sized>(path: &str, value: &V) -> Result<Bson> {
     bson_compat::to_bson(value)

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::schema::document::{Document, View};
 use crate::store::codec::decode;
 use crate::store::field::Field;
-use crate::store::options::{read_setters, ReadOptions, ONE_BATCH};
+use crate::store::options::{batch, count, read_setters, ReadOptions, ONE_BATCH};
 use crate::store::query::{Filter, Sort};
 use crate::store::session::collect;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -16,7 +16,7 @@ use std::marker::PhantomData;
 
 /// The bookkeeping field docrel keeps on sources and holders of copies
 /// (versions); never part of a Rust type, so never read by a find.
-const BOOKKEEPING: &str = "_docrel";
+pub(crate) const BOOKKEEPING: &str = "_docrel";
 
 /// A find being built: options, then `.await` (all results, like
 /// [`Find::to_vec`]), [`Find::one`] or [`Find::stream`].
@@ -69,11 +69,15 @@ impl<T: Document, V: View> Find<T, V> {
     read_setters! {
         /// Orders the results.
         sort => read;
-        /// Returns at most `n` documents.
+        /// Returns at most `n` documents (`0`: no limit, as in MongoDB).
+        /// Every count is a `u64`; one above `i64::MAX` is an
+        /// [`Error::Invalid`] when the find runs.
         limit => read;
         /// Skips the first `n` documents.
         skip => read;
-        /// Asks for `n` documents per batch (one round trip each).
+        /// Asks for `n` documents per batch (one round trip each); the
+        /// server's largest batch is `i32::MAX` documents, so a larger `n`
+        /// asks for that.
         batch_size => read;
     }
     /// Leaves `field` out of what travels: everything but this big array.
@@ -150,15 +154,18 @@ impl<T: Document, V: View> Find<T, V> {
         }
         options.sort = read.sort.map(Sort::into_document);
         if let Some(l) = read.limit {
-            options.limit = Some(l);
+            options.limit = Some(count("limit", l)?);
             // Everything in one batch when it fits: one round trip, no getMore.
             if read.batch_size.is_none() && l > 0 {
-                options.batch_size = Some(u32::try_from(l).unwrap_or(u32::MAX));
+                options.batch_size = Some(batch(l));
             }
         }
-        options.skip = read.skip;
+        if let Some(s) = read.skip {
+            count("skip", s)?;
+            options.skip = Some(s);
+        }
         if let Some(b) = read.batch_size {
-            options.batch_size = Some(b);
+            options.batch_size = Some(batch(b));
         }
         Ok((self.coll, read.filter.unwrap_or_default().into_document()?, options))
     }

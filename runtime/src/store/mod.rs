@@ -20,7 +20,7 @@ pub mod transaction;
 pub mod update;
 
 pub use conditions::escape_regex;
-pub use field::{Element, Field, Text};
+pub use field::{Element, Field, Holds, Text};
 pub use find::{Find, FindIn};
 pub(crate) use page::{id_page, ID_PAGE};
 pub use query::{Filter, Sort};

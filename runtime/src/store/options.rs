@@ -4,7 +4,7 @@
 //! the children and referrers of relations.
 
 use super::query::{Filter, Sort};
-use crate::error::Result;
+use crate::error::{Error, Misuse, Result};
 use mongodb::bson::{self, doc};
 use mongodb::options::FindOptions;
 
@@ -12,15 +12,37 @@ use mongodb::options::FindOptions;
 /// 16 MiB): a read that fits is one round trip, not `find` + `getMore`s.
 pub(crate) const ONE_BATCH: u32 = i32::MAX as u32;
 
+/// A count the caller gave (`limit`, `skip`, a page), as the `i64` MongoDB
+/// takes: counts are `u64` in the API, and one above `i64::MAX` is refused
+/// here, before anything is sent, instead of wrapping to a negative number
+/// (which the server reads as something else) or failing in the driver.
+pub(crate) fn count(call: &'static str, n: u64) -> Result<i64> {
+    i64::try_from(n).map_err(|_| Error::Invalid {
+        what: Misuse::Count,
+        message: format!(
+            "`{call}({n})` is above {}, the largest count MongoDB takes; nothing was sent. \
+             Ask for at most i64::MAX, or leave `{call}` out",
+            i64::MAX
+        ),
+    })
+}
+
+/// A batch size the caller gave, as the driver takes it: the server caps a
+/// batch at `i32::MAX` documents (and 16 MiB), so a larger one asks for
+/// the same, as many as fit in one batch.
+pub(crate) fn batch(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX).min(ONE_BATCH)
+}
+
 /// The options of a read. The filter is `None` until one is given, so a
 /// load can tell a plain `$in` (merged with others) from a filtered one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReadOptions {
     pub(crate) filter: Option<Filter>,
     pub(crate) sort: Option<Sort>,
-    pub(crate) limit: Option<i64>,
+    pub(crate) limit: Option<u64>,
     pub(crate) skip: Option<u64>,
-    pub(crate) batch_size: Option<u32>,
+    pub(crate) batch_size: Option<u64>,
 }
 
 impl ReadOptions {
@@ -64,10 +86,10 @@ impl ReadOptions {
             stages.push(doc! {"$sort": s.into_document()});
         }
         if let Some(s) = self.skip {
-            stages.push(doc! {"$skip": s as i64});
+            stages.push(doc! {"$skip": count("skip", s)?});
         }
         if let Some(l) = self.limit {
-            stages.push(doc! {"$limit": l});
+            stages.push(doc! {"$limit": count("limit", l)?});
         }
         if !projection.is_empty() {
             stages.push(doc! {"$project": projection});
@@ -76,15 +98,15 @@ impl ReadOptions {
     }
 
     /// The driver's options of a read that takes every result in one
-    /// batch, with `projection`.
-    pub(crate) fn one_batch(&self, projection: Option<bson::Document>) -> FindOptions {
+    /// batch, with `projection`; a limit or skip above `i64::MAX` is an error.
+    pub(crate) fn one_batch(&self, projection: Option<bson::Document>) -> Result<FindOptions> {
         let mut options = FindOptions::default();
         options.batch_size = Some(ONE_BATCH);
         options.projection = projection;
         options.sort = self.sort.as_ref().map(|s| s.as_document().clone());
-        options.limit = self.limit;
-        options.skip = self.skip;
-        options
+        options.limit = self.limit.map(|l| count("limit", l)).transpose()?;
+        options.skip = self.skip.map(|s| count("skip", s).map(|_| s)).transpose()?;
+        Ok(options)
     }
 }
 
@@ -124,13 +146,13 @@ macro_rules! read_setters {
         $crate::store::options::read_setters!(@some sort(sort: $crate::store::query::Sort) $doc $($at).+.sort);
     };
     (@ limit $doc:tt $($at:ident).+) => {
-        $crate::store::options::read_setters!(@some limit(n: i64) $doc $($at).+.limit);
+        $crate::store::options::read_setters!(@some limit(n: u64) $doc $($at).+.limit);
     };
     (@ skip $doc:tt $($at:ident).+) => {
         $crate::store::options::read_setters!(@some skip(n: u64) $doc $($at).+.skip);
     };
     (@ batch_size $doc:tt $($at:ident).+) => {
-        $crate::store::options::read_setters!(@some batch_size(n: u32) $doc $($at).+.batch_size);
+        $crate::store::options::read_setters!(@some batch_size(n: u64) $doc $($at).+.batch_size);
     };
     (@ session <$lt:lifetime> $doc:tt $($at:ident).+) => {
         $crate::store::options::read_setters!(@some session(session: &$lt mut ::mongodb::ClientSession) $doc $($at).+);

@@ -77,7 +77,7 @@ impl Filter {
     /// let qty = Part::fields().qty;
     /// assert_eq!(qty.gt(1).and(qty.lt(5)).into_document()?, doc! {"qty": {"$gt": 1, "$lt": 5}});
     /// assert_eq!(
-    ///     qty.ne(&1).and(qty.ne(&2)).into_document()?,
+    ///     qty.ne(1).and(qty.ne(2)).into_document()?,
     ///     doc! {"$and": [{"qty": {"$ne": 1}}, {"qty": {"$ne": 2}}]}
     /// );
     /// # Ok::<(), docrel::Error>(())
@@ -125,7 +125,7 @@ impl Filter {
     /// # struct Part { #[serde(rename = "_id")] id: i32, qty: i32 }
     /// let qty = Part::fields().qty;
     /// assert_eq!(
-    ///     qty.lt(1).or(qty.gt(90)).or(qty.eq(&50)).into_document()?,
+    ///     qty.lt(1).or(qty.gt(90)).or(qty.eq(50)).into_document()?,
     ///     doc! {"$or": [{"qty": {"$lt": 1}}, {"qty": {"$gt": 90}}, {"qty": {"$eq": 50}}]}
     /// );
     /// # Ok::<(), docrel::Error>(())
@@ -369,10 +369,10 @@ mod tests {
     #[test]
     fn chained_ands_stay_flat() {
         let q: Field<Doc, i32> = Field::new("q", None);
-        let two = || q.ne(&1).and(q.ne(&2));
+        let two = || q.ne(1).and(q.ne(2));
         assert_eq!(two().into_document().ok(), Some(doc! {"$and": [{"q": {"$ne": 1}}, {"q": {"$ne": 2}}]}));
         assert_eq!(
-            two().and(q.ne(&3).and(q.ne(&4))).into_document().ok(),
+            two().and(q.ne(3).and(q.ne(4))).into_document().ok(),
             Some(doc! {"$and": [{"q": {"$ne": 1}}, {"q": {"$ne": 2}}, {"q": {"$ne": 3}}, {"q": {"$ne": 4}}]})
         );
     }

@@ -32,7 +32,7 @@ fn ids(ps: &[usize]) -> Filter {
 
 /// The parts of product `r`.
 fn of_product(r: usize) -> Filter {
-    Part::fields().product.eq(&Universe::product(r))
+    Part::fields().product.eq(Universe::product(r))
 }
 
 async fn parts(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<String>> {
@@ -83,6 +83,18 @@ async fn parts(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<Strin
         Op::InsertPart { p, name, product } => {
             c.repo::<Part>(false).insert(&part_doc(*p, name, *product)).within(s).await.map(|()| String::new())
         }
+        Op::UpsertPart { p, name, product, txn } => {
+            let new = f.product.set_on_insert(Universe::product(*product)).and(f.qty.set_on_insert(1));
+            let u = f.name.set(name.clone()).and(new).and(f.product_name.set_on_insert(STALE.into()));
+            let repo = c.repo::<Part>(*txn);
+            let o = repo.upsert(f.id.eq(Universe::part(*p)), u).within(s).await;
+            o.map(|o| format!("matched {} upserted {}", o.matched, o.upserted_id.is_some()))
+        }
+        Op::InsertPartReturning { p, name, product } => {
+            let part = part_doc(*p, name, *product);
+            let stored = c.repo::<Part>(false).insert(&part).returning().within(s).await;
+            stored.map(|stored| format!("productName {:?}", stored.product_name))
+        }
         Op::InsertManyParts { parts } => {
             let docs: Vec<Part> = parts.iter().map(|(p, name, r)| part_doc(*p, name, *r)).collect();
             c.repo::<Part>(false).insert_many(&docs).within(s).await.map(|()| String::new())
@@ -128,7 +140,7 @@ async fn products(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String
         Op::PullAllPartRefs { r, p } => pull_as_read(c, *r, *p, true, s).await,
         Op::PullWherePartRef { r, p } => {
             let part = Universe::part(*p);
-            product_by_id(c, *r, false, f.parts.pull_where(|e| e.at::<ObjectId>("id").eq(&part)), s).await
+            product_by_id(c, *r, false, f.parts.pull_where(|e| e.at::<ObjectId>("id").eq(part)), s).await
         }
         Op::SetPartRefs { r, parts } => product_by_id(c, *r, false, f.parts.set(part_refs(parts)), s).await,
         Op::DeleteProduct { r } => c

@@ -30,7 +30,7 @@ fn ids(vs: &[usize]) -> Filter {
 
 /// The reviews of item `i`.
 fn of_item(i: usize) -> Filter {
-    Review::fields().product_id.eq(&Universe::item(i))
+    Review::fields().product_id.eq(Universe::item(i))
 }
 
 async fn reviews(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
@@ -93,7 +93,7 @@ async fn items(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
         Op::DeleteItem { i } => repo.delete_by_id(&Universe::item(*i)).within(s).await.map(|d| format!("deleted {d}")),
         Op::PullSummary { i, v } => {
             let rid = Universe::rid(*v);
-            let u = Item::fields().reviews.pull_where(|e| e.at::<i32>("rid").eq(&rid));
+            let u = Item::fields().reviews.pull_where(|e| e.at::<i32>("rid").eq(rid));
             repo.update_by_id(&Universe::item(*i), u).within(s).await.map(outcome)
         }
         Op::RebuildSubset { i } => {
@@ -141,7 +141,7 @@ async fn posts(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
             let f = CommentPage::fields();
             let u = f.count.inc(1);
             c.repo::<CommentPage>(false)
-                .update_many(f.blog_entry_id.eq(&Universe::post(*b)), u)
+                .update_many(f.blog_entry_id.eq(Universe::post(*b)), u)
                 .within(s)
                 .await
                 .map(outcome)

@@ -30,7 +30,7 @@ struct PartName {
 #[allow(dead_code)]
 async fn use_it(db: &docrel::mongodb::Database) -> docrel::Result<()> {
     let part = Part::repo(db).require(&ObjectId::new()).await?;
-    let _names = Part::repo(db).find(Part::fields().name.eq(&part.name)).view::<PartName>().await?;
+    let _names = Part::repo(db).find(Part::fields().name.eq(part.name.as_str())).view::<PartName>().await?;
     Ok(())
 }
 

@@ -12,10 +12,12 @@ mod image;
 mod outcome;
 mod replace;
 mod update;
+mod upsert;
 
 pub(crate) use document::DocumentPlan;
 pub(crate) use replace::replace_image;
 pub(crate) use update::UpdatePlan;
+pub(crate) use upsert::Upserted;
 
-pub use outcome::UpdateOutcome;
 pub(crate) use outcome::{Mode, Scope};
+pub use outcome::{UpdateOutcome, UpsertOutcome};

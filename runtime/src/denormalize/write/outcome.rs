@@ -17,6 +17,18 @@ impl UpdateOutcome {
     }
 }
 
+/// What an upsert did: the update of a matching document, or the insert
+/// of a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpsertOutcome<I> {
+    /// Documents the filter matched: 1, or 0 when it inserted.
+    pub matched: u64,
+    /// Documents changed by the update (0 when it inserted).
+    pub modified: u64,
+    /// The `_id` of the document inserted, when none matched.
+    pub upserted_id: Option<I>,
+}
+
 /// How a repository's writes fan out (its `deferred_fan_out()` and
 /// `transactional_fan_out()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -16,8 +16,8 @@ use mongodb::Collection;
 
 /// The plan of one update of documents of `T`.
 pub(crate) struct UpdatePlan<'u, T> {
-    raw: &'u Collection<RawDocumentBuf>,
-    update: &'u Update<T>,
+    pub(super) raw: &'u Collection<RawDocumentBuf>,
+    pub(super) update: &'u Update<T>,
     mode: Mode,
     /// It changes a field something is derived from: a copy elsewhere or a
     /// subset summary (then the write versions the source and fans out).
@@ -55,7 +55,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         })
     }
 
-    fn err(operation: &'static str) -> impl FnOnce(mongodb::error::Error) -> Error {
+    pub(super) fn err(operation: &'static str) -> impl FnOnce(mongodb::error::Error) -> Error {
         move |e| Error::driver(operation, T::COLLECTION, e)
     }
 

@@ -9,7 +9,7 @@ use crate::id::DocId;
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
 use crate::store::codec::decode;
-use crate::store::options::{read_setters, ONE_BATCH};
+use crate::store::options::{count, read_setters, ONE_BATCH};
 use crate::store::query::{Filter, Sort};
 use crate::store::session::collect_aggregate;
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
@@ -104,12 +104,12 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
 #[must_use = "Latest does nothing until awaited or run with load"]
 pub struct Latest<'a, C, P: Document, R = C> {
     base: Related<'a, P::Id>,
-    n: u32,
+    n: u64,
     _child: PhantomData<fn() -> (C, R)>,
 }
 
 impl<'a, C: Document, P: Document> Latest<'a, C, P> {
-    pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>, n: u32) -> Self {
+    pub(crate) fn new(db: &'a Database, rel: &'static Relation, parents: Vec<P::Id>, n: u64) -> Self {
         Latest { base: Related::new(db, rel, parents, Sort::declared(rel.order)), n, _child: PhantomData }
     }
 }
@@ -188,7 +188,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
             pipeline.push(doc! {"$match": filter});
         }
         pipeline.push(doc! {"$sort": sort.into_document()});
-        pipeline.push(doc! {"$limit": i64::from(self.n)});
+        pipeline.push(doc! {"$limit": count("latest_per_parent", self.n)?});
         if let Some(p) = union_projection(std::iter::once(V::PROJECTION), rel.field) {
             pipeline.push(doc! {"$project": p});
         }

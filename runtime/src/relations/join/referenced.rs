@@ -135,7 +135,7 @@ impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
     /// that have a (matching) document, in the parent's order or in
     /// [`Self::sort`]'s. Every referred document still travels once (one
     /// `$in` for all parents); the limit is applied as they are put back.
-    pub fn limit_per_parent(mut self, n: usize) -> Self {
+    pub fn limit_per_parent(mut self, n: u64) -> Self {
         self.query.per_parent = Some(n);
         self
     }
@@ -201,6 +201,7 @@ impl<T: Document, V: View<Of = T>> Request for Referenced<'_, T, V> {
                 out.slots[start..].sort_unstable();
             }
             if let Some(k) = per_parent {
+                let k = usize::try_from(k).unwrap_or(usize::MAX);
                 out.slots.truncate(start + k.min(out.slots.len() - start));
             }
             out.offsets.push(out.slots.len());
@@ -241,7 +242,7 @@ impl<'a, 'p, T: Document, V: View<Of = T>> Load<'a, 'p, T, V> {
         session<'a> => session;
     }
     /// See [`Referenced::limit_per_parent`].
-    pub fn limit_per_parent(mut self, n: usize) -> Self {
+    pub fn limit_per_parent(mut self, n: u64) -> Self {
         self.request = self.request.limit_per_parent(n);
         self
     }

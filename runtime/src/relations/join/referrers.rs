@@ -8,7 +8,7 @@ use crate::id::DocId;
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, RelationKind, View};
 use crate::store::codec::decode;
-use crate::store::options::read_setters;
+use crate::store::options::{count, read_setters};
 use crate::store::page::pages;
 use crate::store::query::Filter;
 use mongodb::bson::{self, doc};
@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 #[must_use = "Referrers does nothing until awaited or run"]
 pub struct Referrers<'a, P, T: Document, R = P> {
     base: Related<'a, T::Id>,
-    per_target: Option<usize>,
+    per_target: Option<u64>,
     chunk: usize,
     _types: PhantomData<fn() -> (P, R)>,
 }
@@ -56,7 +56,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
         chunk => chunk;
     }
     /// At most `n` referrers listed per target (all matching ones travel).
-    pub fn limit_per_target(mut self, n: usize) -> Self {
+    pub fn limit_per_target(mut self, n: u64) -> Self {
         self.per_target = Some(n);
         self
     }
@@ -67,6 +67,10 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     }
 
     async fn find(mut self) -> Result<Loaded<R, T::Id>> {
+        let per_target = match self.per_target {
+            Some(n) => Some(usize::try_from(count("limit_per_target", n)?).unwrap_or(usize::MAX)),
+            None => None,
+        };
         // Each target, with the chunk it is read in and its referrers.
         let mut wanted: IdMap<T::Id, (usize, Vec<u32>)> = IdMap::default();
         let mut ids = Vec::new();
@@ -111,7 +115,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
                 })
                 .await?;
         }
-        if let Some(n) = self.per_target {
+        if let Some(n) = per_target {
             wanted.values_mut().for_each(|(_, g)| g.truncate(n));
         }
         Ok(Loaded::grouped(items, &self.base.ids, |t| wanted.get(t).map(|(_, g)| g.as_slice()).unwrap_or(&[])))

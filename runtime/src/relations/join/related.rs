@@ -38,7 +38,7 @@ impl<'a, I> Related<'a, I> {
         each: impl FnMut(&RawDocument) -> Result<U>,
     ) -> Result<Vec<U>> {
         let filter = self.read.within(base).into_document()?;
-        let options = self.read.one_batch(union_projection(std::iter::once(V::PROJECTION), self.rel.field));
+        let options = self.read.one_batch(union_projection(std::iter::once(V::PROJECTION), self.rel.field))?;
         let coll = self.db.collection::<RawDocumentBuf>(collection);
         collect(coll.find(filter).with_options(options), self.session.as_deref_mut(), collection, each).await
     }

@@ -27,7 +27,7 @@ pub const DEFAULT_CHUNK: usize = 20_000;
 #[doc(hidden)]
 pub struct LoadQuery {
     pub(crate) read: ReadOptions,
-    pub(crate) per_parent: Option<usize>,
+    pub(crate) per_parent: Option<u64>,
 }
 
 impl LoadQuery {

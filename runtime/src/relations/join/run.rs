@@ -5,7 +5,7 @@
 use super::request::{union_projection, JoinSet, LoadQuery, Pending, DEFAULT_CHUNK};
 use crate::bson_compat;
 use crate::error::Result;
-use crate::store::options::read_setters;
+use crate::store::options::{count, read_setters};
 use crate::store::query::Filter;
 use crate::store::session::collect;
 use mongodb::bson::{doc, Bson, RawDocumentBuf};
@@ -131,6 +131,11 @@ async fn run(
     chunk: usize,
     mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
+    for p in &pendings {
+        if let Some(LoadQuery { per_parent: Some(n), .. }) = p.query() {
+            count("limit_per_parent", *n)?;
+        }
+    }
     for (collection, key, members) in groups(&pendings) {
         let ids = union_ids(members.iter().map(|&i| pendings[i].ids()).collect());
         if ids.is_empty() {
@@ -140,7 +145,7 @@ async fn run(
         let mut query = pendings[members[0]].query().cloned().unwrap_or_default();
         let extra = query.read.filter.take().map(Filter::into_document).transpose()?;
         let coll = db.collection::<RawDocumentBuf>(collection);
-        let mut remaining = query.read.limit;
+        let mut remaining = query.read.limit.map(|l| count("limit", l)).transpose()?;
         // The id list moves into the command; split (and copied) only when
         // it is longer than a chunk.
         let parts: Vec<Vec<Bson>> =
@@ -153,7 +158,7 @@ async fn run(
             if let Some(extra) = &extra {
                 filter = doc! {"$and": [filter, extra.clone()]};
             }
-            let mut options = query.read.one_batch(projection.clone());
+            let mut options = query.read.one_batch(projection.clone())?;
             options.limit = remaining;
             collect(coll.find(filter).with_options(options), session.as_deref_mut(), collection, |raw| {
                 if let Some(r) = &mut remaining {

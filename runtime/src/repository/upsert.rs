@@ -1,0 +1,59 @@
+//! Upserts: the repository checks the filter's routing, hands the write to
+//! its plan ([`crate::denormalize::write::UpdatePlan::upsert`]), and when
+//! the plan inserted, owes the new document's surroundings what any insert
+//! owes them.
+
+use crate::client::trace::Op;
+use crate::denormalize::write::{DocumentPlan, UpdatePlan, UpsertOutcome, Upserted};
+use crate::error::{show_id, Error, Result};
+use crate::id::DocId;
+use crate::schema::document::Document;
+use crate::schema::repository::Repository;
+use crate::store::codec::encode;
+use crate::store::session::Cx;
+use crate::store::{Filter, Update};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::ClientSession;
+
+impl<T: Document> Repository<T> {
+    pub(super) async fn upsert_in(
+        &self,
+        filter: Filter,
+        update: Update<T>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpsertOutcome<T::Id>> {
+        Op::new("upsert", T::COLLECTION)
+            .run(async move {
+                let filter = filter.into_document()?;
+                crate::schema::shard::check_routed(T::schema(), &filter, "upsert")?;
+                let cx = &mut Cx::new(&self.db, session);
+                let new = match UpdatePlan::new(&self.raw, &update, self.mode())?.upsert(cx, filter).await? {
+                    Upserted::Updated(o) => {
+                        return Ok(UpsertOutcome { matched: o.matched, modified: o.modified, upserted_id: None })
+                    }
+                    Upserted::Inserted(new) => new,
+                };
+                let plan = DocumentPlan::of(T::schema());
+                if plan.owes(true) {
+                    self.after_insert(std::slice::from_ref(&new), None, &plan, cx).await?;
+                }
+                Ok(UpsertOutcome { matched: 0, modified: 0, upserted_id: Some(id_of::<T>(&new)?) })
+            })
+            .await
+    }
+}
+
+/// The `_id` of a document an upsert inserted, as `T`'s id type.
+fn id_of<T: Document>(new: &BsonDoc) -> Result<T::Id> {
+    let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+    let raw = encode(T::COLLECTION, &doc! {"_id": id.clone()})?;
+    raw.get("_id").ok().flatten().and_then(T::Id::from_raw).ok_or_else(|| Error::Decode {
+        collection: T::COLLECTION.into(),
+        id: show_id(&id),
+        rust_type: std::any::type_name::<T::Id>(),
+        path: "_id".into(),
+        message: "the upsert inserted the document with an `_id` the server generated, of another type; \
+                  it is stored. Give the `_id` in the filter (`fields().id.eq(..)`) or with `set_on_insert`"
+            .into(),
+    })
+}
