@@ -14,7 +14,10 @@
 //! holds apart only what deadlocks the test server); the odd workers run
 //! on a client of their own in a second OS process whose clock is set
 //! back (`process.rs`); an operation that hangs stops the history and is
-//! reported with its seed. Then it quiesces and checks I1–I5 with the raw driver
+//! reported with its seed. With `--rule-change` (on in CI), a copy rule no
+//! binary of the checker declares is added to the stored schema online
+//! while both processes write, and sometimes partly removed
+//! (`rule_change.rs`). Then it quiesces and checks I1–I5 with the raw driver
 //! (`check.rs`) against the contract: no repair when every call returned
 //! `Ok`, one repair pass (`repair.rs`) otherwise. A failure prints the
 //! seed, the history and the shortest failing history found by shrinking
