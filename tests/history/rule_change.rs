@@ -141,7 +141,6 @@ enum Which {
 struct Log {
     added: Option<ChangeReport>,
     removed: Option<ChangeReport>,
-    attempts: usize,
     errors: Vec<String>,
     notes: Vec<String>,
 }
@@ -239,29 +238,32 @@ impl Changer {
             let started = self.t0.elapsed();
             let ran = tokio::time::timeout(OP_TIMEOUT, self.attempt(which)).await;
             let ran = ran.unwrap_or_else(|_| Err(format!("did not end within {OP_TIMEOUT:?}")));
-            let Ok(mut log) = self.log.lock() else { return };
-            log.attempts += 1;
-            match ran {
-                Ok((report, steps)) => {
-                    let what = format!(
-                        "{which:?} [{:.3}..{:.3}] {} (fixed {}, seen stale under writes {}): {}",
-                        started.as_secs_f64(),
-                        self.t0.elapsed().as_secs_f64(),
-                        report.state,
-                        report.fixed,
-                        report.stale,
-                        steps.join("; ")
-                    );
-                    log.notes.push(what);
-                    *match which {
-                        Which::Add => &mut log.added,
-                        Which::Remove => &mut log.removed,
-                    } = Some(report);
-                }
-                Err(e) => log.errors.push(format!("{which:?} at {:.3}s: {e}", started.as_secs_f64())),
-            }
-            drop(log);
+            self.record(which, started, ran);
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Keeps what a run of change `which` begun at `started` did.
+    fn record(&self, which: Which, started: Duration, ran: Result<(ChangeReport, Vec<String>), String>) {
+        let Ok(mut log) = self.log.lock() else { return };
+        match ran {
+            Ok((report, steps)) => {
+                let what = format!(
+                    "{which:?} [{:.3}..{:.3}] {} (fixed {}, seen stale under writes {}): {}",
+                    started.as_secs_f64(),
+                    self.t0.elapsed().as_secs_f64(),
+                    report.state,
+                    report.fixed,
+                    report.stale,
+                    steps.join("; ")
+                );
+                log.notes.push(what);
+                *match which {
+                    Which::Add => &mut log.added,
+                    Which::Remove => &mut log.removed,
+                } = Some(report);
+            }
+            Err(e) => log.errors.push(format!("{which:?} at {:.3}s: {e}", started.as_secs_f64())),
         }
     }
 
