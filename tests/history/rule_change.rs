@@ -27,7 +27,7 @@
 //! not ahead of it (I1; a holder of a part that does not exist dangles, as
 //! everywhere).
 
-use super::check::{by_id, key, show, Inv, Violation};
+use super::check::{all as raw, by_id, key, show, Inv, Violation};
 use super::copies::{check_site, Site};
 use super::gate::{entry, Class, Gate, Group};
 use super::op::Op;
@@ -38,7 +38,6 @@ use docrel::admin::change::{change, ChangeReport};
 use docrel::bson::{doc, Bson, Document};
 use docrel::mongodb::Database;
 use docrel::schema::stored::{StoredCopy, StoredElemCopy, StoredField, StoredKind, StoredRelation, StoredType};
-use futures::TryStreamExt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -396,12 +395,6 @@ impl Changer {
         docrel::schema::obey(&self.db).await.map_err(|e| e.to_string())?;
         Ok(())
     }
-}
-
-async fn raw(db: &Database, name: &str) -> Result<Vec<Document>, String> {
-    let cursor = db.collection::<Document>(name).find(doc! {}).sort(doc! {"_id": 1}).await;
-    let cursor = cursor.map_err(|e| format!("find {name}: {e}"))?;
-    cursor.try_collect().await.map_err(|e| format!("find {name}: {e}"))
 }
 
 /// After a removal: the stored schema must no longer hold the element
