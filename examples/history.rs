@@ -12,8 +12,10 @@
 //! of `KNOWN_GAPS` too: defects of issue 27 not fixed yet), `--shrink N`,
 //! `--shrink-secs N`, `--trace`, `--list` (the operation kinds, the gaps
 //! and the ones known to break an invariant today), `--strict-records` (a
-//! copy without a version record breaks the contract). Exits 1 when a
-//! history breaks the contract.
+//! copy without a version record breaks the contract), `--rule-change` /
+//! `--no-rule-change` (a copy rule that only the stored schema declares is
+//! added online while the workers write, and in some histories removed;
+//! on by default). Exits 1 when a history breaks the contract.
 
 #[path = "../tests/history/mod.rs"]
 mod history;
@@ -24,7 +26,7 @@ use std::time::Duration;
 fn usage() -> ! {
     eprintln!(
         "usage: cargo run --example history -- [--seeds 20|7,42|10..20] [--ops N] [--workers N] [--faults|--no-faults] \
-         [--sync|--no-sync] [--skip KindA,KindB] [--serial-txn] [--processes 1|2] [--skew-ms N] [--include-gaps] [--strict-records] [--shrink N] [--shrink-secs N] [--trace] [--list]"
+         [--sync|--no-sync] [--skip KindA,KindB] [--serial-txn] [--processes 1|2] [--skew-ms N] [--include-gaps] [--strict-records] [--rule-change|--no-rule-change] [--shrink N] [--shrink-secs N] [--trace] [--list]"
     );
     std::process::exit(2)
 }
@@ -57,6 +59,8 @@ fn settings() -> Result<history::Settings, String> {
             }
             "--include-gaps" => s.include_gaps = true,
             "--strict-records" => s.strict_records = true,
+            "--rule-change" => s.rule_change = true,
+            "--no-rule-change" => s.rule_change = false,
             "--shrink" => s.shrink_attempts = number("--shrink", value("--shrink")?)?,
             "--shrink-secs" => {
                 s.shrink_time = Duration::from_secs(number("--shrink-secs", value("--shrink-secs")?)? as u64)

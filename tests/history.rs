@@ -57,6 +57,7 @@ fn a_seed_always_makes_the_same_history_and_every_kind_is_made() {
         skew_ms: -2000,
         include_gaps: true,
         strict_records: false,
+        rule_change: true,
     };
     let a = plan::generate(&cfg(7));
     let b = plan::generate(&cfg(7));
@@ -316,6 +317,40 @@ async fn the_checker_reports_every_corrupted_invariant() -> docrel::Result<()> {
     }
     assert_eq!(reported, [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded].into_iter().collect());
     Ok(())
+}
+
+/// The rule change's check (`history/rule_change.rs`) reads the holders of
+/// the rules only the stored schema declares, raw: true copies pass, a
+/// stale copy or a version record ahead of its source is I1, a copy of a
+/// missing source dangles, a removed rule is not compared.
+#[test]
+fn the_rule_change_check_reports_stale_copies_of_rules_only_the_store_declares() {
+    use history::rule_change::{copies, holder_type};
+    let part = doc! {"_id": oid(1), "name": "bolt", "_docrel": {"v": 10_i64}};
+    let product = doc! {"_id": oid(2), "name": "shifter", "_docrel": {"v": 20_i64}};
+    let holder = |name: &str, part_name: &str, record: i64| {
+        doc! {"_id": 1, "ref": oid(2), "name": name,
+        "refs": [{"id": oid(1), "name": part_name}, {"id": oid(9), "name": "gone"}],
+        "_docrel": {"copies": {"ref": {oid(2).to_hex(): record}, "refs": {oid(1).to_hex(): 10_i64}}}}
+    };
+    let check = |h: Document, elements: bool| {
+        let (found, compared) = copies(&[h], std::slice::from_ref(&part), std::slice::from_ref(&product), elements);
+        let invs: BTreeSet<Inv> = found.iter().map(|v| v.inv).collect();
+        (invs.into_iter().collect::<Vec<_>>(), compared, found)
+    };
+    let (found, compared, what) = check(holder("shifter", "bolt", 20), true);
+    assert!(found.is_empty() && compared == 2, "{what:?}");
+    let (found, _, what) = check(holder("stale", "bolt", 19), true);
+    assert_eq!(found, [Inv::I1], "{what:?}");
+    let (found, _, what) = check(holder("shifter", "stale", 20), true);
+    assert!(found == [Inv::I1] && what[0].what.contains("refs[0]"), "{what:?}");
+    let (found, compared, what) = check(holder("shifter", "stale", 20), false);
+    assert!(found.is_empty() && compared == 1, "{what:?}");
+    let (found, _, what) = check(holder("shifter", "bolt", 21), true);
+    assert!(found == [Inv::I1] && what[0].what.contains("ahead"), "{what:?}");
+    // The rules are well formed: a change backfills both sources.
+    let diff = docrel::schema::stored::diff(&[], &[holder_type()]);
+    assert_eq!(diff.repairs, ["parts", "products"], "{diff:?}");
 }
 
 /// Every public write of the repository and of the relation handles, and

@@ -92,7 +92,8 @@ pub struct Snapshot {
     pub pages: Vec<Document>,
 }
 
-async fn all(db: &Database, name: &str) -> Result<Vec<Document>, String> {
+/// Every document of collection `name`, by `_id` (raw driver).
+pub(super) async fn all(db: &Database, name: &str) -> Result<Vec<Document>, String> {
     let coll = db.collection::<Document>(name);
     let cursor = coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(|e| format!("find {name}: {e}"))?;
     cursor.try_collect().await.map_err(|e| format!("find {name}: {e}"))

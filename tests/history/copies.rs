@@ -27,17 +27,17 @@ const PRODUCT_COPIES: &[(&str, &str)] = &[("productName", "name")];
 const OWNER_COPIES: &[(&str, &str)] = &[("owner_name", "name")];
 
 /// One holder's copies of one source document.
-struct Site<'a> {
+pub(super) struct Site<'a> {
     /// Where the copies are, in words.
-    what: String,
+    pub(super) what: String,
     /// The document or array element holding the copied values.
-    values: &'a Document,
+    pub(super) values: &'a Document,
     /// The document keeping `_docrel.copies`.
-    holder: &'a Document,
+    pub(super) holder: &'a Document,
     /// The record's field under `_docrel.copies`: the reference or the array.
-    record: &'static str,
-    source: &'a Document,
-    fields: &'static [(&'static str, &'static str)],
+    pub(super) record: &'static str,
+    pub(super) source: &'a Document,
+    pub(super) fields: &'static [(&'static str, &'static str)],
 }
 
 /// `_docrel.v` of a source.
@@ -66,7 +66,7 @@ fn number(b: Option<&Bson>) -> Option<i64> {
     super::check::int(b)
 }
 
-fn check_site(site: &Site<'_>, out: &mut Vec<Violation>) {
+pub(super) fn check_site(site: &Site<'_>, out: &mut Vec<Violation>) {
     let differing: Vec<String> = site
         .fields
         .iter()

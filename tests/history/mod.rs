@@ -14,7 +14,10 @@
 //! holds apart only what deadlocks the test server); the odd workers run
 //! on a client of their own in a second OS process whose clock is set
 //! back (`process.rs`); an operation that hangs stops the history and is
-//! reported with its seed. Then it quiesces and checks I1–I5 with the raw driver
+//! reported with its seed. With `--rule-change` (on in CI), a copy rule no
+//! binary of the checker declares is added to the stored schema online
+//! while both processes write, and sometimes partly removed
+//! (`rule_change.rs`). Then it quiesces and checks I1–I5 with the raw driver
 //! (`check.rs`) against the contract: no repair when every call returned
 //! `Ok`, one repair pass (`repair.rs`) otherwise. A failure prints the
 //! seed, the history and the shortest failing history found by shrinking
@@ -39,6 +42,7 @@
 //! | `DOCREL_HISTORY_SHRINK` | `--shrink` | `40` | shrink attempts per failing seed (`0`: none) |
 //! | `DOCREL_HISTORY_SHRINK_SECS` | `--shrink-secs` | `30` | time budget of shrinking, over all seeds |
 //! | `DOCREL_HISTORY_TRACE` | `--trace` | `0` | `1`: print every operation as it ends (stderr) |
+//! | `DOCREL_HISTORY_RULE_CHANGE` | `--rule-change` / `--no-rule-change` | `1` | `1`: a copy rule no binary compiles is added online (and in some histories removed) while the workers write, in two processes (`rule_change.rs`) |
 #![allow(dead_code)]
 
 pub mod background;
@@ -53,6 +57,7 @@ pub mod op;
 pub mod plan;
 pub mod process;
 pub mod repair;
+pub mod rule_change;
 pub mod run;
 pub mod schema;
 pub mod setup;
@@ -84,12 +89,15 @@ pub struct Settings {
     pub include_gaps: bool,
     /// A copy without a version record breaks the contract (`check::Inv::Unrecorded`).
     pub strict_records: bool,
+    /// Change a copy rule online during each history (`rule_change.rs`).
+    pub rule_change: bool,
     pub shrink_attempts: usize,
     pub shrink_time: Duration,
 }
 
 impl Default for Settings {
-    /// The CI size: 4 seeds x 250 operations on 3 workers in 2 processes.
+    /// The CI size: 4 seeds x 250 operations on 3 workers in 2 processes,
+    /// each history changing a copy rule online.
     fn default() -> Self {
         Settings {
             seeds: vec![1, 2, 3, 4],
@@ -108,6 +116,7 @@ impl Default for Settings {
             skew_ms: -2000,
             include_gaps: false,
             strict_records: false,
+            rule_change: true,
             shrink_attempts: 40,
             shrink_time: Duration::from_secs(30),
         }
@@ -189,6 +198,9 @@ impl Settings {
         if let Some(v) = var("DOCREL_HISTORY_STRICT_RECORDS") {
             s.strict_records = parse_bool("DOCREL_HISTORY_STRICT_RECORDS", &v)?;
         }
+        if let Some(v) = var("DOCREL_HISTORY_RULE_CHANGE") {
+            s.rule_change = parse_bool("DOCREL_HISTORY_RULE_CHANGE", &v)?;
+        }
         if let Some(v) = var("DOCREL_HISTORY_SHRINK") {
             s.shrink_attempts = number("DOCREL_HISTORY_SHRINK", v)?;
         }
@@ -211,6 +223,7 @@ impl Settings {
             skew_ms: self.skew_ms,
             include_gaps: self.include_gaps,
             strict_records: self.strict_records,
+            rule_change: self.rule_change,
         }
     }
 }
@@ -236,6 +249,7 @@ pub fn rerun_line(s: &Settings, o: &Outcome) -> String {
     if s.strict_records {
         line.push_str(" DOCREL_HISTORY_STRICT_RECORDS=1");
     }
+    let _ = write!(line, " DOCREL_HISTORY_RULE_CHANGE={}", u8::from(o.plan.rule_change.is_some()));
     if !s.skip.is_empty() {
         let skip: Vec<String> = s.skip.iter().map(|k| format!("{k:?}")).collect();
         let _ = write!(line, " DOCREL_HISTORY_SKIP={}", skip.join(","));
@@ -255,15 +269,16 @@ pub fn summary(o: &Outcome) -> String {
     };
     format!(
         "seed {:>4} {:?} faults {} workers {} processes {} txn {} ops {:>4} (ok {ok}, refused {refused}, failed \
-         {failed}) contract ({}) {:.1}s: {verdict}",
+         {failed}) contract ({}){} {:.1}s: {verdict}",
         o.plan.seed,
         o.plan.mode,
         if o.plan.faults { "on " } else { "off" },
         o.plan.workers.len(),
-        if o.plan.serial_transactions { 1 } else { o.plan.processes },
+        if o.plan.second_process() { 2 } else { 1 },
         if o.plan.serial_transactions { "serial" } else { "concurrent" },
         o.plan.len(),
         if o.contract == Contract::A { "a" } else { "b" },
+        rule_change::describe(o.plan.rule_change),
         o.elapsed.as_secs_f64()
     )
 }

@@ -54,7 +54,20 @@ pub struct Plan {
     pub skew_ms: i64,
     /// A copy without a version record breaks the contract (see `PlanConfig`).
     pub strict_records: bool,
+    /// A rule of derived data added online during the history (see `rule_change.rs`).
+    pub rule_change: Option<RuleChange>,
     pub workers: Vec<Vec<Op>>,
+}
+
+/// When a history's rule change runs, in thousandths of the operations
+/// this process runs (the first process: the one running the change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleChange {
+    /// The change adding the rule starts once this many have ended.
+    pub start: usize,
+    /// In some histories, a second change removes the rule again, once this
+    /// many have ended (and the first change completed).
+    pub remove: Option<usize>,
 }
 
 impl Plan {
@@ -66,6 +79,15 @@ impl Plan {
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether the odd workers run in a second OS process: with two
+    /// processes asked, when transactions run concurrently, or in a history
+    /// changing a rule (whose point is a process that learns it only from
+    /// the store; the parent's gate, serial guard included, admits the
+    /// child's operations too).
+    pub fn second_process(&self) -> bool {
+        self.processes >= 2 && (!self.serial_transactions || self.rule_change.is_some())
     }
 }
 
@@ -98,6 +120,9 @@ pub struct PlanConfig {
     /// Check [`super::check::Inv::Unrecorded`] in histories with no failed
     /// call (otherwise such copies are only counted in the notes).
     pub strict_records: bool,
+    /// Change a rule of derived data online during the history
+    /// (`rule_change.rs`), at a point drawn from the seed.
+    pub rule_change: bool,
 }
 
 /// The history of a seed: its mode and faults, then each worker's
@@ -130,6 +155,18 @@ pub fn generate(cfg: &PlanConfig) -> Plan {
         processes: cfg.processes,
         skew_ms: cfg.skew_ms,
         strict_records: cfg.strict_records,
+        rule_change: cfg.rule_change.then(|| rule_change(cfg.seed)),
         workers: sequences,
     }
+}
+
+/// The seed's rule change, from a generator of its own (so that turning
+/// it on changes nothing else of the history): a start between 5% and 30%
+/// of the operations, and in a third of the histories a removal after 30%
+/// more.
+fn rule_change(seed: u64) -> RuleChange {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7275_6c65);
+    let start = rng.random_range(50..=300);
+    let remove = rng.random_bool(1.0 / 3.0).then(|| rng.random_range(start + 300..=900));
+    RuleChange { start, remove }
 }

@@ -41,6 +41,8 @@ struct Job {
     workers: Vec<(usize, Vec<Op>)>,
     /// The parent's clock of the history when the child was started, ms.
     offset_ms: u64,
+    /// The schema lease of a history changing a rule, ms (see `rule_change.rs`).
+    lease_ms: Option<u64>,
 }
 
 /// A record as the child sends it (the parent knows the operation).
@@ -82,6 +84,10 @@ pub async fn child_main() -> Result<(), String> {
         }
     });
     let db = connect_like(&job.db).await?;
+    if let Some(ms) = job.lease_ms {
+        docrel::schema::set_lease(Duration::from_millis(ms));
+        docrel::schema::set_lease_for(&db, Duration::from_millis(ms));
+    }
     let ctx = Ctx { db, mode: job.mode };
     let t0 = Instant::now() - Duration::from_millis(job.offset_ms);
     let mut tasks = Vec::new();
@@ -336,7 +342,9 @@ pub async fn run_child(
     let pid = child.id();
     let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
     let (Some(stdin), Some(stdout)) = (stdin, stdout) else { return Err("the child's pipes".into()) };
-    let job = Job { db: db.name().to_owned(), mode: plan.mode, workers, offset_ms: t0.elapsed().as_millis() as u64 };
+    let lease_ms = plan.rule_change.map(|_| super::rule_change::LEASE.as_millis() as u64);
+    let offset_ms = t0.elapsed().as_millis() as u64;
+    let job = Job { db: db.name().to_owned(), mode: plan.mode, workers, offset_ms, lease_ms };
     let job = serde_json::to_string(&job).map_err(|e| e.to_string())?;
     let (to_child, feeder) = line_writer(stdin);
     let _ = to_child.send(job);

@@ -15,6 +15,7 @@ use super::gate::Gate;
 use super::plan::{Mode, Op, Plan};
 use super::process::{self, connect_like, Admission};
 use super::repair::repair_everything;
+use super::rule_change::Changer;
 use super::schema::Person;
 use super::setup::setup;
 use super::universe::Universe;
@@ -23,7 +24,7 @@ use docrel::mongodb::Database;
 use docrel::testing::TestDb;
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -232,16 +233,6 @@ pub async fn run(plan: &Plan) -> Result<Outcome, String> {
 async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     let started = Instant::now();
     let db = t.db.clone();
-    if trace() {
-        eprintln!("seed {}: setup in {}", plan.seed, db.name());
-    }
-    let setup_comments = tokio::time::timeout(CHECK_TIMEOUT, setup(&db, plan.seed))
-        .await
-        .map_err(|_| format!("setup did not end within {CHECK_TIMEOUT:?}: is the server stuck (see gate.rs)?"))?
-        .map_err(|e| format!("setup failed: {e}"))?;
-    if trace() {
-        eprintln!("seed {}: setup done ({:?}, faults {})", plan.seed, plan.mode, plan.faults);
-    }
     let mut outcome = Outcome {
         plan: plan.clone(),
         records: Vec::new(),
@@ -253,15 +244,15 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         elapsed: Duration::ZERO,
         stuck: false,
     };
-    let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
-    let after_setup = check::check(&Snapshot::read(&db).await?, &facts0, &checked(plan));
-    if !after_setup.is_empty() {
-        outcome.notes.push("setup (docrel calls, inline, no faults) already broke the invariants".into());
-        outcome.violations = after_setup;
-        outcome.elapsed = started.elapsed();
-        return Ok(outcome);
-    }
-
+    let setup_comments = match set_up(&db, plan).await? {
+        Ok(comments) => comments,
+        Err(broken) => {
+            outcome.notes.push("setup (docrel calls, inline, no faults) already broke the invariants".into());
+            outcome.violations = broken;
+            outcome.elapsed = started.elapsed();
+            return Ok(outcome);
+        }
+    };
     let t0 = Instant::now();
     let gate = Arc::new(Gate::new(plan.serial_transactions));
     let notes = Arc::new(Mutex::new(Vec::new()));
@@ -269,37 +260,22 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         Mode::Deferred => Some(Sync::start(&db, gate.clone(), notes.clone(), t0).await?),
         Mode::Inline => None,
     };
-    let (records, process_notes) = run_workers(&db, plan, gate, t0).await?;
+    let progress = Arc::new(AtomicUsize::new(0));
+    let local_ops =
+        plan.workers.iter().enumerate().filter(|(w, _)| placement(plan, *w).is_some()).map(|(_, o)| o.len());
+    let changer = Changer::new(&db, plan, gate.clone(), progress.clone(), local_ops.sum()).await?;
+    let workers = run_workers(&db, plan, gate, t0, progress);
+    let (records, process_notes) = Changer::alongside(changer.as_ref(), workers).await?;
     outcome.notes.extend(process_notes);
-    let hung: Vec<&Record> = records.iter().filter(|r| r.res == Res::TimedOut).collect();
-    if !hung.is_empty() {
-        // The server may be stuck for good (see `gate.rs`): say which
-        // operations hung, and check nothing more on it.
+    if records.iter().any(|r| r.res == Res::TimedOut) {
         if let Some(sync) = sync {
             sync.abort();
         }
-        for r in hung {
-            let what = format!(
-                "seed {}: w{}#{} {} did not return within {OP_TIMEOUT:?} (the history stopped there)",
-                plan.seed, r.worker, r.seq, r.op
-            );
-            outcome.violations.push(Violation { inv: Inv::Liveness, what });
-        }
-        outcome.records = records;
+        stopped(&mut outcome, records);
         outcome.elapsed = started.elapsed();
-        outcome.stuck = true;
         return Ok(outcome);
     }
-    // Quiesce: no more faults, the sync worker drained.
-    if plan.faults {
-        fail_point(&db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
-    }
-    let mut liveness = Vec::new();
-    if let Some(sync) = sync {
-        if let Err(e) = sync.drain(&db).await {
-            liveness.push(Violation { inv: Inv::Liveness, what: e });
-        }
-    }
+    let liveness = quiesce(&db, plan, sync, changer.as_ref()).await?;
     outcome.records = records;
     outcome.notes.extend(notes.lock().map(|n| n.clone()).unwrap_or_default());
     for r in &outcome.records {
@@ -308,19 +284,96 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         }
     }
     let facts = facts(&setup_comments, &outcome.records);
-    match tokio::time::timeout(CHECK_TIMEOUT, judge(&db, &facts, &mut outcome, &mut liveness)).await {
+    judge_all(&db, &facts, &mut outcome, liveness, changer).await?;
+    outcome.elapsed = started.elapsed();
+    Ok(outcome)
+}
+
+/// The setup of a history, bounded; the comments it appended, or the
+/// violations it already left.
+async fn set_up(db: &Database, plan: &Plan) -> Result<Result<Vec<(i32, String)>, Vec<Violation>>, String> {
+    if trace() {
+        eprintln!("seed {}: setup in {}", plan.seed, db.name());
+    }
+    let setup_comments = tokio::time::timeout(CHECK_TIMEOUT, setup(db, plan.seed))
+        .await
+        .map_err(|_| format!("setup did not end within {CHECK_TIMEOUT:?}: is the server stuck (see gate.rs)?"))?
+        .map_err(|e| format!("setup failed: {e}"))?;
+    if trace() {
+        eprintln!("seed {}: setup done ({:?}, faults {})", plan.seed, plan.mode, plan.faults);
+    }
+    let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
+    let after_setup = check::check(&Snapshot::read(db).await?, &facts0, &checked(plan));
+    Ok(if after_setup.is_empty() { Ok(setup_comments) } else { Err(after_setup) })
+}
+
+/// A history an operation of which hung: the server may be stuck for
+/// good (see `gate.rs`), so it says which, and nothing more is checked.
+fn stopped(outcome: &mut Outcome, records: Vec<Record>) {
+    for r in records.iter().filter(|r| r.res == Res::TimedOut) {
+        let what = format!(
+            "seed {}: w{}#{} {} did not return within {OP_TIMEOUT:?} (the history stopped there)",
+            outcome.plan.seed, r.worker, r.seq, r.op
+        );
+        outcome.violations.push(Violation { inv: Inv::Liveness, what });
+    }
+    outcome.records = records;
+    outcome.stuck = true;
+}
+
+/// Quiesces a history: no more faults, the sync worker drained, the rule
+/// change completed; what did not end.
+async fn quiesce(
+    db: &Database,
+    plan: &Plan,
+    sync: Option<Sync>,
+    changer: Option<&Changer>,
+) -> Result<Vec<Violation>, String> {
+    if plan.faults {
+        fail_point(db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
+    }
+    let mut liveness = Vec::new();
+    if let Some(sync) = sync {
+        if let Err(e) = sync.drain(db).await {
+            liveness.push(Violation { inv: Inv::Liveness, what: e });
+        }
+    }
+    if let Some(changer) = changer {
+        changer.finish().await;
+    }
+    Ok(liveness)
+}
+
+/// Judges a quiesced history ([`judge`], bounded), with its rule change
+/// checked before the repair pass when it can be (see `rule_change.rs`).
+async fn judge_all(
+    db: &Database,
+    facts: &Facts,
+    outcome: &mut Outcome,
+    mut liveness: Vec<Violation>,
+    changer: Option<Changer>,
+) -> Result<(), String> {
+    let seed = outcome.plan.seed;
+    let failed = outcome.records.iter().filter(|r| r.res.failed()).map(|r| &r.op);
+    let early = match &changer {
+        Some(changer) => changer.check_early(seed, failed).await?,
+        None => None,
+    };
+    match tokio::time::timeout(CHECK_TIMEOUT, judge(db, facts, outcome, &mut liveness)).await {
         Ok(judged) => judged?,
         Err(_) => {
             outcome.stuck = true;
             liveness.push(Violation {
                 inv: Inv::Liveness,
-                what: format!("seed {}: the check (and repair) did not end within {CHECK_TIMEOUT:?}", plan.seed),
+                what: format!("seed {seed}: the check (and repair) did not end within {CHECK_TIMEOUT:?}"),
             })
         }
     }
     outcome.violations.extend(liveness);
-    outcome.elapsed = started.elapsed();
-    Ok(outcome)
+    if let Some(changer) = changer.filter(|_| !outcome.stuck) {
+        changer.conclude(seed, early, &mut outcome.violations, &mut outcome.notes).await?;
+    }
+    Ok(())
 }
 
 /// Checks the quiesced database against the contract: (a) as it is, (b)
@@ -401,8 +454,7 @@ async fn accept_reported_dangling(
 /// Where each worker of `plan` runs: `Some(k)` on client `k` of this
 /// process (0: the history's, 1: a second one), `None` in the second process.
 pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
-    let second_process = plan.processes >= 2 && !plan.serial_transactions;
-    match (w % 2, second_process) {
+    match (w % 2, plan.second_process()) {
         (1, true) => None,
         (k, _) => Some(k),
     }
@@ -411,12 +463,14 @@ pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
 /// Runs the workers of `plan` concurrently, each its operations in order,
 /// through the history's gate (see `gate.rs`): the odd ones on a second
 /// client, or in a second process when the plan has two; the records of
-/// every operation, and notes about the second process.
+/// every operation, and notes about the second process. `progress` counts
+/// the operations of this process as they end.
 async fn run_workers(
     db: &Database,
     plan: &Plan,
     gate: Arc<Gate>,
     t0: Instant,
+    progress: Arc<AtomicUsize>,
 ) -> Result<(Vec<Record>, Vec<String>), String> {
     let second_client = Ctx { db: connect_like(db.name()).await?, mode: plan.mode };
     let ctxs = [Ctx { db: db.clone(), mode: plan.mode }, second_client];
@@ -430,9 +484,10 @@ async fn run_workers(
             continue;
         };
         let (ctx, ops, records, stop) = (ctxs[k].clone(), ops.clone(), records.clone(), stop.clone());
-        let admission = Admission::Local(gate.clone());
+        let (admission, progress) = (Admission::Local(gate.clone()), progress.clone());
         workers.push(tokio::spawn(async move {
             let sink = |r: Record| {
+                progress.fetch_add(1, Ordering::SeqCst);
                 if let Ok(mut all) = records.lock() {
                     all.push(r);
                 }

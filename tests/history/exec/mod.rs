@@ -84,7 +84,10 @@ pub fn classify(e: &Error) -> Res {
         | Error::NotFound { .. }
         | Error::Invalid { .. }
         | Error::TwoWayField { .. }
-        | Error::Decode { .. } => Res::Refused(text),
+        | Error::Decode { .. }
+        // The schema could not be confirmed within the lease: nothing was
+        // written, which the history holds it to.
+        | Error::SchemaLease { .. } => Res::Refused(text),
         Error::Driver { source, .. } if is_duplicate_key(source) => Res::Refused(text),
         _ => Res::Failed(text),
     }
