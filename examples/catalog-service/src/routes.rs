@@ -238,7 +238,7 @@ pub async fn list_products(
         None => Filter::all(),
     };
     let products =
-        Product::repo(&state.db).find(filter).sort(Product::fields().id.asc()).limit(i64::from(limit)).to_vec().await?;
+        Product::repo(&state.db).find(filter).sort(Product::fields().id.asc()).limit(u64::from(limit)).to_vec().await?;
     let next = (products.len() == limit as usize).then(|| products[products.len() - 1].id.to_hex());
     Ok(Json(Page { items: with_prices(&state.db, &products).await?, next }))
 }

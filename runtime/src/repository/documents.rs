@@ -149,6 +149,11 @@ impl<T: Document> Repository<T> {
             return Ok(Err(encoded));
         }
         let (repo, db) = (self.clone(), cx.db.clone());
+        let joined = match cx.session() {
+            Some(s) => transaction::in_transaction(s).await,
+            None => false,
+        };
+        let (plain, filled) = (encoded.plain.clone(), encoded.filled.clone());
         let result = transaction::run_or_join(cx, "insert_many", &mut |session| {
             let (repo, db, encoded) = (repo.clone(), db.clone(), encoded.clone());
             Box::pin(async move {
@@ -160,7 +165,8 @@ impl<T: Document> Repository<T> {
         })
         .await;
         match result {
-            Ok(changed) => Ok(Ok(changed)),
+            Ok(changed) if joined => Ok(Ok(changed)),
+            Ok(changed) => Ok(Ok(changed | self.after_commit(&plain, filled, cx).await?)),
             // Refused at its first write: nothing was written.
             Err(e) if transaction::unsupported(&e) => {
                 transaction::remember_standalone(cx.db);
@@ -168,6 +174,25 @@ impl<T: Document> Repository<T> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// What a committed insert transaction read again: the transaction read
+    /// a snapshot, so a holder of these documents written by another client
+    /// while it ran, or a source of their copies committed meanwhile, was in
+    /// none of its reads, and that writer's own reads did not see these
+    /// uncommitted documents either. Now that they are committed, one more
+    /// read of each finds what the other missed (version guards make a copy
+    /// written twice the same). Returns whether it changed the documents.
+    async fn after_commit(&self, written: &[bson::Document], filled: Option<Sources>, cx: &mut Cx<'_>) -> Result<bool> {
+        let mut changed = false;
+        if let Some(filled) = filled {
+            changed |= crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
+        }
+        crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
+        for rel in graph().two_way_of(T::schema()) {
+            self.link_back(written, rel, cx).await?;
+        }
+        Ok(changed)
     }
 
     /// An ordered insert, then what the documents it wrote owe: on a
