@@ -292,6 +292,8 @@ fn setter_names(tokens: &TokenStream) -> Vec<String> {
 
 /// Roots of paths that are not docrel's.
 const EXTERNAL_ROOTS: &[&str] = &[
+    // The Mongoose module, in the guide's comparison table.
+    "mongoose",
     "std",
     "core",
     "serde",
@@ -348,10 +350,13 @@ const EXTERNAL_CALLS: &[&str] = &[
     "insert_one",
     "len",
     "is_empty",
-    // Mongoose and Mongoid, which the guide compares docrel with.
+    // Mongoose, Mongoid and Prisma, which the guide compares docrel with.
     "populate",
     "includes",
     "only",
+    "create",
+    "model",
+    "find_one_and_update",
 ];
 
 /// A place a doc names something: the file, and the text it was read from.
