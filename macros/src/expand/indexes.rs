@@ -18,7 +18,8 @@ pub fn specs(indexes: &[ModelIndex]) -> Vec<TokenStream> {
 
 fn spec(ix: &ModelIndex) -> TokenStream {
     let mut fields = Vec::new();
-    let (names, dirs): (Vec<&String>, Vec<Literal>) = ix.keys.iter().map(|(k, d)| (k, Literal::i32_unsuffixed(*d))).unzip();
+    let (names, dirs): (Vec<&String>, Vec<Literal>) =
+        ix.keys.iter().map(|(k, d)| (k, Literal::i32_unsuffixed(*d))).unzip();
     fields.push(quote!(keys: &[#((#names, #dirs)),*],));
     if ix.unique {
         fields.push(quote!(unique: true,));

@@ -103,7 +103,10 @@ fn check_sharded_unique(c: &Container, stored: &[String], indexes: &[ModelIndex]
             Some(f) => (f.span(), format!("drop `unique` from `{f}`, or shard on it")),
             None => (
                 ix.span,
-                format!("drop `unique` from the index on {}, or start it with the shard key", super::index_check::show(ix)),
+                format!(
+                    "drop `unique` from the index on {}, or start it with the shard key",
+                    super::index_check::show(ix)
+                ),
             ),
         };
         cx.error_at(

@@ -190,7 +190,9 @@ fn parse_options(list: &syn::MetaList, level: Level) -> darling::Result<IndexDec
         }
         Ok(())
     };
-    parser.parse2(list.tokens.clone())?;
+    if let Err(e) = parser.parse2(list.tokens.clone()) {
+        errors.push(e);
+    }
     if errors.is_empty() {
         Ok(decl)
     } else {
@@ -271,11 +273,28 @@ pub(super) fn value<T: syn::parse::Parse>(input: ParseStream) -> syn::Result<T> 
 fn parenthesized<T>(input: ParseStream, item: fn(ParseStream) -> syn::Result<T>) -> syn::Result<Vec<T>> {
     let content;
     syn::parenthesized!(content in input);
-    let items = content.parse_terminated(item, Token![,])?;
+    let items = drained(&content, |content| content.parse_terminated(item, Token![,]))?;
     if items.is_empty() {
         return Err(content.error("name at least one field"));
     }
     Ok(items.into_iter().collect())
+}
+
+/// `parse` on a group's content; on an error, the rest of the content is
+/// skipped, so that the error is the one reported (syn would otherwise
+/// report the tokens left over instead).
+pub(super) fn drained<T>(content: ParseStream, parse: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
+    let result = parse(content);
+    if result.is_err() {
+        let _ = content.step(|cursor| {
+            let mut rest = *cursor;
+            while let Some((_, next)) = rest.token_tree() {
+                rest = next;
+            }
+            Ok(((), rest))
+        });
+    }
+    result
 }
 
 /// `address.city`: a field, then names inside it.

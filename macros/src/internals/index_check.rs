@@ -91,7 +91,16 @@ fn struct_index<'a>(c: &'a Container<'a>, decl: &'a IndexDecl, cx: &Ctxt) -> Opt
         .iter()
         .map(|t| key_path(c, &KeyDecl { path: t.path.clone(), descending: false }, cx).map(|p| (p, t.weight)))
         .collect();
-    index(c, decl, keys?, text?, None, cx)
+    let (keys, text) = (keys?, text?);
+    let spans = decl.keys.iter().map(|k| &k.path[0]).chain(decl.text.iter().map(|t| &t.path[0]));
+    let names: Vec<&String> = keys.iter().map(|(k, _)| k).chain(text.iter().map(|(k, _)| k)).collect();
+    for (i, ident) in spans.enumerate() {
+        if names[..i].contains(&names[i]) {
+            cx.error_at(ident.span(), format!("`{}` appears twice in this index: name each field once", names[i]));
+            return None;
+        }
+    }
+    index(c, decl, keys, text, None, cx)
 }
 
 /// The stored path of a key: its field's stored name, then the names after
@@ -129,10 +138,6 @@ fn index<'a>(
         cx.error_at(span, message);
         ok = false;
     };
-    let names: Vec<&String> = keys.iter().map(|(k, _)| k).chain(text.iter().map(|(k, _)| k)).collect();
-    if let Some(twice) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n) {
-        fail(decl.span, format!("`{twice}` appears twice in this index: name each field once"));
-    }
     if let Some(collation) = decl.collation.as_ref().filter(|_| !text.is_empty()) {
         fail(
             collation.span.unwrap_or(decl.span),
@@ -143,7 +148,10 @@ fn index<'a>(
     }
     for lang in [&decl.default_language, &decl.language_override].into_iter().flatten() {
         if text.is_empty() {
-            fail(lang.span(), "`default_language` and `language_override` are options of a text index: add `text(..)`".into());
+            fail(
+                lang.span(),
+                "`default_language` and `language_override` are options of a text index: add `text(..)`".into(),
+            );
         }
     }
     if let Some((_, span)) = decl.expire_after {
@@ -208,8 +216,29 @@ fn ttl_problem(c: &Container, keys: &[(String, i32)], text: &[(String, u32)]) ->
 /// `ObjectId`, ...), through `Option<..>` and `Vec<..>`.
 fn not_a_date(ty: &syn::Type) -> Option<String> {
     const NOT_DATES: &[&str] = &[
-        "String", "str", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64",
-        "u128", "usize", "f32", "f64", "ObjectId", "Uuid", "Decimal128", "Document", "Binary",
+        "String",
+        "str",
+        "bool",
+        "char",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "f32",
+        "f64",
+        "ObjectId",
+        "Uuid",
+        "Decimal128",
+        "Document",
+        "Binary",
     ];
     match ty {
         syn::Type::Reference(r) => not_a_date(&r.elem),

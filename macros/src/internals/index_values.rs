@@ -3,7 +3,7 @@
 //! a document, or an expression) and a collation.
 
 use super::check::did_you_mean;
-use super::index_attr::value;
+use super::index_attr::{drained, value};
 use proc_macro2::Span;
 use syn::parse::ParseStream;
 use syn::{Expr, Ident, LitInt, LitStr, Token};
@@ -114,26 +114,30 @@ pub fn partial(input: ParseStream) -> syn::Result<PartialDecl> {
 pub fn collation(input: ParseStream, span: Span) -> syn::Result<CollationDecl> {
     let content;
     syn::parenthesized!(content in input);
+    drained(&content, |content| collation_options(content, span))
+}
+
+fn collation_options(content: ParseStream, span: Span) -> syn::Result<CollationDecl> {
     let mut c = CollationDecl { span: Some(span), ..CollationDecl::default() };
     let mut locale = false;
     while !content.is_empty() {
         let key: Ident = content.parse()?;
         match key.to_string().as_str() {
             "locale" => {
-                c.locale = value::<LitStr>(&content)?.value();
+                c.locale = value::<LitStr>(content)?.value();
                 locale = true;
             }
             "strength" => {
-                let lit: LitInt = value(&content)?;
+                let lit: LitInt = value(content)?;
                 c.strength = Some(match lit.base10_parse::<u8>() {
                     Ok(s @ 1..=5) => s,
                     _ => return Err(syn::Error::new(lit.span(), "a collation's strength is 1, 2, 3, 4 or 5")),
                 });
             }
-            "case_level" => c.case_level = Some(flag(&content)?),
-            "numeric_ordering" => c.numeric_ordering = Some(flag(&content)?),
-            "normalization" => c.normalization = Some(flag(&content)?),
-            "backwards" => c.backwards = Some(flag(&content)?),
+            "case_level" => c.case_level = Some(flag(content)?),
+            "numeric_ordering" => c.numeric_ordering = Some(flag(content)?),
+            "normalization" => c.normalization = Some(flag(content)?),
+            "backwards" => c.backwards = Some(flag(content)?),
             "case_first" => c.case_first = Some(one_of(&content, &["upper", "lower", "off"])?),
             "alternate" => c.alternate = Some(one_of(&content, &["non-ignorable", "shifted"])?),
             "max_variable" => c.max_variable = Some(one_of(&content, &["punct", "space"])?),

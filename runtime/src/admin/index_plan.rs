@@ -268,10 +268,11 @@ impl IndexPlan {
                 }
             }
             if let (Action::Create | Action::Recreate, Some(model)) = (c.action, &c.model) {
-                let model: IndexModel = crate::bson_compat::from_document(model.clone()).map_err(|e| Error::Invalid {
-                    what: crate::error::Misuse::Index,
-                    message: format!("the index {} of `{}` cannot be read back: {e}", c.keys, c.collection),
-                })?;
+                let model: IndexModel =
+                    crate::bson_compat::from_document(model.clone()).map_err(|e| Error::Invalid {
+                        what: crate::error::Misuse::Index,
+                        message: format!("the index {} of `{}` cannot be read back: {e}", c.keys, c.collection),
+                    })?;
                 coll.create_index(model).await.map_err(|e| Error::driver("createIndexes", &c.collection, e))?;
                 out.created.push(format!("{} {}", c.collection, c.keys));
             }

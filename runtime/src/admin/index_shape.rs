@@ -37,14 +37,11 @@ pub(crate) struct Shape {
 impl Shape {
     /// The shape of a model, declared or read back.
     pub(crate) fn of(model: &IndexModel) -> Shape {
-        let options = model
-            .options
-            .as_ref()
-            .and_then(|o| crate::bson_compat::to_document(o).ok())
-            .unwrap_or_default();
+        let options = model.options.as_ref().and_then(|o| crate::bson_compat::to_document(o).ok()).unwrap_or_default();
         let weights = options.get_document("weights").ok();
         let keys = text_keys(&model.keys, weights);
-        let text: Vec<String> = keys.iter().filter(|(_, v)| v.as_str() == Some("text")).map(|(k, _)| k.clone()).collect();
+        let text: Vec<String> =
+            keys.iter().filter(|(_, v)| v.as_str() == Some("text")).map(|(k, _)| k.clone()).collect();
         let mut out = BsonDoc::new();
         for key in OPTIONS {
             let value = match (*key, options.get(*key)) {
@@ -117,7 +114,8 @@ impl Shape {
 /// lists it) or its declared text keys replaced by the text keys in name
 /// order.
 fn text_keys(keys: &BsonDoc, weights: Option<&BsonDoc>) -> BsonDoc {
-    let mut text: Vec<String> = keys.iter().filter(|(_, v)| v.as_str() == Some("text")).map(|(k, _)| k.clone()).collect();
+    let mut text: Vec<String> =
+        keys.iter().filter(|(_, v)| v.as_str() == Some("text")).map(|(k, _)| k.clone()).collect();
     if keys.contains_key("_fts") {
         text = weights.map(|w| w.keys().cloned().collect()).unwrap_or_default();
     }
@@ -181,7 +179,8 @@ mod tests {
     /// another weight is a difference.
     #[test]
     fn text_indexes_compare_through_the_servers_form() {
-        let declared = Shape::of(&model(doc! {"tenant": 1, "title": "text", "body": "text"}, doc! {"weights": {"title": 10}}));
+        let declared =
+            Shape::of(&model(doc! {"tenant": 1, "title": "text", "body": "text"}, doc! {"weights": {"title": 10}}));
         let listed = Shape::of(&model(
             doc! {"tenant": 1, "_fts": "text", "_ftsx": 1},
             doc! {"name": "tenant_1_title_text_body_text", "weights": {"body": 1, "title": 10},
@@ -190,8 +189,14 @@ mod tests {
         assert_eq!(declared.keys, doc! {"tenant": 1, "body": "text", "title": "text"});
         assert!(declared.differences(&listed).is_empty(), "{:?}", declared.differences(&listed));
         assert_eq!(declared.show_options(), "weights { \"body\": 1, \"title\": 10 }");
-        let other = Shape::of(&model(doc! {"tenant": 1, "_fts": "text", "_ftsx": 1}, doc! {"weights": {"body": 1, "title": 5}}));
-        assert_eq!(declared.differences(&other), ["weights { \"body\": 1, \"title\": 5 } (declared { \"body\": 1, \"title\": 10 })"]);
+        let other = Shape::of(&model(
+            doc! {"tenant": 1, "_fts": "text", "_ftsx": 1},
+            doc! {"weights": {"body": 1, "title": 5}},
+        ));
+        assert_eq!(
+            declared.differences(&other),
+            ["weights { \"body\": 1, \"title\": 5 } (declared { \"body\": 1, \"title\": 10 })"]
+        );
     }
 
     /// The server fills in a collation's defaults; numbers compare by value.

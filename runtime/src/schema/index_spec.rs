@@ -217,7 +217,9 @@ impl IndexCollation {
         if let Some(s) = self.strength {
             d.insert("strength", i32::from(s));
         }
-        for (key, value) in [("caseFirst", self.case_first), ("alternate", self.alternate), ("maxVariable", self.max_variable)] {
+        for (key, value) in
+            [("caseFirst", self.case_first), ("alternate", self.alternate), ("maxVariable", self.max_variable)]
+        {
             if let Some(v) = value {
                 d.insert(key, v);
             }

@@ -52,7 +52,9 @@ fn relation_keys(schema: &Schema) -> Vec<(BsonDoc, bool)> {
     for rel in schema.relations {
         match rel.kind {
             RelationKind::Embed { .. } => {}
-            RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => out.push((bson::doc! { rel.id_path(): 1 }, false)),
+            RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => {
+                out.push((bson::doc! { rel.id_path(): 1 }, false))
+            }
             RelationKind::Bucket => {
                 // One bucket per (parent, page) or (parent, window, spill):
                 // concurrent appends that would open the same bucket twice

@@ -3,8 +3,8 @@
 //! schema can be compared rule by rule.
 
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation, RelationKind, Schema,
-    SubsetSpec,
+    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation, RelationKind,
+    Schema, SubsetSpec,
 };
 use serde::{Deserialize, Serialize};
 
