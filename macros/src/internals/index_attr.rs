@@ -6,8 +6,8 @@
 //! Every mistake is one error at its own tokens; the rules across options
 //! and fields are `index_check`'s.
 
-use super::check::did_you_mean;
-use super::index_values::{collation, expire_after, partial, CollationDecl, PartialDecl};
+use super::index_values::{collation, drained, expire_after, partial, value, CollationDecl, PartialDecl};
+use super::suggest::did_you_mean;
 use darling::FromMeta;
 use proc_macro2::Span;
 use syn::parse::{ParseStream, Parser};
@@ -264,12 +264,6 @@ fn skip_to_comma(input: ParseStream) {
     });
 }
 
-/// `= value`.
-pub(super) fn value<T: syn::parse::Parse>(input: ParseStream) -> syn::Result<T> {
-    input.parse::<Token![=]>()?;
-    input.parse()
-}
-
 fn parenthesized<T>(input: ParseStream, item: fn(ParseStream) -> syn::Result<T>) -> syn::Result<Vec<T>> {
     let content;
     syn::parenthesized!(content in input);
@@ -278,23 +272,6 @@ fn parenthesized<T>(input: ParseStream, item: fn(ParseStream) -> syn::Result<T>)
         return Err(content.error("name at least one field"));
     }
     Ok(items.into_iter().collect())
-}
-
-/// `parse` on a group's content; on an error, the rest of the content is
-/// skipped, so that the error is the one reported (syn would otherwise
-/// report the tokens left over instead).
-pub(super) fn drained<T>(content: ParseStream, parse: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
-    let result = parse(content);
-    if result.is_err() {
-        let _ = content.step(|cursor| {
-            let mut rest = *cursor;
-            while let Some((_, next)) = rest.token_tree() {
-                rest = next;
-            }
-            Ok(((), rest))
-        });
-    }
-    result
 }
 
 /// `address.city`: a field, then names inside it.

@@ -5,10 +5,10 @@
 //! at the attribute.
 
 use super::ast::{Container, Field};
-use super::check::did_you_mean;
 use super::ctxt::Ctxt;
 use super::index_attr::{IndexDecl, KeyDecl};
 use super::model::ModelIndex;
+use super::suggest::did_you_mean;
 use proc_macro2::Span;
 use syn::Ident;
 

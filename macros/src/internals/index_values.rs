@@ -2,8 +2,7 @@
 //! (`expire_after = "30d"`), a partial filter (extended JSON, checked to be
 //! a document, or an expression) and a collation.
 
-use super::check::did_you_mean;
-use super::index_attr::{drained, value};
+use super::suggest::did_you_mean;
 use proc_macro2::Span;
 use syn::parse::ParseStream;
 use syn::{Expr, Ident, LitInt, LitStr, Token};
@@ -162,6 +161,29 @@ fn collation_options(content: ParseStream, span: Span) -> syn::Result<CollationD
         return Err(syn::Error::new(span, "a collation needs its locale: `collation(locale = \"fr\", ..)`"));
     }
     Ok(c)
+}
+
+/// `= value`.
+pub fn value<T: syn::parse::Parse>(input: ParseStream) -> syn::Result<T> {
+    input.parse::<Token![=]>()?;
+    input.parse()
+}
+
+/// `parse` on a group's content; on an error, the rest of the content is
+/// skipped, so that the error is the one reported (syn would otherwise
+/// report the tokens left over instead).
+pub fn drained<T>(content: ParseStream, parse: impl FnOnce(ParseStream) -> syn::Result<T>) -> syn::Result<T> {
+    let result = parse(content);
+    if result.is_err() {
+        let _ = content.step(|cursor| {
+            let mut rest = *cursor;
+            while let Some((_, next)) = rest.token_tree() {
+                rest = next;
+            }
+            Ok(((), rest))
+        });
+    }
+    result
 }
 
 /// `case_level` alone is `true`; `case_level = false` says so.

@@ -15,5 +15,6 @@ pub mod json;
 pub mod model;
 pub mod relation;
 pub mod serde_names;
+pub mod suggest;
 pub mod symbol;
 pub mod ty;
