@@ -53,7 +53,7 @@ pub struct StoredField {
 
 /// An index. The options after `unique` are left out when not declared,
 /// and read as not declared from a schema stored before they existed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredIndex {
     /// The keys, in order (in a text index, those before the text keys).
     pub keys: Vec<Key>,
