@@ -137,9 +137,9 @@ fn collation_options(content: ParseStream, span: Span) -> syn::Result<CollationD
             "numeric_ordering" => c.numeric_ordering = Some(flag(content)?),
             "normalization" => c.normalization = Some(flag(content)?),
             "backwards" => c.backwards = Some(flag(content)?),
-            "case_first" => c.case_first = Some(one_of(&content, &["upper", "lower", "off"])?),
-            "alternate" => c.alternate = Some(one_of(&content, &["non-ignorable", "shifted"])?),
-            "max_variable" => c.max_variable = Some(one_of(&content, &["punct", "space"])?),
+            "case_first" => c.case_first = Some(one_of(content, &["upper", "lower", "off"])?),
+            "alternate" => c.alternate = Some(one_of(content, &["non-ignorable", "shifted"])?),
+            "max_variable" => c.max_variable = Some(one_of(content, &["punct", "space"])?),
             other => {
                 let hint = did_you_mean(other, COLLATION_OPTIONS.iter().copied())
                     .map(|b| format!("did you mean `{b}`? "))
