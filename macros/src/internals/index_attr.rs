@@ -142,7 +142,9 @@ impl FromMeta for FieldText {
 }
 
 impl IndexDecl {
-    fn new(span: Span) -> Self {
+    /// No option yet: an ascending index (on a field, or of the fields
+    /// marked `#[document(text)]`).
+    pub fn new(span: Span) -> Self {
         IndexDecl {
             span,
             keys: Vec::new(),
@@ -158,11 +160,6 @@ impl IndexDecl {
             default_language: None,
             language_override: None,
         }
-    }
-
-    /// A field's `#[document(unique)]`: an ascending unique index.
-    pub fn unique_flag(span: Span) -> Self {
-        IndexDecl { unique: Some(span), ..IndexDecl::new(span) }
     }
 }
 

@@ -31,7 +31,7 @@ pub fn indexes<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Vec<ModelIndex<'a>
         };
         let descending = decl.is_some_and(|d| d.desc.is_some());
         let keys = vec![(stored, if descending { -1 } else { 1 })];
-        let plain = IndexDecl::unique_flag(span);
+        let plain = IndexDecl::new(span);
         let decl = decl.unwrap_or(&plain);
         match index(c, decl, keys, Vec::new(), Some(f.ident), cx) {
             Some(mut ix) => {
@@ -270,20 +270,7 @@ fn field_text<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Option<(ModelIndex<
         let weight = f.doc.text.as_ref().map_or(1, |t| t.weight);
         text.push((stored_or_report(f, f.ident.span(), cx)?, weight));
     }
-    let ix = ModelIndex {
-        span,
-        field: None,
-        keys: Vec::new(),
-        text,
-        name: None,
-        unique: false,
-        sparse: false,
-        expire_after: None,
-        partial: None,
-        collation: None,
-        default_language: None,
-        language_override: None,
-    };
+    let ix = index(c, &IndexDecl::new(span), Vec::new(), text, None, cx)?;
     Some(Some((ix, span)))
 }
 
