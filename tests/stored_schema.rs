@@ -94,7 +94,7 @@ async fn two_programs_parts_are_merged() -> docrel::Result<()> {
         kind: "plain".into(),
         target: None,
     });
-    wider.indexes.push(stored::StoredIndex { keys: vec![("sku".into(), 1)], unique: true });
+    wider.indexes.push(stored::StoredIndex { keys: vec![("sku".into(), 1)], unique: true, ..Default::default() });
     let a = stored::publish_types(&t.db, &[wider.clone()]).await?;
     assert_eq!(a.extended, [("ss_parts".to_owned(), vec!["field `sku`".to_owned(), "index `sku_1`".to_owned()])]);
     let loaded = docrel::schema::load(&t.db).await?;

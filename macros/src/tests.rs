@@ -45,6 +45,36 @@ fn collection_root() {
     }));
 }
 
+/// Every option of an index: compound and descending, unique, sparse, a
+/// TTL, partial filters (JSON and an expression), a collation, a text index
+/// with weights and a language, and a field's own index with options.
+#[test]
+fn declared_indexes() {
+    snapshot!(document(parse_quote! {
+        #[document(
+            collection = "events",
+            index(fields(tenant, -created), name = "by_tenant", unique),
+            index(fields(created), expire_after = "30d"),
+            index(fields(email), unique, partial = r#"{"active": true}"#, collation(locale = "fr", strength = 2)),
+            index(fields(tenant), text(title = 10, body), default_language = "french"),
+        )]
+        struct Event {
+            #[serde(rename = "_id")]
+            id: ObjectId,
+            tenant: String,
+            created: DateTime,
+            email: String,
+            active: bool,
+            title: String,
+            body: String,
+            #[document(index(desc, partial = doc! {"active": true}))]
+            score: Option<i64>,
+            #[document(unique, index(sparse))]
+            handle: Option<String>,
+        }
+    }));
+}
+
 #[test]
 fn bounded_embed() {
     snapshot!(document(parse_quote! {

@@ -4,8 +4,8 @@ pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::DocId;
 pub use crate::schema::document::{
-    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
-    RelationKind, Schema, SubsetSpec,
+    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,
+    PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
 pub use inventory;

@@ -74,8 +74,8 @@ pub use repository::{
     connect, connect_from_env, connect_with, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
 };
 pub use schema::document::{
-    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
-    RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
+    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,
+    PartialFilter, Relation, RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
 pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Holds, Sort, Text, Update};
 /// The two kinds of [`Holds`]: values of the field itself, or of its elements.

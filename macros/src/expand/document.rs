@@ -3,7 +3,7 @@
 //! and the checks against the other types the attributes name.
 
 use super::{stored_name, with_crate, Checked, CollectionOf, Opt};
-use crate::internals::model::{Bucket, Element, Index, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset};
+use crate::internals::model::{Bucket, Element, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -14,10 +14,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let collection = &m.collection;
     let rust_name = ident.to_string();
     let relations: Vec<_> = m.relations.iter().map(|rel| relation(m, rel, &mut checked)).collect();
-    let indexes = m.fields.iter().filter(|f| f.index != Index::None).map(|f| {
-        let (name, unique) = (&f.stored, f.index == Index::Unique);
-        quote! { __docrel::IndexSpec { keys: &[(#name, 1)], unique: #unique } }
-    });
+    let indexes = super::indexes::specs(&m.indexes);
     let fields = fields(m, &mut checked);
     let rels = super::relations::expand(m, &mut checked);
     let (advice_methods, warnings) = super::warn::warnings(ident, &m.advice, &mut checked);

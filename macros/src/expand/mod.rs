@@ -18,6 +18,7 @@
 pub mod copies;
 pub mod document;
 pub mod fallback;
+pub mod indexes;
 pub mod relations;
 pub mod subset;
 pub mod view;

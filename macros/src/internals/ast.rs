@@ -189,6 +189,7 @@ fn container_attr(input: &DeriveInput, derive: &str, cx: &Ctxt) -> (ContainerAtt
             }
             attr.shard_key = parsed.shard_key;
         }
+        attr.index.extend(parsed.index);
     }
     (attr, failed)
 }
@@ -211,8 +212,9 @@ impl<'a> Field<'a> {
         for a in f.attrs.iter().filter(|a| a.path().is_ident(DOCUMENT)) {
             if let Some(parsed) = cx.handle(parse_attr::<FieldDocAttr>(a)) {
                 doc.id = if parsed.id.is_present() { parsed.id } else { doc.id };
-                doc.index = if parsed.index.is_present() { parsed.index } else { doc.index };
+                doc.index = parsed.index.or(doc.index);
                 doc.unique = if parsed.unique.is_present() { parsed.unique } else { doc.unique };
+                doc.text = parsed.text.or(doc.text);
                 doc.write_heavy = if parsed.write_heavy.is_present() { parsed.write_heavy } else { doc.write_heavy };
             }
         }

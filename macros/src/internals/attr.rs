@@ -1,6 +1,7 @@
 //! The attributes as written, parsed with darling: unknown keys (with a
 //! "did you mean"), wrong value types and duplicates are errors at the key.
 
+use super::index_attr::{FieldIndex, FieldText, StructIndex};
 use darling::util::{Flag, SpannedValue};
 use darling::FromMeta;
 use syn::{Expr, Ident, LitStr, Path};
@@ -16,6 +17,10 @@ pub struct ContainerAttr {
     /// The fields a sharded cluster routes by, in order:
     /// `shard_key(tenant, id)` or `shard_key = (tenant, id)`.
     pub shard_key: Option<SpannedValue<ShardKey>>,
+    /// The indexes declared on the struct, `index(fields(tenant, -created), ..)`,
+    /// one `index(..)` each.
+    #[darling(multiple)]
+    pub index: Vec<StructIndex>,
 }
 
 /// The fields of a shard key, as written (Rust names, or `_id`).
@@ -78,10 +83,13 @@ pub struct EmbeddedAttr {
 pub struct FieldDocAttr {
     /// This field is the `_id`.
     pub id: Flag,
-    /// Create an ascending index on this field.
-    pub index: Flag,
-    /// Create a unique index on this field.
+    /// Create an index on this field: `index`, or `index(desc, sparse, ..)`.
+    pub index: Option<FieldIndex>,
+    /// Create a unique index on this field (with `index(..)`: that index is unique).
     pub unique: Flag,
+    /// This field is a key of the collection's text index: `text`, or
+    /// `text(weight = 10)`.
+    pub text: Option<FieldText>,
     /// This field changes often: copying it elsewhere is advised against (rule 5).
     pub write_heavy: Flag,
 }

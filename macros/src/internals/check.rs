@@ -5,9 +5,10 @@
 use super::ast::{Container, Role};
 use super::ctxt::Ctxt;
 use super::model::{
-    Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, ModelRelation, Names, RelationKind, Stub, Target,
-    Via, ViewModel,
+    Copied, EmbeddedModel, IdField, Model, ModelCopy, ModelField, ModelIndex, ModelRelation, Names, RelationKind, Stub,
+    Target, Via, ViewModel,
 };
+use super::suggest::did_you_mean;
 
 /// Checks a document struct into its model; `None` when it cannot be one
 /// (the reasons are in `cx`).
@@ -20,7 +21,8 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
     check_sizes(c, cx);
     let copies: Option<Vec<_>> =
         copies.into_iter().map(|(copied, via)| Some(ModelCopy { copied, via: via? })).collect();
-    let shard_key = check_shard_key(c, id?, relations.as_deref(), cx);
+    let indexes = super::index_check::indexes(c, cx);
+    let shard_key = check_shard_key(c, id?, relations.as_deref(), indexes.as_deref(), cx);
     let id = &c.fields[id?];
     Some(Model {
         ident: c.ident,
@@ -34,6 +36,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
         copies: copies?,
         advice: super::advice::advise(c),
         shard_key: shard_key?,
+        indexes: indexes?,
     })
 }
 
@@ -42,10 +45,16 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
 /// unique index that does not start with it, and, when the key is more
 /// than `_id`, the patterns that write this document by `_id` alone
 /// (two-way references, subsets) or a bucket key its appends do not know.
-fn check_shard_key(c: &Container, id: usize, relations: Option<&[ModelRelation]>, cx: &Ctxt) -> Option<Vec<String>> {
+fn check_shard_key(
+    c: &Container,
+    id: usize,
+    relations: Option<&[ModelRelation]>,
+    indexes: Option<&[ModelIndex]>,
+    cx: &Ctxt,
+) -> Option<Vec<String>> {
     let Some(key) = &c.attr.shard_key else { return Some(Vec::new()) };
     let stored = shard_key_stored(c, id, &key.0, cx)?;
-    let unique_ok = check_sharded_unique(c, &stored, cx);
+    let unique_ok = check_sharded_unique(c, &stored, indexes.unwrap_or_default(), cx);
     let relations_ok = check_sharded_relations(c, &stored, relations.unwrap_or_default(), cx);
     (unique_ok && relations_ok).then_some(stored)
 }
@@ -83,22 +92,33 @@ fn shard_key_stored(c: &Container, id: usize, names: &[syn::Ident], cx: &Ctxt) -
 }
 
 /// A unique index on a sharded collection must start with the shard key.
-fn check_sharded_unique(c: &Container, stored: &[String], cx: &Ctxt) -> bool {
+fn check_sharded_unique(c: &Container, stored: &[String], indexes: &[ModelIndex], cx: &Ctxt) -> bool {
     let mut ok = true;
-    for f in c.fields.iter().filter(|f| f.doc.unique.is_present()) {
-        if f.stored.as_ref().is_some_and(|s| stored != [s.clone()]) {
-            ok = false;
-            cx.error_at(
-                f.ident.span(),
-                format!(
-                    "`{}` is sharded on ({}), and a sharded collection can enforce a unique index only when it \
-                     starts with the shard key: drop `unique` from `{}`, or shard on it",
-                    c.ident,
-                    stored.join(", "),
-                    f.ident
-                ),
-            );
+    for ix in indexes.iter().filter(|ix| ix.unique) {
+        let starts = ix.keys.len() >= stored.len() && ix.keys.iter().zip(stored).all(|((k, _), s)| k == s);
+        if starts {
+            continue;
         }
+        ok = false;
+        let (span, fix) = match ix.field {
+            Some(f) => (f.span(), format!("drop `unique` from `{f}`, or shard on it")),
+            None => (
+                ix.span,
+                format!(
+                    "drop `unique` from the index on {}, or start it with the shard key",
+                    super::index_check::show(ix)
+                ),
+            ),
+        };
+        cx.error_at(
+            span,
+            format!(
+                "`{}` is sharded on ({}), and a sharded collection can enforce a unique index only when it \
+                 starts with the shard key: {fix}",
+                c.ident,
+                stored.join(", "),
+            ),
+        );
     }
     ok
 }
@@ -479,49 +499,11 @@ fn check_sizes(c: &Container, cx: &Ctxt) {
     }
 }
 
-/// The candidate closest to `written`, when one is close enough to be a typo.
-pub(super) fn did_you_mean<'c>(written: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
-    candidates
-        .map(|c| (edit_distance(written, c), c))
-        .filter(|&(d, c)| d > 0 && d <= written.len().max(c.len()).div_ceil(3))
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, c)| c)
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(here).min(row[j]) };
-            prev = here;
-        }
-    }
-    row[b.len()]
-}
-
 /// `` `a`, `b` and `c` ``.
 fn list(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match quoted.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => quoted.join(""),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{did_you_mean, edit_distance};
-
-    #[test]
-    fn suggestions_are_close_names_only() {
-        assert_eq!(edit_distance("prodcut", "product"), 2);
-        assert_eq!(did_you_mean("prodcut", ["product", "maker"].into_iter()), Some("product"));
-        assert_eq!(did_you_mean("hots", ["host"].into_iter()), Some("host"));
-        assert_eq!(did_you_mean("owner", ["product", "maker"].into_iter()), None);
     }
 }

@@ -6,6 +6,7 @@
 
 use super::advice::Advice;
 use super::ast;
+use super::index_values::{CollationDecl, PartialDecl};
 use super::ty;
 use syn::{Ident, Path, Type, Visibility};
 
@@ -30,6 +31,30 @@ pub struct Model<'a> {
     pub advice: Vec<Advice>,
     /// The stored names of the shard key, in order; empty when none.
     pub shard_key: Vec<String>,
+    /// The declared indexes: the fields' (`#[document(index)]`, `unique`),
+    /// the struct's `index(..)`, then the text index of `#[document(text)]`.
+    pub indexes: Vec<ModelIndex<'a>>,
+}
+
+/// A declared index, its keys resolved to stored paths.
+pub struct ModelIndex<'a> {
+    /// The `index` word (or the field's `unique`), for errors.
+    pub span: proc_macro2::Span,
+    /// The field it is declared on, for a field's own index.
+    pub field: Option<&'a Ident>,
+    /// The keys before any text key, with `1` or `-1`.
+    pub keys: Vec<(String, i32)>,
+    /// The text keys and their weights.
+    pub text: Vec<(String, u32)>,
+    pub name: Option<String>,
+    pub unique: bool,
+    pub sparse: bool,
+    /// Seconds.
+    pub expire_after: Option<u64>,
+    pub partial: Option<PartialDecl>,
+    pub collation: Option<CollationDecl>,
+    pub default_language: Option<String>,
+    pub language_override: Option<String>,
 }
 
 pub struct IdField<'a> {
@@ -51,29 +76,14 @@ pub struct ModelField<'a> {
     pub warn_above: Option<u32>,
     /// The array is an `Option<Vec<T>>`: its bound holds when it is there.
     pub optional_array: bool,
-    pub index: Index,
     /// `#[document(write_heavy)]`.
     pub write_heavy: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Index {
-    None,
-    Ascending,
-    Unique,
 }
 
 impl<'a> ModelField<'a> {
     /// The field as stored; `None` when serde does not store it on its own.
     pub fn new(f: &'a ast::Field<'a>) -> Option<Self> {
         let stored = f.stored.clone()?;
-        let index = if f.doc.unique.is_present() {
-            Index::Unique
-        } else if f.doc.index.is_present() {
-            Index::Ascending
-        } else {
-            Index::None
-        };
         Some(ModelField {
             ident: f.ident,
             ty: f.ty,
@@ -82,7 +92,6 @@ impl<'a> ModelField<'a> {
             bound: f.bound(),
             warn_above: super::advice::threshold(f),
             optional_array: ty::array_element(f.ty).is_some_and(|(_, optional)| optional),
-            index,
             write_heavy: f.doc.write_heavy.is_present(),
         })
     }

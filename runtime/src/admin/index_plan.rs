@@ -3,14 +3,18 @@
 //! ones that exist, per collection, and the changes that would bring them
 //! together. Nothing is written until [`IndexPlan::apply`].
 //!
-//! Indexes that exist but that no type declares are listed as such and
-//! dropped only when asked (`drop_undeclared`): another program may use them.
+//! An index is matched with the existing one on the same keys; it is kept
+//! when its options are as declared (unique, sparse, TTL, partial filter,
+//! collation, text weights and languages, and the name when one is
+//! declared), and recreated otherwise. Indexes that exist but that no type
+//! declares are listed as such and dropped only when asked
+//! (`drop_undeclared`): another program may use them.
 
+use super::index_shape::Shape;
 use crate::error::{Error, Result};
 use crate::schema::graph::all_types;
 use crate::schema::indexes::needed_by;
-use mongodb::bson::{doc, Document as BsonDoc};
-use mongodb::options::IndexOptions;
+use mongodb::bson::Document as BsonDoc;
 use mongodb::{Database, IndexModel};
 use serde::Serialize;
 
@@ -23,7 +27,8 @@ pub enum Action {
     /// It is declared (or needed) and missing.
     Create,
     /// It exists with other options than declared (a unique one that is
-    /// not): dropped and created again.
+    /// not, another TTL, partial filter or collation, ...): dropped and
+    /// created again.
     Recreate,
     /// It exists and nothing declares it.
     Undeclared,
@@ -38,12 +43,16 @@ pub struct Change {
     pub keys: String,
     /// The index's name on the server (existing ones).
     pub name: Option<String>,
-    /// Declared unique.
+    /// Declared unique (an undeclared one: unique on the server).
     pub unique: bool,
+    /// The other options, declared (or, for an undeclared index, on the
+    /// server): `sparse, expire_after 3600s, partial {..}, collation {..}`.
+    pub options: String,
     /// What happens.
     pub action: Action,
     /// Why, in words.
     pub reason: String,
+    /// The model to create, as `{key, ..options}`.
     #[serde(skip)]
     model: Option<BsonDoc>,
 }
@@ -61,24 +70,41 @@ pub(crate) fn show(keys: &BsonDoc) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
-/// The keys of every index the types of `collection` declare or their
-/// relationships need, each once, and whether any type needs it unique.
-pub(crate) fn needed(collection: &str) -> Vec<(BsonDoc, bool)> {
-    let mut needed: Vec<(BsonDoc, bool)> = Vec::new();
+/// An index some type of a collection declares or needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Needed {
+    /// What `createIndexes` is sent.
+    pub model: IndexModel,
+    /// What is compared.
+    pub shape: Shape,
+}
+
+/// An index a collection has.
+#[derive(Debug, Clone)]
+pub(crate) struct Present {
+    pub shape: Shape,
+    pub name: String,
+}
+
+/// Every index the types of `collection` declare or their relationships
+/// need, each key pattern once (unique when any type needs it unique).
+pub(crate) fn needed(collection: &str) -> Result<Vec<Needed>> {
+    let mut needed: Vec<Needed> = Vec::new();
     for s in all_types().into_iter().filter(|s| s.collection == collection) {
-        for m in needed_by(s) {
-            let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
-            match needed.iter_mut().find(|(k, _)| *k == m.keys) {
-                Some((_, u)) => *u |= unique,
-                None => needed.push((m.keys, unique)),
+        for model in needed_by(s)? {
+            let shape = Shape::of(&model);
+            match needed.iter_mut().find(|n| n.shape.keys == shape.keys) {
+                Some(n) if shape.unique() && !n.shape.unique() => *n = Needed { model, shape },
+                Some(_) => {}
+                None => needed.push(Needed { model, shape }),
             }
         }
     }
-    needed
+    Ok(needed)
 }
 
-/// The indexes `collection` has (`listIndexes`): keys, unique, name.
-pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<(BsonDoc, bool, String)>> {
+/// The indexes `collection` has (`listIndexes`).
+pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<Present>> {
     let mut present = Vec::new();
     let mut cursor = db
         .collection::<BsonDoc>(collection)
@@ -87,11 +113,26 @@ pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<(Bson
         .map_err(|e| Error::driver("listIndexes", collection, e))?;
     while cursor.advance().await.map_err(|e| Error::driver("listIndexes", collection, e))? {
         let m = cursor.deserialize_current().map_err(|e| Error::driver("listIndexes", collection, e))?;
-        let unique = m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
         let name = m.options.as_ref().and_then(|o| o.name.clone()).unwrap_or_default();
-        present.push((m.keys, unique, name));
+        present.push(Present { shape: Shape::of(&m), name });
     }
     Ok(present)
+}
+
+/// What the plan does with a needed index, given the one on its keys.
+fn judge(needed: &Needed, found: Option<&Present>) -> (Action, Option<String>, String) {
+    let Some(found) = found else {
+        return (Action::Create, None, "declared or needed by a relationship, and missing".to_owned());
+    };
+    let differences = needed.shape.differences(&found.shape);
+    if differences.is_empty() {
+        return (Action::Keep, Some(found.name.clone()), "exists as declared".to_owned());
+    }
+    let reason = match differences.as_slice() {
+        [one] if one.starts_with("unique none") => "exists, but not unique as declared".to_owned(),
+        _ => format!("exists with other options: {}", differences.join("; ")),
+    };
+    (Action::Recreate, Some(found.name.clone()), reason)
 }
 
 /// Reads the existing indexes and makes the plan (one `listIndexes` per collection).
@@ -120,37 +161,35 @@ pub async fn plan(db: &Database) -> Result<IndexPlan> {
     collections.dedup();
     let mut changes = Vec::new();
     for collection in collections {
-        let needed = needed(collection);
+        let needed = needed(collection)?;
         let present =
             if existing.iter().any(|c| c == collection) { present(db, collection).await? } else { Vec::new() };
-        for (keys, unique) in &needed {
-            let found = present.iter().find(|(k, _, _)| k == keys);
-            let (action, name, reason) = match found {
-                None => (Action::Create, None, "declared or needed by a relationship, and missing".to_owned()),
-                Some((_, u, name)) if *unique && !u => {
-                    (Action::Recreate, Some(name.clone()), "exists, but not unique as declared".to_owned())
-                }
-                Some((_, _, name)) => (Action::Keep, Some(name.clone()), "exists as declared".to_owned()),
-            };
+        for n in &needed {
+            // Several indexes on the same keys (other collations): the one as declared, if any.
+            let on_keys: Vec<&Present> = present.iter().filter(|p| p.shape.keys == n.shape.keys).collect();
+            let found = on_keys.iter().find(|p| n.shape.differences(&p.shape).is_empty()).or(on_keys.first());
+            let (action, name, reason) = judge(n, found.copied());
             changes.push(Change {
                 collection: collection.to_owned(),
-                keys: show(keys),
+                keys: show(&n.shape.keys),
                 name,
-                unique: *unique,
+                unique: n.shape.unique(),
+                options: n.shape.show_options(),
                 action,
                 reason,
-                model: Some(keys.clone()),
+                model: crate::bson_compat::to_document(&n.model).ok(),
             });
         }
-        for (keys, unique, name) in &present {
-            if name == "_id_" || needed.iter().any(|(k, _)| k == keys) {
+        for p in &present {
+            if p.name == "_id_" || needed.iter().any(|n| n.shape.keys == p.shape.keys) {
                 continue;
             }
             changes.push(Change {
                 collection: collection.to_owned(),
-                keys: show(keys),
-                name: Some(name.clone()),
-                unique: *unique,
+                keys: show(&p.shape.keys),
+                name: Some(p.name.clone()),
+                unique: p.shape.unique(),
+                options: p.shape.show_options(),
                 action: Action::Undeclared,
                 reason: "exists, and no document type declares it (dropped only with --drop-undeclared)".to_owned(),
                 model: None,
@@ -195,7 +234,13 @@ impl IndexPlan {
             out.push_str(&format!(
                 "{sign} {:<16} {:<40} {}\n",
                 c.collection,
-                format!("{}{}", c.keys, if c.unique { " unique" } else { "" }),
+                format!(
+                    "{}{}{}{}",
+                    c.keys,
+                    if c.unique { " unique" } else { "" },
+                    if c.options.is_empty() { "" } else { " " },
+                    c.options
+                ),
                 c.reason
             ));
         }
@@ -222,12 +267,13 @@ impl IndexPlan {
                     out.dropped.push(format!("{} {name}", c.collection));
                 }
             }
-            if matches!(c.action, Action::Create | Action::Recreate) {
-                let keys = c.model.clone().unwrap_or_else(|| doc! {});
-                let options = c.unique.then(|| IndexOptions::builder().unique(true).build());
-                coll.create_index(IndexModel::builder().keys(keys).options(options).build())
-                    .await
-                    .map_err(|e| Error::driver("createIndexes", &c.collection, e))?;
+            if let (Action::Create | Action::Recreate, Some(model)) = (c.action, &c.model) {
+                let model: IndexModel =
+                    crate::bson_compat::from_document(model.clone()).map_err(|e| Error::Invalid {
+                        what: crate::error::Misuse::Index,
+                        message: format!("the index {} of `{}` cannot be read back: {e}", c.keys, c.collection),
+                    })?;
+                coll.create_index(model).await.map_err(|e| Error::driver("createIndexes", &c.collection, e))?;
                 out.created.push(format!("{} {}", c.collection, c.keys));
             }
         }

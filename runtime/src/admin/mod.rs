@@ -24,6 +24,7 @@ pub mod cli;
 pub mod doctor;
 pub mod html;
 pub mod index_plan;
+mod index_shape;
 pub mod report;
 
 #[cfg(feature = "admin")]

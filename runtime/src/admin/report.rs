@@ -50,14 +50,23 @@ pub fn report_of(schemas: &[&Schema]) -> String {
     fanouts(schemas, &mut out);
     out.push_str("\n## Indexes\n\n");
     for s in schemas {
-        for model in crate::schema::indexes::needed_by(s) {
-            let keys: Vec<String> = model.keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
+        let models = match crate::schema::indexes::needed_by(s) {
+            Ok(models) => models,
+            Err(e) => {
+                out.push_str(&format!("- `{}`: {e}\n", s.collection));
+                continue;
+            }
+        };
+        for model in models {
+            let shape = crate::admin::index_shape::Shape::of(&model);
+            let keys: Vec<String> = shape.keys.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let options = shape.show_options();
             out.push_str(&format!(
-                "- `{}`: `{{{}}}`{}\n",
+                "- `{}`: `{{{}}}`{}{}\n",
                 s.collection,
                 keys.join(", "),
-                if unique { " unique" } else { "" }
+                if shape.unique() { " unique" } else { "" },
+                if options.is_empty() { String::new() } else { format!(" ({options})") }
             ));
         }
     }

@@ -382,6 +382,8 @@ pub enum Misuse {
     /// a count, limit, skip or page number above `i64::MAX`, the largest
     /// MongoDB takes.
     Count,
+    /// an index declared on a document type (its partial filter).
+    Index,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -414,6 +416,7 @@ impl std::fmt::Display for Misuse {
             Misuse::ShardKey => "shard key",
             Misuse::Copy => "copy",
             Misuse::Count => "count",
+            Misuse::Index => "index",
             Misuse::Application(what) => what,
         })
     }

@@ -90,10 +90,14 @@ impl<T: Document> Repository<T> {
             .await
     }
 
-    /// Creates the indexes the document type declares and the ones its
-    /// relationships need (one `createIndexes` command), returning their names.
+    /// Creates the indexes the document type declares (with their options:
+    /// unique, sparse, TTL, partial, collation, text) and the ones its
+    /// relationships need (one `createIndexes` command), returning their
+    /// names. An index that exists with other options is an error of the
+    /// server's (`IndexOptionsConflict`): the admin tool's `indexes plan`
+    /// shows it as `recreate`, and `indexes apply` drops and creates it.
     pub async fn ensure_indexes(&self) -> Result<Vec<String>> {
-        let models = crate::schema::indexes::needed_by(T::schema());
+        let models = crate::schema::indexes::needed_by(T::schema())?;
         if models.is_empty() {
             return Ok(Vec::new());
         }

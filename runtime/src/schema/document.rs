@@ -1,6 +1,7 @@
 //! The traits that `#[derive(Document)]` and `#[derive(View)]` implement, and
 //! the static description of a schema that they generate.
 
+pub use super::index_spec::{IndexCollation, IndexSpec, PartialFilter};
 use super::repository::Repository;
 use crate::error::Result;
 use crate::id::DocId;
@@ -246,7 +247,8 @@ pub struct Schema {
     pub fields: &'static [FieldInfo],
     /// The relationships declared on its fields.
     pub relations: &'static [Relation],
-    /// The indexes declared with `#[document(index)]` / `#[document(unique)]`.
+    /// The indexes it declares: `#[document(index(..))]` on the struct,
+    /// `#[document(index)]`, `unique` and `text` on fields.
     pub indexes: &'static [IndexSpec],
     /// Its top-level denormalized copies (`#[denormalize(from = .., via = ..)]`).
     pub copies: &'static [Copy],
@@ -279,15 +281,6 @@ impl Schema {
     pub fn relation(&self, field: &str) -> Option<&'static Relation> {
         self.relations.iter().find(|r| r.field == field)
     }
-}
-
-/// An index a document type needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexSpec {
-    /// The keys, in order, with `1` (ascending) or `-1` (descending).
-    pub keys: &'static [(&'static str, i32)],
-    /// Whether the index is unique.
-    pub unique: bool,
 }
 
 /// One stored field of a document type.

@@ -1,12 +1,15 @@
 //! The indexes a document type needs: the ones it declares and the ones its
 //! relationships need to stay fast (rule 4: "if you index correctly").
 
+use crate::error::Result;
 use crate::schema::document::{RelationKind, Schema};
 use mongodb::bson::{self, Bson, Document as BsonDoc};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
-/// The index models for a schema, declared ones first, without duplicates.
+/// The index models for a schema, declared ones first (with their options:
+/// unique, sparse, TTL, partial, collation, text), then the ones its
+/// relationships need, each key pattern once.
 ///
 /// A reference array gets a multikey index on the path holding the ids
 /// (`books.categories`, `products.parts.id`): reverse lookups, `on_delete`
@@ -18,24 +21,39 @@ use mongodb::IndexModel;
 /// key gets its index (sharding a collection needs one), and the unique
 /// bucket index starts with it, as a sharded collection requires of every
 /// unique index.
-pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
-    let mut keys: Vec<(BsonDoc, bool)> = Vec::new();
-    let mut add = |k: BsonDoc, unique: bool| {
-        if !keys.iter().any(|(existing, _)| existing == &k) {
-            keys.push((k, unique));
+///
+/// An error only when a declared partial filter is not valid extended JSON.
+pub fn needed_by(schema: &Schema) -> Result<Vec<IndexModel>> {
+    let mut models: Vec<IndexModel> = Vec::new();
+    let mut add = |model: IndexModel| {
+        if !models.iter().any(|existing| existing.keys == model.keys) {
+            models.push(model);
         }
     };
+    let plain = |keys: BsonDoc, unique: bool| {
+        let options = unique.then(|| IndexOptions::builder().unique(true).build());
+        IndexModel::builder().keys(keys).options(options).build()
+    };
     if !schema.shard_key.is_empty() && schema.shard_key != ["_id"] {
-        add(schema.shard_key.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect(), false);
+        add(plain(schema.shard_key.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect(), false));
     }
     for index in schema.indexes {
-        add(index.keys.iter().map(|(f, d)| ((*f).to_owned(), bson::Bson::Int32(*d))).collect(), index.unique);
+        add(index.model()?);
     }
+    for (keys, unique) in relation_keys(schema) {
+        add(plain(keys, unique));
+    }
+    Ok(models)
+}
+
+/// The keys each relationship needs, and whether unique.
+fn relation_keys(schema: &Schema) -> Vec<(BsonDoc, bool)> {
+    let mut out = Vec::new();
     for rel in schema.relations {
         match rel.kind {
             RelationKind::Embed { .. } => {}
             RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => {
-                add(bson::doc! { rel.id_path(): 1 }, false);
+                out.push((bson::doc! { rel.id_path(): 1 }, false))
             }
             RelationKind::Bucket => {
                 // One bucket per (parent, page) or (parent, window, spill):
@@ -53,7 +71,7 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
                             k.insert(*f, 1);
                         }
                     }
-                    add(k, true);
+                    out.push((k, true));
                 }
             }
             RelationKind::ParentRef => {
@@ -61,16 +79,11 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
                 for (f, d) in rel.order {
                     k.insert(*f, *d);
                 }
-                add(k, false);
+                out.push((k, false));
             }
         }
     }
-    keys.into_iter()
-        .map(|(k, unique)| {
-            let options = unique.then(|| IndexOptions::builder().unique(true).build());
-            IndexModel::builder().keys(k).options(options).build()
-        })
-        .collect()
+    out
 }
 
 /// The `$jsonSchema` validator that makes the server itself refuse a write
@@ -105,10 +118,10 @@ fn is_option(rust_type: &str) -> bool {
 /// Creates the indexes of every document type linked into the program (one
 /// `createIndexes` per collection that needs any), returning the names per
 /// collection: the admin tool's "ensure indexes".
-pub async fn ensure_all(db: &mongodb::Database) -> crate::error::Result<Vec<(&'static str, Vec<String>)>> {
+pub async fn ensure_all(db: &mongodb::Database) -> Result<Vec<(&'static str, Vec<String>)>> {
     let mut out = Vec::new();
     for schema in crate::schema::graph::all_types() {
-        let models = needed_by(schema);
+        let models = needed_by(schema)?;
         if models.is_empty() {
             continue;
         }

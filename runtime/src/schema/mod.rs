@@ -5,6 +5,7 @@
 pub mod document;
 pub mod graph;
 pub mod handles;
+pub mod index_spec;
 pub mod indexes;
 pub mod registry;
 pub mod repository;

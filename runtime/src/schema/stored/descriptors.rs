@@ -9,8 +9,10 @@
 
 use super::form::{Key, StoredKind, StoredType};
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+    BucketSpec, Copy, ElemCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation,
+    RelationKind, Schema, SubsetSpec,
 };
+use std::time::Duration;
 
 fn text(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
@@ -37,7 +39,7 @@ pub(crate) fn schema(t: &StoredType) -> &'static Schema {
         collection: text(&t.collection),
         fields: slice(t.fields.iter().map(field).collect()),
         relations: slice(t.relations.iter().map(relation).collect()),
-        indexes: slice(t.indexes.iter().map(|i| IndexSpec { keys: keys(&i.keys), unique: i.unique }).collect()),
+        indexes: slice(t.indexes.iter().map(index).collect()),
         copies: slice(
             t.copies
                 .iter()
@@ -53,6 +55,38 @@ pub(crate) fn schema(t: &StoredType) -> &'static Schema {
         advice: &[],
         shard_key: slice(t.shard_key.iter().map(|s| text(s)).collect()),
     }))
+}
+
+fn index(i: &super::form::StoredIndex) -> IndexSpec {
+    IndexSpec {
+        keys: keys(&i.keys),
+        unique: i.unique,
+        text: slice(i.text.iter().map(|(f, w)| (text(f), *w)).collect()),
+        name: opt(&i.name),
+        sparse: i.sparse,
+        expire_after: i.expire_after_seconds.map(Duration::from_secs),
+        partial: i.partial.as_ref().map(|p| PartialFilter::Json(text(&p.to_string()))),
+        collation: i.collation.as_ref().map(collation),
+        default_language: opt(&i.default_language),
+        language_override: opt(&i.language_override),
+    }
+}
+
+/// A stored collation (`{"locale": "fr", "strength": 2}`), in the server's names.
+fn collation(c: &serde_json::Value) -> IndexCollation {
+    let s = |key: &str| c.get(key).and_then(serde_json::Value::as_str).map(text);
+    let b = |key: &str| c.get(key).and_then(serde_json::Value::as_bool);
+    IndexCollation {
+        locale: s("locale").unwrap_or("simple"),
+        strength: c.get("strength").and_then(serde_json::Value::as_u64).and_then(|v| u8::try_from(v).ok()),
+        case_level: b("caseLevel"),
+        case_first: s("caseFirst"),
+        numeric_ordering: b("numericOrdering"),
+        alternate: s("alternate"),
+        max_variable: s("maxVariable"),
+        normalization: b("normalization"),
+        backwards: b("backwards"),
+    }
 }
 
 fn field(f: &super::form::StoredField) -> FieldInfo {

@@ -3,7 +3,8 @@
 //! schema can be compared rule by rule.
 
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation, RelationKind, Schema, SubsetSpec,
+    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation, RelationKind,
+    Schema, SubsetSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,13 +51,38 @@ pub struct StoredField {
     pub target: Option<String>,
 }
 
-/// An index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An index. The options after `unique` are left out when not declared,
+/// and read as not declared from a schema stored before they existed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredIndex {
-    /// The keys, in order.
+    /// The keys, in order (in a text index, those before the text keys).
     pub keys: Vec<Key>,
     /// Whether it is unique.
     pub unique: bool,
+    /// The text keys and their weights.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text: Vec<(String, u32)>,
+    /// The declared name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Sparse.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sparse: bool,
+    /// A TTL index's `expireAfterSeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after_seconds: Option<u64>,
+    /// A partial index's filter, as relaxed extended JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<serde_json::Value>,
+    /// The collation, in the server's names (`{"locale": "fr", "strength": 2}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collation: Option<serde_json::Value>,
+    /// A text index's language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_language: Option<String>,
+    /// A text index's language field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_override: Option<String>,
 }
 
 /// A relationship, with every rule it carries.
@@ -238,7 +264,25 @@ impl From<&FieldInfo> for StoredField {
 
 impl From<&IndexSpec> for StoredIndex {
     fn from(i: &IndexSpec) -> Self {
-        StoredIndex { keys: keys(i.keys), unique: i.unique }
+        let json = |d: mongodb::bson::Document| mongodb::bson::Bson::Document(d).into_relaxed_extjson();
+        StoredIndex {
+            keys: keys(i.keys),
+            unique: i.unique,
+            text: i.text.iter().map(|(f, w)| ((*f).to_owned(), *w)).collect(),
+            name: opt(i.name),
+            sparse: i.sparse,
+            expire_after_seconds: i.expire_after.map(|d| d.as_secs()),
+            // A filter that is not valid extended JSON is stored as written:
+            // `ensure_indexes` reports it.
+            partial: i.partial.map(|p| match (p, p.document()) {
+                (_, Ok(d)) => json(d),
+                (PartialFilter::Json(text), Err(_)) => serde_json::Value::String(text.to_owned()),
+                (PartialFilter::Build(_), Err(_)) => serde_json::Value::Null,
+            }),
+            collation: i.collation.map(|c| json(c.document())),
+            default_language: opt(i.default_language),
+            language_override: opt(i.language_override),
+        }
     }
 }
 

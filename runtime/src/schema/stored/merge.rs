@@ -141,7 +141,8 @@ fn copy_rule(c: &StoredCopy) -> StoredCopy {
 }
 
 fn index_name(i: &StoredIndex) -> String {
-    i.keys.iter().map(|(f, d)| format!("{f}_{d}")).collect::<Vec<_>>().join("_")
+    let keys = i.keys.iter().map(|(f, d)| format!("{f}_{d}"));
+    keys.chain(i.text.iter().map(|(f, _)| format!("{f}_text"))).collect::<Vec<_>>().join("_")
 }
 
 fn index_rule(i: &StoredIndex) -> StoredIndex {

@@ -32,19 +32,19 @@ pub(crate) async fn indexes(
     let (mut tracked, mut untracked) = (false, false);
     let mut out = Vec::new();
     for collection in collections {
-        let needed = needed(collection);
+        let needed = needed(collection)?;
         if needed.is_empty() {
             continue;
         }
         let present = present(db, collection).await?;
         let uses =
             if present.is_empty() { BTreeMap::new() } else { uses(db, collection, &mut tracked, &mut untracked).await };
-        for (keys, unique) in needed {
-            let present = match present.iter().find(|(k, _, _)| *k == keys) {
+        for n in needed {
+            let present = match present.iter().find(|p| p.shape.keys == n.shape.keys) {
                 None => Present::Missing,
-                Some((_, unique, name)) => Present::Found { unique: *unique, uses: uses.get(name).copied() },
+                Some(p) => Present::Found { unique: p.shape.unique(), uses: uses.get(&p.name).copied() },
             };
-            out.push(IndexRead { collection, keys: show(&keys), unique, present });
+            out.push(IndexRead { collection, keys: show(&n.shape.keys), unique: n.shape.unique(), present });
         }
     }
     Ok((out, tracked, untracked))
