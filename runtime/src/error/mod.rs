@@ -358,6 +358,9 @@ pub enum Misuse {
     /// a count, limit, skip or page number above `i64::MAX`, the largest
     /// MongoDB takes.
     Count,
+    /// a document without an `_id` (an `Option` id still `None`) given to
+    /// a write that names a stored document by it.
+    Id,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -390,6 +393,7 @@ impl std::fmt::Display for Misuse {
             Misuse::ShardKey => "shard key",
             Misuse::Copy => "copy",
             Misuse::Count => "count",
+            Misuse::Id => "id",
             Misuse::Application(what) => what,
         })
     }
