@@ -69,6 +69,18 @@ async fn an_option_id_is_generated_on_insert_and_returned() -> docrel::Result<()
     Ok(())
 }
 
+/// An upsert that creates a document whose filter names no `_id`: the
+/// server makes the id (as MongoDB's upsert does), `upserted_id` reports it.
+#[tokio::test]
+async fn an_upsert_reports_the_id_the_server_made() -> docrel::Result<()> {
+    let t = TestDb::new("ec_ids_upsert").await?;
+    let f = Note::fields();
+    let made = Note::repo(&t.db).upsert(f.text.eq("hello"), f.text.set("hello".into())).await?;
+    let id = made.upserted_id.expect("an insert");
+    assert_eq!(stored(&t.db, "ec_notes").await?, [doc! {"_id": id, "text": "hello"}]);
+    Ok(())
+}
+
 /// `insert_many`: each `None` gets its own id, all in one insert.
 #[tokio::test]
 async fn insert_many_generates_one_id_each() -> docrel::Result<()> {
