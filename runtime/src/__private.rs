@@ -2,7 +2,7 @@
 
 pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
-pub use crate::id::DocId;
+pub use crate::id::{DocId, GeneratedId};
 pub use crate::schema::document::{
     field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,
     PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
@@ -26,9 +26,16 @@ use std::marker::PhantomData;
 
 /// Checks a bound before a write (generated `check_bounds` calls it).
 #[inline]
-pub fn check_len<I: DocId>(collection: &'static str, id: &I, field: &'static str, max: u32, len: usize) -> Result<()> {
+pub fn check_len<I: DocId>(
+    collection: &'static str,
+    id: Option<&I>,
+    field: &'static str,
+    max: u32,
+    len: usize,
+) -> Result<()> {
     if len > max as usize {
-        return Err(Error::EmbedFull { collection, id: crate::id::show(id), field, max, len });
+        let id = id.map_or_else(|| "(no id yet)".to_owned(), crate::id::show);
+        return Err(Error::EmbedFull { collection, id, field, max, len });
     }
     Ok(())
 }

@@ -58,7 +58,7 @@ pub mod on_delete {
     pub use crate::relations::on_delete::{BATCH, MAX_CYCLE_DOCUMENTS};
 }
 pub use error::{Error, Misuse, Result, MAX_DOCUMENT_BYTES};
-pub use id::DocId;
+pub use id::{DocId, GeneratedId};
 pub use mongodb;
 pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};

@@ -3,7 +3,9 @@
 //! and the checks against the other types the attributes name.
 
 use super::{stored_name, with_crate, Checked, CollectionOf, Opt};
-use crate::internals::model::{Bucket, Element, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset};
+use crate::internals::model::{
+    Bucket, Element, IdField, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset,
+};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -72,7 +74,7 @@ pub fn expand(m: &Model) -> TokenStream {
 
 /// `View` (of itself, unprojected) and `Document`.
 fn trait_impls(m: &Model) -> TokenStream {
-    let (ident, collection, id_ident, id_ty) = (m.ident, &m.collection, m.id.ident, m.id.ty);
+    let (ident, collection, id_ty) = (m.ident, &m.collection, m.id.ty);
     let bound_checks = m.fields.iter().filter_map(|f| {
         let (max, name, stored) = (f.bound?, f.ident, &f.stored);
         let len = if f.optional_array {
@@ -81,10 +83,11 @@ fn trait_impls(m: &Model) -> TokenStream {
             quote!(self.#name.len())
         };
         Some(quote! {
-            __docrel::check_len(#collection, &self.#id_ident, #stored, #max, #len)?;
+            __docrel::check_len(#collection, __docrel::Document::id(self), #stored, #max, #len)?;
         })
     });
     let stored = super::stored_bounds();
+    let (id_value, generate_id) = id_items(&m.id);
     let key = &m.shard_key;
     let shard_key = (!key.is_empty()).then(|| quote! { const SHARD_KEY: &'static [&'static str] = &[#(#key),*]; });
     let two_way: Vec<String> =
@@ -112,9 +115,10 @@ fn trait_impls(m: &Model) -> TokenStream {
             #shard_key
             #two_way
 
-            fn id(&self) -> &Self::Id {
-                &self.#id_ident
+            fn id(&self) -> ::core::option::Option<&Self::Id> {
+                #id_value
             }
+            #generate_id
 
             fn schema() -> &'static __docrel::Schema {
                 &__DOCREL_SCHEMA
@@ -126,6 +130,23 @@ fn trait_impls(m: &Model) -> TokenStream {
             }
         }
     }
+}
+
+/// The body of `Document::id`, and for an `Option` id the generator of a
+/// new one (whose `GeneratedId` bound, at the field's type, is the error
+/// for an id docrel cannot make).
+fn id_items(id: &IdField) -> (TokenStream, Option<TokenStream>) {
+    let (name, ty) = (id.ident, id.ty);
+    if !id.optional {
+        return (quote!(::core::option::Option::Some(&self.#name)), None);
+    }
+    let generate = quote_spanned! {ty.span()=>
+        #[doc(hidden)]
+        fn generate_id() -> ::core::option::Option<Self::Id> {
+            ::core::option::Option::Some(<#ty as __docrel::GeneratedId>::generate())
+        }
+    };
+    (quote!(self.#name.as_ref()), Some(generate))
 }
 
 /// The typed field handles (`Part::fields().name`), `repo()`, and the

@@ -66,7 +66,7 @@ pub fn document(s: &Stub) -> TokenStream {
             impl __docrel::Document for #ident {
                 type Id = #id_ty;
                 const COLLECTION: &'static str = "";
-                fn id(&self) -> &Self::Id {
+                fn id(&self) -> ::core::option::Option<&Self::Id> {
                     ::core::unreachable!("docrel: this type failed to derive Document")
                 }
                 fn schema() -> &'static __docrel::Schema {

@@ -30,7 +30,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
         krate: c.attr.krate.clone(),
         names: Names::new(c.input),
         collection: collection?,
-        id: IdField { ident: id.ident, ty: id.ty },
+        id: IdField::new(id.ident, id.ty),
         fields: c.fields.iter().filter_map(ModelField::new).collect(),
         relations: relations?,
         copies: copies?,

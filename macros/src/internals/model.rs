@@ -59,7 +59,20 @@ pub struct ModelIndex<'a> {
 
 pub struct IdField<'a> {
     pub ident: &'a Ident,
+    /// The id type: the field's, or `T` of an `Option<T>` field.
     pub ty: &'a Type,
+    /// Whether the field is an `Option`, filled with a generated id on insert.
+    pub optional: bool,
+}
+
+impl<'a> IdField<'a> {
+    /// The id field `ident` of the type `ty` as written.
+    pub fn new(ident: &'a Ident, ty: &'a Type) -> Self {
+        match super::ty::option_inner(ty) {
+            Some(inner) => IdField { ident, ty: inner, optional: true },
+            None => IdField { ident, ty, optional: false },
+        }
+    }
 }
 
 /// A field serde stores on its own (not skipped, not flattened).

@@ -55,10 +55,14 @@ pub fn last_ident(ty: &Type) -> Option<String> {
     p.path.segments.last().map(|s| s.ident.to_string())
 }
 
-/// Whether a type is written as one of the `_id` types docrel knows, so an
-/// array of it holds ids rather than `{id, ...}` structs.
+/// Whether a type is written as one of the `_id` types docrel knows, or a
+/// newtype id named like one (`PartId`), so an array of it holds ids
+/// rather than `{id, ...}` structs.
 pub fn is_id_type(ty: &Type) -> bool {
-    last_ident(ty).is_some_and(|name| matches!(name.as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid"))
+    last_ident(ty).is_some_and(|name| {
+        matches!(name.as_str(), "ObjectId" | "String" | "i32" | "i64" | "Uuid")
+            || name.len() > 2 && name.ends_with("Id") && name.starts_with(|c: char| c.is_uppercase())
+    })
 }
 
 /// A type that is certainly not a `Document`: a number, text, a BSON value,

@@ -4,6 +4,7 @@
 //! declares.
 
 use crate::admin::index_plan::{present, show};
+use crate::admin::index_shape::Shape;
 use crate::error::{Error, Result};
 use crate::schema::stored::{self, Diff, StoredKind, StoredType};
 use mongodb::bson::{doc, Document as BsonDoc};
@@ -76,8 +77,11 @@ pub(crate) async fn missing_indexes(db: &Database, program: &[StoredType]) -> Re
     let mut out = Vec::new();
     for t in program {
         let have = if existing.contains(&t.collection) { present(db, &t.collection).await? } else { Vec::new() };
-        for model in crate::schema::indexes::needed_by(stored::descriptor(t)) {
-            if !have.iter().any(|(keys, _, _)| *keys == model.keys) {
+        for model in crate::schema::indexes::needed_by(stored::descriptor(t))? {
+            let shape = Shape::of(&model);
+            // An index on the same keys with other options is the plan's
+            // to recreate; a missing one is built here.
+            if !have.iter().any(|p| p.shape.keys == shape.keys) {
                 out.push((t.collection.clone(), model));
             }
         }

@@ -384,6 +384,9 @@ pub enum Misuse {
     Count,
     /// an index declared on a document type (its partial filter).
     Index,
+    /// a document without an `_id` (an `Option` id still `None`) given to
+    /// a write that names a stored document by it.
+    Id,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -417,6 +420,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Copy => "copy",
             Misuse::Count => "count",
             Misuse::Index => "index",
+            Misuse::Id => "id",
             Misuse::Application(what) => what,
         })
     }

@@ -24,7 +24,7 @@ impl<T: Document> Repository<T> {
     }
 
     pub(super) async fn delete_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<bool> {
-        let id = doc.id().to_bson();
+        let id = super::stored_id(doc, "delete")?.to_bson();
         let filter = match T::SHARD_KEY.is_empty() {
             true => doc! {"_id": id.clone()},
             false => {

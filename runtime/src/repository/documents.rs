@@ -28,7 +28,12 @@ impl<T: Document> Repository<T> {
         for d in docs {
             d.check_bounds()?;
         }
-        if !plan.fills && !plan.owes(inserting) {
+        // An `Option` id that is `None` is made here, before anything is
+        // filled or written, so that everything the insert owes knows it.
+        let fresh: Vec<Option<T::Id>> =
+            docs.iter().map(|d| if inserting && d.id().is_none() { T::generate_id() } else { None }).collect();
+        let derived = plan.fills || plan.owes(inserting);
+        if !derived && fresh.iter().all(Option::is_none) {
             let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
             return Ok(Encoded { raws, plain: Vec::new(), filled: None });
         }
@@ -41,6 +46,11 @@ impl<T: Document> Repository<T> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        for (d, id) in plain.iter_mut().zip(fresh) {
+            if let Some(id) = id {
+                with_id(d, id.to_bson());
+            }
+        }
         let filled =
             if plan.fills { Some(crate::denormalize::fill::fill(cx, T::schema(), &mut plain).await?) } else { None };
         if inserting {
@@ -54,7 +64,7 @@ impl<T: Document> Repository<T> {
             listed_once::<T>(&plain)?;
         }
         let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
-        Ok(Encoded { raws, plain, filled })
+        Ok(Encoded { raws, plain: if derived { plain } else { Vec::new() }, filled })
     }
 
     /// What depends on documents just written (all of `written`): their
@@ -98,9 +108,13 @@ impl<T: Document> Repository<T> {
             return Err(Error::Invalid { what: crate::error::Misuse::Insert, message: "nothing encoded".into() });
         };
         if changed {
-            let find = crate::store::find::Find::<T, T>::new(self.raw.clone(), doc! {"_id": doc.id().to_bson()});
+            // By the id written: the caller's, or the one generated.
+            let id = written.get("_id").ok().flatten().map(bson::Bson::try_from).transpose();
+            let id = id.ok().flatten().unwrap_or(bson::Bson::Null);
+            let find = crate::store::find::Find::<T, T>::new(self.raw.clone(), doc! {"_id": id.clone()});
             let mut found = find.all_in(cx.session()).await?;
-            return found.pop().ok_or_else(|| Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) });
+            let id = crate::error::show_id(&id);
+            return found.pop().ok_or(Error::NotFound { collection: T::COLLECTION, id });
         }
         let mut written = bson::Document::try_from(written.as_ref())
             .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() })?;
@@ -276,13 +290,13 @@ impl<T: Document> Repository<T> {
 
     /// Replace or save: fill, write, confirm.
     async fn put(&self, doc: &T, upsert: bool, cx: &mut Cx<'_>) -> Result<bool> {
+        let id = super::stored_id(doc, if upsert { "save" } else { "replace" })?.to_bson();
         let plan = DocumentPlan::of(T::schema());
         let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert, &plan, cx).await?;
         let raw = raws
             .pop()
             .ok_or_else(|| Error::Invalid { what: crate::error::Misuse::Replace, message: "nothing encoded".into() })?;
         let new = plain_or(&plain, &raw)?;
-        let id = doc.id().to_bson();
         let filter = crate::schema::shard::key_filter(T::schema(), id.clone(), &new);
         let written = if !crate::schema::shard::movable(T::schema()) {
             self.put_once(filter, upsert, &new, &raw, &plan, cx).await?
@@ -452,7 +466,9 @@ impl<T: Document> Repository<T> {
             .run(async move {
                 match self.put(doc, false, &mut Cx::new(&self.db, session)).await? {
                     true => Ok(()),
-                    false => Err(Error::NotFound { collection: T::COLLECTION, id: show(doc.id()) }),
+                    false => {
+                        Err(Error::NotFound { collection: T::COLLECTION, id: doc.id().map(show).unwrap_or_default() })
+                    }
                 }
             })
             .await
@@ -490,6 +506,19 @@ fn listed_once<T: Document>(docs: &[bson::Document]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sets `_id` of `doc` to `id`, as its first field (where MongoDB keeps
+/// it), in place of the `null` or nothing serde wrote for `None`.
+fn with_id(doc: &mut bson::Document, id: bson::Bson) {
+    let mut out = bson::Document::new();
+    out.insert("_id", id);
+    for (k, v) in std::mem::take(doc) {
+        if k != "_id" {
+            out.insert(k, v);
+        }
+    }
+    *doc = out;
 }
 
 /// The document as BSON: the encoded one when there is one.

@@ -256,7 +256,9 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
 impl<T: Document> Repository<T> {
     /// Inserts one document, after checking its bounds and its size. Its
     /// denormalized copies are filled from their sources first. With
-    /// [`Call::returning`], the call gives the document as stored.
+    /// [`Call::returning`], the call gives the document as stored. An
+    /// `Option` id that is `None` is generated first ([`crate::GeneratedId`]);
+    /// `returning()` gives the document with it.
     pub fn insert<'a>(&'a self, doc: &'a T) -> Call<'a, T, ops::InsertOne<'a, T>> {
         Call::new(self, ops::InsertOne { doc, _doc: PhantomData })
     }
@@ -269,6 +271,9 @@ impl<T: Document> Repository<T> {
     /// server refuses one document (a duplicate key, say) or a link is
     /// refused, none is written. MongoDB bounds a transaction's time (60 s
     /// by default), so load very large sets in batches.
+    ///
+    /// Each `Option` id that is `None` gets its own generated id; to know
+    /// them, set them yourself (`Some(ObjectId::new())`).
     ///
     /// A standalone server has no transactions: there the insert is
     /// ordered, as the driver's; the documents before a refused one are

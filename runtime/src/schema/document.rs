@@ -51,8 +51,17 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     /// the other side's derive. Not public API.
     #[doc(hidden)]
     const TWO_WAY: &'static [&'static str] = &[];
-    /// The document's `_id`.
-    fn id(&self) -> &Self::Id;
+    /// The document's `_id`: `None` only for a document whose `_id` field
+    /// is an `Option` not set yet (docrel generates it on insert, see
+    /// [`crate::GeneratedId`]); a document read from the database has one.
+    fn id(&self) -> Option<&Self::Id>;
+    /// A new id for a document inserted without one: `Some` only for a
+    /// type whose `_id` field is an `Option` of a [`crate::GeneratedId`].
+    /// Not public API.
+    #[doc(hidden)]
+    fn generate_id() -> Option<Self::Id> {
+        None
+    }
     /// The static description of this document type.
     fn schema() -> &'static Schema;
     /// Checks every declared bound (`#[embed(max = N)]`, `#[reference(many, max = N)]`)

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[document(collection = "parts")]
 struct Part {
     #[serde(rename = "_id")]
-    id: Option<ObjectId>,
+    id: f64,
 }
 
 fn main() {}

@@ -2,6 +2,7 @@
 //! one `find` ([`Children`]), or the latest `n` of each parent with one
 //! `$lookup` ([`Latest`]).
 
+use super::counts::Held;
 use super::related::Related;
 use super::request::{union_projection, IdMap};
 use crate::error::{Error, Result};
@@ -58,6 +59,46 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Children<'a, C, P, R> {
         /// At most `n` children in all (for a limit per parent, see
         /// [`crate::relations::handles::ParentRef::latest_per_parent`]).
         limit => base.read;
+        /// Skips the first `n` children in the order asked: with
+        /// [`Self::limit`], a page of one parent's children.
+        skip => base.read;
+    }
+
+    /// How many children each parent has (matching [`Self::filter`], if
+    /// set), without reading them: Mongoose's virtual `count`. Every
+    /// parent asked is a key, 0 when it has no child. One `aggregate`
+    /// (`$match` on the parent ids, `$group` by parent) for any number of
+    /// parents, none for none; the order, limit and skip do not apply.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "hosts")]
+    /// struct Host { #[serde(rename = "_id")] id: ObjectId }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "logs")]
+    /// struct LogMsg { #[serde(rename = "_id")] id: ObjectId, level: String, #[parent_ref(to = Host)] host: ObjectId }
+    ///
+    /// let (web, db1) = (ObjectId::new(), ObjectId::new());
+    /// let msg = |level: &str| LogMsg { id: ObjectId::new(), level: level.into(), host: web };
+    /// LogMsg::repo(&db).insert_many(&[msg("info"), msg("error"), msg("error")]).await?;
+    ///
+    /// let trips = docrel::testing::round_trips(&db);
+    /// let mark = trips.mark();
+    /// let counts = LogMsg::rels().host.children_of_many(&db, &[web, db1]).count().await?;
+    /// assert_eq!(trips.since(mark), 1);
+    /// assert_eq!((counts[&web], counts[&db1]), (3, 0));
+    /// let errors = LogMsg::rels().host.children_of_many(&db, &[web]).filter(LogMsg::fields().level.eq("error"));
+    /// assert_eq!(errors.count().await?[&web], 2);
+    /// # Ok(()) });
+    /// ```
+    pub async fn count(self) -> Result<std::collections::HashMap<P::Id, u64>> {
+        let count = self.base.count(C::COLLECTION, Held::Value, usize::MAX);
+        crate::client::trace::Op::new("children_count", C::COLLECTION).run(count).await
     }
 
     /// Runs the find (in the session, if any) and reads each child through `each`.
@@ -135,6 +176,9 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
         filter => base.read;
         /// Orders each parent's children (replacing the declared order).
         sort => base.read;
+        /// Skips the first `k` children of each parent: the page `k..k + n`
+        /// of every parent (`$slice: [k, n]`), still one round trip.
+        skip => base.read;
     }
 
     /// Runs the load: one `aggregate` of `$documents` (the distinct parent
@@ -188,6 +232,9 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
             pipeline.push(doc! {"$match": filter});
         }
         pipeline.push(doc! {"$sort": sort.into_document()});
+        if let Some(k) = read.skip.filter(|&k| k > 0) {
+            pipeline.push(doc! {"$skip": count("skip", k)?});
+        }
         pipeline.push(doc! {"$limit": count("latest_per_parent", self.n)?});
         if let Some(p) = union_projection(std::iter::once(V::PROJECTION), rel.field) {
             pipeline.push(doc! {"$project": p});

@@ -10,9 +10,12 @@
 //!   of `with_parents`);
 //! - `related`: the reads through the reference field itself, whose options
 //!   they share: the children of parents ([`Children`], [`Latest`]) and the
-//!   referrers of targets ([`Referrers`]).
+//!   referrers of targets ([`Referrers`]);
+//! - `counts`: how many documents each of those reads would give, per id,
+//!   in one aggregate, without reading them.
 
 mod children;
+mod counts;
 mod referenced;
 mod referrers;
 mod related;

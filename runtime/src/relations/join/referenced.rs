@@ -139,6 +139,36 @@ impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
         self.query.per_parent = Some(n);
         self
     }
+
+    /// Skips the first `k` documents of each parent (counted like
+    /// [`Self::limit_per_parent`]'s): with it, the page `k..k + n` of every
+    /// parent (`$slice: [k, n]` of its references), from the same one `$in`.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "parts")]
+    /// struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "products")]
+    /// struct Product { #[serde(rename = "_id")] id: ObjectId, #[reference(many, to = Part, max = 100)] parts: Vec<ObjectId> }
+    ///
+    /// let parts: Vec<Part> = ["a", "b", "c", "d"].map(|n| Part { id: ObjectId::new(), name: n.into() }).into();
+    /// Part::repo(&db).insert_many(&parts).await?;
+    /// let products = vec![Product { id: ObjectId::new(), parts: parts.iter().map(|p| p.id).collect() }];
+    ///
+    /// let page = Product::rels().parts.load::<Part>(&db, &products).skip_per_parent(1).limit_per_parent(2).await?;
+    /// assert_eq!(page.of(0).map(|p| p.name.as_str()).collect::<Vec<_>>(), ["b", "c"]);
+    /// # Ok(()) });
+    /// ```
+    pub fn skip_per_parent(mut self, k: u64) -> Self {
+        self.query.skip_per_parent = k;
+        self
+    }
 }
 
 impl<T: Document, V: View<Of = T>> Pending for Referenced<'_, T, V> {
@@ -189,7 +219,9 @@ impl<T: Document, V: View<Of = T>> Request for Referenced<'_, T, V> {
         };
         out.offsets.push(0);
         out.missing_offsets.push(0);
-        let (sorted, per_parent) = (self.query.read.sort.is_some(), self.query.per_parent);
+        let sorted = self.query.read.sort.is_some();
+        let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let (skip, limit) = (as_usize(self.query.skip_per_parent), self.query.per_parent.map(as_usize));
         for p in 0..n {
             let start = out.slots.len();
             self.parents.visit(p, &mut |id: &T::Id| match found.slot(id) {
@@ -200,9 +232,10 @@ impl<T: Document, V: View<Of = T>> Request for Referenced<'_, T, V> {
                 // Items are in the server's order: sort this parent's by it.
                 out.slots[start..].sort_unstable();
             }
-            if let Some(k) = per_parent {
-                let k = usize::try_from(k).unwrap_or(usize::MAX);
-                out.slots.truncate(start + k.min(out.slots.len() - start));
+            // The page of this parent: `$slice: [skip, limit]` of its slots.
+            out.slots.drain(start..start.saturating_add(skip).min(out.slots.len()));
+            if let Some(n) = limit {
+                out.slots.truncate(start + n.min(out.slots.len() - start));
             }
             out.offsets.push(out.slots.len());
             out.missing_offsets.push(out.missing.len());
@@ -244,6 +277,11 @@ impl<'a, 'p, T: Document, V: View<Of = T>> Load<'a, 'p, T, V> {
     /// See [`Referenced::limit_per_parent`].
     pub fn limit_per_parent(mut self, n: u64) -> Self {
         self.request = self.request.limit_per_parent(n);
+        self
+    }
+    /// See [`Referenced::skip_per_parent`].
+    pub fn skip_per_parent(mut self, k: u64) -> Self {
+        self.request = self.request.skip_per_parent(k);
         self
     }
     /// Runs the load (what `.await` does).

@@ -1,6 +1,7 @@
 //! The reverse load of a reference for many targets at once: the documents
 //! whose reference field holds any of the ids, grouped by id.
 
+use super::counts::Held;
 use super::related::Related;
 use super::request::{IdMap, DEFAULT_CHUNK};
 use crate::error::Result;
@@ -26,6 +27,7 @@ use std::marker::PhantomData;
 pub struct Referrers<'a, P, T: Document, R = P> {
     base: Related<'a, T::Id>,
     per_target: Option<u64>,
+    skip_per_target: u64,
     chunk: usize,
     _types: PhantomData<fn() -> (P, R)>,
 }
@@ -33,7 +35,7 @@ pub struct Referrers<'a, P, T: Document, R = P> {
 impl<'a, P: Document, T: Document> Referrers<'a, P, T> {
     pub(crate) fn new(db: &'a Database, rel: &'static Relation, targets: Vec<T::Id>) -> Self {
         let base = Related::new(db, rel, targets, None);
-        Referrers { base, per_target: None, chunk: DEFAULT_CHUNK, _types: PhantomData }
+        Referrers { base, per_target: None, skip_per_target: 0, chunk: DEFAULT_CHUNK, _types: PhantomData }
     }
 }
 
@@ -41,7 +43,8 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     /// Reads the referrers as the view `W`: only its fields (and the
     /// reference field, to group them) travel.
     pub fn view<W: View<Of = P>>(self) -> Referrers<'a, P, T, W> {
-        Referrers { base: self.base, per_target: self.per_target, chunk: self.chunk, _types: PhantomData }
+        let Referrers { base, per_target, skip_per_target, chunk, .. } = self;
+        Referrers { base, per_target, skip_per_target, chunk, _types: PhantomData }
     }
     read_setters! {
         /// Reads in `session`, like the driver's `.session(..)`: inside the
@@ -59,6 +62,50 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
     pub fn limit_per_target(mut self, n: u64) -> Self {
         self.per_target = Some(n);
         self
+    }
+
+    /// Skips the first `k` referrers of each target (in [`Self::sort`]'s
+    /// order): with [`Self::limit_per_target`], the page `k..k + n` of
+    /// every target (`$slice: [k, n]`), in the same one query.
+    pub fn skip_per_target(mut self, k: u64) -> Self {
+        self.skip_per_target = k;
+        self
+    }
+
+    /// How many documents refer to each target (matching
+    /// [`Self::filter`], if set), without reading them: every target
+    /// asked is a key, 0 when none refers to it; a document that lists a
+    /// target twice counts once. One `aggregate` (`$match` on the field's
+    /// index, `$group` by target) per chunk of targets, for any number of
+    /// targets; the order and the per-target page do not apply.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::oid::ObjectId};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "categories")]
+    /// struct Category { #[serde(rename = "_id")] id: ObjectId }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "books")]
+    /// struct Book { #[serde(rename = "_id")] id: ObjectId, #[reference(many, to = Category, max = 10)] categories: Vec<ObjectId> }
+    ///
+    /// let (novels, poems) = (ObjectId::new(), ObjectId::new());
+    /// let book = |categories: Vec<ObjectId>| Book { id: ObjectId::new(), categories };
+    /// Book::repo(&db).insert_many(&[book(vec![novels]), book(vec![novels, poems]), book(vec![])]).await?;
+    ///
+    /// let trips = docrel::testing::round_trips(&db);
+    /// let mark = trips.mark();
+    /// let counts = Book::rels().categories.referrers_of_many(&db, &[novels, poems, ObjectId::new()]).count().await?;
+    /// assert_eq!(trips.since(mark), 1);
+    /// assert_eq!((counts[&novels], counts[&poems], counts.len()), (2, 1, 3));
+    /// # Ok(()) });
+    /// ```
+    pub async fn count(self) -> Result<std::collections::HashMap<T::Id, u64>> {
+        let count = self.base.count(P::COLLECTION, Held::Ids, self.chunk);
+        crate::client::trace::Op::new("referrers_count", P::COLLECTION).run(count).await
     }
 
     /// Runs the query (what `.await` does).
@@ -115,8 +162,9 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
                 })
                 .await?;
         }
-        if let Some(n) = per_target {
-            wanted.values_mut().for_each(|(_, g)| g.truncate(n));
+        let skip = usize::try_from(count("skip_per_target", self.skip_per_target)?).unwrap_or(usize::MAX);
+        if skip > 0 || per_target.is_some() {
+            wanted.values_mut().for_each(|(_, g)| page(g, skip, per_target));
         }
         Ok(Loaded::grouped(items, &self.base.ids, |t| wanted.get(t).map(|(_, g)| g.as_slice()).unwrap_or(&[])))
     }
@@ -127,6 +175,14 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> std::future::IntoFuture for 
     type IntoFuture = futures::future::BoxFuture<'a, Self::Output>;
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.run())
+    }
+}
+
+/// Keeps the page `skip..skip + limit` of `group` (`$slice: [skip, limit]`).
+fn page<T>(group: &mut Vec<T>, skip: usize, limit: Option<usize>) {
+    group.drain(..skip.min(group.len()));
+    if let Some(n) = limit {
+        group.truncate(n);
     }
 }
 

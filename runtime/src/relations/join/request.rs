@@ -28,6 +28,8 @@ pub const DEFAULT_CHUNK: usize = 20_000;
 pub struct LoadQuery {
     pub(crate) read: ReadOptions,
     pub(crate) per_parent: Option<u64>,
+    /// How many of each parent's documents to skip before `per_parent`.
+    pub(crate) skip_per_parent: u64,
 }
 
 impl LoadQuery {

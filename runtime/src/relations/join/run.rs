@@ -132,8 +132,9 @@ async fn run(
     mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     for p in &pendings {
-        if let Some(LoadQuery { per_parent: Some(n), .. }) = p.query() {
-            count("limit_per_parent", *n)?;
+        if let Some(LoadQuery { per_parent, skip_per_parent, .. }) = p.query() {
+            per_parent.map(|n| count("limit_per_parent", n)).transpose()?;
+            count("skip_per_parent", *skip_per_parent)?;
         }
     }
     for (collection, key, members) in groups(&pendings) {
