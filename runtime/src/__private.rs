@@ -19,7 +19,8 @@ pub use serde;
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
 pub use crate::{
-    Bucket, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View,
+    Bucket, Counter, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset,
+    View,
 };
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;

@@ -64,6 +64,7 @@ pub use id::DocId;
 pub use mongodb;
 pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};
+pub use patterns::counter::{Counter, WindowCount};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};
 pub use relations::join::{

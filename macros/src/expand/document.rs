@@ -416,6 +416,8 @@ fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
 fn bucket_spec(b: &Bucket) -> TokenStream {
     let (parent, count, page, start) = (&b.parent_field, &b.count, &b.page, &b.start);
     let (size, window, max_bytes) = (Opt(b.size), Opt(b.window_ms), Opt(b.max_bytes));
+    let counter = b.counter.is_some();
+    let sum = Opt(b.counter.as_ref().and_then(|c| c.sum.as_ref()).map(|(stored, _)| stored));
     quote! {
         __docrel::BucketSpec {
             parent: #parent,
@@ -425,6 +427,8 @@ fn bucket_spec(b: &Bucket) -> TokenStream {
             size: #size,
             window_ms: #window,
             max_bytes: #max_bytes,
+            counter: #counter,
+            sum: #sum,
         }
     }
 }

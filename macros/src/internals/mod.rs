@@ -7,6 +7,7 @@ pub mod advice;
 pub mod ast;
 pub mod attr;
 pub mod check;
+pub mod counter;
 pub mod ctxt;
 pub mod model;
 pub mod relation;

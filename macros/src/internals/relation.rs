@@ -360,7 +360,7 @@ fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
 }
 
 /// The window lengths a time bucket may have, in milliseconds.
-fn window_ms(name: &str) -> Option<i64> {
+pub(super) fn window_ms(name: &str) -> Option<i64> {
     match name {
         "minute" => Some(60_000),
         "hour" => Some(3_600_000),
@@ -376,6 +376,16 @@ fn bucket<'a>(
     span: Span,
     cx: &Ctxt,
 ) -> Option<RelationKind<'a>> {
+    if attr.counter.is_present() {
+        return super::counter::counter(c, f, attr, span, cx);
+    }
+    if let Some(sum) = &attr.sum {
+        cx.error_at(
+            sum.span(),
+            "`sum` belongs to a counter bucket, which adds each event's amount to it: write \
+             `#[bucket(counter, window = \"hour\", sum = ..)]` on the count field, or drop `sum`",
+        );
+    }
     let elem = vec_element(f.ty);
     if elem.is_none() {
         cx.error_at(
@@ -384,40 +394,17 @@ fn bucket<'a>(
         );
     }
     check_bucket_kind(f, attr, span, cx);
-    let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
-    if parent.is_none() {
-        cx.error_at(
-            span,
-            format!(
-                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
-                c.ident
-            ),
-        );
-    }
-    let stored = |named: Option<&Ident>, default: &str, used: bool| {
-        let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
-        let field = c.fields.iter().find(|g| g.ident == name.as_str());
-        if used && field.is_none() {
-            cx.error_at(
-                named.map(|n| n.span()).unwrap_or(span),
-                format!(
-                    "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
-                    c.ident
-                ),
-            );
-        }
-        field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
-    };
-    let count = stored(attr.count.as_ref(), "count", true);
+    let parent = bucket_parent(c, span, cx);
+    let count = bucket_field(c, attr.count.as_ref(), "count", true, span, cx);
     // A time bucket may go without a `page` field: only a window's spill
     // buckets store one (see the runtime's `append`).
-    let page = stored(attr.page.as_ref(), "page", attr.size.is_some() && attr.window.is_none());
-    let start = stored(attr.start.as_ref(), "start", attr.window.is_some());
-    let Role::ParentRef { attr: parent_attr, .. } = &parent?.role else { return None };
+    let page = bucket_field(c, attr.page.as_ref(), "page", attr.size.is_some() && attr.window.is_none(), span, cx);
+    let start = bucket_field(c, attr.start.as_ref(), "start", attr.window.is_some(), span, cx);
+    let (parent, parent_field) = parent?;
     Some(RelationKind::Bucket(Bucket {
-        parent: parent_attr.to.clone()?,
+        parent,
         elem: elem?,
-        parent_field: parent?.stored.clone()?,
+        parent_field,
         count,
         page,
         start,
@@ -425,7 +412,50 @@ fn bucket<'a>(
         window_ms: attr.window.as_ref().and_then(|w| window_ms(&w.value())),
         by: attr.by.as_ref(),
         max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
+        counter: None,
     }))
+}
+
+/// The bucket document's parent: its type and the stored name of its
+/// `#[parent_ref]` field; an error at `span` when it has none.
+pub(super) fn bucket_parent(c: &Container, span: Span, cx: &Ctxt) -> Option<(syn::Path, String)> {
+    let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
+    let Some(parent) = parent else {
+        cx.error_at(
+            span,
+            format!(
+                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
+                c.ident
+            ),
+        );
+        return None;
+    };
+    let Role::ParentRef { attr, .. } = &parent.role else { return None };
+    Some((attr.to.clone()?, parent.stored.clone()?))
+}
+
+/// The stored name of a bucket document's field, `named` or `default`; an
+/// error when a `used` one is missing (at the key, or at `span`).
+pub(super) fn bucket_field(
+    c: &Container,
+    named: Option<&Ident>,
+    default: &str,
+    used: bool,
+    span: Span,
+    cx: &Ctxt,
+) -> String {
+    let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
+    let field = c.fields.iter().find(|g| g.ident == name.as_str());
+    if used && field.is_none() {
+        cx.error_at(
+            named.map(|n| n.span()).unwrap_or(span),
+            format!(
+                "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
+                c.ident
+            ),
+        );
+    }
+    field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
 }
 
 /// A bucket holds `size` elements, or the elements of one time window (at

@@ -414,6 +414,12 @@ pub struct BucketSpec {
     pub window_ms: Option<i64>,
     /// The size of one element at most, in bytes.
     pub max_bytes: Option<u32>,
+    /// A counter bucket (`#[bucket(counter, window = ..)]`): one document
+    /// per parent and window whose `count` field counts events that are
+    /// not stored; no array, no page.
+    pub counter: bool,
+    /// The stored name of a counter's sum of the events' amounts.
+    pub sum: Option<&'static str>,
 }
 
 /// Elements per bucket of a time bucket that declares no `size`: MongoDB's

@@ -44,6 +44,8 @@ pub fn needed_by(schema: &Schema) -> Vec<IndexModel> {
                 // indexed as null.
                 if let Some(b) = &rel.bucket {
                     let rest: &[&str] = match b.window_ms {
+                        // A counter has one document per window, never a spill.
+                        Some(_) if b.counter => &[b.parent, b.start],
                         Some(_) => &[b.parent, b.start, b.page],
                         None => &[b.parent, b.page],
                     };
