@@ -231,5 +231,10 @@ async fn the_schema_report_the_indexes_and_the_doctor_know_a_counter() -> docrel
     assert!(!doctor.arrays.iter().any(|a| a.collection == "ck_views"), "{:?}", doctor.arrays);
     let missing: Vec<_> = doctor.findings.iter().filter(|f| f.field.starts_with("ck_views")).collect();
     assert!(missing.is_empty(), "{missing:?}");
+    // A window whose page is gone (deleted behind docrel's back) is an orphan.
+    t.db.collection::<BsonDoc>("ck_pages").delete_one(doc! {"_id": home}).await.unwrap();
+    let doctor = docrel::admin::doctor::run(&t.db, &Default::default()).await?;
+    let orphans: Vec<_> = doctor.findings.iter().filter(|f| f.field.starts_with("ck_views")).collect();
+    assert!(orphans.iter().any(|f| f.rule == "orphans"), "{:?}", doctor.findings);
     Ok(())
 }
