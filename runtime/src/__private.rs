@@ -16,6 +16,7 @@ pub use serde;
 // The facade's items, so that generated code names everything through the
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
+pub use crate::repository::hooks::{FoundHooks, HookProbe, NoHooks};
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
 pub use crate::{

@@ -73,7 +73,8 @@ pub use relations::join::{
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
-pub use repository::{ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome};
+pub use repository::hooks::{abort, commit, Hooks};
+pub use repository::{hooks, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome};
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexSpec, LinkKind, OnDelete, Relation,
     RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,

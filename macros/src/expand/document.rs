@@ -124,6 +124,14 @@ fn trait_impls(m: &Model) -> TokenStream {
                 #(#bound_checks)*
                 ::core::result::Result::Ok(())
             }
+
+            // `docrel::Hooks` when the type implements it: the probe's
+            // method is found on `&HookProbe` only then, else one `&` further.
+            fn __hooks() -> ::core::option::Option<&'static (dyn ::core::any::Any + ::core::marker::Send + ::core::marker::Sync)> {
+                #[allow(unused_imports)]
+                use __docrel::{FoundHooks as _, NoHooks as _};
+                (&__docrel::HookProbe::<Self>::new()).hooks()
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod delete;
 mod documents;
+pub mod hooks;
 mod repo;
 mod update;
 mod upsert;

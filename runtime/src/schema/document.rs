@@ -81,6 +81,14 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     fn repo(db: &mongodb::Database) -> Repository<Self> {
         Repository::on(db, Self::COLLECTION)
     }
+
+    /// The type's lifecycle hooks when it implements `docrel::Hooks` (the
+    /// derive finds out), type-erased: the schema layer cannot name them.
+    /// Not public API.
+    #[doc(hidden)]
+    fn __hooks() -> Option<&'static (dyn std::any::Any + Send + Sync)> {
+        None
+    }
 }
 
 /// A [`Document`] whose writes by `_id` alone reach one shard: it declares
