@@ -4,9 +4,9 @@
 
 use super::ast::{Container, Field};
 use super::attr::BucketAttr;
+use super::bucket::{bucket_field, bucket_parent, window_ms};
 use super::ctxt::Ctxt;
 use super::model::{Bucket, Counter, RelationKind};
-use super::relation::{bucket_field, bucket_parent, window_ms};
 use super::ty::last_ident;
 use proc_macro2::Span;
 use syn::spanned::Spanned;

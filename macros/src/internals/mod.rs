@@ -6,6 +6,7 @@
 pub mod advice;
 pub mod ast;
 pub mod attr;
+pub mod bucket;
 pub mod check;
 pub mod counter;
 pub mod ctxt;

@@ -3,6 +3,7 @@
 
 use super::ast::{Container, Field, Role};
 use super::attr::{Bound, BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
+use super::bucket::{bucket_field, bucket_parent, window_ms};
 use super::ctxt::{error_at, Ctxt};
 use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
 use super::ty::{array_element, is_id_type, option_inner, vec_element};
@@ -359,16 +360,6 @@ fn rust_ident(name: &str, span: Span) -> darling::Result<Ident> {
     }
 }
 
-/// The window lengths a time bucket may have, in milliseconds.
-pub(super) fn window_ms(name: &str) -> Option<i64> {
-    match name {
-        "minute" => Some(60_000),
-        "hour" => Some(3_600_000),
-        "day" => Some(86_400_000),
-        _ => None,
-    }
-}
-
 fn bucket<'a>(
     c: &'a Container<'a>,
     f: &'a Field<'a>,
@@ -414,48 +405,6 @@ fn bucket<'a>(
         max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
         counter: None,
     }))
-}
-
-/// The bucket document's parent: its type and the stored name of its
-/// `#[parent_ref]` field; an error at `span` when it has none.
-pub(super) fn bucket_parent(c: &Container, span: Span, cx: &Ctxt) -> Option<(syn::Path, String)> {
-    let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
-    let Some(parent) = parent else {
-        cx.error_at(
-            span,
-            format!(
-                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
-                c.ident
-            ),
-        );
-        return None;
-    };
-    let Role::ParentRef { attr, .. } = &parent.role else { return None };
-    Some((attr.to.clone()?, parent.stored.clone()?))
-}
-
-/// The stored name of a bucket document's field, `named` or `default`; an
-/// error when a `used` one is missing (at the key, or at `span`).
-pub(super) fn bucket_field(
-    c: &Container,
-    named: Option<&Ident>,
-    default: &str,
-    used: bool,
-    span: Span,
-    cx: &Ctxt,
-) -> String {
-    let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
-    let field = c.fields.iter().find(|g| g.ident == name.as_str());
-    if used && field.is_none() {
-        cx.error_at(
-            named.map(|n| n.span()).unwrap_or(span),
-            format!(
-                "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
-                c.ident
-            ),
-        );
-    }
-    field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
 }
 
 /// A bucket holds `size` elements, or the elements of one time window (at
