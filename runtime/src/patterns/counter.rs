@@ -53,8 +53,11 @@ use std::marker::PhantomData;
 pub struct Counter<B, P, S> {
     /// The relationship's index in `B`'s schema (see `Bucket`'s).
     index: usize,
-    _types: PhantomData<fn() -> (B, P, S)>,
+    _types: PhantomData<Types<B, P, S>>,
 }
+
+/// The counter document, parent and sum types, carried for typing only.
+type Types<B, P, S> = fn() -> (B, P, S);
 
 impl<B, P, S> Clone for Counter<B, P, S> {
     fn clone(&self) -> Self {
