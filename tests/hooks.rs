@@ -66,7 +66,8 @@ impl Hooks for Part {
 
     fn before_update(update: &mut Update<Self>, _filter: &BsonDoc, write: Write) -> docrel::Result<()> {
         let body = update.to_document()?;
-        seen(format!("before {write:?} {body}"));
+        let ops: Vec<&str> = body.keys().map(String::as_str).collect();
+        seen(format!("before {write:?} {}", ops.join(",")));
         let qty = body.get_document("$set").ok().and_then(|s| s.get_i64("qty").ok());
         if qty.is_some_and(|q| q < 0) {
             return Err(invalid("a part's qty is never below zero"));
@@ -125,7 +126,7 @@ async fn every_write_runs_its_hooks_once_and_after_commit_once() -> docrel::Resu
     assert_eq!(take(), ["before Replace bolt", "after Replace 1 1"]);
 
     parts.update_by_id(&bolt.id, Part::fields().qty.set(7)).await?;
-    assert_eq!(take(), [r#"before UpdateById { "$set": { "qty": 7 } }"#, "after UpdateById 1 1"]);
+    assert_eq!(take(), ["before UpdateById $set", "after UpdateById 1 1"]);
     // The hook's own addition to the update was written with it.
     let raw = t.db.collection::<BsonDoc>("hk_parts").find_one(doc! {"_id": bolt.id}).await.unwrap().unwrap();
     assert_eq!(
@@ -134,11 +135,11 @@ async fn every_write_runs_its_hooks_once_and_after_commit_once() -> docrel::Resu
     );
 
     parts.update_many(Part::fields().qty.lt(3), Part::fields().qty.inc(10)).await?;
-    assert_eq!(take(), [r#"before UpdateMany { "$inc": { "qty": 10 } }"#, "after UpdateMany 0 2"]);
+    assert_eq!(take(), ["before UpdateMany $inc", "after UpdateMany 0 2"]);
 
     let out = parts.upsert(Part::fields().name.eq("gear"), Part::fields().qty.set(3)).await?;
     assert!(out.upserted_id.is_some());
-    assert_eq!(take(), [r#"before Upsert { "$set": { "qty": 3 } }"#, "after Upsert 1 1"]);
+    assert_eq!(take(), ["before Upsert $set", "after Upsert 1 1"]);
 
     assert!(parts.delete_by_id(&bolt.id).await?);
     assert_eq!(take(), ["before DeleteById", "after DeleteById 1 1"]);
