@@ -4,6 +4,7 @@
 //! windows are one read. A unique index on (parent, start) keeps one
 //! document per window under any concurrency.
 
+use super::bucket_check::as_i64;
 use crate::bson_compat;
 use crate::error::{show_id, Error, Misuse, Result};
 use crate::id::DocId;
@@ -212,7 +213,7 @@ impl<B: Document, P: Document, S: Serialize + DeserializeOwned + Send + Sync> Co
         let mut windows: Vec<(DateTime, i64, Bson)> = Vec::new();
         for d in stored {
             let Ok(start) = d.get_datetime(spec.start).copied() else { continue };
-            let count = number(d.get(spec.count)).unwrap_or(0);
+            let count = as_i64(d.get(spec.count)).unwrap_or(0);
             let sum = spec.sum.and_then(|s| d.get(s).cloned()).unwrap_or(Bson::Int32(0));
             // A window stored twice (written without the unique index) counts once, added up.
             match windows.last_mut() {
@@ -247,22 +248,12 @@ impl<B: Document, P: Document> Counter<B, P, ()> {
     }
 }
 
-/// A stored count as an integer.
-pub(crate) fn number(v: Option<&Bson>) -> Option<i64> {
-    match v? {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) if d.fract() == 0.0 => Some(*d as i64),
-        _ => None,
-    }
-}
-
 /// Two stored sums added, as `$inc` would.
 fn add(a: &Bson, b: &Bson) -> Bson {
     match (a, b) {
         (Bson::Int32(x), Bson::Int32(y)) => Bson::Int64(i64::from(*x) + i64::from(*y)),
         (Bson::Int32(_) | Bson::Int64(_), Bson::Int32(_) | Bson::Int64(_)) => {
-            Bson::Int64(number(Some(a)).unwrap_or(0).saturating_add(number(Some(b)).unwrap_or(0)))
+            Bson::Int64(as_i64(Some(a)).unwrap_or(0).saturating_add(as_i64(Some(b)).unwrap_or(0)))
         }
         _ => Bson::Double(float(a) + float(b)),
     }
