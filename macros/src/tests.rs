@@ -227,6 +227,23 @@ fn bucket_by_time() {
 }
 
 #[test]
+fn bucket_counter() {
+    snapshot!(document(parse_quote! {
+        #[document(collection = "page_views")]
+        struct PageViews {
+            #[serde(rename = "_id")]
+            id: ObjectId,
+            #[parent_ref(to = Page, on_delete = cascade)]
+            page: ObjectId,
+            start: DateTime,
+            #[bucket(counter, window = "hour", sum = seconds)]
+            views: i64,
+            seconds: f64,
+        }
+    }));
+}
+
+#[test]
 fn view() {
     snapshot!(pretty(crate::derive_view_inner(&parse_quote! {
         #[view(of = Review)]
@@ -341,6 +358,34 @@ fn bucket_fields_are_stored_names() {
             assert_eq!(
                 (b.parent_field.as_str(), b.page.as_str(), b.count.as_str(), b.start.as_str()),
                 ("blogEntryId", "p", "commentCount", "start")
+            );
+        },
+    );
+}
+
+#[test]
+fn counter_fields_are_stored_names() {
+    with_model(
+        parse_quote! {
+            #[document(collection = "downloads")]
+            #[serde(rename_all = "camelCase")]
+            struct Downloads {
+                #[serde(rename = "_id")]
+                id: ObjectId,
+                #[parent_ref(to = Page)]
+                page_id: ObjectId,
+                window_start: DateTime,
+                #[bucket(counter, window = "day", start = window_start, sum = total_bytes)]
+                download_count: u64,
+                total_bytes: i64,
+            }
+        },
+        |m| {
+            let RelationKind::Bucket(b) = &m.relations[1].kind else { panic!("a bucket") };
+            let sum = b.counter.as_ref().and_then(|c| c.sum.as_ref()).map(|(s, _)| s.as_str());
+            assert_eq!(
+                (b.parent_field.as_str(), b.count.as_str(), b.start.as_str(), sum, b.window_ms),
+                ("pageId", "downloadCount", "windowStart", Some("totalBytes"), Some(86_400_000))
             );
         },
     );

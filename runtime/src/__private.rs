@@ -16,10 +16,12 @@ pub use serde;
 // The facade's items, so that generated code names everything through the
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
+pub use crate::repository::hooks::{FoundHooks, HookProbe, NoHooks};
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
 pub use crate::{
-    Bucket, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset, View,
+    Bucket, Counter, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset,
+    View,
 };
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;

@@ -62,6 +62,7 @@ pub use id::{DocId, GeneratedId};
 pub use mongodb;
 pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};
+pub use patterns::counter::{Counter, WindowCount};
 pub use patterns::subset::Subset;
 pub use relations::handles::{ParentRef, RefMany, RefOne};
 pub use relations::join::{
@@ -70,8 +71,9 @@ pub use relations::join::{
 pub use relations::loaded::Loaded;
 pub use relations::two_way::{LinkOutcome, LinkWrite};
 pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
+pub use repository::hooks::{abort, commit, Hooks};
 pub use repository::{
-    connect, connect_from_env, connect_with, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
+    connect, connect_from_env, connect_with, hooks, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
 };
 pub use schema::document::{
     field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,

@@ -128,6 +128,14 @@ fn trait_impls(m: &Model) -> TokenStream {
                 #(#bound_checks)*
                 ::core::result::Result::Ok(())
             }
+
+            // `docrel::Hooks` when the type implements it: the probe's
+            // method is found on `&HookProbe` only then, else one `&` further.
+            fn __hooks() -> ::core::option::Option<&'static (dyn ::core::any::Any + ::core::marker::Send + ::core::marker::Sync)> {
+                #[allow(unused_imports)]
+                use __docrel::{FoundHooks as _, NoHooks as _};
+                (&__docrel::HookProbe::<Self>::new()).hooks()
+            }
         }
     }
 }
@@ -434,6 +442,8 @@ fn subset_spec(s: &Subset, checked: &mut Checked) -> TokenStream {
 fn bucket_spec(b: &Bucket) -> TokenStream {
     let (parent, count, page, start) = (&b.parent_field, &b.count, &b.page, &b.start);
     let (size, window, max_bytes) = (Opt(b.size), Opt(b.window_ms), Opt(b.max_bytes));
+    let counter = b.counter.is_some();
+    let sum = Opt(b.counter.as_ref().and_then(|c| c.sum.as_ref()).map(|(stored, _)| stored));
     quote! {
         __docrel::BucketSpec {
             parent: #parent,
@@ -443,6 +453,8 @@ fn bucket_spec(b: &Bucket) -> TokenStream {
             size: #size,
             window_ms: #window,
             max_bytes: #max_bytes,
+            counter: #counter,
+            sum: #sum,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! struct is then a `const`, and `rels()` returns a reference to it.
 
 use super::Checked;
-use crate::internals::model::{Element, Model, ModelRelation, RelationKind};
+use crate::internals::model::{Bucket, Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
@@ -98,6 +98,12 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
             let child = checked.doc(&subset.child.path);
             let doc = format!("The subset kept in `{name}`.");
             (doc, quote!(__docrel::Subset<#ident, #child>), quote!(__docrel::Subset::new(#entry)))
+        }
+        RelationKind::Bucket(Bucket { parent, counter: Some(counter), .. }) => {
+            let parent = checked.doc(parent);
+            let sum = counter.sum.as_ref().map_or_else(|| quote!(()), |(_, ty)| ty.to_token_stream());
+            let doc = format!("The counts per window of `{name}`.");
+            (doc, quote!(__docrel::Counter<#ident, #parent, #sum>), quote!(__docrel::Counter::new(#entry)))
         }
         RelationKind::Bucket(bucket) => {
             let (parent, elem) = (checked.doc(&bucket.parent), bucket.elem);

@@ -130,6 +130,10 @@ pub struct BucketAttr {
     pub count: Option<Ident>,
     pub start: Option<Ident>,
     pub max_bytes: Option<SpannedValue<Bound>>,
+    /// A counter bucket: the field counts a window's events, which are not stored.
+    pub counter: Flag,
+    /// A counter's field summing each event's amount.
+    pub sum: Option<Ident>,
 }
 
 /// `#[reference(many, to = T, inverse = f, on_delete = pull, key = id, max = N)]`.

@@ -6,7 +6,9 @@
 pub mod advice;
 pub mod ast;
 pub mod attr;
+pub mod bucket;
 pub mod check;
+pub mod counter;
 pub mod ctxt;
 pub mod index_attr;
 pub mod index_check;

@@ -225,6 +225,15 @@ pub struct Bucket<'a> {
     /// The element's `DateTime` field a time bucket is keyed by (`by = time`).
     pub by: Option<&'a Ident>,
     pub max_bytes: Option<u32>,
+    /// A counter bucket (`#[bucket(counter, ..)]` on the count field): no
+    /// elements, a count and maybe a sum per window.
+    pub counter: Option<Counter<'a>>,
+}
+
+/// A counter bucket's sum: the stored name and type of the field that
+/// adds each event's amount.
+pub struct Counter<'a> {
+    pub sum: Option<(String, &'a Type)>,
 }
 
 /// A field that copies a field of another document:

@@ -3,6 +3,7 @@
 
 use super::ast::{Container, Field, Role};
 use super::attr::{Bound, BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, ReferenceAttr};
+use super::bucket::{bucket_field, bucket_parent, window_ms};
 use super::ctxt::{error_at, Ctxt};
 use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
 use super::ty::{array_element, is_id_type, option_inner, vec_element};
@@ -355,16 +356,6 @@ fn named(name: &str, span: Span) -> darling::Result<&str> {
     ))
 }
 
-/// The window lengths a time bucket may have, in milliseconds.
-fn window_ms(name: &str) -> Option<i64> {
-    match name {
-        "minute" => Some(60_000),
-        "hour" => Some(3_600_000),
-        "day" => Some(86_400_000),
-        _ => None,
-    }
-}
-
 fn bucket<'a>(
     c: &'a Container<'a>,
     f: &'a Field<'a>,
@@ -372,6 +363,16 @@ fn bucket<'a>(
     span: Span,
     cx: &Ctxt,
 ) -> Option<RelationKind<'a>> {
+    if attr.counter.is_present() {
+        return super::counter::counter(c, f, attr, span, cx);
+    }
+    if let Some(sum) = &attr.sum {
+        cx.error_at(
+            sum.span(),
+            "`sum` belongs to a counter bucket, which adds each event's amount to it: write \
+             `#[bucket(counter, window = \"hour\", sum = ..)]` on the count field, or drop `sum`",
+        );
+    }
     let elem = vec_element(f.ty);
     if elem.is_none() {
         cx.error_at(
@@ -380,40 +381,17 @@ fn bucket<'a>(
         );
     }
     check_bucket_kind(f, attr, span, cx);
-    let parent = c.fields.iter().find(|g| matches!(g.role, Role::ParentRef { .. }));
-    if parent.is_none() {
-        cx.error_at(
-            span,
-            format!(
-                "a bucket belongs to a parent: `{}` needs a field with `#[parent_ref(to = ..)]` (e.g. `blog_entry_id`)",
-                c.ident
-            ),
-        );
-    }
-    let stored = |named: Option<&Ident>, default: &str, used: bool| {
-        let name = named.map(ToString::to_string).unwrap_or_else(|| default.to_owned());
-        let field = c.fields.iter().find(|g| g.ident == name.as_str());
-        if used && field.is_none() {
-            cx.error_at(
-                named.map(|n| n.span()).unwrap_or(span),
-                format!(
-                    "the bucket document `{}` needs a `{name}` field (or name yours with `{default} = my_field`)",
-                    c.ident
-                ),
-            );
-        }
-        field.map(|g| g.stored.clone().unwrap_or_default()).unwrap_or(name)
-    };
-    let count = stored(attr.count.as_ref(), "count", true);
+    let parent = bucket_parent(c, span, cx);
+    let count = bucket_field(c, attr.count.as_ref(), "count", true, span, cx);
     // A time bucket may go without a `page` field: only a window's spill
     // buckets store one (see the runtime's `append`).
-    let page = stored(attr.page.as_ref(), "page", attr.size.is_some() && attr.window.is_none());
-    let start = stored(attr.start.as_ref(), "start", attr.window.is_some());
-    let Role::ParentRef { attr: parent_attr, .. } = &parent?.role else { return None };
+    let page = bucket_field(c, attr.page.as_ref(), "page", attr.size.is_some() && attr.window.is_none(), span, cx);
+    let start = bucket_field(c, attr.start.as_ref(), "start", attr.window.is_some(), span, cx);
+    let (parent, parent_field) = parent?;
     Some(RelationKind::Bucket(Bucket {
-        parent: parent_attr.to.clone()?,
+        parent,
         elem: elem?,
-        parent_field: parent?.stored.clone()?,
+        parent_field,
         count,
         page,
         start,
@@ -421,6 +399,7 @@ fn bucket<'a>(
         window_ms: attr.window.as_ref().and_then(|w| window_ms(&w.value())),
         by: attr.by.as_ref(),
         max_bytes: attr.max_bytes.as_ref().map(|b| b.0),
+        counter: None,
     }))
 }
 

@@ -14,6 +14,13 @@
 //! see: a page over its size, a gap, a page stored twice (the unique index
 //! of `ensure_indexes` prevents that one), a misaligned window.
 //!
+//! A counter bucket (`#[bucket(counter, ..)]`) stores no elements, so its
+//! counts cannot be checked against anything: a scan checks that each
+//! count is a whole number not below zero (and the sum, where declared, a
+//! number), that each window starts on its boundary, and that no window is
+//! stored twice; it reports what it finds and repair writes nothing, since
+//! every fix would guess at events nobody kept.
+//!
 //! A scan runs on the engine of [`crate::store::scan`], resumable from a
 //! checkpoint (the last parent done) and idempotent.
 
@@ -175,6 +182,8 @@ struct Seen {
     key: Option<Bson>,
     count: Option<i64>,
     len: i64,
+    /// A counter's sum, as stored.
+    sum: Option<Bson>,
 }
 
 impl Seen {
@@ -185,11 +194,13 @@ impl Seen {
             key: d.get("k").cloned(),
             count: as_i64(d.get("c")),
             len: as_i64(d.get("n")).unwrap_or(0),
+            sum: d.get("s").cloned(),
         }
     }
 }
 
-fn as_i64(v: Option<&Bson>) -> Option<i64> {
+/// A stored count as an integer (a whole double counts).
+pub(super) fn as_i64(v: Option<&Bson>) -> Option<i64> {
     match v? {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
@@ -252,19 +263,24 @@ impl BucketArray {
         // A time bucket is keyed by its window and spill number (none in a
         // window's first bucket: 1).
         let key: Bson = match spec.window_ms {
+            Some(_) if spec.counter => vec![Bson::String(format!("${}", spec.start)), Bson::Int32(1)].into(),
             Some(_) => {
                 vec![Bson::String(format!("${}", spec.start)), doc! {"$ifNull": [format!("${}", spec.page), 1]}.into()]
                     .into()
             }
             None => format!("${}", spec.page).into(),
         };
-        pipeline.push(doc! {"$project": {
+        let mut project = doc! {
             "_id": 1,
             "p": format!("${}", spec.parent),
             "k": key,
             "c": format!("${}", spec.count),
             "n": {"$cond": [{"$isArray": &field}, {"$size": &field}, 0]},
-        }});
+        };
+        if let Some(sum) = spec.sum {
+            project.insert("s", format!("${sum}"));
+        }
+        pipeline.push(doc! {"$project": project});
         let coll = db.collection::<BsonDoc>(collection);
         let aggregate = coll.aggregate(pipeline).selection_criteria(primary()).with_type();
         collect_aggregate(aggregate, None, collection, |raw| Ok(Seen::read(&plain(collection, raw)?))).await
@@ -276,6 +292,10 @@ impl BucketArray {
         let parent = buckets.first().map(|b| show_id(&b.parent)).unwrap_or_default();
         for b in buckets {
             report.scanned += 1;
+            if self.spec.counter {
+                self.check_counter(b, &parent, report);
+                continue;
+            }
             self.check_count(at, b, &parent, report).await?;
             self.check_size(b, &parent, report);
         }
@@ -309,6 +329,29 @@ impl BucketArray {
             report.fixed += self.recount(at.db, b).await?;
         }
         Ok(())
+    }
+
+    /// A counter's count is a whole number not below zero, its sum a
+    /// number: reported, never rewritten (there is nothing to recount).
+    fn check_counter(&self, b: &Seen, parent: &str, report: &mut Report) {
+        let sum_ok = matches!(&b.sum, None | Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)));
+        if b.count.is_some_and(|c| c >= 0) && sum_ok {
+            return;
+        }
+        report.miscounted += 1;
+        report.unfixable += 1;
+        let sum = self.spec.sum.unwrap_or_default();
+        report.note(|| {
+            format!(
+                "{}: window {} of parent {parent} has `{}` {}{}: the events are not stored, so nothing can recount \
+                 it; correct it by hand",
+                self.label(),
+                show_id(&b.id),
+                self.spec.count,
+                b.count.map_or_else(|| "missing or not a whole number".to_owned(), |c| c.to_string()),
+                if sum_ok { String::new() } else { format!(" and `{sum}` not a number") }
+            )
+        });
     }
 
     fn check_size(&self, b: &Seen, parent: &str, report: &mut Report) {

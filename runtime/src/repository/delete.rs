@@ -2,6 +2,7 @@
 //! exactly the documents deleted, and the subsets that summarized them are
 //! rebuilt for the parents they had when deleted.
 
+use super::hooks::{self, Write};
 use super::repo::Repository;
 use crate::bson_compat;
 use crate::client::trace::Op;
@@ -16,11 +17,18 @@ use mongodb::ClientSession;
 
 impl<T: Document> Repository<T> {
     pub(super) async fn delete_by_id_in(&self, id: &T::Id, session: Option<&mut ClientSession>) -> Result<bool> {
-        Op::new("delete_by_id", T::COLLECTION)
-            .run_counted(self.delete_found(id.to_bson(), doc! {"_id": id.to_bson()}, Cx::new(&self.db, session)), |d| {
-                Some(*d as usize)
-            })
-            .await
+        let work = self.delete_hooked(id, doc! {"_id": id.to_bson()}, Write::DeleteById, Cx::new(&self.db, session));
+        Op::new("delete_by_id", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
+    }
+
+    /// [`Self::delete_found`] of the document `id` between its hooks.
+    async fn delete_hooked(&self, id: &T::Id, filter: bson::Document, write: Write, mut cx: Cx<'_>) -> Result<bool> {
+        hooks::before_delete::<T>(&filter, write)?;
+        let deleted = self.delete_found(id.to_bson(), filter, &mut cx).await?;
+        if deleted {
+            hooks::after::<T>(&mut cx, write, vec![id.clone()], 1).await;
+        }
+        Ok(deleted)
     }
 
     pub(super) async fn delete_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<bool> {
@@ -35,9 +43,9 @@ impl<T: Document> Repository<T> {
                 crate::schema::shard::key_filter(T::schema(), id.clone(), &stored)
             }
         };
-        Op::new("delete", T::COLLECTION)
-            .run_counted(self.delete_found(id, filter, Cx::new(&self.db, session)), |d| Some(*d as usize))
-            .await
+        let work =
+            self.delete_hooked(super::stored_id(doc, "delete")?, filter, Write::Delete, Cx::new(&self.db, session));
+        Op::new("delete", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
     }
 
     pub(super) async fn delete_one_in(
@@ -48,6 +56,7 @@ impl<T: Document> Repository<T> {
         let work = async move {
             let filter = filter.into().into_document()?;
             crate::schema::shard::check_routed(T::schema(), &filter, "delete_one")?;
+            hooks::before_delete::<T>(&filter, Write::DeleteOne)?;
             // The rules run for exactly the document found, and exactly it
             // is deleted.
             let found = in_session!(
@@ -63,7 +72,12 @@ impl<T: Document> Repository<T> {
                 return Ok(false);
             };
             let filter = doc! {"$and": [filter, {"_id": id.clone()}]};
-            self.delete_found(id, filter, Cx::new(&self.db, session)).await
+            let mut cx = Cx::new(&self.db, session);
+            let deleted = self.delete_found(id, filter, &mut cx).await?;
+            if deleted {
+                hooks::after::<T>(&mut cx, Write::DeleteOne, Vec::new(), 1).await;
+            }
+            Ok(deleted)
         };
         Op::new("delete_one", T::COLLECTION).run_counted(work, |d| Some(*d as usize)).await
     }
@@ -72,8 +86,7 @@ impl<T: Document> Repository<T> {
     /// its shard): its `restrict` rules are checked first, and its other
     /// `on_delete` rules run only once the delete matched, so a delete that
     /// finds nothing (the document changed, a stale shard key) changes nothing.
-    async fn delete_found(&self, id: bson::Bson, filter: bson::Document, mut cx: Cx<'_>) -> Result<bool> {
-        let cx = &mut cx;
+    async fn delete_found(&self, id: bson::Bson, filter: bson::Document, cx: &mut Cx<'_>) -> Result<bool> {
         let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
         let ids = std::slice::from_ref(&id);
         if rules {
@@ -97,44 +110,52 @@ impl<T: Document> Repository<T> {
         let op = Op::new("delete_many", T::COLLECTION);
         let work = async move {
             let filter = filter.into().into_document()?;
-            let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
-            if !rules && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
-                let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
-                return Ok(r.deleted_count);
-            }
-            // The rules run page by page, so memory and every `$in` stay
-            // bounded however many documents match; a `restrict` is checked
-            // on every page before any is written.
-            let mut after = None;
-            while let Some(page) = match rules {
-                true => crate::store::id_page(&self.raw, &filter, after, cx.session()).await?,
-                false => None,
-            } {
-                after = page.last().cloned();
-                crate::relations::on_delete::check(cx, T::COLLECTION, &page).await?;
-            }
-            let mut deleted = 0;
-            let mut after = None;
-            while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
-                after = page.last().cloned();
-                // Exactly the documents found, so one inserted meanwhile is
-                // not deleted without its rules; and the rules of exactly
-                // those deleted, so one that stopped matching keeps its own.
-                let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": &page}}]};
-                let n = subset_delete::delete_matching(cx, T::COLLECTION, scoped, true).await?;
-                deleted += n;
-                if n == 0 || !rules {
-                    continue;
-                }
-                let gone = match n as usize == page.len() {
-                    true => page,
-                    false => self.gone(page, cx).await?,
-                };
-                crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await?;
-            }
+            hooks::before_delete::<T>(&filter, Write::DeleteMany)?;
+            let deleted = self.delete_many_found(filter, cx).await?;
+            hooks::after::<T>(cx, Write::DeleteMany, Vec::new(), deleted).await;
             Ok(deleted)
         };
         op.run_counted(work, |n| Some(*n as usize)).await
+    }
+
+    /// Deletes the documents `filter` matches with their rules: how many.
+    async fn delete_many_found(&self, filter: bson::Document, cx: &mut Cx<'_>) -> Result<u64> {
+        let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
+        if !rules && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
+            let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
+            return Ok(r.deleted_count);
+        }
+        // The rules run page by page, so memory and every `$in` stay
+        // bounded however many documents match; a `restrict` is checked
+        // on every page before any is written.
+        let mut after = None;
+        while let Some(page) = match rules {
+            true => crate::store::id_page(&self.raw, &filter, after, cx.session()).await?,
+            false => None,
+        } {
+            after = page.last().cloned();
+            crate::relations::on_delete::check(cx, T::COLLECTION, &page).await?;
+        }
+        let mut deleted = 0;
+        let mut after = None;
+        while let Some(page) = crate::store::id_page(&self.raw, &filter, after, cx.session()).await? {
+            after = page.last().cloned();
+            // Exactly the documents found, so one inserted meanwhile is
+            // not deleted without its rules; and the rules of exactly
+            // those deleted, so one that stopped matching keeps its own.
+            let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": &page}}]};
+            let n = subset_delete::delete_matching(cx, T::COLLECTION, scoped, true).await?;
+            deleted += n;
+            if n == 0 || !rules {
+                continue;
+            }
+            let gone = match n as usize == page.len() {
+                true => page,
+                false => self.gone(page, cx).await?,
+            };
+            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await?;
+        }
+        Ok(deleted)
     }
 
     /// Those of `ids` no longer stored (read from the primary: they decide

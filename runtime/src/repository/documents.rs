@@ -2,6 +2,7 @@
 //! checked, copies filled from their sources, the write, then what the new
 //! document owes the documents around it.
 
+use super::hooks::{self, Write};
 use super::repo::Repository;
 use crate::bson_compat;
 use crate::client::trace::Op;
@@ -95,8 +96,13 @@ impl<T: Document> Repository<T> {
         Ok(changed)
     }
 
-    pub(super) async fn insert_many_in(&self, docs: &[T], session: Option<&mut ClientSession>) -> Result<()> {
-        self.insert_in(docs, false, &mut Cx::new(&self.db, session)).await.map(|_| ())
+    pub(super) async fn insert_many_in(
+        &self,
+        docs: &[T],
+        write: Write,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
+        self.insert_in(docs, false, write, &mut Cx::new(&self.db, session)).await.map(|_| ())
     }
 
     /// Inserts `doc` and returns it as stored: decoded from what was
@@ -104,7 +110,7 @@ impl<T: Document> Repository<T> {
     /// what the insert owed changed it after the write.
     pub(super) async fn insert_returning_in(&self, doc: &T, session: Option<&mut ClientSession>) -> Result<T> {
         let cx = &mut Cx::new(&self.db, session);
-        let Some((written, changed)) = self.insert_in(std::slice::from_ref(doc), true, cx).await? else {
+        let Some((written, changed)) = self.insert_in(std::slice::from_ref(doc), true, Write::Insert, cx).await? else {
             return Err(Error::Invalid { what: crate::error::Misuse::Insert, message: "nothing encoded".into() });
         };
         if changed {
@@ -124,7 +130,13 @@ impl<T: Document> Repository<T> {
 
     /// The insert of `docs` and what it owes; with `keep`, the first
     /// document as written and whether something changed it since.
-    async fn insert_in(&self, docs: &[T], keep: bool, cx: &mut Cx<'_>) -> Result<Option<(RawDocumentBuf, bool)>> {
+    async fn insert_in(
+        &self,
+        docs: &[T],
+        keep: bool,
+        write: Write,
+        cx: &mut Cx<'_>,
+    ) -> Result<Option<(RawDocumentBuf, bool)>> {
         let plan = DocumentPlan::of(T::schema());
         Op::new(if docs.len() == 1 { "insert" } else { "insert_many" }, T::COLLECTION)
             .documents(docs.len())
@@ -132,7 +144,11 @@ impl<T: Document> Repository<T> {
                 if docs.is_empty() {
                     return Ok(None);
                 }
+                hooks::before_insert(docs, write)?;
                 let encoded = self.encode_all(docs, true, &plan, cx).await?;
+                // The ids as written (a generated one included), for the hooks.
+                let ids: Vec<T::Id> =
+                    encoded.raws.iter().filter_map(|r| r.get("_id").ok().flatten().and_then(T::Id::from_raw)).collect();
                 let first = keep.then(|| encoded.raws.first().cloned()).flatten();
                 // Several documents, or one whose links may be refused (the
                 // other side full): all or nothing, where the deployment
@@ -144,6 +160,7 @@ impl<T: Document> Repository<T> {
                     },
                     false => self.insert_ordered(encoded, &plan, cx).await?,
                 };
+                hooks::after::<T>(cx, write, ids, docs.len() as u64).await;
                 Ok(first.map(|raw| (raw, changed)))
             })
             .await
@@ -291,6 +308,8 @@ impl<T: Document> Repository<T> {
     /// Replace or save: fill, write, confirm.
     async fn put(&self, doc: &T, upsert: bool, cx: &mut Cx<'_>) -> Result<bool> {
         let id = super::stored_id(doc, if upsert { "save" } else { "replace" })?.to_bson();
+        let write = if upsert { Write::Save } else { Write::Replace };
+        hooks::before_insert(std::slice::from_ref(doc), write)?;
         let plan = DocumentPlan::of(T::schema());
         let Encoded { mut raws, plain, filled } = self.encode_all(std::slice::from_ref(doc), upsert, &plan, cx).await?;
         let raw = raws
@@ -321,6 +340,7 @@ impl<T: Document> Repository<T> {
             if let Some(filled) = filled {
                 crate::denormalize::fill::confirm(cx, T::schema(), &plain, filled).await?;
             }
+            hooks::after::<T>(cx, write, vec![super::stored_id(doc, "save")?.clone()], 1).await;
         }
         Ok(written)
     }

@@ -4,6 +4,7 @@
 mod connect;
 mod delete;
 mod documents;
+pub mod hooks;
 mod repo;
 mod update;
 mod upsert;

@@ -473,12 +473,12 @@ pub mod ops {
     operation!(
         /// [`Repository::insert_many`].
         Insert<'a, T> { docs: &'a [T] } -> (),
-        |repo, session| repo.insert_many_in(docs, session)
+        |repo, session| repo.insert_many_in(docs, super::super::hooks::Write::InsertMany, session)
     );
     operation!(
         /// [`Repository::insert`].
         InsertOne<'a, T> { doc: &'a T } -> (),
-        |repo, session| repo.insert_many_in(std::slice::from_ref(doc), session)
+        |repo, session| repo.insert_many_in(std::slice::from_ref(doc), super::super::hooks::Write::Insert, session)
     );
     operation!(
         /// [`Repository::insert`] with [`Call::returning`]: the document as stored.

@@ -2,6 +2,7 @@
 //! filter routed to one shard, why nothing matched) and hands the write to
 //! its plan ([`crate::denormalize::write::UpdatePlan`]).
 
+use super::hooks::{self, Write};
 use super::repo::Repository;
 use crate::client::trace::Op;
 use crate::denormalize::write::UpdateOutcome;
@@ -21,16 +22,18 @@ impl<T: Document> Repository<T> {
     pub(super) fn update_by_id_in<'a>(
         &'a self,
         id: &'a T::Id,
-        update: Update<T>,
+        mut update: Update<T>,
         mut session: Option<&'a mut ClientSession>,
     ) -> impl std::future::Future<Output = Result<UpdateOutcome>> + Send + 'a {
         Op::new("update_by_id", T::COLLECTION).run_counted(
             async move {
+                hooks::before_update(&mut update, &doc! {"_id": id.to_bson()}, Write::UpdateById)?;
                 let mut cx = Cx::new(&self.db, session.as_deref_mut());
                 let outcome = UpdatePlan::new(&self.raw, &update, self.mode())?.by_id(&mut cx, id.to_bson()).await?;
                 if outcome.matched == 0 {
                     return Err(self.explain_unmatched(id, &update, session).await?);
                 }
+                hooks::after::<T>(&mut cx, Write::UpdateById, vec![id.clone()], outcome.matched).await;
                 Ok(outcome)
             },
             |o: &UpdateOutcome| Some(o.modified as usize),
@@ -40,7 +43,7 @@ impl<T: Document> Repository<T> {
     pub(super) async fn update_matching(
         &self,
         filter: impl Into<Filter>,
-        update: Update<T>,
+        mut update: Update<T>,
         many: bool,
         session: Option<&mut ClientSession>,
     ) -> Result<UpdateOutcome> {
@@ -50,8 +53,13 @@ impl<T: Document> Repository<T> {
             if !many {
                 crate::schema::shard::check_routed(T::schema(), &filter, "update_one")?;
             }
+            let write = if many { Write::UpdateMany } else { Write::UpdateOne };
+            hooks::before_update(&mut update, &filter, write)?;
             let mut cx = Cx::new(&self.db, session);
-            UpdatePlan::new(&self.raw, &update, self.mode())?.run(&mut cx, filter, Scope::of(many), None).await
+            let plan = UpdatePlan::new(&self.raw, &update, self.mode())?;
+            let outcome = plan.run(&mut cx, filter, Scope::of(many), None).await?;
+            hooks::after::<T>(&mut cx, write, Vec::new(), outcome.matched).await;
+            Ok(outcome)
         };
         op.run_counted(work, |o| Some(o.modified as usize)).await
     }

@@ -3,6 +3,7 @@
 //! the plan inserted, owes the new document's surroundings what any insert
 //! owes them.
 
+use super::hooks::{self, Write};
 use crate::client::trace::Op;
 use crate::denormalize::write::{DocumentPlan, UpdatePlan, UpsertOutcome, Upserted};
 use crate::error::{show_id, Error, Result};
@@ -19,17 +20,19 @@ impl<T: Document> Repository<T> {
     pub(super) async fn upsert_in(
         &self,
         filter: Filter,
-        update: Update<T>,
+        mut update: Update<T>,
         session: Option<&mut ClientSession>,
     ) -> Result<UpsertOutcome<T::Id>> {
         Op::new("upsert", T::COLLECTION)
             .run(async move {
                 let filter = filter.into_document()?;
                 crate::schema::shard::check_routed(T::schema(), &filter, "upsert")?;
+                hooks::before_update(&mut update, &filter, Write::Upsert)?;
                 let cx = &mut Cx::new(&self.db, session);
                 let new = match UpdatePlan::new(&self.raw, &update, self.mode())?.upsert(cx, filter).await? {
                     Upserted::Updated(o) => {
-                        return Ok(UpsertOutcome { matched: o.matched, modified: o.modified, upserted_id: None })
+                        hooks::after::<T>(cx, Write::Upsert, Vec::new(), o.matched).await;
+                        return Ok(UpsertOutcome { matched: o.matched, modified: o.modified, upserted_id: None });
                     }
                     Upserted::Inserted(new) => new,
                 };
@@ -37,7 +40,9 @@ impl<T: Document> Repository<T> {
                 if plan.owes(true) {
                     self.after_insert(std::slice::from_ref(&new), None, &plan, cx).await?;
                 }
-                Ok(UpsertOutcome { matched: 0, modified: 0, upserted_id: Some(id_of::<T>(&new)?) })
+                let id = id_of::<T>(&new)?;
+                hooks::after::<T>(cx, Write::Upsert, vec![id.clone()], 1).await;
+                Ok(UpsertOutcome { matched: 0, modified: 0, upserted_id: Some(id) })
             })
             .await
     }

@@ -91,6 +91,14 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
     fn repo(db: &mongodb::Database) -> Repository<Self> {
         Repository::on(db, Self::COLLECTION)
     }
+
+    /// The type's lifecycle hooks when it implements `docrel::Hooks` (the
+    /// derive finds out), type-erased: the schema layer cannot name them.
+    /// Not public API.
+    #[doc(hidden)]
+    fn __hooks() -> Option<&'static (dyn std::any::Any + Send + Sync)> {
+        None
+    }
 }
 
 /// A [`Document`] whose writes by `_id` alone reach one shard: it declares
@@ -416,6 +424,12 @@ pub struct BucketSpec {
     pub window_ms: Option<i64>,
     /// The size of one element at most, in bytes.
     pub max_bytes: Option<u32>,
+    /// A counter bucket (`#[bucket(counter, window = ..)]`): one document
+    /// per parent and window whose `count` field counts events that are
+    /// not stored; no array, no page.
+    pub counter: bool,
+    /// The stored name of a counter's sum of the events' amounts.
+    pub sum: Option<&'static str>,
 }
 
 /// Elements per bucket of a time bucket that declares no `size`: MongoDB's

@@ -62,6 +62,8 @@ fn relation_keys(schema: &Schema) -> Vec<(BsonDoc, bool)> {
                 // indexed as null.
                 if let Some(b) = &rel.bucket {
                     let rest: &[&str] = match b.window_ms {
+                        // A counter has one document per window, never a spill.
+                        Some(_) if b.counter => &[b.parent, b.start],
                         Some(_) => &[b.parent, b.start, b.page],
                         None => &[b.parent, b.page],
                     };

@@ -50,6 +50,12 @@ pub fn describe(rel: &Relation) -> String {
         }
         RelationKind::ParentRef => format!("parent reference to {}", rel.target_type.unwrap_or("?")),
         RelationKind::Bucket => match &rel.bucket {
+            Some(b) if b.counter => format!(
+                "counts per {} ms window per `{}`{}",
+                b.window_ms.unwrap_or_default(),
+                b.parent,
+                b.sum.map(|s| format!(", summing `{s}`")).unwrap_or_default()
+            ),
             Some(b) => match (b.size, b.window_ms) {
                 (Some(size), _) => format!("buckets of {size} per `{}`", b.parent),
                 (None, Some(ms)) => format!("buckets of {ms} ms windows per `{}`", b.parent),

@@ -192,6 +192,25 @@ impl<D> Update<D> {
         self
     }
 
+    /// Adds `other` to this update in place, as [`Update::and`] does (for
+    /// code holding `&mut Update`, such as a `before_update` hook).
+    ///
+    /// ```
+    /// # use docrel::{Document, bson::doc};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Document, Serialize, Deserialize)]
+    /// # #[document(collection = "parts")]
+    /// # struct Part { #[serde(rename = "_id")] id: i32, qty: i32, name: String }
+    /// let mut update = Part::fields().qty.inc(1);
+    /// update.also(Part::fields().name.set("bolt".into()));
+    /// assert_eq!(update.to_document()?, doc! {"$inc": {"qty": 1}, "$set": {"name": "bolt"}});
+    /// # Ok::<(), docrel::Error>(())
+    /// ```
+    pub fn also(&mut self, other: Update<D>) {
+        let mine = std::mem::replace(self, Update::empty());
+        *self = mine.and(other);
+    }
+
     /// The stored paths this update writes.
     pub fn touched(&self) -> impl Iterator<Item = &str> + '_ {
         self.touched.iter().map(|t| t.as_ref())

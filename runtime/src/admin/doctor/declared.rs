@@ -54,6 +54,8 @@ fn array_field(schema: &Schema, rel: &crate::schema::document::Relation) -> Opti
         RelationKind::Embed { many: true, max } if rel.subset.is_some() => ("subset", max),
         RelationKind::Embed { many: true, max } => ("embed", max),
         RelationKind::RefMany { max, .. } => ("references", max),
+        // A counter holds no array: nothing of rule 3 to measure.
+        RelationKind::Bucket if rel.bucket.as_ref().is_some_and(|b| b.counter) => return None,
         RelationKind::Bucket => ("bucket", rel.bucket.as_ref().and_then(|b| b.size)),
         _ => return None,
     };

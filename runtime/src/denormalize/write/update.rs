@@ -443,11 +443,15 @@ fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
             }
         }
         if let Some(bucket) = &rel.bucket {
-            if let Some(field) = [rel.field, bucket.count].into_iter().find(|f| overlaps(f)) {
+            if let Some(field) = [rel.field, bucket.count].into_iter().chain(bucket.sum).find(|f| overlaps(f)) {
+                let (kept, call) = match bucket.counter {
+                    true => ("counter's events", "count events with `rels().{}.record(..)`"),
+                    false => ("bucket's appends", "add elements with `rels().{}.append(..)`"),
+                };
                 return Some(format!(
-                    "`{}.{field}` is kept by the bucket's appends: add elements with `rels().{}.append(..)`",
+                    "`{}.{field}` is kept by the {kept}: {}",
                     T::COLLECTION,
-                    rel.rust_field
+                    call.replace("{}", rel.rust_field)
                 ));
             }
         }

@@ -152,6 +152,8 @@ fn relation(r: &super::form::StoredRelation) -> Relation {
             size: b.size,
             window_ms: b.window_ms,
             max_bytes: b.max_bytes,
+            counter: b.counter,
+            sum: opt(&b.sum),
         }),
         warn_above: r.warn_above,
     }

@@ -207,6 +207,12 @@ pub struct StoredBucket {
     pub window_ms: Option<i64>,
     /// The size of one element at most.
     pub max_bytes: Option<u32>,
+    /// A counter bucket: counts (and sums) per window, no elements.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counter: bool,
+    /// A counter's sum field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sum: Option<String>,
 }
 
 /// This program's part of the schema: every linked document type, in
@@ -365,6 +371,8 @@ impl From<&BucketSpec> for StoredBucket {
             size: b.size,
             window_ms: b.window_ms,
             max_bytes: b.max_bytes,
+            counter: b.counter,
+            sum: opt(b.sum),
         }
     }
 }
