@@ -165,6 +165,20 @@ pub fn regex(pattern: &str, options: &str) -> Option<Regex> {
 
 /// A value as relaxed extended JSON, for error messages.
 pub(crate) fn relaxed_extjson(value: &Bson) -> String {
+    relaxed_json(value).to_string()
+}
+
+/// A value as relaxed extended JSON.
+pub(crate) fn relaxed_json(value: &Bson) -> serde_json::Value {
     let value: Driver<Bson> = value.clone();
-    value.into_relaxed_extjson().to_string()
+    value.into_relaxed_extjson()
+}
+
+/// Extended JSON read as a value; the error in words.
+pub(crate) fn from_extjson(value: serde_json::Value) -> Result<Bson, String> {
+    #[cfg(not(feature = "bson-3"))]
+    let parsed = bson2::Bson::try_from(value).map(driver);
+    #[cfg(feature = "bson-3")]
+    let parsed = Bson::try_from(value);
+    parsed.map_err(|e| e.to_string())
 }

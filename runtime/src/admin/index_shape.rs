@@ -147,7 +147,7 @@ fn number(v: Option<&Bson>) -> i64 {
 /// A document whose numbers are typed by value, not as written: through
 /// relaxed extended JSON and back.
 fn by_value(v: &Bson) -> Bson {
-    Bson::try_from(v.clone().into_relaxed_extjson()).unwrap_or_else(|_| v.clone())
+    crate::bson_compat::from_extjson(crate::bson_compat::relaxed_json(v)).unwrap_or_else(|_| v.clone())
 }
 
 /// The attribute's name of an option.

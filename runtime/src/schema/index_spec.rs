@@ -182,7 +182,7 @@ impl PartialFilter {
             PartialFilter::Json(text) => {
                 let value: serde_json::Value = serde_json::from_str(text)
                     .map_err(|e| invalid(format!("the partial filter `{text}` is not JSON: {e}")))?;
-                match Bson::try_from(value) {
+                match crate::bson_compat::from_extjson(value) {
                     Ok(Bson::Document(d)) => Ok(d),
                     Ok(other) => Err(invalid(format!("the partial filter `{text}` is not a document but {other}"))),
                     Err(e) => Err(invalid(format!("the partial filter `{text}` is not valid extended JSON: {e}"))),

@@ -270,7 +270,7 @@ impl From<&FieldInfo> for StoredField {
 
 impl From<&IndexSpec> for StoredIndex {
     fn from(i: &IndexSpec) -> Self {
-        let json = |d: mongodb::bson::Document| mongodb::bson::Bson::Document(d).into_relaxed_extjson();
+        let json = |d: mongodb::bson::Document| crate::bson_compat::relaxed_json(&mongodb::bson::Bson::Document(d));
         StoredIndex {
             keys: keys(i.keys),
             unique: i.unique,
