@@ -401,7 +401,8 @@ impl Changer {
 /// copy (and still hold the top-level one).
 async fn still_stored(db: &Database) -> Result<Vec<Violation>, String> {
     let schema = raw(db, docrel::schema::stored::SCHEMA_COLLECTION).await?;
-    let stored = schema.iter().find(|d| d.get_str("_id") == Ok(HOLDERS)).and_then(|d| d.get_document("type").ok());
+    let stored =
+        schema.iter().find(|d| d.get_str("_id").ok() == Some(HOLDERS)).and_then(|d| d.get_document("type").ok());
     let count = |d: &Document| d.get_array("copies").map(|a| a.len()).unwrap_or(0);
     let top = stored.map_or(0, count);
     let inner: usize = stored
