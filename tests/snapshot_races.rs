@@ -40,25 +40,48 @@ struct Product {
     parts: Vec<PartRef>,
 }
 
-#[tokio::test]
-async fn a_holder_inserted_while_its_sources_insert_many_commits_gets_their_values() -> docrel::Result<()> {
-    let _one = FAIL_POINT.lock().await;
-    let t = TestDb::new("snapshot_races").await?;
-    // A second client (another process would be the same), not held by the fail point.
+/// A second client of the test's database (another process would be
+/// the same), which the fail point does not hold.
+async fn other_client(t: &TestDb, app: &str) -> docrel::Result<docrel::mongodb::Database> {
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
     let mut options = docrel::options(&uri).await?;
-    options.app_name = Some("snapshot-races-other".into());
+    options.app_name = Some(app.into());
     let other = docrel::connect_with(&uri, options).await?.database(t.db.name());
     docrel::schema::set_lease_for(&other, docrel::testing::TEST_LEASE);
+    Ok(other)
+}
 
-    let (bolt, nut) = (ObjectId::new(), ObjectId::new());
-    // The insert_many's commit waits 800 ms: its reads are done by then.
+/// The test's client's next commit waits 800 ms: its reads are done by then.
+async fn hold_the_commit(t: &TestDb) {
     let fail_point = doc! {
         "configureFailPoint": "failCommand",
         "mode": {"times": 1},
         "data": {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 800, "appName": t.db.name()},
     };
     t.client.database("admin").run_command(fail_point).await.expect("fail point");
+}
+
+async fn fail_point_off(t: &TestDb) {
+    let off = doc! {"configureFailPoint": "failCommand", "mode": "off"};
+    t.client.database("admin").run_command(off).await.expect("fail point off");
+}
+
+/// The name a stored product copied for its first part, and the product.
+async fn first_copy(t: &TestDb, product: ObjectId) -> (String, BsonDoc) {
+    let stored = t.db.collection::<BsonDoc>("sr_products").find_one(doc! {"_id": product}).await.unwrap().unwrap();
+    let copy = stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap().to_owned();
+    (copy, stored)
+}
+
+#[tokio::test]
+async fn a_holder_inserted_while_its_sources_insert_many_commits_gets_their_values() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
+    let t = TestDb::new("snapshot_races").await?;
+    let other = other_client(&t, "snapshot-races-other").await?;
+
+    let (bolt, nut) = (ObjectId::new(), ObjectId::new());
+    // The insert_many's commit waits: its reads are done by then.
+    hold_the_commit(&t).await;
     let db = t.db.clone();
     let parts = [Part { id: bolt, name: "bolt".into() }, Part { id: nut, name: "nut".into() }];
     let inserting = tokio::spawn(async move { Part::repo(&db).insert_many(&parts).await });
@@ -67,11 +90,9 @@ async fn a_holder_inserted_while_its_sources_insert_many_commits_gets_their_valu
     let product = Product { id: ObjectId::new(), parts: vec![PartRef { id: bolt, name: "?".into() }] };
     Product::repo(&other).insert(&product).await?;
     inserting.await.expect("insert_many")?;
-    let off = doc! {"configureFailPoint": "failCommand", "mode": "off"};
-    t.client.database("admin").run_command(off).await.expect("fail point off");
+    fail_point_off(&t).await;
 
-    let stored = t.db.collection::<BsonDoc>("sr_products").find_one(doc! {"_id": product.id}).await.unwrap().unwrap();
-    let copy = stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap().to_owned();
+    let (copy, stored) = first_copy(&t, product.id).await;
     assert_eq!(copy, "bolt", "{stored}");
     let report = docrel::fanout::verify::<Part>(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
@@ -82,19 +103,10 @@ async fn a_holder_inserted_while_its_sources_insert_many_commits_gets_their_valu
 async fn holders_inserted_many_while_their_source_is_inserted_get_its_value() -> docrel::Result<()> {
     let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("snapshot_races_holders").await?;
-    let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
-    let mut options = docrel::options(&uri).await?;
-    options.app_name = Some("snapshot-races-other-2".into());
-    let other = docrel::connect_with(&uri, options).await?.database(t.db.name());
-    docrel::schema::set_lease_for(&other, docrel::testing::TEST_LEASE);
+    let other = other_client(&t, "snapshot-races-other-2").await?;
 
     let bolt = ObjectId::new();
-    let fail_point = doc! {
-        "configureFailPoint": "failCommand",
-        "mode": {"times": 1},
-        "data": {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 800, "appName": t.db.name()},
-    };
-    t.client.database("admin").run_command(fail_point).await.expect("fail point");
+    hold_the_commit(&t).await;
     let db = t.db.clone();
     let products: Vec<Product> =
         (0..2).map(|_| Product { id: ObjectId::new(), parts: vec![PartRef { id: bolt, name: "?".into() }] }).collect();
@@ -104,12 +116,10 @@ async fn holders_inserted_many_while_their_source_is_inserted_get_its_value() ->
     // Meanwhile the other client inserts the bolt they name.
     Part::repo(&other).insert(&Part { id: bolt, name: "bolt".into() }).await?;
     inserting.await.expect("insert_many")?;
-    let off = doc! {"configureFailPoint": "failCommand", "mode": "off"};
-    t.client.database("admin").run_command(off).await.expect("fail point off");
+    fail_point_off(&t).await;
 
     for id in ids {
-        let stored = t.db.collection::<BsonDoc>("sr_products").find_one(doc! {"_id": id}).await.unwrap().unwrap();
-        let copy = stored.get_array("parts").unwrap()[0].as_document().unwrap().get_str("name").unwrap().to_owned();
+        let (copy, stored) = first_copy(&t, id).await;
         assert_eq!(copy, "bolt", "{stored}");
     }
     let report = docrel::fanout::verify::<Part>(&t.db).run().await?;

@@ -3,7 +3,7 @@
 //! index builds its types need, and the documents already over a bound it
 //! declares.
 
-use crate::admin::index_plan::{present, show};
+use crate::admin::index_plan::{existing_collections, present, show};
 use crate::admin::index_shape::Shape;
 use crate::error::{Error, Result};
 use crate::schema::stored::{self, Diff, StoredKind, StoredType};
@@ -56,12 +56,11 @@ impl Preview {
 /// ```
 pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
     let diff = stored::diff(&stored::load(db).await?, program);
-    let existing: Vec<String> =
-        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let existing = existing_collections(db).await?;
     let mut out = Preview { diff, ..Preview::default() };
-    for (collection, model) in missing_indexes(db, program).await? {
-        let unique = model.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
-        out.index_builds.push(format!("{collection} {}{}", show(&model.keys), if unique { " unique" } else { "" }));
+    for (collection, model) in missing_in(db, program, &existing).await? {
+        let unique = if Shape::of(&model).unique() { " unique" } else { "" };
+        out.index_builds.push(format!("{collection} {}{unique}", show(&model.keys)));
     }
     for t in program.iter().filter(|t| existing.contains(&t.collection)) {
         out.bound_violations.extend(over_bounds(db, t).await?);
@@ -72,8 +71,11 @@ pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
 /// The indexes the types of `program` declare or their relationships need
 /// that `db` lacks, by collection.
 pub(crate) async fn missing_indexes(db: &Database, program: &[StoredType]) -> Result<Vec<(String, IndexModel)>> {
-    let existing: Vec<String> =
-        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    missing_in(db, program, &existing_collections(db).await?).await
+}
+
+/// [`missing_indexes`], given the collections `db` has.
+async fn missing_in(db: &Database, program: &[StoredType], existing: &[String]) -> Result<Vec<(String, IndexModel)>> {
     let mut out = Vec::new();
     for t in program {
         let have = if existing.contains(&t.collection) { present(db, &t.collection).await? } else { Vec::new() };

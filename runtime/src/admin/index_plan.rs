@@ -103,6 +103,11 @@ pub(crate) fn needed(collection: &str) -> Result<Vec<Needed>> {
     Ok(needed)
 }
 
+/// The collections `db` has (`listCollections`).
+pub(crate) async fn existing_collections(db: &Database) -> Result<Vec<String>> {
+    db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))
+}
+
 /// The indexes `collection` has (`listIndexes`).
 pub(crate) async fn present(db: &Database, collection: &str) -> Result<Vec<Present>> {
     let mut present = Vec::new();
@@ -155,8 +160,7 @@ fn judge(needed: &Needed, found: Option<&Present>) -> (Action, Option<String>, S
 /// # Ok(()) });
 /// ```
 pub async fn plan(db: &Database) -> Result<IndexPlan> {
-    let existing: Vec<String> =
-        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let existing = existing_collections(db).await?;
     let mut collections: Vec<&'static str> = all_types().iter().map(|s| s.collection).collect();
     collections.dedup();
     let mut changes = Vec::new();

@@ -84,10 +84,7 @@ impl<T: Document> Repository<T> {
             return Ok(false);
         }
         let mut changed = plan.two_way || plan.keeps_subsets || (plan.source && plan.fills);
-        if let Some(filled) = filled {
-            changed |= crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
-        }
-        crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
+        changed |= self.copies_around(written, filled, cx).await?;
         self.after_new(written, cx).await?;
         if plan.summarized {
             // The summaries in the parents' subsets: one push per parent.
@@ -215,14 +212,27 @@ impl<T: Document> Repository<T> {
     /// read of each finds what the other missed (version guards make a copy
     /// written twice the same). Returns whether it changed the documents.
     async fn after_commit(&self, written: &[bson::Document], filled: Option<Sources>, cx: &mut Cx<'_>) -> Result<bool> {
-        let mut changed = false;
-        if let Some(filled) = filled {
-            changed |= crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?;
-        }
-        crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
+        let changed = self.copies_around(written, filled, cx).await?;
         for rel in graph().two_way_of(T::schema()) {
             self.link_back(written, rel, cx).await?;
         }
+        Ok(changed)
+    }
+
+    /// The copies around documents just written: theirs confirmed against
+    /// their sources (when they were filled), and those of holders already
+    /// referring to them filled. Returns whether their own copies changed.
+    async fn copies_around(
+        &self,
+        written: &[bson::Document],
+        filled: Option<Sources>,
+        cx: &mut Cx<'_>,
+    ) -> Result<bool> {
+        let changed = match filled {
+            Some(filled) => crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?,
+            None => false,
+        };
+        crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
         Ok(changed)
     }
 

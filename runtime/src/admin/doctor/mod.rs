@@ -61,7 +61,7 @@ pub use report::{
 };
 pub use rules::MIN_WRITES;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::document::Schema;
 use mongodb::bson;
 use mongodb::Database;
@@ -106,8 +106,7 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
         indexes: Vec::new(),
         findings: Vec::new(),
     };
-    let existing: Vec<String> =
-        db.list_collection_names().await.map_err(|e| Error::driver("listCollections", db.name(), e))?;
+    let existing = crate::admin::index_plan::existing_collections(db).await?;
     // Rule 5 first: the doctor's own reads must not count as reads of the copies.
     rule_five(db, &existing, &mut report).await?;
     let (present, skipped): (Vec<_>, Vec<_>) =
