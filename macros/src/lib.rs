@@ -85,9 +85,12 @@ fn derive_view_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
 
 /// Derives `docrel::Embedded` for the element struct of a reference array
 /// (`{id, name}`), whose fields may be copies: `#[denormalize(from =
-/// Part::name)]`, and `#[embedded(crate = "..")]` for a renamed dependency.
-/// See `docrel::attributes`.
-#[proc_macro_derive(Embedded, attributes(denormalize, embedded))]
+/// Part::name)]`; or for the element of an embedded array that holds
+/// references of its own: `#[reference(to = User)]` on a field, with copies
+/// through it (`#[denormalize(from = User::name, via = author)]`), loaded
+/// with `Post::rels().comments.each(Comment::refs().author)`.
+/// `#[embedded(crate = "..")]` for a renamed dependency. See `docrel::attributes`.
+#[proc_macro_derive(Embedded, attributes(denormalize, embedded, reference))]
 pub fn derive_embedded(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     derive_embedded_inner(&input).into()

@@ -4,8 +4,8 @@ pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::{DocId, GeneratedId};
 pub use crate::schema::document::{
-    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,
-    PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
+    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, ElemRef, ElementsOf, FieldInfo, IndexCollation, IndexSpec,
+    LinkKind, NoElements, OnDelete, PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
 };
 pub use crate::schema::registry::Registered;
 pub use inventory;
@@ -20,8 +20,8 @@ pub use crate::repository::hooks::{FoundHooks, HookProbe, NoHooks};
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
 pub use crate::{
-    Bucket, Counter, Document, Embedded, Field, Handles, ParentRef, RefMany, RefOne, Repository, RoutedById, Subset,
-    View,
+    Bucket, Counter, Document, EmbedArray, Embedded, Field, Handles, ParentRef, RefInElement, RefMany, RefOne,
+    Repository, RoutedById, Subset, View,
 };
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;

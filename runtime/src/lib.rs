@@ -64,6 +64,7 @@ pub use mongodb::bson;
 pub use patterns::bucket::{Appended, Bucket};
 pub use patterns::counter::{Counter, WindowCount};
 pub use patterns::subset::Subset;
+pub use relations::elements::{EachRef, Elements, EmbedArray, RefInElement};
 pub use relations::handles::{ParentRef, RefMany, RefOne};
 pub use relations::join::{
     join, join_chunked, Children, Join, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
@@ -76,8 +77,8 @@ pub use repository::{
     connect, connect_from_env, connect_with, hooks, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
 };
 pub use schema::document::{
-    field_key, Carries, Copy, Document, ElemCopy, Embedded, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete,
-    PartialFilter, Relation, RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
+    field_key, Carries, Copy, Document, ElemCopy, ElemRef, Embedded, FieldInfo, IndexCollation, IndexSpec, LinkKind,
+    OnDelete, PartialFilter, Relation, RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
 };
 pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Holds, Sort, Text, Update};
 /// The two kinds of [`Holds`]: values of the field itself, or of its elements.

@@ -44,6 +44,21 @@ fn source(copied: &Copied, checked: &mut Checked) -> syn::Ident {
     checked.checked(key, src.into_token_stream(), check)
 }
 
+/// The `ElemCopy` descriptor of an element's copy, and its source document.
+pub fn elem_copy(c: &Copied, checked: &mut Checked) -> (TokenStream, syn::Ident) {
+    let src = source(c, checked);
+    let (stored, src_name, src_field) = (&c.stored, &c.source.name, &c.source_field);
+    let copy = quote! {
+        __docrel::ElemCopy {
+            field: #stored,
+            source: <#src as __docrel::Document>::COLLECTION,
+            source_type: #src_name,
+            source_field: <#src>::__DOCREL_FIELDS.#src_field.path(),
+        }
+    };
+    (copy, src)
+}
+
 /// `#[derive(Embedded)]`: the copies an element struct of a reference array
 /// holds (`{id, name}` with `name` copied from `Part::name`), the stored
 /// name of each field, which the array's schema entry reads for its key,
@@ -51,22 +66,12 @@ fn source(copied: &Copied, checked: &mut Checked) -> syn::Ident {
 pub fn embedded(m: &EmbeddedModel) -> TokenStream {
     let mut checked = Checked::default();
     let ident = m.ident;
-    let descriptors: Vec<_> = m
-        .copies
-        .iter()
-        .map(|c| {
-            let src = source(c, &mut checked);
-            let (stored, src_name, src_field) = (&c.stored, &c.source.name, &c.source_field);
-            quote! {
-                __docrel::ElemCopy {
-                    field: #stored,
-                    source: <#src as __docrel::Document>::COLLECTION,
-                    source_type: #src_name,
-                    source_field: <#src>::__DOCREL_FIELDS.#src_field.path(),
-                }
-            }
-        })
-        .collect();
+    let descriptors: Vec<_> = m.copies.iter().map(|c| elem_copy(c, &mut checked).0).collect();
+    let refs = super::elements::references(m, &mut checked);
+    let (ref_descriptors, ref_checks, handles) = (&refs.descriptors, &refs.checks, &refs.handles);
+    let refs_const = (!ref_descriptors.is_empty()).then(|| {
+        quote! { const REFS: &'static [__docrel::ElemRef] = &[#(#ref_descriptors),*]; }
+    });
     let stored_names = m.fields.iter().map(|f| {
         let (constant, stored) = (super::element_stored_const(f.ident), &f.stored);
         let doc = format!("The stored name of `{}`.", f.ident);
@@ -83,10 +88,13 @@ pub fn embedded(m: &EmbeddedModel) -> TokenStream {
             #aliases
 
             #warnings
+            #ref_checks
+            #handles
 
             #[automatically_derived]
             impl __docrel::Embedded for #ident {
                 const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
+                #refs_const
             }
 
             #[allow(non_upper_case_globals)]

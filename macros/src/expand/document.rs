@@ -36,6 +36,8 @@ pub fn expand(m: &Model) -> TokenStream {
         #[allow(unused_qualifications)]
         const _: () = {
             use ::docrel::__private as __docrel;
+            #[allow(unused_imports)]
+            use __docrel::NoElements as _;
             #stored_self
             #aliases
 
@@ -366,6 +368,12 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
         RelationKind::Embed { subset: Some(subset), .. } => Some(subset_spec(subset, checked)),
         _ => None,
     });
+    // The references its elements hold, when the element struct derives
+    // `Embedded` (`NoElements` answers none for any other).
+    let elements = match embedded_element(rel) {
+        Some(elem) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
+        None => quote!(&[]),
+    };
     let bucket = Opt(match &rel.kind {
         RelationKind::Bucket(bucket) => Some(bucket_spec(bucket)),
         _ => None,
@@ -382,10 +390,22 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
             on_delete: __docrel::OnDelete::#on_delete,
             order: #order,
             copies: #copies,
+            elements: #elements,
             subset: #subset,
             bucket: #bucket,
             warn_above: #warn_above,
         }
+    }
+}
+
+/// The element type of an embedded array that is no subset: its elements
+/// may hold references.
+pub fn embedded_element<'a>(rel: &ModelRelation<'a>) -> Option<&'a syn::Type> {
+    match rel.kind {
+        RelationKind::Embed { many: true, subset: None, .. } => {
+            crate::internals::ty::array_element(rel.ty).map(|(e, _)| e)
+        }
+        _ => None,
     }
 }
 

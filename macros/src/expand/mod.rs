@@ -17,6 +17,7 @@
 
 pub mod copies;
 pub mod document;
+pub mod elements;
 pub mod fallback;
 pub mod indexes;
 pub mod relations;

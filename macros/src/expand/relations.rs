@@ -6,6 +6,7 @@
 //! schema's static when used, so each entry has one address; the handles
 //! struct is then a `const`, and `rels()` returns a reference to it.
 
+use super::document::embedded_element;
 use super::Checked;
 use crate::internals::model::{Bucket, Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
@@ -28,20 +29,21 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let doc = format!("Typed handles of the relationships of [`{ident}`], from [`{ident}::rels`].");
     // Every type that carries a reference field can be a loader's parent:
     // the document itself here, its views in the `View` derive.
-    let carries = m.relations.iter().filter(|rel| rel.kind.is_reference()).map(|rel| {
-        let (name, ty) = (rel.ident, rel.ty);
-        let key = field_key(name);
-        quote! {
-            #[automatically_derived]
-            impl __docrel::Carries<#ident, #key> for #ident {
-                type Value = #ty;
-                #[inline]
-                fn carried(&self) -> &#ty {
-                    &self.#name
+    let carries =
+        m.relations.iter().filter(|rel| rel.kind.is_reference() || embedded_element(rel).is_some()).map(|rel| {
+            let (name, ty) = (rel.ident, rel.ty);
+            let key = field_key(name);
+            quote! {
+                #[automatically_derived]
+                impl __docrel::Carries<#ident, #key> for #ident {
+                    type Value = #ty;
+                    #[inline]
+                    fn carried(&self) -> &#ty {
+                        &self.#name
+                    }
                 }
             }
-        }
-    });
+        });
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
@@ -93,7 +95,12 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
     // found its subset missing that way).
     let entry = proc_macro2::Literal::usize_unsuffixed(index);
     let (doc, handle_ty, init) = match &rel.kind {
-        RelationKind::Embed { subset: None, .. } => return None,
+        RelationKind::Embed { subset: None, .. } => {
+            let elem = embedded_element(rel)?;
+            let (ty, key) = (rel.ty, field_key(name));
+            let doc = format!("The embedded array `{name}`: `each(..)` names a reference its elements hold.");
+            (doc, quote!(__docrel::EmbedArray<#ident, #elem, #ty, #key>), quote!(__docrel::EmbedArray::new(#entry)))
+        }
         RelationKind::Embed { subset: Some(subset), .. } => {
             let child = checked.doc(&subset.child.path);
             let doc = format!("The subset kept in `{name}`.");
@@ -140,7 +147,7 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
 
 /// The id type of `to`, once the ids a field holds (`held`, as written) are
 /// of that type: the one check of a reference's id type, at the field's type.
-fn checked_id(to: &syn::Ident, held: &syn::Type, checked: &mut Checked) -> syn::Ident {
+pub(super) fn checked_id(to: &syn::Ident, held: &syn::Type, checked: &mut Checked) -> syn::Ident {
     let id = quote!(<#to as __docrel::Document>::Id);
     let key = format!("id {to} {}", quote!(#held));
     let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());

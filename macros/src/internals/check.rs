@@ -168,11 +168,15 @@ fn sharded_write_problem(kind: &RelationKind, stored: &[String]) -> Option<&'sta
 pub fn embedded<'a>(c: &'a Container<'a>, cx: &Ctxt) -> EmbeddedModel<'a> {
     check_stored_names(c, cx);
     let copies = check_copies(c, cx, false);
+    let (refs, copies) = super::element::references(c, copies, cx);
     EmbeddedModel {
         ident: c.ident,
+        vis: c.vis,
         krate: c.attr.krate.clone(),
         fields: c.fields.iter().filter_map(ModelField::new).collect(),
-        copies: copies.into_iter().map(|(copied, _)| copied).collect(),
+        copies,
+        refs,
+        refs_name: Names::refs(c.input),
         advice: super::advice::advise(c),
     }
 }
@@ -407,10 +411,6 @@ fn check_via<'a>(
     in_document: bool,
 ) -> Option<Via<'a>> {
     match (&copy.attr.via, in_document) {
-        (Some(via), false) => cx.error_at(
-            via.span(),
-            "an element of a reference array copies from the document its id refers to: remove `via`",
-        ),
         (None, true) => cx.error_at(
             copy.span,
             format!(
@@ -420,7 +420,9 @@ fn check_via<'a>(
                 f.ident
             ),
         ),
-        (Some(via), true) => match c.fields.iter().find(|g| g.ident == via) {
+        // An element names the reference of its own that leads to the
+        // source; without `via` it copies from the document its id refers to.
+        (Some(via), _) => match c.fields.iter().find(|g| g.ident == via) {
             None => {
                 let references = c.fields.iter().filter(|g| match &g.role {
                     Role::ParentRef { .. } => true,

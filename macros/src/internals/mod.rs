@@ -10,6 +10,7 @@ pub mod bucket;
 pub mod check;
 pub mod counter;
 pub mod ctxt;
+pub mod element;
 pub mod index_attr;
 pub mod index_check;
 pub mod index_values;

@@ -263,14 +263,35 @@ pub struct Via<'a> {
     pub to: Path,
 }
 
-/// A `#[derive(Embedded)]` element struct of a reference array.
+/// A `#[derive(Embedded)]` element struct: of a reference array, whose
+/// copies come from the document its key refers to, or of an embedded
+/// array, whose elements may hold references of their own.
 pub struct EmbeddedModel<'a> {
     pub ident: &'a Ident,
+    pub vis: &'a Visibility,
     pub krate: Option<Path>,
     pub fields: Vec<ModelField<'a>>,
     /// Fields that copy a field of the referred document.
     pub copies: Vec<Copied<'a>>,
+    /// The references the element holds (`#[reference(to = User)]`).
+    pub refs: Vec<ElementRef<'a>>,
+    /// The name of the handles struct of `refs` (`CommentRefs`).
+    pub refs_name: Ident,
     pub advice: Vec<Advice>,
+}
+
+/// A single reference on a field of an element struct, with the copies
+/// made through it (`#[denormalize(from = User::name, via = author)]`).
+pub struct ElementRef<'a> {
+    pub ident: &'a Ident,
+    pub stored: String,
+    pub to: Target,
+    /// The id type as written (`T` of an `Option<T>`).
+    pub id: &'a Type,
+    pub optional: bool,
+    pub on_delete: OnDelete,
+    /// Each copy with the `via` it was declared with.
+    pub copies: Vec<(Copied<'a>, &'a Ident)>,
 }
 
 /// A `#[derive(View)]` struct.
@@ -315,6 +336,15 @@ impl Names {
             Ident::new(&name, input.ident.span())
         };
         Names { fields: name("Fields"), rels: name("Rels") }
+    }
+
+    /// The name of an element struct's reference handles (`CommentRefs`),
+    /// prefixed like the others when the struct mentions it.
+    pub fn refs(input: &syn::DeriveInput) -> Ident {
+        let text = quote::ToTokens::to_token_stream(input).to_string();
+        let plain = format!("{}Refs", input.ident);
+        let name = if mentions(&text, &plain) { format!("__Docrel{plain}") } else { plain };
+        Ident::new(&name, input.ident.span())
     }
 }
 

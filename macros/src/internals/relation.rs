@@ -32,12 +32,7 @@ pub fn relations<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Vec<ModelRelatio
             Role::ParentRef { attr, span } => (parent_ref(c, f, attr, *span, cx), attr.on_delete.as_ref()),
             Role::Bucket { attr, span } => (bucket(c, f, attr, *span, cx), None),
         };
-        let on_delete = match on_delete.map(|r| **r) {
-            None => OnDelete::Nothing,
-            Some(OnDeleteAttr::Pull) => OnDelete::Pull,
-            Some(OnDeleteAttr::Cascade) => OnDelete::Cascade,
-            Some(OnDeleteAttr::Restrict) => OnDelete::Restrict,
-        };
+        let on_delete = rule_of(on_delete);
         match (kind, &mut out) {
             (Some(kind), Some(out)) => {
                 out.push(ModelRelation { ident: f.ident, ty: f.ty, stored: stored.clone(), on_delete, kind })
@@ -46,6 +41,16 @@ pub fn relations<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Vec<ModelRelatio
         }
     }
     out
+}
+
+/// The delete rule an attribute declares (none: [`OnDelete::Nothing`]).
+pub fn rule_of(declared: Option<&SpannedValue<OnDeleteAttr>>) -> OnDelete {
+    match declared.map(|r| **r) {
+        None => OnDelete::Nothing,
+        Some(OnDeleteAttr::Pull) => OnDelete::Pull,
+        Some(OnDeleteAttr::Cascade) => OnDelete::Cascade,
+        Some(OnDeleteAttr::Restrict) => OnDelete::Restrict,
+    }
 }
 
 fn embed<'a>(f: &'a Field<'a>, attr: &'a EmbedAttr, span: Span, cx: &Ctxt) -> Option<RelationKind<'a>> {

@@ -1,6 +1,7 @@
 //! References between documents: the typed relation handles, batched
 //! loaders and joins, two-way link/unlink/reassign, and `on_delete` rules.
 
+pub mod elements;
 pub mod handles;
 pub mod inverse_check;
 pub mod join;

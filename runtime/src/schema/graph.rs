@@ -12,6 +12,7 @@
 //! the schema report shows it, instead of merging their rules silently.
 
 use crate::schema::document::{Relation, RelationKind, Schema, SubsetSpec};
+use crate::schema::elements::element_relations;
 use crate::schema::registry::schemas;
 /// The graph's maps: keyed by the program's own collection names and
 /// descriptor addresses, never by input, so a fast non-cryptographic hasher
@@ -271,7 +272,7 @@ impl Graph {
         }
         for s in &all {
             g.add_copies(s);
-            for rel in s.relations {
+            for rel in s.relations.iter().chain(element_relations(s)) {
                 if rel.is_reference() {
                     if let Some(target) = rel.target {
                         g.references.entry(target).or_default().push((s, rel));
@@ -312,7 +313,7 @@ impl Graph {
         for copy in schema.copies {
             add(copy.source, Shape::Top { via: copy.via }, copy.field, copy.source_field);
         }
-        for rel in schema.relations {
+        for rel in schema.relations.iter().chain(element_relations(schema)) {
             if let RelationKind::RefMany { key: Some(key), .. } = rel.kind {
                 for copy in rel.copies {
                     add(copy.source, Shape::Array { array: rel.field, key }, copy.field, copy.source_field);
@@ -477,9 +478,10 @@ impl Graph {
     /// Whether documents of this type hold copies to fill on insert (its
     /// own, or the stored rules of its collection it follows).
     pub fn holds_copies(&self, schema: &'static Schema) -> bool {
-        std::iter::once(schema)
-            .chain(self.supplements_of(schema))
-            .any(|s| !s.copies.is_empty() || s.relations.iter().any(|r| !r.copies.is_empty()))
+        std::iter::once(schema).chain(self.supplements_of(schema)).any(|s| {
+            let in_elements = |r: &Relation| r.elements.iter().any(|e| !e.copies.is_empty());
+            !s.copies.is_empty() || s.relations.iter().any(|r| !r.copies.is_empty() || in_elements(r))
+        })
     }
 
     /// The target paths documents of this type hold copies in, with the

@@ -51,7 +51,12 @@ fn relation_keys(schema: &Schema) -> Vec<(BsonDoc, bool)> {
     let mut out = Vec::new();
     for rel in schema.relations {
         match rel.kind {
-            RelationKind::Embed { .. } => {}
+            // The references inside its elements are found by `comments.author`.
+            RelationKind::Embed { .. } => {
+                for element in rel.elements {
+                    out.push((bson::doc! { format!("{}.{}", rel.field, element.field): 1 }, false));
+                }
+            }
             RelationKind::RefMany { .. } | RelationKind::RefOne { .. } => {
                 out.push((bson::doc! { rel.id_path(): 1 }, false))
             }

@@ -3,6 +3,7 @@
 //! answers every question the runtime asks about relationships.
 
 pub mod document;
+pub mod elements;
 pub mod graph;
 pub mod handles;
 pub mod index_spec;

@@ -109,6 +109,10 @@ pub fn advice_report() -> String {
         for rel in s.relations {
             out.push_str(&format!("  {}: {}\n", rel.field, describe(rel)));
         }
+        // The references inside the elements, as the arrays keyed by them.
+        for rel in crate::schema::elements::element_relations(s) {
+            out.push_str(&format!("  {}: {}\n", rel.field, describe(rel)));
+        }
         for copy in s.copies {
             out.push_str(&format!(
                 "  {}: copy of {}::{} via `{}`\n",

@@ -169,6 +169,7 @@ mod tests {
             on_delete: OnDelete::Nothing,
             order: &[],
             copies: &[],
+            elements: &[],
             subset: None,
             bucket: None,
             warn_above,

@@ -99,7 +99,39 @@ impl<Q: Sync, F, I> ParentIds<I> for Parents<'_, Q, F, I> {
     }
 }
 
+/// Parents whose embedded array's elements each hold a reference
+/// (`comments[].author`): the ids of every element, in the array's order.
+struct ElementParents<'p, Q, F, E, I> {
+    parents: &'p [Q],
+    field: fn(&Q) -> &F,
+    elements: fn(&F) -> &[E],
+    visit: fn(&E, &mut dyn FnMut(&I)),
+}
+
+impl<Q: Sync, F, E, I> ParentIds<I> for ElementParents<'_, Q, F, E, I> {
+    fn len(&self) -> usize {
+        self.parents.len()
+    }
+    #[inline]
+    fn visit(&self, parent: usize, f: &mut dyn FnMut(&I)) {
+        for element in (self.elements)((self.field)(&self.parents[parent])) {
+            (self.visit)(element, f)
+        }
+    }
+}
+
 impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
+    /// The load of the documents the elements of `parents`' embedded arrays refer to.
+    pub(crate) fn in_elements<Q: Sync, F: 'p, E: 'p>(
+        field: fn(&Q) -> &F,
+        elements: fn(&F) -> &[E],
+        visit: fn(&E, &mut dyn FnMut(&T::Id)),
+        parents: &'p [Q],
+    ) -> Self {
+        let parents = Box::new(ElementParents { parents, field, elements, visit });
+        Referenced { parents, query: LoadQuery::default(), found: Found::default(), refs: 0 }
+    }
+
     pub(crate) fn new<Q: Sync, F: 'p>(field: fn(&Q) -> &F, visit: FieldVisit<F, T::Id>, parents: &'p [Q]) -> Self {
         Referenced::found(field, visit, parents, Found::default())
     }

@@ -7,9 +7,9 @@
 //! once per stored schema this process obeys, and never freed: a process
 //! obeys a handful of schema versions in its life.
 
-use super::form::{Key, StoredKind, StoredType};
+use super::form::{on_delete_of, Key, StoredKind, StoredType};
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation,
+    BucketSpec, Copy, ElemCopy, ElemRef, FieldInfo, IndexCollation, IndexSpec, LinkKind, PartialFilter, Relation,
     RelationKind, Schema, SubsetSpec,
 };
 use std::time::Duration;
@@ -101,6 +101,20 @@ fn field(f: &super::form::StoredField) -> FieldInfo {
     FieldInfo { rust: text(&f.rust), bson: text(&f.bson), rust_type: text(&f.rust_type), kind, target: opt(&f.target) }
 }
 
+fn elem_copies(copies: &[super::form::StoredElemCopy]) -> &'static [ElemCopy] {
+    slice(
+        copies
+            .iter()
+            .map(|c| ElemCopy {
+                field: text(&c.field),
+                source: text(&c.source),
+                source_type: text(&c.source_type),
+                source_field: text(&c.source_field),
+            })
+            .collect(),
+    )
+}
+
 fn relation(r: &super::form::StoredRelation) -> Relation {
     let kind = match &r.kind {
         StoredKind::Embed { many, max } => RelationKind::Embed { many: *many, max: *max },
@@ -109,12 +123,6 @@ fn relation(r: &super::form::StoredRelation) -> Relation {
         StoredKind::ParentRef => RelationKind::ParentRef,
         StoredKind::Bucket => RelationKind::Bucket,
     };
-    let on_delete = match r.on_delete.as_str() {
-        "pull" => OnDelete::Pull,
-        "cascade" => OnDelete::Cascade,
-        "restrict" => OnDelete::Restrict,
-        _ => OnDelete::Nothing,
-    };
     Relation {
         field: text(&r.field),
         rust_field: text(&r.rust_field),
@@ -122,16 +130,20 @@ fn relation(r: &super::form::StoredRelation) -> Relation {
         target: opt(&r.target),
         target_type: opt(&r.target_type),
         inverse: opt(&r.inverse),
-        on_delete,
+        on_delete: on_delete_of(&r.on_delete),
         order: keys(&r.order),
-        copies: slice(
-            r.copies
+        copies: elem_copies(&r.copies),
+        elements: slice(
+            r.elements
                 .iter()
-                .map(|c| ElemCopy {
-                    field: text(&c.field),
-                    source: text(&c.source),
-                    source_type: text(&c.source_type),
-                    source_field: text(&c.source_field),
+                .map(|e| ElemRef {
+                    field: text(&e.field),
+                    rust_field: text(&e.rust_field),
+                    target: text(&e.target),
+                    target_type: text(&e.target_type),
+                    optional: e.optional,
+                    on_delete: on_delete_of(&e.on_delete),
+                    copies: elem_copies(&e.copies),
                 })
                 .collect(),
         ),

@@ -3,8 +3,8 @@
 //! schema can be compared rule by rule.
 
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation, RelationKind,
-    Schema, SubsetSpec,
+    BucketSpec, Copy, ElemCopy, ElemRef, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation,
+    RelationKind, Schema, SubsetSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +106,10 @@ pub struct StoredRelation {
     pub order: Vec<Key>,
     /// Copies inside the elements of a reference array.
     pub copies: Vec<StoredElemCopy>,
+    /// The references each element of an embedded array holds; read as none
+    /// from a schema stored before they existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elements: Vec<StoredElemRef>,
     /// What a subset summarizes.
     pub subset: Option<StoredSubset>,
     /// How a bucket array is keyed and filled.
@@ -169,6 +173,25 @@ pub struct StoredElemCopy {
     pub source_type: String,
     /// The stored path of the source field.
     pub source_field: String,
+}
+
+/// A reference inside the elements of an embedded array.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredElemRef {
+    /// The stored name inside the element.
+    pub field: String,
+    /// Its Rust name.
+    pub rust_field: String,
+    /// The collection referred to.
+    pub target: String,
+    /// The Rust name of the target type.
+    pub target_type: String,
+    /// Whether it may be absent.
+    pub optional: bool,
+    /// `nothing`, `pull`, `cascade` or `restrict`.
+    pub on_delete: String,
+    /// The element's copies made through it.
+    pub copies: Vec<StoredElemCopy>,
 }
 
 /// A subset's rules.
@@ -301,12 +324,6 @@ impl From<&Relation> for StoredRelation {
             RelationKind::ParentRef => StoredKind::ParentRef,
             RelationKind::Bucket => StoredKind::Bucket,
         };
-        let on_delete = match r.on_delete {
-            OnDelete::Nothing => "nothing",
-            OnDelete::Pull => "pull",
-            OnDelete::Cascade => "cascade",
-            OnDelete::Restrict => "restrict",
-        };
         StoredRelation {
             field: r.field.to_owned(),
             rust_field: r.rust_field.to_owned(),
@@ -314,12 +331,47 @@ impl From<&Relation> for StoredRelation {
             target: opt(r.target),
             target_type: opt(r.target_type),
             inverse: opt(r.inverse),
-            on_delete: on_delete.to_owned(),
+            on_delete: on_delete_name(r.on_delete).to_owned(),
             order: keys(r.order),
             copies: r.copies.iter().map(StoredElemCopy::from).collect(),
+            elements: r.elements.iter().map(StoredElemRef::from).collect(),
             subset: r.subset.as_ref().map(StoredSubset::from),
             bucket: r.bucket.as_ref().map(StoredBucket::from),
             warn_above: r.warn_above,
+        }
+    }
+}
+
+/// The stored name of a delete rule.
+fn on_delete_name(rule: OnDelete) -> &'static str {
+    match rule {
+        OnDelete::Nothing => "nothing",
+        OnDelete::Pull => "pull",
+        OnDelete::Cascade => "cascade",
+        OnDelete::Restrict => "restrict",
+    }
+}
+
+/// The delete rule of a stored name; an unknown one is no rule.
+pub(crate) fn on_delete_of(name: &str) -> OnDelete {
+    match name {
+        "pull" => OnDelete::Pull,
+        "cascade" => OnDelete::Cascade,
+        "restrict" => OnDelete::Restrict,
+        _ => OnDelete::Nothing,
+    }
+}
+
+impl From<&ElemRef> for StoredElemRef {
+    fn from(r: &ElemRef) -> Self {
+        StoredElemRef {
+            field: r.field.to_owned(),
+            rust_field: r.rust_field.to_owned(),
+            target: r.target.to_owned(),
+            target_type: r.target_type.to_owned(),
+            optional: r.optional,
+            on_delete: on_delete_name(r.on_delete).to_owned(),
+            copies: r.copies.iter().map(StoredElemCopy::from).collect(),
         }
     }
 }

@@ -20,8 +20,8 @@ pub(crate) use descriptors::schema as descriptor;
 pub use diff::{diff, Diff};
 pub use form::program;
 pub use form::{
-    Key, StoredBucket, StoredCopy, StoredElemCopy, StoredField, StoredIndex, StoredKind, StoredRelation, StoredSubset,
-    StoredType, FORMAT,
+    Key, StoredBucket, StoredCopy, StoredElemCopy, StoredElemRef, StoredField, StoredIndex, StoredKind, StoredRelation,
+    StoredSubset, StoredType, FORMAT,
 };
 pub(crate) use lease::hold;
 pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
