@@ -42,6 +42,7 @@ pages! {
     denormalize_one_to_many = "patterns/denormalize-one-to-many.md";
     subset = "patterns/subset.md";
     bucket = "patterns/bucket.md";
+    references_in_elements = "patterns/references-in-elements.md";
     loading = "loading.md";
     queries = "queries.md";
     consistency = "consistency.md";

@@ -241,11 +241,30 @@ fn rust_name(ident: &syn::Ident) -> String {
 /// from the document the array refers to; and the element's key, when its
 /// struct has no such field (reported once, at the visit of the handle),
 /// reads as written rather than failing again.
+/// The references an element struct holds are kept in the elements of
+/// arrays; one embedded struct holding one is refused, not left unkept.
+fn one_embed_holds_no_reference(ident: &syn::Ident, rel: &ModelRelation) -> TokenStream {
+    let ty = crate::internals::ty::option_inner(rel.ty).unwrap_or(rel.ty);
+    let message = format!(
+        "`{}` of `{ident}` embeds one `{}` whose fields hold references (`#[reference]`), which docrel keeps in the \
+         elements of embedded arrays only: make it a `Vec` with `#[embed(max = 1)]`, or move the reference onto a \
+         field of `{ident}`",
+        rel.ident,
+        quote!(#ty)
+    );
+    let condition = quote!(<__docrel::ElementsOf<#ty>>::REFS.is_empty());
+    super::holds(ty.span(), &message, "holds references", condition)
+}
+
 fn element_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let ident = m.ident;
     let mut checks = Vec::new();
     let mut keys: Vec<&syn::Ident> = Vec::new();
     for rel in &m.relations {
+        if let RelationKind::Embed { many: false, .. } = rel.kind {
+            checks.push(one_embed_holds_no_reference(ident, rel));
+            continue;
+        }
         let RelationKind::RefMany { to, element: Element::Structs { ty: elem, key }, .. } = &rel.kind else { continue };
         let message = format!(
             "`{}` of `{ident}`: its elements copy fields from another document than `{}`, which the array refers to",
@@ -370,9 +389,13 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
     });
     // The references its elements hold, when the element struct derives
     // `Embedded` (`NoElements` answers none for any other).
-    let elements = match embedded_element(rel) {
-        Some(elem) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
-        None => quote!(&[]),
+    let elements = match (&rel.kind, embedded_element(rel)) {
+        (_, Some(elem)) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
+        (RelationKind::RefMany { element: Element::Structs { ty, .. }, .. }, None) => {
+            let elem = checked.embedded(ty);
+            quote!(<#elem as __docrel::Embedded>::REFS)
+        }
+        _ => quote!(&[]),
     };
     let bucket = Opt(match &rel.kind {
         RelationKind::Bucket(bucket) => Some(bucket_spec(bucket)),

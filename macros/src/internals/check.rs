@@ -444,6 +444,13 @@ fn check_via<'a>(
             Some(g) => match &g.role {
                 Role::ParentRef { attr, .. } => return via_to(via, g, attr.to.as_ref()),
                 Role::Reference { attr, .. } if !attr.many.is_present() => return via_to(via, g, attr.to.as_ref()),
+                _ if !in_document => cx.error_at(
+                    via.span(),
+                    format!(
+                        "`via = {via}` must name a reference of the element: `{via}` needs `#[reference(to = ..)]`; \
+                         an element of a reference array copies from the document its id refers to with no `via`"
+                    ),
+                ),
                 _ => cx.error_at(
                     via.span(),
                     format!(

@@ -19,7 +19,7 @@ pub fn element_relations(schema: &'static Schema) -> impl Iterator<Item = &'stat
     static MADE: std::sync::Mutex<Vec<(usize, usize, &'static Relation)>> = std::sync::Mutex::new(Vec::new());
     let mut out = Vec::new();
     for rel in schema.relations.iter().filter(|r| !r.elements.is_empty()) {
-        let RelationKind::Embed { max, .. } = rel.kind else { continue };
+        let (RelationKind::Embed { max, .. } | RelationKind::RefMany { max, .. }) = rel.kind else { continue };
         for element in rel.elements {
             let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let found = made.iter().find(|(r, e, _)| *r == address(rel) && *e == address(element)).map(|(_, _, m)| *m);

@@ -1,0 +1,21 @@
+#[allow(unused_imports)]
+use docrel::bson::oid::ObjectId;
+#[allow(unused_imports)]
+use docrel::{Document, Embedded};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[document(collection = "users")]
+struct User {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    name: String,
+}
+
+#[derive(Embedded, Serialize, Deserialize)]
+struct Comment {
+    #[reference(to = User)]
+    author: String,
+}
+
+fn main() {}
