@@ -55,6 +55,22 @@ struct Edit {
     editor: Option<ObjectId>,
 }
 
+/// A ticket goes with the user any of its watchers is.
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone)]
+struct Watcher {
+    #[reference(to = User, on_delete = cascade)]
+    user: ObjectId,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "er_tickets")]
+struct Ticket {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[embed(max = 5)]
+    watchers: Vec<Watcher>,
+}
+
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "er_pages")]
 struct Page {
@@ -237,6 +253,13 @@ async fn delete_rules_reach_the_elements() -> docrel::Result<()> {
         .collect();
     assert_eq!(editors, [Bson::ObjectId(cy), Bson::Null]);
     assert_eq!(stored.get_array("notes").unwrap().len(), 1);
+
+    // `cascade` on `watchers[].user`: the tickets cy watches go with cy.
+    let watch = |id, users: &[ObjectId]| Ticket { id, watchers: users.iter().map(|&user| Watcher { user }).collect() };
+    Ticket::repo(&t.db).insert_many(&[watch(1, &[ann, cy]), watch(2, &[ann]), watch(3, &[cy])]).await?;
+    User::repo(&t.db).delete_by_id(&cy).await?;
+    let tickets = t.db.collection::<BsonDoc>("er_tickets").distinct("_id", doc! {}).await?;
+    assert_eq!(tickets, [Bson::Int32(2)]);
     Ok(())
 }
 

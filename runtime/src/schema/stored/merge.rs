@@ -133,6 +133,13 @@ fn relation_rule(r: &StoredRelation) -> StoredRelation {
     for c in &mut r.copies {
         c.source_type.clear();
     }
+    for e in &mut r.elements {
+        e.rust_field.clear();
+        e.target_type.clear();
+        for c in &mut e.copies {
+            c.source_type.clear();
+        }
+    }
     r
 }
 
