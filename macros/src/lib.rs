@@ -101,7 +101,7 @@ fn derive_embedded_inner(input: &DeriveInput) -> proc_macro2::TokenStream {
     let container = Container::from_ast(input, "Embedded", &cx);
     let model = container.as_ref().map(|c| check::embedded(c, &cx));
     match cx.check() {
-        Ok(()) => model.map(|m| expand::copies::embedded(&m)).unwrap_or_default(),
+        Ok(()) => model.map(|m| expand::embedded::expand(&m)).unwrap_or_default(),
         Err(e) => {
             let errors = e.write_errors();
             let fallback = match (&container, input.generics.params.is_empty()) {

@@ -4,9 +4,10 @@ pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::{DocId, GeneratedId};
 pub use crate::schema::document::{
-    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, ElemRef, ElementsOf, FieldInfo, IndexCollation, IndexSpec,
-    LinkKind, NoElements, OnDelete, PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
+    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, ElemRef, FieldInfo, IndexCollation, IndexSpec, LinkKind,
+    OnDelete, PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
 };
+pub use crate::schema::elements::{ElementsOf, NoElements};
 pub use crate::schema::registry::Registered;
 pub use inventory;
 pub use mongodb;

@@ -2,8 +2,8 @@
 //! updaters find through the registry, and the compile-time checks that a
 //! copy has its source field's type and that `via` leads to the source.
 
-use super::{with_crate, Checked};
-use crate::internals::model::{Copied, EmbeddedModel, ModelCopy};
+use super::Checked;
+use crate::internals::model::{Copied, ModelCopy};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 
@@ -57,52 +57,4 @@ pub fn elem_copy(c: &Copied, checked: &mut Checked) -> (TokenStream, syn::Ident)
         }
     };
     (copy, src)
-}
-
-/// `#[derive(Embedded)]`: the copies an element struct of a reference array
-/// holds (`{id, name}` with `name` copied from `Part::name`), the stored
-/// name of each field, which the array's schema entry reads for its key,
-/// and the advice on its copies.
-pub fn embedded(m: &EmbeddedModel) -> TokenStream {
-    let mut checked = Checked::default();
-    let ident = m.ident;
-    let descriptors: Vec<_> = m.copies.iter().map(|c| elem_copy(c, &mut checked).0).collect();
-    let refs = super::elements::references(m, &mut checked);
-    let (ref_descriptors, ref_checks, handles) = (&refs.descriptors, &refs.checks, &refs.handles);
-    let refs_const = (!ref_descriptors.is_empty()).then(|| {
-        quote! { const REFS: &'static [__docrel::ElemRef] = &[#(#ref_descriptors),*]; }
-    });
-    let stored_names = m.fields.iter().map(|f| {
-        let (constant, stored) = (super::element_stored_const(f.ident), &f.stored);
-        let doc = format!("The stored name of `{}`.", f.ident);
-        quote! { #[doc = #doc] pub const #constant: &'static str = #stored; }
-    });
-    let (advice_methods, warnings) = super::warn::warnings(ident, &m.advice, &mut checked);
-    let aliases = checked.decls();
-    let out = quote! {
-        #advice_methods
-
-        #[allow(unused_qualifications)]
-        const _: () = {
-            use ::docrel::__private as __docrel;
-            #aliases
-
-            #warnings
-            #ref_checks
-            #handles
-
-            #[automatically_derived]
-            impl __docrel::Embedded for #ident {
-                const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
-                #refs_const
-            }
-
-            #[allow(non_upper_case_globals)]
-            #[doc(hidden)]
-            impl #ident {
-                #(#stored_names)*
-            }
-        };
-    };
-    with_crate(out, m.krate.as_ref())
 }

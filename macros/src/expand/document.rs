@@ -389,7 +389,7 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
     });
     // The references its elements hold, when the element struct derives
     // `Embedded` (`NoElements` answers none for any other).
-    let elements = match (&rel.kind, embedded_element(rel)) {
+    let elements = match (&rel.kind, rel.embedded_element()) {
         (_, Some(elem)) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
         (RelationKind::RefMany { element: Element::Structs { ty, .. }, .. }, None) => {
             let elem = checked.embedded(ty);
@@ -418,17 +418,6 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
             bucket: #bucket,
             warn_above: #warn_above,
         }
-    }
-}
-
-/// The element type of an embedded array that is no subset: its elements
-/// may hold references.
-pub fn embedded_element<'a>(rel: &ModelRelation<'a>) -> Option<&'a syn::Type> {
-    match rel.kind {
-        RelationKind::Embed { many: true, subset: None, .. } => {
-            crate::internals::ty::array_element(rel.ty).map(|(e, _)| e)
-        }
-        _ => None,
     }
 }
 

@@ -18,6 +18,7 @@
 pub mod copies;
 pub mod document;
 pub mod elements;
+pub mod embedded;
 pub mod fallback;
 pub mod indexes;
 pub mod relations;

@@ -6,7 +6,6 @@
 //! schema's static when used, so each entry has one address; the handles
 //! struct is then a `const`, and `rels()` returns a reference to it.
 
-use super::document::embedded_element;
 use super::Checked;
 use crate::internals::model::{Bucket, Element, Model, ModelRelation, RelationKind};
 use proc_macro2::TokenStream;
@@ -30,7 +29,7 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     // Every type that carries a reference field can be a loader's parent:
     // the document itself here, its views in the `View` derive.
     let carries =
-        m.relations.iter().filter(|rel| rel.kind.is_reference() || embedded_element(rel).is_some()).map(|rel| {
+        m.relations.iter().filter(|rel| rel.kind.is_reference() || rel.embedded_element().is_some()).map(|rel| {
             let (name, ty) = (rel.ident, rel.ty);
             let key = field_key(name);
             quote! {
@@ -96,7 +95,7 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
     let entry = proc_macro2::Literal::usize_unsuffixed(index);
     let (doc, handle_ty, init) = match &rel.kind {
         RelationKind::Embed { subset: None, .. } => {
-            let elem = embedded_element(rel)?;
+            let elem = rel.embedded_element()?;
             let (ty, key) = (rel.ty, field_key(name));
             let doc = format!("The embedded array `{name}`: `each(..)` names a reference its elements hold.");
             (doc, quote!(__docrel::EmbedArray<#ident, #elem, #ty, #key>), quote!(__docrel::EmbedArray::new(#entry)))

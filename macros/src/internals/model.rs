@@ -357,6 +357,17 @@ fn mentions(text: &str, word: &str) -> bool {
     })
 }
 
+impl<'a> ModelRelation<'a> {
+    /// The element type of an embedded array that is no subset: its
+    /// elements may hold references (`comments[].author`).
+    pub fn embedded_element(&self) -> Option<&'a Type> {
+        match self.kind {
+            RelationKind::Embed { many: true, subset: None, .. } => ty::array_element(self.ty).map(|(e, _)| e),
+            _ => None,
+        }
+    }
+}
+
 impl RelationKind<'_> {
     /// A reference that loaders read (an array, a single one, a parent reference).
     pub fn is_reference(&self) -> bool {

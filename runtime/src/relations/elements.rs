@@ -3,8 +3,8 @@
 //! element's reference (`Comment::refs().author`), and the load of the
 //! referred documents of every element of every parent in one `$in`.
 
-use crate::relations::join::{Load, Referenced, Referrers};
-use crate::schema::document::{Carries, Document, ElemRef, Embedded, Relation, View};
+use crate::relations::join::{FieldVisit, Load, Referenced, Referrers};
+use crate::schema::document::{Carries, Document, ElemRef, Embedded, Relation, RelationKind, View};
 use crate::schema::elements::element_relations;
 use crate::store::query::Filter;
 use mongodb::Database;
@@ -29,13 +29,16 @@ impl<E> Elements<E> for Option<Vec<E>> {
     }
 }
 
+/// The types a handle is about, owned by none of its values.
+type Types<P, E, F> = PhantomData<fn() -> (P, E, F)>;
+
 /// An embedded array of `E` elements on documents `P` (`#[embed]` on
 /// `comments: Vec<Comment>`): name one reference its elements hold with
 /// [`EmbedArray::each`] to load or look up through it. `F` is the field's
 /// type and `K` its key ([`crate::field_key`] of its name).
 pub struct EmbedArray<P, E, F, const K: u64> {
     index: usize,
-    _types: PhantomData<fn() -> (P, E, F)>,
+    _types: Types<P, E, F>,
 }
 
 impl<P, E, F, const K: u64> Clone for EmbedArray<P, E, F, K> {
@@ -72,7 +75,7 @@ impl<P: Document, E, F, const K: u64> EmbedArray<P, E, F, K> {
 /// `refs()`: hand it to [`EmbedArray::each`].
 pub struct RefInElement<E, T: Document> {
     index: usize,
-    visit: fn(&E, &mut dyn FnMut(&T::Id)),
+    visit: FieldVisit<E, T::Id>,
 }
 
 impl<E, T: Document> Clone for RefInElement<E, T> {
@@ -86,7 +89,7 @@ impl<E, T: Document> RefInElement<E, T> {
     /// A handle (generated code calls this): the reference at `index` of
     /// the element's `REFS`, and the visit of the id an element holds.
     #[doc(hidden)]
-    pub const fn new(index: usize, visit: fn(&E, &mut dyn FnMut(&T::Id))) -> Self {
+    pub const fn new(index: usize, visit: FieldVisit<E, T::Id>) -> Self {
         RefInElement { index, visit }
     }
 }
@@ -126,9 +129,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
     pub fn relation(&self) -> &'static Relation {
         let (array, field) = (self.array.relation().field, self.r.reference().field);
         element_relations(P::schema())
-            .find(|r| {
-                r.field == array && matches!(r.kind, crate::RelationKind::RefMany { key: Some(k), .. } if k == field)
-            })
+            .find(|r| r.field == array && matches!(r.kind, RelationKind::RefMany { key: Some(k), .. } if k == field))
             .unwrap_or_else(|| unreachable!("the derive lists every element reference of `{array}`"))
     }
 

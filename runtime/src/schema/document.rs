@@ -359,9 +359,8 @@ pub struct Relation {
     /// For arrays of `{id, ..}` structs, the fields of each element that are
     /// copies of the referred document's fields.
     pub copies: &'static [ElemCopy],
-    /// For an embedded array (`#[embed]` on a `Vec` of a struct deriving
-    /// [`Embedded`]): the references each element holds (`comments[].author`),
-    /// with the copies made through them.
+    /// The references each element of an embedded array holds
+    /// (`comments[].author`), when its struct derives [`Embedded`].
     pub elements: &'static [ElemRef],
     /// For a subset (`#[embed(max, subset_of = ..)]`): what it summarizes.
     pub subset: Option<SubsetSpec>,
@@ -481,14 +480,9 @@ pub struct ElemCopy {
 }
 
 /// A single reference held by each element of an embedded array
-/// (`#[reference(to = User)]` on `Comment::author`, for `posts.comments[].author`),
-/// with the copies its element makes through it
-/// (`#[denormalize(from = User::name, via = author)]`).
-///
-/// The schema graph treats it as a reference array keyed by the element's
-/// field: loads read every element's id with one `$in`, a change of a copied
-/// source field rewrites `comments.$[e].author_name` where `e.author` is its
-/// id, and `on_delete` applies to the elements (`pull` removes them).
+/// (`posts.comments[].author`), with the copies the element makes through
+/// it; the runtime keeps it as an array keyed by the element's field (see
+/// [`crate::schema::elements`]).
 #[derive(Debug)]
 pub struct ElemRef {
     /// The stored name of the reference inside the element.
@@ -540,27 +534,6 @@ pub trait Embedded {
     /// on a field), when it is the element of an embedded array.
     const REFS: &'static [ElemRef] = &[];
 }
-
-/// The references held by the elements of an embedded array of `T`, read by
-/// the `Document` derive as `<ElementsOf<T>>::REFS`: `T`'s when it derives
-/// [`Embedded`] (this inherent constant), else none ([`NoElements`]'s), so a
-/// plain serde struct embeds as before.
-#[doc(hidden)]
-pub struct ElementsOf<T>(std::marker::PhantomData<T>);
-
-impl<T: Embedded> ElementsOf<T> {
-    #[doc(hidden)]
-    pub const REFS: &'static [ElemRef] = T::REFS;
-}
-
-/// The fallback of [`ElementsOf`] for an element that does not derive [`Embedded`].
-#[doc(hidden)]
-pub trait NoElements {
-    #[doc(hidden)]
-    const REFS: &'static [ElemRef] = &[];
-}
-
-impl<T> NoElements for ElementsOf<T> {}
 
 impl Relation {
     /// The path that holds the referred ids: `parts`, or `parts.id` when the

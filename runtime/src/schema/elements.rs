@@ -4,7 +4,7 @@
 //! the runtime as what they are stored as: reference arrays keyed by the
 //! element's field.
 
-use crate::schema::document::{Relation, RelationKind, Schema};
+use crate::schema::document::{ElemRef, Embedded, Relation, RelationKind, Schema};
 
 fn address<T>(item: &'static T) -> usize {
     item as *const T as usize
@@ -47,3 +47,24 @@ pub fn element_relations(schema: &'static Schema) -> impl Iterator<Item = &'stat
     }
     out.into_iter()
 }
+
+/// The references held by the elements of an embedded array of `T`, read by
+/// the `Document` derive as `<ElementsOf<T>>::REFS`: `T`'s when it derives
+/// [`Embedded`] (this inherent constant), else none ([`NoElements`]'s), so a
+/// plain serde struct embeds as before.
+#[doc(hidden)]
+pub struct ElementsOf<T>(std::marker::PhantomData<T>);
+
+impl<T: Embedded> ElementsOf<T> {
+    #[doc(hidden)]
+    pub const REFS: &'static [ElemRef] = T::REFS;
+}
+
+/// The fallback of [`ElementsOf`] for an element that does not derive [`Embedded`].
+#[doc(hidden)]
+pub trait NoElements {
+    #[doc(hidden)]
+    const REFS: &'static [ElemRef] = &[];
+}
+
+impl<T> NoElements for ElementsOf<T> {}
