@@ -212,6 +212,16 @@ async fn a_comment_pushed_later_gets_its_copy_and_referrers_are_found_by_element
     User::repo(&t.db).update_by_id(&ids[1], User::fields().name.set("Bob".into())).await?;
     assert_eq!(stored_comments(&raw_post(&t.db, post.id).await?)[1], (ids[1], "Bob".into()));
     assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 0);
+    // One element's reference moved by its position: its copy follows.
+    let moved = docrel::Update::<Post>::raw(doc! {"$set": {"comments.0.author": ids[1]}});
+    Post::repo(&t.db).update_by_id(&post.id, moved).await?;
+    assert_eq!(stored_comments(&raw_post(&t.db, post.id).await?)[0], (ids[1], "Bob".into()), "filled on a moved id");
+    let back = docrel::Update::<Post>::raw(doc! {"$set": {"comments.0.author": ids[0]}});
+    Post::repo(&t.db).update_by_id(&post.id, back).await?;
+    // A copy written by hand through docrel is refused or rewritten, never kept.
+    let forged = docrel::Update::<Post>::raw(doc! {"$set": {"comments.0.author_name": "forged"}});
+    let _ = Post::repo(&t.db).update_by_id(&post.id, forged).await;
+    assert_eq!(stored_comments(&raw_post(&t.db, post.id).await?)[0], (ids[0], "ann".into()), "a forged copy");
     Post::repo(&t.db).update_by_id(&other.id, Post::fields().comments.set(vec![comment("back", ids[1])])).await?;
 
     let found = Post::rels().comments.each(Comment::refs().author).referrers_of_many(&t.db, &[ids[1], ids[0]]).await?;
