@@ -10,6 +10,7 @@
 //! | `latest_per_parent` (`$documents`, `$lookup` with `localField` and a pipeline) | MongoDB 5.1 | 14 |
 //! | `Strategy::Lookup` with a view (`$lookup` with `localField` and a pipeline) | MongoDB 5.0 | 13 |
 //! | `Strategy::Lookup` on a sharded cluster (`$lookup` into a sharded collection) | MongoDB 5.1 | 14 |
+//! | a source update and its fan-outs in one round trip (client `bulkWrite`; older servers send one command per collection) | MongoDB 8.0 | 25 |
 
 use crate::error::{Error, Result};
 use mongodb::Client;
@@ -120,6 +121,13 @@ pub(crate) fn require(feature: Feature) -> Result<()> {
         Some(only) => only.require(feature),
         None => Ok(()),
     }
+}
+
+/// Whether the deployment this process connected to has `feature`; false
+/// when it is not known (see [`require`]), so an optional way is taken only
+/// where it is sure to work.
+pub(crate) fn supports(feature: Feature) -> bool {
+    the_one().is_some_and(|only| only.max_wire_version >= feature.wire)
 }
 
 /// [`require`] on a sharded cluster only.

@@ -7,6 +7,7 @@
 //!
 //! The version contract the plan keeps is stated in [`super::fanout`].
 
+mod bulk;
 mod document;
 mod image;
 mod outcome;

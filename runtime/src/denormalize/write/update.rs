@@ -95,6 +95,16 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         let Some((filter, body, stamp)) = fanout::stamped_by_id(T::COLLECTION, id, set) else {
             return Ok(None);
         };
+        // On MongoDB 8.0+, the write and every fan-out in one round trip
+        // (the subsets' rebuild reads an image: not in a batch).
+        if !self.summarized {
+            let batch = (filter.clone(), body.clone());
+            match super::bulk::stamped(cx, T::COLLECTION, batch, id, stamp, &set).await? {
+                Some(done) if done.matched => return Ok(Some(UpdateOutcome { matched: 1, modified: done.modified })),
+                Some(_) => return Ok(None),
+                None => {}
+            }
+        }
         let modified = match in_session!(self.raw.update_one(filter, body), cx.session()) {
             Ok(r) if r.matched_count == 1 => r.modified_count,
             Ok(_) => return Ok(None),
