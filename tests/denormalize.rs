@@ -414,7 +414,6 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
         let coll = t.db.collection::<BsonDoc>("products");
         async move { coll.find(doc! {}).sort(doc! {"_id": 1}).await.unwrap().try_collect::<Vec<BsonDoc>>().await.unwrap() }
     };
-    let before = snapshot(&t).await;
     // The one `bulkWrite` of the rename is cut (its answer lost): what it
     // wrote is unknown, so the rename goes the other way, which writes it
     // all again at a newer version, and returns Ok with every copy true.

@@ -175,8 +175,9 @@ async fn catalog_parts_and_products_keep_each_others_names() -> docrel::Result<(
     assert_eq!(stored.get_i32("product_catalog_number").ok(), Some(1235));
 
     assert_eq!(log.cost("load the parts of every product (one $in, projected on PartLine)"), Some(1));
-    assert_eq!(log.cost("rename part #4 grommet: the products holding it follow"), Some(2));
-    assert_eq!(log.cost("rename product 1234 and renumber it: its parts follow"), Some(2));
+    // The source and its copies in one bulkWrite (MongoDB 8.0+).
+    assert_eq!(log.cost("rename part #4 grommet: the products holding it follow"), Some(1));
+    assert_eq!(log.cost("rename product 1234 and renumber it: its parts follow"), Some(1));
     Ok(())
 }
 
