@@ -98,7 +98,7 @@ pub(crate) async fn learn(client: &Client, hosts: String, redacted_uri: String) 
         .run_command(mongodb::bson::doc! {"hello": 1})
         .await
         .map_err(|e| Error::Connect { uri: redacted_uri, source: Box::new(e) })?;
-    let pretended = *PRETEND.lock().unwrap_or_else(|p| p.into_inner());
+    let pretended = PRETEND.lock().unwrap_or_else(|p| p.into_inner()).or_else(pretended_by_env);
     let deployment = Deployment {
         max_wire_version: pretended.unwrap_or_else(|| hello.get_i32("maxWireVersion").unwrap_or(0)),
         sharded: hello.get_str("msg").is_ok_and(|m| m == "isdbgrid"),
@@ -145,6 +145,16 @@ fn the_one() -> Option<Deployment> {
         (Some(only), None) => Some(*only),
         _ => None,
     }
+}
+
+/// `DOCREL_PRETEND_WIRE_VERSION`, read by test builds only: a whole run
+/// (the history checker, both of its processes) on the paths of an older
+/// server, as [`pretend_wire_version`] does for one test binary.
+fn pretended_by_env() -> Option<i32> {
+    if !cfg!(feature = "testing") {
+        return None;
+    }
+    std::env::var("DOCREL_PRETEND_WIRE_VERSION").ok()?.parse().ok()
 }
 
 /// Tests only: makes docrel take every `hello` it reads from now on (at
