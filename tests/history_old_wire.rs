@@ -38,7 +38,6 @@ async fn histories_on_the_paths_before_8_0_keep_derived_data_true() {
 /// The histories' own schema takes the separate commands here: a rename of
 /// a product copied into its parts is its `update`, then the parts'.
 async fn the_old_path_runs() {
-    use docrel::Document;
     use history::schema::Product;
     let t = docrel::testing::TestDb::new("history_old_wire_path").await.expect("a test database");
     let product = Product { id: docrel::bson::oid::ObjectId::new(), name: "shifter".into(), parts: Vec::new() };
