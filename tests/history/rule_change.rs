@@ -78,6 +78,7 @@ fn reference(field: &str, kind: StoredKind, to: (&str, &str), copies: Vec<Stored
         on_delete: "nothing".to_owned(),
         order: Vec::new(),
         copies,
+        elements: Vec::new(),
         subset: None,
         bucket: None,
         warn_above: None,
