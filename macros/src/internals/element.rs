@@ -31,16 +31,15 @@ pub fn references<'a>(
     for (copied, via) in copies {
         match via {
             None => plain.push(copied),
-            Some(via) => match refs.iter_mut().find(|r| r.ident == via.ident) {
-                Some(r) => {
+            // A `via` that names no reference: `check_copies` reported it.
+            Some(via) => {
+                if let Some(r) = refs.iter_mut().find(|r| r.ident == via.ident) {
                     if r.copies.is_empty() {
                         through.push(via.ident.span());
                     }
                     r.copies.push((copied, via.ident))
                 }
-                // `check_copies` reported a `via` that names no reference.
-                None => {}
-            },
+            }
         }
     }
     one_source_of_copies(c, !plain.is_empty(), &through, cx);

@@ -3,6 +3,7 @@
 //! element's reference (`Comment::refs().author`), and the load of the
 //! referred documents of every element of every parent in one `$in`.
 
+use crate::relations::join::request::FieldVisit;
 use crate::relations::join::{Load, Referenced, Referrers};
 use crate::schema::document::{Carries, Document, ElemRef, Embedded, Relation, View};
 use crate::schema::elements::element_relations;
@@ -35,8 +36,12 @@ impl<E> Elements<E> for Option<Vec<E>> {
 /// type and `K` its key ([`crate::field_key`] of its name).
 pub struct EmbedArray<P, E, F, const K: u64> {
     index: usize,
-    _types: PhantomData<fn() -> (P, E, F)>,
+    _types: Types<P, E, F>,
 }
+
+/// The types a handle names without holding any: `fn() -> ..` keeps the
+/// handle `Send`, `Sync` and `Copy` whatever they are.
+type Types<P, E, F> = PhantomData<fn() -> (P, E, F)>;
 
 impl<P, E, F, const K: u64> Clone for EmbedArray<P, E, F, K> {
     fn clone(&self) -> Self {
@@ -72,7 +77,7 @@ impl<P: Document, E, F, const K: u64> EmbedArray<P, E, F, K> {
 /// `refs()`: hand it to [`EmbedArray::each`].
 pub struct RefInElement<E, T: Document> {
     index: usize,
-    visit: fn(&E, &mut dyn FnMut(&T::Id)),
+    visit: FieldVisit<E, T::Id>,
 }
 
 impl<E, T: Document> Clone for RefInElement<E, T> {
@@ -86,7 +91,7 @@ impl<E, T: Document> RefInElement<E, T> {
     /// A handle (generated code calls this): the reference at `index` of
     /// the element's `REFS`, and the visit of the id an element holds.
     #[doc(hidden)]
-    pub const fn new(index: usize, visit: fn(&E, &mut dyn FnMut(&T::Id))) -> Self {
+    pub const fn new(index: usize, visit: FieldVisit<E, T::Id>) -> Self {
         RefInElement { index, visit }
     }
 }

@@ -19,7 +19,7 @@ mod counts;
 mod referenced;
 mod referrers;
 mod related;
-mod request;
+pub(crate) mod request;
 mod run;
 
 pub use children::{Children, Latest};

@@ -105,7 +105,7 @@ struct ElementParents<'p, Q, F, E, I> {
     parents: &'p [Q],
     field: fn(&Q) -> &F,
     elements: fn(&F) -> &[E],
-    visit: fn(&E, &mut dyn FnMut(&I)),
+    visit: FieldVisit<E, I>,
 }
 
 impl<Q: Sync, F, E, I> ParentIds<I> for ElementParents<'_, Q, F, E, I> {
@@ -125,7 +125,7 @@ impl<'p, T: Document, V: View<Of = T>> Referenced<'p, T, V> {
     pub(crate) fn in_elements<Q: Sync, F: 'p, E: 'p>(
         field: fn(&Q) -> &F,
         elements: fn(&F) -> &[E],
-        visit: fn(&E, &mut dyn FnMut(&T::Id)),
+        visit: FieldVisit<E, T::Id>,
         parents: &'p [Q],
     ) -> Self {
         let parents = Box::new(ElementParents { parents, field, elements, visit });
