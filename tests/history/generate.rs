@@ -33,6 +33,7 @@ pub const SESSION_KINDS: &[OpKind] = &[
     OpKind::RenamePerson,
     OpKind::SavePerson,
     OpKind::DeletePerson,
+    OpKind::DeletePersonWithTasks,
     OpKind::InsertTask,
     OpKind::InsertTaskOwned,
     OpKind::ReplaceTask,
@@ -241,7 +242,7 @@ fn people(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::ReplacePerson => Op::ReplacePerson { h: g.person(), name: g.name("h") },
         OpKind::SavePerson => Op::SavePerson { h: g.person(), name: g.name("h") },
         OpKind::DeletePerson => Op::DeletePerson { h: g.person() },
-        OpKind::RetirePerson => Op::RetirePerson { h: g.person() },
+        OpKind::DeletePersonWithTasks => Op::DeletePersonWithTasks { h: g.person() },
         OpKind::InsertTask => Op::InsertTask { t: g.task(), description: g.name("t") },
         OpKind::InsertTaskOwned => {
             Op::InsertTaskOwned { t: g.task(), h: g.below(SETUP_PEOPLE), description: g.name("t") }

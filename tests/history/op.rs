@@ -240,7 +240,7 @@ ops! {
     ReplacePerson { h: usize, name: String },
     SavePerson { h: usize, name: String },
     DeletePerson { h: usize },
-    RetirePerson { h: usize },
+    DeletePersonWithTasks { h: usize },
     InsertTask { t: usize, description: String },
     InsertTaskOwned { t: usize, h: usize, description: String },
     InsertTaskOwnedEarly { t: usize, h: usize, description: String },
@@ -296,11 +296,7 @@ impl Op {
     /// repository; a user session's transaction).
     pub fn runs_transaction(&self) -> bool {
         match self {
-            Op::Reassign { .. }
-            | Op::LinkTask { .. }
-            | Op::UnlinkTask { .. }
-            | Op::UnlinkOwner { .. }
-            | Op::RetirePerson { .. } => true,
+            Op::Reassign { .. } | Op::LinkTask { .. } | Op::UnlinkTask { .. } | Op::UnlinkOwner { .. } => true,
             Op::Session { steps, end } => *end != End::NoTxn || steps.iter().any(Op::runs_transaction),
             _ => self.txn_flag(),
         }

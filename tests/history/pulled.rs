@@ -1,10 +1,11 @@
 //! [`Inv::Pulled`]: `on_delete = pull` reaches the notes of tasks
 //! (`tasks.notes[].who`). No stored field says that a person was deleted,
 //! so the history says it: a person absent at the end whose last delete
-//! (`delete_by_id` of `DeletePerson` or `RetirePerson`, not in a session)
-//! returned `Ok(true)` leaves no note written before that delete started
-//! (a `RetirePerson`'s start: before its delete). A note's text names the
-//! operation that made it; a replace or save of its task writes it back.
+//! (`delete_by_id` of `DeletePerson` or `DeletePersonWithTasks`, not in a
+//! session) returned `Ok(true)` leaves no note written before that delete
+//! started (a `DeletePersonWithTasks`'s start: before its delete). A
+//! note's text names the operation that made it; a replace or save of its
+//! task writes it back.
 //!
 //! What is not held to it, since the pull may rightly miss it: a note
 //! written while the delete ran or after it (a replace that read the task
@@ -78,7 +79,7 @@ impl Timeline {
     pub fn of(records: &[Record]) -> Timeline {
         let mut t = Timeline::default();
         for r in records {
-            if let (Op::DeletePerson { h } | Op::RetirePerson { h }, Res::Ok(said)) = (&r.op, &r.res) {
+            if let (Op::DeletePerson { h } | Op::DeletePersonWithTasks { h }, Res::Ok(said)) = (&r.op, &r.res) {
                 if said.ends_with("deleted true") {
                     t.deletes.push((Bson::ObjectId(Universe::person(*h)), r.start));
                 }

@@ -61,22 +61,22 @@ async fn people(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>>
         Op::DeletePerson { h } => {
             repo.delete_by_id(&Universe::person(*h)).within(s).await.map(|d| format!("deleted {d}"))
         }
-        Op::RetirePerson { h } => retire(c, *h).await,
+        Op::DeletePersonWithTasks { h } => delete_with_tasks(c, *h, s).await,
         _ => return None,
     })
 }
 
-/// Frees person `h` of the tasks it owns, each unlinked, then deletes it:
-/// the way a delete gets past `Task.owner`'s restrict, so that the pull of
-/// the person's notes runs (a task linked to it meanwhile refuses it).
-async fn retire(c: &Ctx, h: usize) -> docrel::Result<String> {
+/// Deletes the tasks person `h` owns, then the person: the way a delete
+/// gets past `Task.owner`'s restrict, so that the pull of the person's
+/// notes runs (a task given to it meanwhile refuses it). Plain writes
+/// only: unlinking the tasks instead would be a transaction, which the
+/// gate cannot hold apart from the pull's plain `updateMany` (`gate.rs`).
+async fn delete_with_tasks(c: &Ctx, h: usize, mut s: Sess<'_>) -> docrel::Result<String> {
     let person = Universe::person(h);
-    let owned = c.repo::<Task>(false).find(Task::fields().owner.eq(Some(person))).to_vec().await?;
-    for task in &owned {
-        Task::rels().owner.unlink(&c.db, &task.id, &person).await?;
-    }
-    let deleted = c.repo::<Person>(false).delete_by_id(&person).await?;
-    Ok(format!("unlinked {}, deleted {deleted}", owned.len()))
+    let owned = Task::fields().owner.eq(Some(person));
+    let tasks = c.repo::<Task>(false).delete_many(owned).within(s.as_deref_mut()).await?;
+    let deleted = c.repo::<Person>(false).delete_by_id(&person).within(s).await?;
+    Ok(format!("deleted {tasks} tasks, deleted {deleted}"))
 }
 
 /// Reads person `h`, then replaces or saves it with a new name.
