@@ -15,6 +15,7 @@ use history::check::{self, Facts, Inv, Snapshot};
 use history::coverage;
 use history::plan::{self, OpKind, PlanConfig};
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_histories_keep_derived_data_true() {
@@ -135,9 +136,11 @@ async fn clean_state(t: &TestDb) -> Facts {
         ])
         .await
         .unwrap();
+    // A note by the other kate, her name copied beside the reference `who`.
     db.collection::<Document>("tasks")
         .insert_one(doc! {"_id": t0, "description": "chalk", "owner": h0, "owner_name": "kate",
-        "_docrel": {"copies": {"owner": {h0.to_hex(): 30_i64, h1.to_hex(): 31_i64}}}})
+        "notes": [{"text": "n1", "who": h1, "by_name": "kate"}],
+        "_docrel": {"copies": {"owner": {h0.to_hex(): 30_i64, h1.to_hex(): 31_i64}, "notes": {h1.to_hex(): 31_i64}}}})
         .await
         .unwrap();
     // Five reviews of item 1, the 4 newest kept newest first; one of item 2 (absent).
@@ -153,12 +156,21 @@ async fn clean_state(t: &TestDb) -> Facts {
         ])
         .await
         .unwrap();
-    Facts { appended: (1..=4).map(|k| (1, format!("c{k}"))).collect(), ..Facts::default() }
+    // Person 6 was deleted (Ok) at 10 s, after note n2 was made at 5 s and
+    // the task written back at 6 s.
+    let pulls = history::pulled::Timeline {
+        deletes: vec![(Bson::ObjectId(oid(6)), Duration::from_secs(10))],
+        creations: vec![(Bson::ObjectId(oid(6)), Duration::from_secs(2))],
+        notes: vec![("n2".into(), Duration::from_secs(5))],
+        rewrites: vec![(Bson::ObjectId(t0), Duration::from_secs(6))],
+    };
+    Facts { appended: (1..=4).map(|k| (1, format!("c{k}"))).collect(), pulls, ..Facts::default() }
 }
 
 async fn broken(t: &TestDb, facts: &Facts) -> (BTreeSet<Inv>, Vec<String>) {
     let snapshot = Snapshot::read(&t.db).await.unwrap();
-    let found = check::check(&snapshot, facts, &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded]);
+    let found =
+        check::check(&snapshot, facts, &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded, Inv::Pulled]);
     (found.iter().map(|v| v.inv).collect(), found.iter().map(ToString::to_string).collect())
 }
 
@@ -173,6 +185,11 @@ const CORRUPTIONS: &[(&str, &[Inv])] = &[
     ("an element copy removed", &[Inv::I1]),
     ("a top-level copy overwritten", &[Inv::I1]),
     ("a copy through a two-way reference overwritten", &[Inv::I1]),
+    ("a copy inside a note overwritten", &[Inv::I1]),
+    ("a note's writer renamed behind docrel's back", &[Inv::I1]),
+    ("a note's version record lost", &[Inv::Unrecorded]),
+    ("a note by a deleted person left", &[Inv::Pulled]),
+    ("notes over their bound", &[Inv::I5]),
     ("a source renamed behind docrel's back", &[Inv::I1]),
     ("a copied quantity off", &[Inv::I1]),
     ("a copied label left after the source lost it", &[Inv::I1]),
@@ -251,6 +268,15 @@ async fn corrupt(t: &TestDb, case: usize) {
             let update = doc! {"$push": {"comments": {"name": "reader", "text": "c1"}}, "$set": {"count": 2}};
             upd(t, "comment_pages", doc! {"page": 2}, update).await
         }
+        "a note by a deleted person left" => {
+            let note = doc! {"text": "n2", "who": oid(6), "by_name": "gone"};
+            upd(t, "tasks", doc! {}, doc! {"$push": {"notes": note}}).await
+        }
+        "notes over their bound" => {
+            let notes: Vec<Document> =
+                (0..4).map(|k| doc! {"text": format!("n{k}"), "who": oid(4), "by_name": "kate"}).collect();
+            upd(t, "tasks", doc! {}, doc! {"$set": {"notes": notes}}).await
+        }
         "a reference array over its bound" => {
             let elements: Vec<Document> =
                 (0..7).map(|_| doc! {"id": oid(1), "pname": "bolt", "qty": 1, "label": "top"}).collect();
@@ -283,6 +309,16 @@ async fn corrupt_copies(t: &TestDb, name: &str) -> bool {
             upd(t, "tasks", doc! {}, doc! {"$set": {"owner_name": "corrupt"}}).await
         }
         "a source renamed behind docrel's back" => upd(t, "parts", doc! {}, doc! {"$set": {"name": "nut"}}).await,
+        "a copy inside a note overwritten" => {
+            upd(t, "tasks", doc! {}, doc! {"$set": {"notes.0.by_name": "corrupt"}}).await
+        }
+        "a note's writer renamed behind docrel's back" => {
+            upd(t, "people", doc! {"_id": oid(4)}, doc! {"$set": {"name": "kat"}}).await
+        }
+        "a note's version record lost" => {
+            let path = format!("_docrel.copies.notes.{}", oid(4).to_hex());
+            upd(t, "tasks", doc! {}, doc! {"$unset": {path: ""}}).await
+        }
         "a copied quantity off" => upd(t, "products", doc! {}, doc! {"$inc": {"parts.0.qty": 1}}).await,
         "a copied label left after the source lost it" => {
             upd(t, "parts", doc! {}, doc! {"$unset": {"label": ""}}).await
@@ -315,7 +351,8 @@ async fn the_checker_reports_every_corrupted_invariant() -> docrel::Result<()> {
         assert_eq!(found, expected, "{name}: the checker reported {what:#?}");
         reported.extend(found);
     }
-    assert_eq!(reported, [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded].into_iter().collect());
+    let every = [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded, Inv::Pulled];
+    assert_eq!(reported, every.into_iter().collect());
     Ok(())
 }
 

@@ -12,9 +12,12 @@
 //! - I4 buckets: `count` = array length, no page over `size`, no gap or
 //!   duplicate page (and, from the history: no appended comment lost or
 //!   stored twice);
-//! - I5 no bounded array over its bound.
+//! - I5 no bounded array over its bound;
+//! - [`Inv::Pulled`] (from the history): no note refers to a person whose
+//!   delete returned `Ok` after the note's task was last written
+//!   (`pulled.rs`).
 
-use super::schema::{PAGE_SIZE, PARTS_MAX, SUBSET_MAX, TASKS_MAX};
+use super::schema::{NOTES_MAX, PAGE_SIZE, PARTS_MAX, SUBSET_MAX, TASKS_MAX};
 use docrel::bson::{doc, Bson, Document};
 use docrel::mongodb::Database;
 use futures::TryStreamExt;
@@ -43,11 +46,15 @@ pub enum Inv {
     /// it arrives). Not a violation by itself: the two-way repair must
     /// then clear it (checked again after it).
     Pending,
+    /// `on_delete = pull` of the notes: a note by a person whose delete
+    /// returned `Ok` after every write of the note's task ended is gone
+    /// (`pulled.rs`). No repair brings it about: it holds in both contracts.
+    Pulled,
 }
 
 impl Inv {
-    pub const ALL: [Inv; 8] =
-        [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded, Inv::Liveness, Inv::Pending];
+    pub const ALL: [Inv; 9] =
+        [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded, Inv::Liveness, Inv::Pending, Inv::Pulled];
 
     pub fn about(self) -> &'static str {
         match self {
@@ -59,6 +66,7 @@ impl Inv {
             Inv::Unrecorded => "I1 records: every copy of an existing source has a version record",
             Inv::Liveness => "liveness",
             Inv::Pending => "I2 pending references left at the end (the two-way repair clears them)",
+            Inv::Pulled => "on_delete = pull: no note by a person a delete removed (Ok) after its task was written",
         }
     }
 }
@@ -124,6 +132,8 @@ pub struct Facts {
     pub named_by_insert: Vec<Bson>,
     /// Owners a task insert that returned `Ok` named (see [`Inv::Pending`]).
     pub owners_named_by_insert: Vec<Bson>,
+    /// The deletes of people and the writes of notes (see [`Inv::Pulled`]).
+    pub pulls: super::pulled::Timeline,
 }
 
 /// `Bson` as shown in a message.
@@ -390,8 +400,8 @@ pub fn buckets(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
     out
 }
 
-/// I5: `products.parts` <= 6, `people.tasks` <= 3, `items.reviews` <= 4,
-/// `comment_pages.comments` <= 3.
+/// I5: `products.parts` <= 6, `people.tasks` <= 3, `tasks.notes` <= 3,
+/// `items.reviews` <= 4, `comment_pages.comments` <= 3.
 pub fn bounds(s: &Snapshot) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut over = |what: &str, docs: &[Document], field: &str, max: usize| {
@@ -404,6 +414,7 @@ pub fn bounds(s: &Snapshot) -> Vec<Violation> {
     };
     over("product", &s.products, "parts", PARTS_MAX);
     over("person", &s.people, "tasks", TASKS_MAX);
+    over("task", &s.tasks, "notes", NOTES_MAX);
     over("item", &s.items, "reviews", SUBSET_MAX);
     over("comment page", &s.pages, "comments", PAGE_SIZE);
     out
@@ -420,6 +431,7 @@ pub fn check(s: &Snapshot, facts: &Facts, which: &[Inv]) -> Vec<Violation> {
             Inv::I3 => subsets(s),
             Inv::I4 => buckets(s, facts),
             Inv::I5 => bounds(s),
+            Inv::Pulled => super::pulled::pulled(s, facts),
             Inv::Liveness => Vec::new(),
         });
     }

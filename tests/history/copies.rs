@@ -18,6 +18,7 @@
 
 use super::check::{array, by_id, is_set, key, show, v, Inv, Snapshot, Violation};
 use docrel::bson::{Bson, Document};
+use std::collections::HashMap;
 
 /// The copies of a part in `products.parts[]`: (copy, source field).
 const PART_COPIES: &[(&str, &str)] = &[("pname", "name"), ("qty", "qty"), ("label", "label")];
@@ -25,6 +26,9 @@ const PART_COPIES: &[(&str, &str)] = &[("pname", "name"), ("qty", "qty"), ("labe
 const PRODUCT_COPIES: &[(&str, &str)] = &[("productName", "name")];
 /// The copy of a person's name in `tasks`.
 const OWNER_COPIES: &[(&str, &str)] = &[("owner_name", "name")];
+/// The copy of a person's name in each element of `tasks.notes` (its
+/// reference stored as `who`).
+const NOTE_COPIES: &[(&str, &str)] = &[("by_name", "name")];
 
 /// One holder's copies of one source document.
 pub(super) struct Site<'a> {
@@ -103,7 +107,7 @@ pub(super) fn check_site(site: &Site<'_>, out: &mut Vec<Violation>) {
     }
 }
 
-/// I1 over the three kinds of copy of the schemas (see `schema.rs`).
+/// I1 over the four kinds of copy of the schemas (see `schema.rs`).
 pub fn copies(s: &Snapshot) -> Vec<Violation> {
     let mut out = Vec::new();
     let parts = by_id(&s.parts);
@@ -134,5 +138,23 @@ pub fn copies(s: &Snapshot) -> Vec<Violation> {
         let site = Site { what, values: task, holder: task, record: "owner", source: person, fields: OWNER_COPIES };
         check_site(&site, &mut out);
     }
+    for task in &s.tasks {
+        notes(task, &people, &mut out);
+    }
     out
+}
+
+/// The copies inside the notes of `task`: one site per note whose writer
+/// (`who`) exists, its record kept per array (`_docrel.copies.notes`).
+fn notes(task: &Document, people: &HashMap<String, &Document>, out: &mut Vec<Violation>) {
+    for (k, e) in array(task, "notes").into_iter().enumerate() {
+        let Some(e) = e.as_document() else {
+            out.push(v(Inv::I1, format!("task {} notes[{k}] is not a document: {e}", show(task.get("_id")))));
+            continue;
+        };
+        let Some(person) = e.get("who").and_then(|id| people.get(&key(id))) else { continue };
+        let what = format!("task {} notes[{k}] (by person {})", show(task.get("_id")), show(e.get("who")));
+        let site = Site { what, values: e, holder: task, record: "notes", source: person, fields: NOTE_COPIES };
+        check_site(&site, out);
+    }
 }

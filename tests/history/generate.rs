@@ -2,7 +2,7 @@
 //! history's universe (see `plan.rs`).
 
 use super::plan::*;
-use super::schema::PARTS_MAX;
+use super::schema::{NOTES_MAX, PARTS_MAX};
 use super::setup::SETUP_PEOPLE;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -33,9 +33,13 @@ pub const SESSION_KINDS: &[OpKind] = &[
     OpKind::RenamePerson,
     OpKind::SavePerson,
     OpKind::DeletePerson,
+    OpKind::DeletePersonWithTasks,
     OpKind::InsertTask,
     OpKind::InsertTaskOwned,
     OpKind::ReplaceTask,
+    OpKind::InsertTaskNoted,
+    OpKind::PushTaskNote,
+    OpKind::SetTaskNotes,
     OpKind::DeleteTask,
     OpKind::DeleteTaskDoc,
     OpKind::Reassign,
@@ -105,6 +109,12 @@ impl Gen<'_> {
     fn parts_list(&mut self) -> Vec<usize> {
         let max = if self.rng.random_bool(0.15) { PARTS_MAX + 2 } else { PARTS_MAX };
         self.some(PARTS, 0, max)
+    }
+    /// The writers of a task's notes: sometimes over the bound (the write
+    /// must be refused).
+    fn note_writers(&mut self) -> Vec<usize> {
+        let max = if self.rng.random_bool(0.15) { NOTES_MAX + 1 } else { NOTES_MAX };
+        self.some(PEOPLE, 0, max)
     }
 }
 
@@ -232,6 +242,7 @@ fn people(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::ReplacePerson => Op::ReplacePerson { h: g.person(), name: g.name("h") },
         OpKind::SavePerson => Op::SavePerson { h: g.person(), name: g.name("h") },
         OpKind::DeletePerson => Op::DeletePerson { h: g.person() },
+        OpKind::DeletePersonWithTasks => Op::DeletePersonWithTasks { h: g.person() },
         OpKind::InsertTask => Op::InsertTask { t: g.task(), description: g.name("t") },
         OpKind::InsertTaskOwned => {
             Op::InsertTaskOwned { t: g.task(), h: g.below(SETUP_PEOPLE), description: g.name("t") }
@@ -242,6 +253,19 @@ fn people(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         }
         OpKind::ReplaceTask => Op::ReplaceTask { t: g.task(), description: g.name("t") },
         OpKind::SaveTask => Op::SaveTask { t: g.task(), description: g.name("t") },
+        OpKind::InsertTaskNoted => Op::InsertTaskNoted { t: g.task(), by: g.note_writers(), text: g.name("n") },
+        OpKind::InsertManyTasks => {
+            let n = g.rng.random_range(2..=3);
+            let mut tasks: Vec<(usize, Vec<usize>)> = (0..n).map(|_| (g.task(), g.note_writers())).collect();
+            if g.rng.random_bool(0.4) {
+                // A deliberate duplicate key, not first in the batch.
+                tasks[n - 1].0 = tasks[0].0;
+            }
+            Op::InsertManyTasks { tasks, text: g.name("n") }
+        }
+        OpKind::PushTaskNote => Op::PushTaskNote { t: g.task(), h: g.person(), text: g.name("n"), txn },
+        OpKind::SetTaskNotes => Op::SetTaskNotes { t: g.task(), by: g.note_writers(), text: g.name("n") },
+        OpKind::PullTaskNotes => Op::PullTaskNotes { t: g.task(), h: g.person() },
         OpKind::DeleteTask => Op::DeleteTask { t: g.task() },
         OpKind::DeleteTaskDoc => Op::DeleteTaskDoc { t: g.task() },
         OpKind::Reassign => Op::Reassign { t: g.task(), h: g.person() },

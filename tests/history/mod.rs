@@ -56,6 +56,7 @@ pub mod kinds;
 pub mod op;
 pub mod plan;
 pub mod process;
+pub mod pulled;
 pub mod repair;
 pub mod rule_change;
 pub mod run;

@@ -69,7 +69,7 @@ fn named(field: &str, n: usize) -> String {
     match field {
         "p" | "ps" | "parts" => format!("P{n}"),
         "r" | "rs" | "product" => format!("R{n}"),
-        "h" => format!("H{n}"),
+        "h" | "by" => format!("H{n}"),
         "t" | "tasks" => format!("T{n}"),
         "i" => format!("I{}", n + 1),
         "v" | "vs" => format!("V{n}"),
@@ -126,6 +126,14 @@ impl Arg for Vec<(usize, String, usize)> {
     fn show(&self, _: &str) -> String {
         let ps: Vec<String> = self.iter().map(|(p, n, r)| format!("P{p} {n:?} R{r}")).collect();
         format!("[{}]", ps.join(", "))
+    }
+}
+
+/// Tasks and the writers of their notes: `[T1 by [H0 H3], ..]`.
+impl Arg for Vec<(usize, Vec<usize>)> {
+    fn show(&self, _: &str) -> String {
+        let ts: Vec<String> = self.iter().map(|(t, by)| format!("T{t} by {}", by.show("by"))).collect();
+        format!("[{}]", ts.join(", "))
     }
 }
 
@@ -232,11 +240,17 @@ ops! {
     ReplacePerson { h: usize, name: String },
     SavePerson { h: usize, name: String },
     DeletePerson { h: usize },
+    DeletePersonWithTasks { h: usize },
     InsertTask { t: usize, description: String },
     InsertTaskOwned { t: usize, h: usize, description: String },
     InsertTaskOwnedEarly { t: usize, h: usize, description: String },
     ReplaceTask { t: usize, description: String },
     SaveTask { t: usize, description: String },
+    InsertTaskNoted { t: usize, by: Vec<usize>, text: String },
+    InsertManyTasks { tasks: Vec<(usize, Vec<usize>)>, text: String },
+    PushTaskNote { t: usize, h: usize, text: String, txn: bool },
+    SetTaskNotes { t: usize, by: Vec<usize>, text: String },
+    PullTaskNotes { t: usize, h: usize },
     DeleteTask { t: usize },
     DeleteTaskDoc { t: usize },
     Reassign { t: usize, h: usize },

@@ -271,6 +271,9 @@ struct Listener<'p> {
     records: Vec<Record>,
     skew_seen: Option<i64>,
     done: bool,
+    /// This process's start of the history: a child's record ends here no
+    /// earlier than it arrived.
+    t0: Instant,
 }
 
 impl Listener<'_> {
@@ -313,7 +316,13 @@ impl Listener<'_> {
         }
         let op = self.plan.workers.get(sent.worker).and_then(|ops| ops.get(sent.seq)).cloned();
         let op = op.ok_or_else(|| format!("the child ran an operation w{}#{} of no plan", sent.worker, sent.seq))?;
-        let (start, end) = (Duration::from_micros(sent.start_us), Duration::from_micros(sent.end_us));
+        // The child's clock starts late by its own start-up (its `t0` is
+        // taken once it runs), so its times are early by that much: the
+        // start stays a bound from below, and the end is taken no earlier
+        // than the record's arrival, so the interval holds the call's
+        // (what `pulled.rs` compares across processes).
+        let start = Duration::from_micros(sent.start_us);
+        let end = Duration::from_micros(sent.end_us).max(self.t0.elapsed());
         self.records.push(Record { worker: sent.worker, seq: sent.seq, op, start, end, res: sent.res });
         Ok(())
     }
@@ -358,6 +367,7 @@ pub async fn run_child(
         records: Vec::new(),
         skew_seen: None,
         done: false,
+        t0,
     };
     let mut stop_sent = false;
     let listened: Result<(), String> = loop {

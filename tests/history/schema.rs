@@ -6,14 +6,18 @@
 //!   `$unset` of a source fan out), parts keep `productName` (a copy of
 //!   `Product::name` via `product`);
 //! - tasks (`examples/tasks.rs`): `people.tasks` two-way with `tasks.owner`,
-//!   and `tasks.owner_name` copied from `Person::name` via `owner`;
+//!   and `tasks.owner_name` copied from `Person::name` via `owner`; a task
+//!   embeds up to 3 notes, each referring to the person who wrote it
+//!   (`notes[].who`, pulled when that person is deleted) with a copy of
+//!   their name (`notes[].by_name`, a reference inside an element);
 //! - reviews (`examples/reviews.rs`): an item keeps the 4 newest of its
 //!   reviews, keyed by `rid`;
 //! - blog (`examples/blog.rs`): comments in pages of 3.
 //!
-//! Bounds are small so that histories reach them. Three fields are renamed
+//! Bounds are small so that histories reach them. Four fields are renamed
 //! with `#[serde(rename)]` (a known bug area): the copies `pname` and
-//! `productName`, and the subset key `rid`.
+//! `productName`, the subset key `rid`, and the reference inside the notes
+//! `who` (the key every fan-out, fill and pull of the notes filters on).
 //!
 //! The checker (`check.rs`) does not read these declarations: it knows the
 //! stored names below by heart, so a macro or runtime that gets a name wrong
@@ -27,6 +31,8 @@ use serde::{Deserialize, Serialize};
 pub const PARTS_MAX: usize = 6;
 /// Bound of `people.tasks`.
 pub const TASKS_MAX: usize = 3;
+/// Bound of `tasks.notes`.
+pub const NOTES_MAX: usize = 3;
 /// Size of the subset `items.reviews`.
 pub const SUBSET_MAX: usize = 4;
 /// Comments per page of `comment_pages`.
@@ -98,6 +104,22 @@ pub struct Task {
     pub owner: Option<ObjectId>,
     #[denormalize(from = Person::name, via = owner)]
     pub owner_name: String,
+    #[embed(max = 3)]
+    #[serde(default)]
+    pub notes: Vec<Note>,
+}
+
+/// An element of `tasks.notes`: who wrote it (a reference inside the
+/// element, stored as `who`) and a copy of their name.
+#[derive(Embedded, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Note {
+    pub text: String,
+    /// Deleting the person pulls their notes from every task.
+    #[reference(to = Person, on_delete = pull)]
+    #[serde(rename = "who")]
+    pub by: ObjectId,
+    #[denormalize(from = Person::name, via = by)]
+    pub by_name: String,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]

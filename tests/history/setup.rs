@@ -65,7 +65,8 @@ async fn catalog(db: &Database) -> docrel::Result<()> {
 }
 
 /// People and their tasks, both sides of the two-way reference written by
-/// the inserts themselves.
+/// the inserts themselves; the tasks' notes, their copies stale for the
+/// insert to fill.
 async fn people(db: &Database) -> docrel::Result<()> {
     // Link and reassign are exercised by the histories.
     let owner = |t: usize| t % SETUP_PEOPLE;
@@ -77,12 +78,19 @@ async fn people(db: &Database) -> docrel::Result<()> {
         })
         .collect();
     Person::repo(db).insert_many(&people).await?;
+    // Notes by others than the owner (two on even tasks), so that a rename
+    // of a person fans out into tasks they do not own.
+    let noted = |t: usize| {
+        let by: Vec<usize> = (1..=1 + usize::from(t.is_multiple_of(2))).map(|k| (t + k) % SETUP_PEOPLE).collect();
+        notes(&by, &format!("n-s.{t}"))
+    };
     let tasks: Vec<Task> = (0..SETUP_TASKS)
         .map(|t| Task {
             id: Universe::task(t),
             description: format!("t-s.{t}"),
             owner: Some(Universe::person(owner(t))),
             owner_name: STALE.into(),
+            notes: noted(t),
         })
         .collect();
     Task::repo(db).insert_many(&tasks).await?;

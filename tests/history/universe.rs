@@ -110,6 +110,21 @@ pub fn part_refs(parts: &[usize]) -> Vec<PartRef> {
     parts.iter().map(|p| PartRef { id: Universe::part(*p), name: STALE.into(), qty: -1000, label: None }).collect()
 }
 
+/// The notes of a task written by people `by`, in order, their texts
+/// `<text>.<k>` (unique to the operation) and their copies stale.
+pub fn notes(by: &[usize], text: &str) -> Vec<Note> {
+    by.iter()
+        .enumerate()
+        .map(|(k, h)| Note { text: format!("{text}.{k}"), by: Universe::person(*h), by_name: STALE.into() })
+        .collect()
+}
+
+/// Notes as read, their copies made stale again: the caller writes them
+/// back without knowing the names, docrel has to fill them.
+pub fn restaled(notes: Vec<Note>) -> Vec<Note> {
+    notes.into_iter().map(|n| Note { by_name: STALE.into(), ..n }).collect()
+}
+
 /// Review `v` of item `i`.
 pub fn review_doc(v: usize, i: usize, text: &str, date: i64) -> Review {
     Review {

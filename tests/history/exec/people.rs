@@ -1,10 +1,13 @@
 //! The operations on people and their tasks: the two-way reference
-//! `people.tasks` / `tasks.owner`, and the copy `tasks.owner_name`.
+//! `people.tasks` / `tasks.owner`, the copy `tasks.owner_name`, and the
+//! notes of a task (`tasks.notes[].who`, a reference inside an element,
+//! with its copy `by_name`).
 
 use super::{link, outcome, Ctx, Sess, Within};
 use crate::history::op::Op;
 use crate::history::schema::*;
 use crate::history::universe::*;
+use docrel::bson::oid::ObjectId;
 use docrel::Repository;
 
 /// Runs `op` if it is an operation on people or tasks.
@@ -13,6 +16,9 @@ pub async fn run(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<Str
         return Some(r);
     }
     if let Some(r) = tasks(c, op, s.as_deref_mut()).await {
+        return Some(r);
+    }
+    if let Some(r) = notes_of_tasks(c, op, s.as_deref_mut()).await {
         return Some(r);
     }
     links(c, op, s).await
@@ -24,7 +30,13 @@ fn task_doc(t: usize, description: &str, owner: Option<usize>) -> Task {
         description: description.to_owned(),
         owner: owner.map(Universe::person),
         owner_name: STALE.into(),
+        notes: vec![],
     }
+}
+
+/// Task `t`, no owner, with notes by `by` (see [`notes`]).
+fn noted_task(t: usize, by: &[usize], text: &str) -> Task {
+    Task { notes: notes(by, text), ..task_doc(t, text, None) }
 }
 
 async fn people(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
@@ -49,8 +61,22 @@ async fn people(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>>
         Op::DeletePerson { h } => {
             repo.delete_by_id(&Universe::person(*h)).within(s).await.map(|d| format!("deleted {d}"))
         }
+        Op::DeletePersonWithTasks { h } => delete_with_tasks(c, *h, s).await,
         _ => return None,
     })
+}
+
+/// Deletes the tasks person `h` owns, then the person: the way a delete
+/// gets past `Task.owner`'s restrict, so that the pull of the person's
+/// notes runs (a task given to it meanwhile refuses it). Plain writes
+/// only: unlinking the tasks instead would be a transaction, which the
+/// gate cannot hold apart from the pull's plain `updateMany` (`gate.rs`).
+async fn delete_with_tasks(c: &Ctx, h: usize, mut s: Sess<'_>) -> docrel::Result<String> {
+    let person = Universe::person(h);
+    let owned = Task::fields().owner.eq(Some(person));
+    let tasks = c.repo::<Task>(false).delete_many(owned).within(s.as_deref_mut()).await?;
+    let deleted = c.repo::<Person>(false).delete_by_id(&person).within(s).await?;
+    Ok(format!("deleted {tasks} tasks, deleted {deleted}"))
 }
 
 /// Reads person `h`, then replaces or saves it with a new name.
@@ -94,6 +120,35 @@ async fn tasks(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
     })
 }
 
+/// The writes of a task's notes: inserted with them, pushed, set whole,
+/// pulled by writer.
+async fn notes_of_tasks(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> {
+    let repo = c.repo::<Task>(false);
+    let inserted = |r: docrel::Result<()>| r.map(|()| String::new());
+    Some(match op {
+        Op::InsertTaskNoted { t, by, text } => inserted(repo.insert(&noted_task(*t, by, text)).within(s).await),
+        Op::InsertManyTasks { tasks, text } => {
+            let docs: Vec<Task> =
+                tasks.iter().enumerate().map(|(k, (t, by))| noted_task(*t, by, &format!("{text}.{k}"))).collect();
+            inserted(repo.insert_many(&docs).within(s).await)
+        }
+        Op::PushTaskNote { t, h, text, txn } => {
+            let u = Task::fields().notes.push(notes(&[*h], text));
+            c.repo::<Task>(*txn).update_by_id(&Universe::task(*t), u).within(s).await.map(outcome)
+        }
+        Op::SetTaskNotes { t, by, text } => {
+            let u = Task::fields().notes.set(notes(by, text));
+            repo.update_by_id(&Universe::task(*t), u).within(s).await.map(outcome)
+        }
+        Op::PullTaskNotes { t, h } => {
+            let who = Universe::person(*h);
+            let u = Task::fields().notes.pull_where(|e| e.at::<ObjectId>("who").eq(who));
+            repo.update_by_id(&Universe::task(*t), u).within(s).await.map(outcome)
+        }
+        _ => return None,
+    })
+}
+
 /// Reads task `t`, then replaces or saves it with a new description.
 async fn rewrite_task(
     repo: &Repository<Task>,
@@ -103,7 +158,8 @@ async fn rewrite_task(
     mut s: Sess<'_>,
 ) -> docrel::Result<String> {
     let task = match repo.get(&Universe::task(t)).within(s.as_deref_mut()).await? {
-        Some(task) => Task { description: description.to_owned(), ..task },
+        // The notes as read, their copies stale: docrel fills them.
+        Some(task) => Task { description: description.to_owned(), notes: restaled(task.notes), ..task },
         None if save => task_doc(t, description, None),
         None => return Ok("no such task".into()),
     };
