@@ -53,6 +53,7 @@ pub mod exec;
 pub mod gate;
 pub mod generate;
 pub mod kinds;
+pub mod monitor;
 pub mod op;
 pub mod plan;
 pub mod process;

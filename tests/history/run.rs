@@ -11,7 +11,8 @@
 use super::background::{Reaper, Sync};
 use super::check::{self, Facts, Inv, Snapshot, Violation};
 use super::exec::{classify, exec, fail_point, Ctx};
-use super::gate::Gate;
+use super::gate::{entry, Gate};
+use super::monitor;
 use super::plan::{Mode, Op, Plan};
 use super::process::{self, connect_like, Admission};
 use super::repair::repair_everything;
@@ -20,7 +21,7 @@ use super::schema::Person;
 use super::setup::setup;
 use super::universe::Universe;
 use docrel::bson::Bson;
-use docrel::mongodb::Database;
+use docrel::mongodb::{Client, Database};
 use docrel::testing::TestDb;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -102,6 +103,8 @@ pub struct Record {
     pub start: Duration,
     pub end: Duration,
     pub res: Res,
+    /// What it sent that its entry to the gate did not declare (`monitor.rs`).
+    pub undeclared: Option<String>,
 }
 
 impl fmt::Display for Record {
@@ -264,18 +267,23 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     let local_ops =
         plan.workers.iter().enumerate().filter(|(w, _)| placement(plan, *w).is_some()).map(|(_, o)| o.len());
     let changer = Changer::new(&db, plan, gate.clone(), progress.clone(), local_ops.sum()).await?;
-    let workers = run_workers(&db, plan, gate, t0, progress);
+    // The checker's own commands between operations go through it (`monitor.rs`).
+    let janitor = process::janitor().await?;
+    let workers = run_workers(&db, &janitor, plan, gate, t0, progress);
     let (records, process_notes) = Changer::alongside(changer.as_ref(), workers).await?;
     outcome.notes.extend(process_notes);
+    let undeclared = undeclared(plan, &records);
     if records.iter().any(|r| r.res == Res::TimedOut) {
         if let Some(sync) = sync {
             sync.abort();
         }
         stopped(&mut outcome, records);
+        outcome.violations.extend(undeclared);
         outcome.elapsed = started.elapsed();
         return Ok(outcome);
     }
-    let liveness = quiesce(&db, plan, sync, changer.as_ref()).await?;
+    let mut liveness = quiesce(&db, plan, sync, changer.as_ref()).await?;
+    liveness.extend(undeclared);
     outcome.records = records;
     outcome.notes.extend(notes.lock().map(|n| n.clone()).unwrap_or_default());
     for r in &outcome.records {
@@ -305,6 +313,13 @@ async fn set_up(db: &Database, plan: &Plan) -> Result<Result<Vec<(i32, String)>,
     let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
     let after_setup = check::check(&Snapshot::read(db).await?, &facts0, &checked(plan));
     Ok(if after_setup.is_empty() { Ok(setup_comments) } else { Err(after_setup) })
+}
+
+/// The operations of a history that sent what their entry to the gate did
+/// not declare (see `monitor.rs`).
+fn undeclared(plan: &Plan, records: &[Record]) -> Vec<Violation> {
+    let what = |r: &Record, u: &String| format!("seed {}: w{}#{} {} sent {u}", plan.seed, r.worker, r.seq, r.op);
+    records.iter().filter_map(|r| Some(Violation { inv: Inv::Gate, what: what(r, r.undeclared.as_ref()?) })).collect()
 }
 
 /// A history an operation of which hung: the server may be stuck for
@@ -467,13 +482,15 @@ pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
 /// the operations of this process as they end.
 async fn run_workers(
     db: &Database,
+    janitor: &Client,
     plan: &Plan,
     gate: Arc<Gate>,
     t0: Instant,
     progress: Arc<AtomicUsize>,
 ) -> Result<(Vec<Record>, Vec<String>), String> {
-    let second_client = Ctx { db: connect_like(db.name()).await?, mode: plan.mode };
-    let ctxs = [Ctx { db: db.clone(), mode: plan.mode }, second_client];
+    // Both on clients that report each operation's commands (`monitor.rs`).
+    let ctx = |db| Ctx { db, mode: plan.mode, janitor: janitor.clone() };
+    let ctxs = [ctx(connect_like(db.name()).await?), ctx(connect_like(db.name()).await?)];
     let stop = Arc::new(AtomicBool::new(false));
     let records = Arc::new(Mutex::new(Vec::new()));
     let mut workers = Vec::new();
@@ -536,18 +553,23 @@ pub async fn run_worker(
         }
         let guarded = async {
             let _admitted = admission.enter(&op).await;
-            exec(ctx, &op).await
+            let (result, seen) = monitor::watch(exec(ctx, &op)).await;
+            // Before the gate lets the groups go (see `monitor.rs`).
+            if let Err(e) = monitor::end_open(&ctx.janitor, &seen).await {
+                eprintln!("w{w}#{seq}: could not end the transactions {op} may have left open: {e}");
+            }
+            (result, seen.undeclared(&entry(&op)))
         };
-        let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
-            Ok(Ok(s)) => Res::Ok(s),
-            Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
-            Ok(Err(e)) => classify(&e),
+        let (res, undeclared) = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
+            Ok((Ok(s), u)) => (Res::Ok(s), u),
+            Ok((Err(e), u)) if op.is_fault() => (Res::Refused(e.to_string()), u),
+            Ok((Err(e), u)) => (classify(&e), u),
             Err(_) => {
                 stop.store(true, Ordering::SeqCst);
-                Res::TimedOut
+                (Res::TimedOut, None)
             }
         };
-        let record = Record { worker: w, seq, op, start, end: t0.elapsed(), res };
+        let record = Record { worker: w, seq, op, start, end: t0.elapsed(), res, undeclared };
         if trace() {
             eprintln!("{record}");
         }
