@@ -282,7 +282,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
         outcome.elapsed = started.elapsed();
         return Ok(outcome);
     }
-    let mut liveness = quiesce(&db, plan, sync, changer.as_ref()).await?;
+    let mut liveness = quiesce(&db, &janitor, plan, sync, changer.as_ref()).await?;
     liveness.extend(undeclared);
     outcome.records = records;
     outcome.notes.extend(notes.lock().map(|n| n.clone()).unwrap_or_default());
@@ -340,12 +340,17 @@ fn stopped(outcome: &mut Outcome, records: Vec<Record>) {
 /// change completed; what did not end.
 async fn quiesce(
     db: &Database,
+    janitor: &Client,
     plan: &Plan,
     sync: Option<Sync>,
     changer: Option<&Changer>,
 ) -> Result<Vec<Violation>, String> {
     if plan.faults {
-        fail_point(db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
+        // Through a client no fail point targets: the history's own may
+        // still take the server for one shutting down (a fault's code 91).
+        let off = fail_point(&janitor.database(db.name()), None).await;
+        off.map_err(|e| format!("turning the fail point off: {e}"))?;
+        reachable(db).await?;
     }
     let mut liveness = Vec::new();
     if let Some(sync) = sync {
@@ -357,6 +362,21 @@ async fn quiesce(
         changer.finish().await;
     }
     Ok(liveness)
+}
+
+/// Waits until the history's client reaches the server again: after a
+/// fault's "shutting down" (code 91) the driver selects no server until its
+/// monitor has seen it again, which can take longer than one selection
+/// waits; the drain, the check and the repair pass would fail meanwhile.
+async fn reachable(db: &Database) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match db.run_command(docrel::bson::doc! {"ping": 1}).await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => return Err(format!("the server stayed unreachable: {e}")),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 /// Judges a quiesced history ([`judge`], bounded), with its rule change
