@@ -18,7 +18,9 @@
 //!
 //! [`Inv::Gate`]: super::check::Inv::Gate
 
+use super::check::{Inv, Violation};
 use super::gate::{Class, Group};
+use super::run::Record;
 use docrel::bson::{doc, Bson, Document};
 use docrel::mongodb::error::ErrorKind;
 use docrel::mongodb::event::command::CommandEvent;
@@ -157,6 +159,13 @@ impl Seen {
         }
         (!out.is_empty()).then(|| out.join("; "))
     }
+}
+
+/// The operations of a history (seed `seed`) that sent what their entry to
+/// the gate did not declare.
+pub fn violations(seed: u64, records: &[Record]) -> Vec<Violation> {
+    let what = |r: &Record, u: &String| format!("seed {seed}: w{}#{} {} sent {u}", r.worker, r.seq, r.op);
+    records.iter().filter_map(|r| Some(Violation { inv: Inv::Gate, what: what(r, r.undeclared.as_ref()?) })).collect()
 }
 
 /// The group of a collection of the histories; `None` for docrel's own

@@ -272,7 +272,7 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     let workers = run_workers(&db, &janitor, plan, gate, t0, progress);
     let (records, process_notes) = Changer::alongside(changer.as_ref(), workers).await?;
     outcome.notes.extend(process_notes);
-    let undeclared = undeclared(plan, &records);
+    let undeclared = monitor::violations(plan.seed, &records);
     if records.iter().any(|r| r.res == Res::TimedOut) {
         if let Some(sync) = sync {
             sync.abort();
@@ -313,13 +313,6 @@ async fn set_up(db: &Database, plan: &Plan) -> Result<Result<Vec<(i32, String)>,
     let facts0 = Facts { appended: setup_comments.clone(), ..Facts::default() };
     let after_setup = check::check(&Snapshot::read(db).await?, &facts0, &checked(plan));
     Ok(if after_setup.is_empty() { Ok(setup_comments) } else { Err(after_setup) })
-}
-
-/// The operations of a history that sent what their entry to the gate did
-/// not declare (see `monitor.rs`).
-fn undeclared(plan: &Plan, records: &[Record]) -> Vec<Violation> {
-    let what = |r: &Record, u: &String| format!("seed {}: w{}#{} {} sent {u}", plan.seed, r.worker, r.seq, r.op);
-    records.iter().filter_map(|r| Some(Violation { inv: Inv::Gate, what: what(r, r.undeclared.as_ref()?) })).collect()
 }
 
 /// A history an operation of which hung: the server may be stuck for
