@@ -453,3 +453,96 @@ fn the_checker_generates_every_public_write() {
          it in the kind's list in tests/history): {missing:?}"
     );
 }
+
+/// Seed 10 of issue 27's big run (2,000 operations, faults, concurrent
+/// transactions, two processes) hung the test server: a user's transaction
+/// (`Session([IncPartQty(P5, by 1); UpsertPart(P13, .., R2); MovePart(P11,
+/// R0)], Commit)`) ran beside `MovePartsMany([P5 P8 P3], R3, txn)`, which
+/// the gate took for a transaction by its flag, but which docrel runs as a
+/// plain `updateMany` (a write of references alone has no copies to fan
+/// out). The update met the transaction's P5 and held `parts` while the
+/// transaction's next statement waited for it (`history/gate.rs`). The
+/// gate now holds the two apart, and lets an operation that does both in a
+/// group in alone.
+#[tokio::test]
+async fn the_gate_holds_a_plain_update_of_references_apart_from_a_transaction() {
+    use history::gate::{entry, Class, Gate, Group, Pass};
+    use history::op::{End, Op};
+    use std::time::Duration;
+    let session = Op::Session {
+        steps: vec![
+            Op::IncPartQty { p: 5, by: 1, txn: false },
+            Op::UpsertPart { p: 13, name: "p".into(), product: 2, txn: false },
+            Op::MovePart { p: 11, product: 0, txn: false },
+        ],
+        end: End::Commit,
+    };
+    let moving = Op::MovePartsMany { ps: vec![5, 8, 3], product: 3, txn: true };
+    let inserting = Op::InsertManyParts { parts: vec![(1, "a".into(), 0), (2, "b".into(), 0)] };
+    assert_eq!(entry(&session), [(Group::Catalog, Class::Transaction)]);
+    assert_eq!(entry(&moving), [(Group::Catalog, Class::Plain)]);
+    assert_eq!(entry(&inserting), [(Group::Catalog, Class::Both)]);
+    let gate = Gate::new(false);
+    // Whether `op` is let in within a moment; the pass when it is.
+    async fn waits(gate: &Gate, op: &Op) -> Option<Pass> {
+        tokio::time::timeout(Duration::from_millis(200), gate.enter(op)).await.ok().map(|(pass, _)| pass)
+    }
+    let txn = gate.enter(&session).await;
+    assert!(waits(&gate, &moving).await.is_none(), "a plain multi-document write overlapped a transaction");
+    assert!(waits(&gate, &inserting).await.is_none(), "an operation doing both overlapped a transaction");
+    drop(txn);
+    let plain = waits(&gate, &moving).await.expect("the plain write goes in once the transaction left");
+    assert!(waits(&gate, &inserting).await.is_none(), "an operation doing both overlapped a plain write");
+    drop(plain);
+    let alone = waits(&gate, &inserting).await.expect("alone in the group");
+    assert!(waits(&gate, &session).await.is_none(), "a transaction overlapped an operation doing both");
+    drop(alone);
+}
+
+/// What an operation sends is seen (`history/monitor.rs`) and checked
+/// against its entry to the gate: `MovePartsMany(.., txn)` sends a plain
+/// multi-document update, which an entry as a transaction would not
+/// declare. And a transaction an operation left open (its end never sent,
+/// as after a cut connection) is ended before the operation leaves the
+/// gate: a plain multi-document update of its document then goes through
+/// instead of waiting for the server to reap it.
+#[tokio::test]
+async fn the_monitor_sees_what_an_operation_sends_and_ends_what_it_left_open() -> docrel::Result<()> {
+    use history::gate::{entry, Class, Group};
+    use history::{exec, monitor, op::Op, plan::Mode, process, universe::Universe};
+    use std::time::Duration;
+    let t = TestDb::new("history_monitor").await?;
+    let db = process::connect_like(t.db.name()).await.expect("a monitored client");
+    history::setup::setup(&db, 1).await?;
+    let janitor = process::janitor().await.expect("a client");
+    let ctx = exec::Ctx { db: db.clone(), mode: Mode::Inline, janitor: janitor.clone() };
+    let moving = Op::MovePartsMany { ps: (0..6).collect(), product: 1, txn: true };
+    let (moved, seen) = monitor::watch(exec::exec(&ctx, &moving)).await;
+    moved?;
+    assert!(seen.plain_multi.contains("parts") && seen.transactions.is_empty(), "{seen:?}");
+    assert_eq!(seen.undeclared(&entry(&moving)), None);
+    assert!(seen.undeclared(&[(Group::Catalog, Class::Transaction)]).is_some(), "{seen:?}");
+
+    let parts = db.collection::<Document>("parts");
+    let (left, seen) = monitor::watch(async {
+        let mut s = db.client().start_session().await?;
+        s.start_transaction().await?;
+        parts.update_one(doc! {"_id": Universe::part(1)}, doc! {"$set": {"label": "open"}}).session(&mut s).await?;
+        // Neither committed nor aborted, and not dropped (its drop would abort it).
+        std::mem::forget(s);
+        Ok::<_, docrel::mongodb::error::Error>(())
+    })
+    .await;
+    left.expect("a transaction");
+    assert_eq!(seen.maybe_open().len(), 1, "{seen:?}");
+    monitor::end_open(&janitor, &seen).await.expect("killSessions");
+    let plain = parts.update_many(doc! {}, doc! {"$set": {"label": "after"}});
+    let done = tokio::time::timeout(Duration::from_secs(20), plain).await;
+    if done.is_err() {
+        // Ended now, or the update would hold the collection (and the
+        // database's drop) until the server reaps the transaction.
+        let _ = monitor::end_open(&janitor, &seen).await;
+    }
+    assert!(done.is_ok(), "the plain update waited on a transaction the operation left open");
+    Ok(())
+}

@@ -41,7 +41,8 @@ impl Sync {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 // Every group, as a plain writer (see gate.rs).
-                let pass = gate.enter_as(&ALL_GROUPS, Class::Plain).await;
+                let every = ALL_GROUPS.map(|g| (g, Class::Plain));
+                let pass = gate.enter_as(&every).await;
                 let tx = tx.clone();
                 let worker = SyncWorker::new(&worker_db, "history");
                 let run = worker.run(move |a| drop(tx.send(a.clone())));

@@ -2,42 +2,52 @@
 //! 0.7.0b3), not of MongoDB, while transactions still run concurrently
 //! with everything they can meet on `mongod`.
 //!
-//! The deadlock: a plain multi-document write (`updateMany`, `deleteMany`,
-//! a batch insert; no transaction) that meets a document an open
-//! transaction wrote retries its write conflict forever, holding the
-//! collection's lock all along; the transaction's next statement on that
-//! collection waits for the lock while holding the transaction's own
-//! mutex, so it never commits or aborts; the server's reaper of idle
-//! transactions waits for that mutex while holding the registry's lock,
-//! so every transaction statement of the server waits from then on. The
-//! server never recovers (`storage.py`: `_retry_write_conflicts` around
-//! `_update_chunk`, `_delete_chunk`, `_insert_chunk`, called under
-//! `_coll_lock`; `transactions.py`: `_prune_locked`). `mongod` yields its
-//! locks between write-conflict retries, so the transaction goes on.
+//! The deadlock: a plain multi-document write (`updateMany`, `deleteMany`;
+//! no transaction) that meets a document an open transaction wrote
+//! retries its write conflict forever, holding the collection's lock all
+//! along; the transaction's next statement on that collection waits for
+//! the lock while holding the transaction's own mutex, so it never commits
+//! or aborts; the server's reaper of idle transactions waits for that
+//! mutex while holding the registry's lock, so every transaction statement
+//! of the server waits from then on. The server never recovers
+//! (`storage.py`: `_retry_write_conflicts` around `_update_chunk` and
+//! `_delete_chunk`, called under `_coll_lock`; `transactions.py`:
+//! `_prune_locked`). `mongod` yields its locks between write-conflict
+//! retries, so the transaction goes on. (Inserts, single-document writes
+//! and `findAndModify` take the lock inside their retry: they wait, but
+//! hold nothing while they do.)
 //!
 //! The gate: the collections of a history fall in groups no derived data
-//! crosses ([`Group`]). Operations that run a transaction enter each group
-//! they write as one class, all the others as the other class; the two
-//! classes exclude each other group by group, and share within a class.
-//! So transactions run concurrently with each other anywhere, and with
-//! plain writes of the other groups; what is left out is a transaction
-//! overlapping a plain write of the same group. Groups are entered in
-//! their order, so two operations never wait for each other in a cycle.
+//! crosses ([`Group`]). An operation enters each group it writes in the
+//! class of what docrel sends for it there ([`entry`], from
+//! [`Op::sends`]): a transaction, plain writes, or both. Transactions
+//! share a group with each other, plain writes with each other; the two
+//! exclude each other group by group, and an operation doing both runs
+//! alone in the group. So transactions run concurrently with each other
+//! anywhere, and with plain writes of the other groups; what is left out
+//! is a transaction overlapping a plain write of the same group. Groups
+//! are entered in their order, so two operations never wait for each other
+//! in a cycle. What an operation's kind declares is checked against the
+//! commands it really sends (`monitor.rs`): one it did not declare breaks
+//! the history ([`super::check::Inv::Gate`]).
 //!
 //! The sync worker of a deferred history writes plainly in every group: it
 //! holds every group as a plain operation, and is stopped (cut wherever
 //! its apply is, as a crash would cut it; it resumes from its stored
 //! token) whenever a transaction wants in ([`Gate::transactions`]).
 //!
-//! Not held apart, so still able to meet the deadlock: a transaction a cut
-//! connection left open on the server after its operation returned (until
-//! the driver's abort or the server's reaping ends it). Should it hang the
-//! server, the operation that waits is reported
-//! ([`super::run::OP_TIMEOUT`]) and the run stops there.
+//! A transaction an operation may have left open on the server (a cut
+//! connection, a fail point on its commit, an abort the driver could not
+//! send) is ended before the operation leaves the gate
+//! (`monitor::end_open`): otherwise a plain write let in after it would
+//! wait on its documents, holding the collection, until the server reaps
+//! it. Should the server hang all the same, the operation that waits is
+//! reported ([`super::run::OP_TIMEOUT`]) and the run stops there.
 
-use super::op::{Op, Source};
+use super::op::{End, Op, Source};
 use super::plan::OpKind;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
@@ -55,13 +65,28 @@ pub enum Group {
     Posts,
 }
 
-/// Which class of the gate an operation enters.
+/// Which class of the gate an operation enters, group by group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Class {
-    /// It runs a multi-document transaction.
+    /// It runs a multi-document transaction there.
     Transaction,
     /// It does not (its writes may be plain multi-document ones).
     Plain,
+    /// It does both (a transaction and a plain multi-document write, one
+    /// after the other): it runs alone in the group.
+    Both,
+}
+
+impl Class {
+    /// The class of an operation that runs a transaction (`txn`) and a
+    /// plain multi-document write (`plain`) in a group.
+    pub fn of(txn: bool, plain: bool) -> Class {
+        match (txn, plain) {
+            (true, true) => Class::Both,
+            (true, false) => Class::Transaction,
+            (false, _) => Class::Plain,
+        }
+    }
 }
 
 /// The group an operation of `kind` writes.
@@ -82,19 +107,38 @@ fn group_of(kind: OpKind) -> Option<Group> {
     })
 }
 
-/// The groups `op` writes, in order, and its class.
-pub fn entry(op: &Op) -> (Vec<Group>, Class) {
-    let mut groups: Vec<Group> = match op {
+/// The groups `op` writes, in order, each with its class there: what
+/// docrel may send for each step ([`Op::sends`]); in a user's transaction,
+/// every step's writes are statements of it.
+pub fn entry(op: &Op) -> Vec<(Group, Class)> {
+    let sends: Vec<(Group, bool, bool)> = match op {
         Op::Repair { source } | Op::Verify { source } => match source {
-            Source::Part | Source::Product => vec![Group::Catalog],
-            Source::Person => vec![Group::People],
+            Source::Part | Source::Product => vec![(Group::Catalog, false, true)],
+            Source::Person => vec![(Group::People, false, true)],
         },
-        _ => op.steps().iter().filter_map(|s| group_of(s.kind())).collect(),
+        Op::Session { steps, end } if *end != End::NoTxn => {
+            steps.iter().filter_map(|s| Some((group_of(s.kind())?, true, false))).collect()
+        }
+        _ => op
+            .steps()
+            .iter()
+            .filter_map(|s| {
+                let sends = s.sends();
+                Some((group_of(s.kind())?, sends.transaction, sends.plain))
+            })
+            .collect(),
     };
-    groups.sort();
-    groups.dedup();
-    let class = if op.runs_transaction() { Class::Transaction } else { Class::Plain };
-    (groups, class)
+    let mut by_group: BTreeMap<Group, (bool, bool)> = BTreeMap::new();
+    for (g, txn, plain) in sends {
+        let both = by_group.entry(g).or_default();
+        *both = (both.0 || txn, both.1 || plain);
+    }
+    by_group.into_iter().map(|(g, (txn, plain))| (g, Class::of(txn, plain))).collect()
+}
+
+/// Whether an operation entering as `entry` runs a transaction somewhere.
+pub fn transactional(entry: &[(Group, Class)]) -> bool {
+    entry.iter().any(|(_, c)| *c != Class::Plain)
 }
 
 /// One group's lock: plain operations hold it shared; transactions hold
@@ -111,6 +155,7 @@ struct GroupLock {
 /// A group held by one operation; dropping it lets the group go.
 enum Held {
     Plain(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
+    Alone(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
     Transaction(Arc<Mutex<(usize, Option<OwnedRwLockWriteGuard<()>>)>>),
 }
 
@@ -175,29 +220,31 @@ impl Gate {
 
     /// Waits until `op` may run; hold the pass while it does.
     pub async fn enter(&self, op: &Op) -> (Pass, Option<SerialGuard>) {
-        let (groups, class) = entry(op);
-        self.enter_as(&groups, class).await
+        self.enter_as(&entry(op)).await
     }
 
-    /// Waits until an operation of `class` writing `groups` may run.
-    pub async fn enter_as(&self, groups: &[Group], class: Class) -> (Pass, Option<SerialGuard>) {
+    /// Waits until an operation entering as `entry` (groups in order, each
+    /// with its class) may run.
+    pub async fn enter_as(&self, entry: &[(Group, Class)]) -> (Pass, Option<SerialGuard>) {
+        let transaction = transactional(entry);
         // Counted before waiting: the sync worker stops for it (see the head).
-        let counted = (class == Class::Transaction).then(|| {
+        let counted = transaction.then(|| {
             self.transactions.fetch_add(1, Ordering::SeqCst);
             Counted(self.transactions.clone())
         });
         let serial = if !self.serial_mode {
             None
-        } else if class == Class::Transaction {
+        } else if transaction {
             Some(SerialGuard::Alone(self.serial.clone().write_owned().await))
         } else {
             Some(SerialGuard::Shared(self.serial.clone().read_owned().await))
         };
         let mut held = Vec::new();
-        for g in groups {
+        for (g, class) in entry {
             let lock = &self.groups[*g as usize];
             held.push(match class {
                 Class::Plain => Held::Plain(lock.room.clone().read_owned().await),
+                Class::Both => Held::Alone(lock.room.clone().write_owned().await),
                 Class::Transaction => {
                     // Only a transaction holding `entering` counts up, and
                     // the count only goes down from above 0: joining a

@@ -11,7 +11,9 @@
 //! made), fault injection through `configureFailPoint` and, in some
 //! histories, deferred fan-out with a sync worker (`run.rs`,
 //! `background.rs`). Transactions run concurrently with the rest (`gate.rs`
-//! holds apart only what deadlocks the test server); the odd workers run
+//! holds apart only what deadlocks the test server, told by each kind what
+//! docrel sends for it and checked against the commands each operation
+//! really sends, `monitor.rs`); the odd workers run
 //! on a client of their own in a second OS process whose clock is set
 //! back (`process.rs`); an operation that hangs stops the history and is
 //! reported with its seed. With `--rule-change` (on in CI), a copy rule no
@@ -36,7 +38,7 @@
 //! | `DOCREL_HISTORY_SKIP` | `--skip` | none | operation kinds left out (`MovePart,Reassign`) |
 //! | `DOCREL_HISTORY_INCLUDE_GAPS` | `--include-gaps` | `0` | `1`: also the kinds of `kinds::KNOWN_GAPS` (defects of issue 27 not fixed yet) |
 //! | `DOCREL_HISTORY_STRICT_RECORDS` | `--strict-records` | `0` | `1`: a copy equal to its source with no version record breaks the contract (otherwise counted in the notes) |
-//! | `DOCREL_HISTORY_SERIAL_TXN` | `--serial-txn` (= 1), `--concurrent-txn` (= 0) | `1` | `1`: an operation that runs a transaction runs alone; `0`: transactions run concurrently with everything but a plain write of the same collections (a SecantusDB deadlock, see `gate.rs`) |
+//! | `DOCREL_HISTORY_SERIAL_TXN` | `--serial-txn` (= 1), `--concurrent-txn` (= 0) | `1` | `1`: an operation that runs a transaction runs alone; `0`: transactions run concurrently with everything but a plain multi-document write of the same group of collections (a SecantusDB deadlock, see `gate.rs`) |
 //! | `DOCREL_HISTORY_PROCESSES` | `--processes` | `2` | `2`: the odd workers run in a second OS process (this binary again); `1`: on a second client of this one |
 //! | `DOCREL_HISTORY_SKEW_MS` | `--skew-ms` | `-2000` | the second process's clock, behind (-) or ahead (+), set with libfaketime (`apt-get install libfaketime`; without it, noted and not skewed) |
 //! | `DOCREL_HISTORY_SHRINK` | `--shrink` | `40` | shrink attempts per failing seed (`0`: none) |
@@ -53,6 +55,7 @@ pub mod exec;
 pub mod gate;
 pub mod generate;
 pub mod kinds;
+pub mod monitor;
 pub mod op;
 pub mod plan;
 pub mod process;
@@ -107,11 +110,9 @@ impl Default for Settings {
             faults: None,
             deferred: None,
             skip: Vec::new(),
-            // The embedded server wedges for good when a plain write meets
-            // a transaction a cut connection left open while another
-            // statement of it waits (gate.rs); alone, such a transaction is
-            // reaped and the write goes on. CI's runs keep transactions
-            // alone; `--concurrent-txn` runs them with everything else.
+            // CI's runs keep transactions alone; `--concurrent-txn` runs
+            // them with everything but a plain multi-document write of
+            // their group, which deadlocks the embedded server (gate.rs).
             serial_transactions: true,
             processes: 2,
             skew_ms: -2000,

@@ -42,6 +42,15 @@ pub const FAULT_COMMANDS: &[&str] = &[
 /// ShutdownInProgress (retryable), WriteConflict (transient in a transaction).
 pub const FAULT_CODES: &[i32] = &[2, 91, 112];
 
+/// What docrel may send for an operation in the group it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sends {
+    /// Statements of a multi-document transaction.
+    pub transaction: bool,
+    /// Plain multi-document writes (`updateMany`, `deleteMany`).
+    pub plain: bool,
+}
+
 /// How a user session ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum End {
@@ -291,17 +300,69 @@ ops! {
 }
 
 impl Op {
-    /// Whether docrel runs this operation in a multi-document transaction
-    /// (two-way writes always; writes through a `transactional_fan_out()`
-    /// repository; a user session's transaction).
+    /// Whether docrel may run this operation in a multi-document
+    /// transaction; the group-by-group answer, with the plain writes, is
+    /// [`Op::sends`] (`gate::entry`).
     pub fn runs_transaction(&self) -> bool {
         match self {
-            Op::Reassign { .. } | Op::LinkTask { .. } | Op::UnlinkTask { .. } | Op::UnlinkOwner { .. } => true,
             Op::Session { steps, end } => *end != End::NoTxn || steps.iter().any(Op::runs_transaction),
-            _ => self.txn_flag(),
+            _ => self.sends().transaction,
         }
     }
 
+    /// What docrel may send for this operation (not a session) in the
+    /// group it writes, as docrel decides it (`monitor.rs` checks it on
+    /// every operation):
+    ///
+    /// - a transaction: two-way writes; a `transactional_fan_out()` write
+    ///   of a copied field (not one of references alone, `MovePart`,
+    ///   `PushPartRef`: those are plain writes whatever the repository);
+    ///   an insert of several documents, or of a type with two-way
+    ///   references (a save or upsert that inserts one too);
+    /// - a plain multi-document write besides: the two-way writes refresh
+    ///   the copies through the new reference after their transaction;
+    ///   an insert's commit is followed by the holders' fill and the links
+    ///   back (each a transaction of its own); an upsert or a save that
+    ///   inserts owes what an insert owes, outside any transaction; a
+    ///   replace of a holder confirms its copies after its transaction;
+    /// - everything else is plain: a write and its inline fan-out.
+    pub fn sends(&self) -> Sends {
+        use Op as O;
+        let (transaction, plain) = match self {
+            O::Reassign { .. } | O::LinkTask { .. } | O::UnlinkTask { .. } | O::UnlinkOwner { .. } => (true, true),
+            O::InsertPerson { .. }
+            | O::InsertPersonWithTasks { .. }
+            | O::InsertTask { .. }
+            | O::InsertTaskOwned { .. }
+            | O::InsertTaskOwnedEarly { .. }
+            | O::SavePerson { .. }
+            | O::SaveTask { .. }
+            | O::InsertTaskNoted { .. }
+            | O::InsertManyTasks { .. }
+            | O::InsertManyParts { .. } => (true, true),
+            // Reviews hold no copies and have no two-way reference: the
+            // commit owes nothing but the subsets' pushes, in the transaction.
+            O::InsertManyReviews { .. } => (true, false),
+            // A write of references alone runs plain, whatever the repository.
+            O::MovePart { .. } | O::MovePartsMany { .. } | O::PushPartRef { .. } => (false, true),
+            // So does a write of the notes' references, and the deletes
+            // whose pulls reach them.
+            O::PushTaskNote { .. } | O::SetTaskNotes { .. } | O::PullTaskNotes { .. } => (false, true),
+            O::DeletePersonWithTasks { .. } => (false, true),
+            // One that inserts owes what an insert owes, outside the
+            // transaction; a replace confirms the copies it filled against
+            // their sources after it, rewriting them (plainly) when one
+            // moved on meanwhile.
+            O::UpsertPart { txn, .. }
+            | O::SavePart { txn, .. }
+            | O::SaveProduct { txn, .. }
+            | O::ReplacePart { txn, .. }
+            | O::ReplaceProduct { txn, .. } => (*txn, true),
+            _ if self.txn_flag() => (true, false),
+            _ => (false, true),
+        };
+        Sends { transaction, plain }
+    }
     /// Whether this is fault injection rather than a docrel call.
     pub fn is_fault(&self) -> bool {
         matches!(self, Op::FaultOn { .. } | Op::FaultOff {})

@@ -7,7 +7,7 @@
 //! The two talk over the child's standard streams, one line each:
 //! the parent sends the job (JSON) then `go <id>` when the gate lets an
 //! operation in, or `stop`; the child sends `@hello <its clock, µs>`,
-//! `@enter <id> <groups and class>`, `@leave <id>`, `@rec <record>` and
+//! `@enter <id> <groups, each with its class>`, `@leave <id>`, `@rec <record>` and
 //! `@done`. Other lines of its output (a test harness's) are ignored.
 
 use super::exec::Ctx;
@@ -53,6 +53,8 @@ struct Sent {
     start_us: u64,
     end_us: u64,
     res: Res,
+    #[serde(default)]
+    undeclared: Option<String>,
 }
 
 fn micros_now() -> i64 {
@@ -88,7 +90,7 @@ pub async fn child_main() -> Result<(), String> {
         docrel::schema::set_lease(Duration::from_millis(ms));
         docrel::schema::set_lease_for(&db, Duration::from_millis(ms));
     }
-    let ctx = Ctx { db, mode: job.mode };
+    let ctx = Ctx { db, mode: job.mode, janitor: janitor().await? };
     let t0 = Instant::now() - Duration::from_millis(job.offset_ms);
     let mut tasks = Vec::new();
     for (w, ops) in job.workers {
@@ -101,6 +103,7 @@ pub async fn child_main() -> Result<(), String> {
                     start_us: r.start.as_micros() as u64,
                     end_us: r.end.as_micros() as u64,
                     res: r.res,
+                    undeclared: r.undeclared,
                 };
                 let _ = out.send(format!("@rec {}", serde_json::to_string(&sent).unwrap_or_default()));
             };
@@ -160,13 +163,24 @@ fn line_writer(mut output: impl Write + Send + 'static) -> (std_mpsc::Sender<Str
 
 /// A client of its own on the database named `db`, whose appName is the
 /// database's name (as [`docrel::testing::TestDb`] sets it), so that the
-/// history's fail points hit it too.
+/// history's fail points hit it too, reporting each operation's commands
+/// to it (`monitor.rs`).
 pub async fn connect_like(db: &str) -> Result<Database, String> {
     let uri = std::env::var(docrel::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
     let mut opts = docrel::options(&uri).await.map_err(|e| e.to_string())?;
     opts.app_name = Some(db.to_owned());
+    super::monitor::install(&mut opts);
     let client = docrel::connect_with(&uri, opts).await.map_err(|e| e.to_string())?;
     Ok(client.database(db))
+}
+
+/// A client of the server that no fail point of a history targets (its
+/// appName is not a database's).
+pub async fn janitor() -> Result<docrel::mongodb::Client, String> {
+    let uri = std::env::var(docrel::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
+    let mut opts = docrel::options(&uri).await.map_err(|e| e.to_string())?;
+    opts.app_name = Some("history-janitor".to_owned());
+    docrel::connect_with(&uri, opts).await.map_err(|e| e.to_string())
 }
 
 /// The gate as the child sees it: the parent's, asked over the pipe.
@@ -287,11 +301,11 @@ impl Listener<'_> {
             "@enter" => {
                 let Some((id, entry)) = rest.split_once(' ') else { return Ok(()) };
                 let id: u64 = id.parse().unwrap_or(u64::MAX);
-                let (groups, class): (Vec<Group>, Class) =
+                let entry: Vec<(Group, Class)> =
                     serde_json::from_str(entry).map_err(|e| format!("the child's @enter: {e}"))?;
                 let (gate, to_child) = (self.gate.clone(), self.to_child.clone());
                 let pass = tokio::spawn(async move {
-                    let _pass = gate.enter_as(&groups, class).await;
+                    let _pass = gate.enter_as(&entry).await;
                     let _ = to_child.send(format!("go {id}"));
                     std::future::pending::<()>().await;
                 });
@@ -323,7 +337,8 @@ impl Listener<'_> {
         // (what `pulled.rs` compares across processes).
         let start = Duration::from_micros(sent.start_us);
         let end = Duration::from_micros(sent.end_us).max(self.t0.elapsed());
-        self.records.push(Record { worker: sent.worker, seq: sent.seq, op, start, end, res: sent.res });
+        let undeclared = sent.undeclared;
+        self.records.push(Record { worker: sent.worker, seq: sent.seq, op, start, end, res: sent.res, undeclared });
         Ok(())
     }
 }

@@ -297,7 +297,7 @@ impl Changer {
         if first.state == "announced" {
             tokio::time::sleep(LEASE * 2).await;
         }
-        let _pass = self.gate.enter_as(&[Group::Catalog], Class::Plain).await;
+        let _pass = self.gate.enter_as(&[(Group::Catalog, Class::Plain)]).await;
         let report = make().run(|| false, |s| steps.push(s.to_owned())).await.map_err(|e| e.to_string())?;
         Ok((report, steps))
     }
@@ -320,7 +320,7 @@ impl Changer {
         seed: u64,
         mut failed: impl Iterator<Item = &'o Op>,
     ) -> Result<Option<Vec<Violation>>, String> {
-        if failed.any(|op| entry(op).0.contains(&Group::Catalog)) {
+        if failed.any(|op| entry(op).iter().any(|(g, _)| *g == Group::Catalog)) {
             return Ok(None);
         }
         let found = self.check(seed).await?;

@@ -11,7 +11,8 @@
 use super::background::{Reaper, Sync};
 use super::check::{self, Facts, Inv, Snapshot, Violation};
 use super::exec::{classify, exec, fail_point, Ctx};
-use super::gate::Gate;
+use super::gate::{entry, Gate};
+use super::monitor;
 use super::plan::{Mode, Op, Plan};
 use super::process::{self, connect_like, Admission};
 use super::repair::repair_everything;
@@ -20,7 +21,7 @@ use super::schema::Person;
 use super::setup::setup;
 use super::universe::Universe;
 use docrel::bson::Bson;
-use docrel::mongodb::Database;
+use docrel::mongodb::{Client, Database};
 use docrel::testing::TestDb;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -103,6 +104,8 @@ pub struct Record {
     pub start: Duration,
     pub end: Duration,
     pub res: Res,
+    /// What it sent that its entry to the gate did not declare (`monitor.rs`).
+    pub undeclared: Option<String>,
 }
 
 impl fmt::Display for Record {
@@ -265,18 +268,23 @@ async fn run_in(t: &TestDb, plan: &Plan) -> Result<Outcome, String> {
     let local_ops =
         plan.workers.iter().enumerate().filter(|(w, _)| placement(plan, *w).is_some()).map(|(_, o)| o.len());
     let changer = Changer::new(&db, plan, gate.clone(), progress.clone(), local_ops.sum()).await?;
-    let workers = run_workers(&db, plan, gate, t0, progress);
+    // The checker's own commands between operations go through it (`monitor.rs`).
+    let janitor = process::janitor().await?;
+    let workers = run_workers(&db, &janitor, plan, gate, t0, progress);
     let (records, process_notes) = Changer::alongside(changer.as_ref(), workers).await?;
     outcome.notes.extend(process_notes);
+    let undeclared = monitor::violations(plan.seed, &records);
     if records.iter().any(|r| r.res == Res::TimedOut) {
         if let Some(sync) = sync {
             sync.abort();
         }
         stopped(&mut outcome, records);
+        outcome.violations.extend(undeclared);
         outcome.elapsed = started.elapsed();
         return Ok(outcome);
     }
-    let liveness = quiesce(&db, plan, sync, changer.as_ref()).await?;
+    let mut liveness = quiesce(&db, &janitor, plan, sync, changer.as_ref()).await?;
+    liveness.extend(undeclared);
     outcome.records = records;
     outcome.notes.extend(notes.lock().map(|n| n.clone()).unwrap_or_default());
     for r in &outcome.records {
@@ -326,12 +334,17 @@ fn stopped(outcome: &mut Outcome, records: Vec<Record>) {
 /// change completed; what did not end.
 async fn quiesce(
     db: &Database,
+    janitor: &Client,
     plan: &Plan,
     sync: Option<Sync>,
     changer: Option<&Changer>,
 ) -> Result<Vec<Violation>, String> {
     if plan.faults {
-        fail_point(db, None).await.map_err(|e| format!("turning the fail point off: {e}"))?;
+        // Through a client no fail point targets: the history's own may
+        // still take the server for one shutting down (a fault's code 91).
+        let off = fail_point(&janitor.database(db.name()), None).await;
+        off.map_err(|e| format!("turning the fail point off: {e}"))?;
+        reachable(db).await?;
     }
     let mut liveness = Vec::new();
     if let Some(sync) = sync {
@@ -343,6 +356,21 @@ async fn quiesce(
         changer.finish().await;
     }
     Ok(liveness)
+}
+
+/// Waits until the history's client reaches the server again: after a
+/// fault's "shutting down" (code 91) the driver selects no server until its
+/// monitor has seen it again, which can take longer than one selection
+/// waits; the drain, the check and the repair pass would fail meanwhile.
+async fn reachable(db: &Database) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match db.run_command(docrel::bson::doc! {"ping": 1}).await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => return Err(format!("the server stayed unreachable: {e}")),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 /// Judges a quiesced history ([`judge`], bounded), with its rule change
@@ -468,13 +496,15 @@ pub fn placement(plan: &Plan, w: usize) -> Option<usize> {
 /// the operations of this process as they end.
 async fn run_workers(
     db: &Database,
+    janitor: &Client,
     plan: &Plan,
     gate: Arc<Gate>,
     t0: Instant,
     progress: Arc<AtomicUsize>,
 ) -> Result<(Vec<Record>, Vec<String>), String> {
-    let second_client = Ctx { db: connect_like(db.name()).await?, mode: plan.mode };
-    let ctxs = [Ctx { db: db.clone(), mode: plan.mode }, second_client];
+    // Both on clients that report each operation's commands (`monitor.rs`).
+    let ctx = |db| Ctx { db, mode: plan.mode, janitor: janitor.clone() };
+    let ctxs = [ctx(connect_like(db.name()).await?), ctx(connect_like(db.name()).await?)];
     let stop = Arc::new(AtomicBool::new(false));
     let records = Arc::new(Mutex::new(Vec::new()));
     let mut workers = Vec::new();
@@ -537,18 +567,23 @@ pub async fn run_worker(
         }
         let guarded = async {
             let _admitted = admission.enter(&op).await;
-            exec(ctx, &op).await
+            let (result, seen) = monitor::watch(exec(ctx, &op)).await;
+            // Before the gate lets the groups go (see `monitor.rs`).
+            if let Err(e) = monitor::end_open(&ctx.janitor, &seen).await {
+                eprintln!("w{w}#{seq}: could not end the transactions {op} may have left open: {e}");
+            }
+            (result, seen.undeclared(&entry(&op)))
         };
-        let res = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
-            Ok(Ok(s)) => Res::Ok(s),
-            Ok(Err(e)) if op.is_fault() => Res::Refused(e.to_string()),
-            Ok(Err(e)) => classify(&e),
+        let (res, undeclared) = match tokio::time::timeout(OP_TIMEOUT, guarded).await {
+            Ok((Ok(s), u)) => (Res::Ok(s), u),
+            Ok((Err(e), u)) if op.is_fault() => (Res::Refused(e.to_string()), u),
+            Ok((Err(e), u)) => (classify(&e), u),
             Err(_) => {
                 stop.store(true, Ordering::SeqCst);
-                Res::TimedOut
+                (Res::TimedOut, None)
             }
         };
-        let record = Record { worker: w, seq, op, start, end: t0.elapsed(), res };
+        let record = Record { worker: w, seq, op, start, end: t0.elapsed(), res, undeclared };
         if trace() {
             eprintln!("{record}");
         }

@@ -21,6 +21,9 @@ use docrel::{Call, Document, Error, LinkWrite, Repository};
 pub struct Ctx {
     pub db: Database,
     pub mode: Mode,
+    /// A client of the same server no fail point targets, for the
+    /// checker's own commands between operations (`monitor::end_open`).
+    pub janitor: docrel::mongodb::Client,
 }
 
 impl Ctx {
