@@ -68,9 +68,11 @@ pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids
 /// stored once more after the pulls of their deleted namesakes: inserted
 /// again with the same id after the read that found them gone, their
 /// insert linked the other side of their two-way references, and a pull
-/// of the id that ran after it took that link too. `link` writes nothing
-/// that is there already. One read, for the types whose two-way
-/// references the rules pull; nothing otherwise.
+/// of the id that ran after it took that link too. Each link is written
+/// again (nothing changes where it is whole) in a transaction that first
+/// checks the document still holds it, so a reassign since is kept. One
+/// read, for the types whose two-way references the rules pull; nothing
+/// otherwise.
 async fn relink_returned(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     let g = graph();
     // The two-way references of the deleted documents whose other side a rule pulled.
@@ -97,7 +99,7 @@ async fn relink_returned(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]
                 Some(one) => vec![one.clone()],
             };
             for y in targets {
-                match super::two_way::link(cx, schema, own, x.clone(), y).await {
+                match super::two_way::relink(cx, schema, own, x.clone(), y).await {
                     // Either side deleted meanwhile: nothing left to link.
                     Err(Error::NotFound { .. }) => {}
                     other => {

@@ -91,6 +91,7 @@ enum Op {
     Link { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
     Unlink { near: Side, far: Option<Side>, x: Bson, y: Bson },
     LinkBack { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
+    Relink { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
 }
 
 impl Op {
@@ -99,6 +100,11 @@ impl Op {
             Op::Link { rel, near, far, x, y } => link_body(w, rel, near, far, &x, &y).await,
             Op::Unlink { near, far, x, y } => unlink_body(w, near, far, &x, &y).await,
             Op::LinkBack { rel, near, far, x, y } => link_back_body(w, rel, near, far, &x, &y).await,
+            // Only while `x` still names `y`: a reassign since is not undone.
+            Op::Relink { rel, near, far, x, y } => match w.holds(near, &x, &y).await? {
+                true => link_body(w, rel, near, far, &x, &y).await,
+                false => Ok(false),
+            },
         }
     }
 }
@@ -173,6 +179,16 @@ impl Writes<'_> {
         let found =
             in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("find", side.collection, e))?;
         Ok(found.map(|d| d.get(side.field).filter(|v| **v != Bson::Null).cloned()))
+    }
+
+    /// Whether `side` of document `id` holds `value` (names it, or lists it).
+    async fn holds(&mut self, side: Side, id: &Bson, value: &Bson) -> Result<bool> {
+        let coll = self.db.collection::<BsonDoc>(side.collection);
+        let filter = doc! {"_id": id.clone(), side.field: value.clone()};
+        let action = coll.count_documents(filter).limit(1).selection_criteria(crate::store::primary());
+        let n =
+            in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("count", side.collection, e))?;
+        Ok(n > 0)
     }
 
     async fn exists(&mut self, side: Side, id: &Bson) -> Result<bool> {
@@ -340,6 +356,25 @@ async fn link_back_body(
         // Linked already, or `x` deleted meanwhile (its delete pulls it).
         _ => Ok(false),
     }
+}
+
+/// Writes again both sides of the link from `x` to `y` through `rel`
+/// while `x` still holds `y` (read in the same transaction as the
+/// writes): for a document whose other sides a concurrent write may have
+/// taken away (`on_delete.rs`, a pull of its id meant for a namesake).
+pub(crate) async fn relink(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: Bson,
+    y: Bson,
+) -> Result<LinkOutcome> {
+    let near = Side::of(schema.collection, rel)?;
+    let far = Side::inverse(rel)?;
+    let op = Op::Relink { rel, near, far, x: x.clone(), y: y.clone() };
+    let outcome = run_writes(cx, "link", op).await?;
+    refresh_copies(cx, schema, rel, &x, &y).await?;
+    Ok(outcome)
 }
 
 /// Copies that come through the references just changed follow their new
