@@ -91,3 +91,66 @@ async fn an_insert_refused_because_the_other_side_is_full_writes_nothing() -> do
     }
     Ok(())
 }
+
+/// The owner chore `id` names as stored, when the chore is stored.
+async fn owner_of(t: &TestDb, id: ObjectId) -> Option<Option<ObjectId>> {
+    raw(t, "checker_chores", id).await.map(|d| d.get_object_id("owner").ok())
+}
+
+/// A chore inserted naming its owner while another owner already lists
+/// it (an owner inserted listing a chore not there yet) keeps the owner
+/// it names: the single side of a 1:N two-way reference is what a
+/// document says about itself, as the two-way repair holds
+/// (`relations/inverse_check.rs`), so the other listing goes. Before, the
+/// insert linked the chore back to the listing owner, moving it away from
+/// the owner the call named.
+#[tokio::test]
+async fn an_insert_keeps_the_owner_it_names_over_an_earlier_listing() -> docrel::Result<()> {
+    let t = TestDb::new("checker_named").await?;
+    let (early, named, chore) = (ObjectId::new(), ObjectId::new(), ObjectId::new());
+    Owner::repo(&t.db).insert(&Owner { id: early, chores: vec![chore] }).await?;
+    Owner::repo(&t.db).insert(&Owner { id: named, chores: vec![] }).await?;
+    Chore::repo(&t.db).insert(&Chore { id: chore, description: "sweep".into(), owner: Some(named) }).await?;
+    assert_eq!(owner_of(&t, chore).await, Some(Some(named)));
+    assert_eq!(listed(&t, named).await, Some(vec![Bson::ObjectId(chore)]));
+    assert_eq!(listed(&t, early).await, Some(vec![]));
+    Ok(())
+}
+
+/// Seed 3 of the history checker (CI size, deferred fan-out, no faults),
+/// one run in about six: `InsertTaskOwnedEarly(T9, H3) -> Ok()`,
+/// `SavePerson(H3) -> Ok()`, then `DeleteTask(T9)` and
+/// `InsertTaskOwned(T9, H1)` overlapping, both `Ok` => "I2: task T9 is
+/// owned by person H3, whose tasks [] do not list it". The delete's pull
+/// (held here) ran after the chore was inserted again with the same id.
+/// Before, the insert linked the new chore back to the owner still
+/// listing the deleted one (off the owner it named), and the pull then
+/// took it from that owner; with the insert keeping the owner it names,
+/// the pull took it from that one instead, until the delete learned to
+/// link a document stored again under a pulled id after its pulls. Both
+/// calls return `Ok`, so both sides must agree, on the owner the insert named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chore_inserted_again_during_its_delete_keeps_both_sides() -> docrel::Result<()> {
+    let _alone = crate::leftovers::FAIL_POINTS.lock().await;
+    let t = TestDb::new("checker_again").await?;
+    let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
+    let other = docrel::mongodb::Client::with_uri_str(&uri).await.expect("a second client").database(t.db.name());
+    let (old, new, chore) = (ObjectId::new(), ObjectId::new(), ObjectId::new());
+    Owner::repo(&t.db).insert_many(&[Owner { id: old, chores: vec![] }, Owner { id: new, chores: vec![] }]).await?;
+    Chore::repo(&t.db).insert(&Chore { id: chore, description: "sweep".into(), owner: Some(old) }).await?;
+    assert_eq!(listed(&t, old).await, Some(vec![Bson::ObjectId(chore)]));
+    // The delete's first update is its pull: it waits while the chore comes back.
+    crate::leftovers::hold(&t, "update", 0, 800).await;
+    let db = t.db.clone();
+    let delete = tokio::spawn(async move { Chore::repo(&db).delete_by_id(&chore).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let again = Chore { id: chore, description: "mop".into(), owner: Some(new) };
+    Chore::repo(&other).insert(&again).await?;
+    let deleted = delete.await.expect("the delete ran");
+    crate::leftovers::fail_point_off(&t).await;
+    assert!(deleted?, "the first chore was deleted");
+    // (the chore's owner, what the old owner lists, what the new one lists)
+    let stored = (owner_of(&t, chore).await, listed(&t, old).await, listed(&t, new).await);
+    assert_eq!(stored, (Some(Some(new)), Some(vec![]), Some(vec![Bson::ObjectId(chore)])));
+    Ok(())
+}

@@ -14,12 +14,12 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// A fail point configured on the server replaces the one before, so the
-/// tests here that set one run one at a time.
-static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// tests here and in `checker_found.rs` that set one run one at a time.
+pub(crate) static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Holds this test client's `command`s, `skip` of them let through first,
 /// then one held for `ms`.
-async fn hold(t: &TestDb, command: &str, skip: i32, ms: i32) {
+pub(crate) async fn hold(t: &TestDb, command: &str, skip: i32, ms: i32) {
     let fail_point = doc! {
         "configureFailPoint": "failCommand",
         "mode": {"skip": skip, "times": 1},
@@ -28,7 +28,7 @@ async fn hold(t: &TestDb, command: &str, skip: i32, ms: i32) {
     t.client.database("admin").run_command(fail_point).await.expect("fail point");
 }
 
-async fn fail_point_off(t: &TestDb) {
+pub(crate) async fn fail_point_off(t: &TestDb) {
     let off = doc! {"configureFailPoint": "failCommand", "mode": "off"};
     t.client.database("admin").run_command(off).await.expect("fail point off");
 }

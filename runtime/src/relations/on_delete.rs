@@ -10,7 +10,7 @@ use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
 use crate::schema::graph::graph;
 use crate::store::path::id_key;
 use crate::store::primary;
-use crate::store::session::{in_session, Cx};
+use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
 use std::collections::{HashMap, HashSet};
 
@@ -39,8 +39,10 @@ pub(crate) fn has_rules(collection: &str) -> bool {
 /// inserted again with the same id meanwhile is another document, and the
 /// documents referring to it now (a comment appended to it, a page of its
 /// buckets) are its own, not the deleted one's to cascade or pull. A
-/// document inserted again after this read is not told apart: only a
-/// transaction around the delete closes that window.
+/// document inserted again after this read is not told apart by the
+/// rules (only a transaction around the delete closes that window), but
+/// its two-way links, which the pulls may have taken with the deleted
+/// one's, are written again after them ([`relink_returned`]).
 pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     // A `restrict` was checked before the delete and writes nothing after it.
     let writes = graph()
@@ -58,7 +60,56 @@ pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids
     if gone.is_empty() {
         return Ok(());
     }
-    walk(cx, collection, &gone, Mode::Apply).await
+    walk(cx, collection, &gone, Mode::Apply).await?;
+    relink_returned(cx, collection, &gone).await
+}
+
+/// Links again, as they name their targets now, the documents of `ids`
+/// stored once more after the pulls of their deleted namesakes: inserted
+/// again with the same id after the read that found them gone, their
+/// insert linked the other side of their two-way references, and a pull
+/// of the id that ran after it took that link too. Each link is written
+/// again (nothing changes where it is whole) in a transaction that first
+/// checks the document still holds it, so a reassign since is kept. One
+/// read, for the types whose two-way references the rules pull; nothing
+/// otherwise.
+async fn relink_returned(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
+    let g = graph();
+    // The two-way references of the deleted documents whose other side a rule pulled.
+    let pulled: Vec<(&'static Schema, &'static Relation)> = g
+        .references_to(collection)
+        .iter()
+        .filter(|(_, r)| r.inverse.is_some() && rule(r) == OnDelete::Pull)
+        .filter_map(|(_, r)| g.inverse_of(r))
+        .filter(|(_, own)| !matches!(own.kind, RelationKind::RefMany { key: Some(_), .. }))
+        .collect();
+    if pulled.is_empty() {
+        return Ok(());
+    }
+    let projection: BsonDoc = pulled.iter().map(|(_, own)| (own.field.to_owned(), Bson::Int32(1))).collect();
+    let coll = cx.db.collection::<RawDocumentBuf>(collection);
+    let find = coll.find(doc! {"_id": {"$in": ids}}).projection(projection).selection_criteria(primary());
+    let back = collect(find, cx.session(), collection, |raw| plain(collection, raw)).await?;
+    for d in back {
+        let Some(x) = d.get("_id") else { continue };
+        for &(schema, own) in &pulled {
+            let targets = match d.get(own.field) {
+                Some(Bson::Array(held)) => held.clone(),
+                Some(Bson::Null) | None => Vec::new(),
+                Some(one) => vec![one.clone()],
+            };
+            for y in targets {
+                match super::two_way::relink(cx, schema, own, x.clone(), y).await {
+                    // Either side deleted meanwhile: nothing left to link.
+                    Err(Error::NotFound { .. }) => {}
+                    other => {
+                        other?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuses, before anything is written, when a `restrict` anywhere in the

@@ -90,6 +90,8 @@ struct Writes<'s> {
 enum Op {
     Link { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
     Unlink { near: Side, far: Option<Side>, x: Bson, y: Bson },
+    LinkBack { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
+    Relink { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
 }
 
 impl Op {
@@ -97,6 +99,12 @@ impl Op {
         match self {
             Op::Link { rel, near, far, x, y } => link_body(w, rel, near, far, &x, &y).await,
             Op::Unlink { near, far, x, y } => unlink_body(w, near, far, &x, &y).await,
+            Op::LinkBack { rel, near, far, x, y } => link_back_body(w, rel, near, far, &x, &y).await,
+            // Only while `x` still names `y`: a reassign since is not undone.
+            Op::Relink { rel, near, far, x, y } => match w.holds(near, &x, &y).await? {
+                true => link_body(w, rel, near, far, &x, &y).await,
+                false => Ok(false),
+            },
         }
     }
 }
@@ -158,6 +166,29 @@ impl Writes<'_> {
             .projection(doc! { side.field: 1 })
             .return_document(ReturnDocument::Before);
         in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("findAndModify", side.collection, e))
+    }
+
+    /// What the single reference `side` of document `id` names: `None`
+    /// when there is no such document, `Some(None)` when it names nothing.
+    async fn named(&mut self, side: Side, id: &Bson) -> Result<Option<Option<Bson>>> {
+        let coll = self.db.collection::<BsonDoc>(side.collection);
+        let action = coll
+            .find_one(doc! {"_id": id.clone()})
+            .projection(doc! { side.field: 1 })
+            .selection_criteria(crate::store::primary());
+        let found =
+            in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("find", side.collection, e))?;
+        Ok(found.map(|d| d.get(side.field).filter(|v| **v != Bson::Null).cloned()))
+    }
+
+    /// Whether `side` of document `id` holds `value` (names it, or lists it).
+    async fn holds(&mut self, side: Side, id: &Bson, value: &Bson) -> Result<bool> {
+        let coll = self.db.collection::<BsonDoc>(side.collection);
+        let filter = doc! {"_id": id.clone(), side.field: value.clone()};
+        let action = coll.count_documents(filter).limit(1).selection_criteria(crate::store::primary());
+        let n =
+            in_session!(action, self.session.as_deref_mut()).map_err(|e| Error::driver("count", side.collection, e))?;
+        Ok(n > 0)
     }
 
     async fn exists(&mut self, side: Side, id: &Bson) -> Result<bool> {
@@ -275,6 +306,72 @@ pub(crate) async fn link(
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
     let op = Op::Link { rel, near, far, x: x.clone(), y: y.clone() };
+    let outcome = run_writes(cx, "link", op).await?;
+    refresh_copies(cx, schema, rel, &x, &y).await?;
+    Ok(outcome)
+}
+
+/// Whether `rel` is the single side of a 1:N two-way pair (`task.owner`
+/// against `person.tasks`): the side the two-way repair takes as the
+/// truth (`inverse_check.rs`), what a document says about itself.
+pub(crate) fn single_of_one_to_many(rel: &'static Relation) -> bool {
+    let many = |r: &Relation| matches!(r.kind, RelationKind::RefMany { .. });
+    !many(rel) && graph().inverse_of(rel).is_some_and(|(_, inverse)| many(inverse))
+}
+
+/// Settles `x`, a new document, with `y`, which already lists it in the
+/// array on the other side of `rel`, the single side of a 1:N pair: as
+/// [`link`] when `x` names nothing; when `x` names another document that
+/// is the truth, and `x` leaves `y`'s array instead (`y` may list an
+/// earlier document with the same id whose delete has not pulled it yet).
+/// What `x` names is read in the same transaction as the write, so a
+/// reassign committed meanwhile is seen, never undone.
+pub(crate) async fn link_back(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: Bson,
+    y: Bson,
+) -> Result<LinkOutcome> {
+    let near = Side::of(schema.collection, rel)?;
+    let far = Side::inverse(rel)?;
+    let op = Op::LinkBack { rel, near, far, x: x.clone(), y: y.clone() };
+    let outcome = run_writes(cx, "link", op).await?;
+    refresh_copies(cx, schema, rel, &x, &y).await?;
+    Ok(outcome)
+}
+
+async fn link_back_body(
+    w: &mut Writes<'_>,
+    rel: &'static Relation,
+    near: Side,
+    far: Option<Side>,
+    x: &Bson,
+    y: &Bson,
+) -> Result<bool> {
+    let Some(far) = far else { return link_body(w, rel, near, far, x, y).await };
+    match w.named(near, x).await? {
+        Some(None) => link_body(w, rel, near, Some(far), x, y).await,
+        Some(Some(named)) if named != *y => w.detach(far, y, x).await,
+        // Linked already, or `x` deleted meanwhile (its delete pulls it).
+        _ => Ok(false),
+    }
+}
+
+/// Writes again both sides of the link from `x` to `y` through `rel`
+/// while `x` still holds `y` (read in the same transaction as the
+/// writes): for a document whose other sides a concurrent write may have
+/// taken away (`on_delete.rs`, a pull of its id meant for a namesake).
+pub(crate) async fn relink(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: Bson,
+    y: Bson,
+) -> Result<LinkOutcome> {
+    let near = Side::of(schema.collection, rel)?;
+    let far = Side::inverse(rel)?;
+    let op = Op::Relink { rel, near, far, x: x.clone(), y: y.clone() };
     let outcome = run_writes(cx, "link", op).await?;
     refresh_copies(cx, schema, rel, &x, &y).await?;
     Ok(outcome)

@@ -442,7 +442,10 @@ impl<T: Document> Repository<T> {
     /// through the inverse of `rel`: those written while they did not exist
     /// (a task whose owner was inserted after it). One read per relation
     /// and page of new ids; each referring document is matched to the new
-    /// ones it names by id, not against every new document.
+    /// ones it names by id, not against every new document. The single side
+    /// of a 1:N pair is settled as it stands when linked
+    /// (`two_way::link_back`): a new document naming another target keeps
+    /// it, as the two-way repair would.
     async fn link_back(
         &self,
         docs: &[bson::Document],
@@ -466,6 +469,7 @@ impl<T: Document> Repository<T> {
         let coll = cx.db.collection::<RawDocumentBuf>(other);
         // A document naming new ids of several pages is read once per page.
         let mut linked: HashSet<(String, String)> = HashSet::new();
+        let single = crate::relations::two_way::single_of_one_to_many(rel);
         for page in crate::store::page::id_pages(&ids) {
             let find = coll
                 .find(doc! { inverse: {"$in": page} })
@@ -481,9 +485,14 @@ impl<T: Document> Repository<T> {
                 };
                 for x in named {
                     let Some((x, declared)) = new.get(&key(x)) else { continue };
-                    if !declared.contains(&key(y)) && linked.insert((key(x), key(y))) {
-                        crate::relations::two_way::link(cx, T::schema(), rel, (*x).clone(), y.clone()).await?;
+                    if declared.contains(&key(y)) || !linked.insert((key(x), key(y))) {
+                        continue;
                     }
+                    let (x, y) = ((*x).clone(), y.clone());
+                    match single {
+                        true => crate::relations::two_way::link_back(cx, T::schema(), rel, x, y).await?,
+                        false => crate::relations::two_way::link(cx, T::schema(), rel, x, y).await?,
+                    };
                 }
             }
         }
