@@ -57,8 +57,18 @@ pub enum Inv {
 }
 
 impl Inv {
-    pub const ALL: [Inv; 10] =
-        [Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Unrecorded, Inv::Liveness, Inv::Gate, Inv::Pending, Inv::Pulled];
+    pub const ALL: [Inv; 10] = [
+        Inv::I1,
+        Inv::I2,
+        Inv::I3,
+        Inv::I4,
+        Inv::I5,
+        Inv::Unrecorded,
+        Inv::Liveness,
+        Inv::Gate,
+        Inv::Pending,
+        Inv::Pulled,
+    ];
 
     pub fn about(self) -> &'static str {
         match self {
