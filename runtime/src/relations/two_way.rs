@@ -88,23 +88,31 @@ struct Writes<'s> {
 /// One link or unlink, owned so that a transaction can run it again.
 #[derive(Clone)]
 enum Op {
-    Link { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
+    Link { how: How, rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
     Unlink { near: Side, far: Option<Side>, x: Bson, y: Bson },
-    LinkBack { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
-    Relink { rel: &'static Relation, near: Side, far: Option<Side>, x: Bson, y: Bson },
+}
+
+/// Which link: asked for ([`link`]), owed by a new document to one that
+/// lists it already ([`link_back`]), or written again after a delete's
+/// pull ([`relink`]).
+#[derive(Clone, Copy)]
+enum How {
+    Asked,
+    Back,
+    Again,
 }
 
 impl Op {
     async fn run(self, w: &mut Writes<'_>) -> Result<bool> {
         match self {
-            Op::Link { rel, near, far, x, y } => link_body(w, rel, near, far, &x, &y).await,
-            Op::Unlink { near, far, x, y } => unlink_body(w, near, far, &x, &y).await,
-            Op::LinkBack { rel, near, far, x, y } => link_back_body(w, rel, near, far, &x, &y).await,
+            Op::Link { how: How::Asked, rel, near, far, x, y } => link_body(w, rel, near, far, &x, &y).await,
+            Op::Link { how: How::Back, rel, near, far, x, y } => link_back_body(w, rel, near, far, &x, &y).await,
             // Only while `x` still names `y`: a reassign since is not undone.
-            Op::Relink { rel, near, far, x, y } => match w.holds(near, &x, &y).await? {
+            Op::Link { how: How::Again, rel, near, far, x, y } => match w.holds(near, &x, &y).await? {
                 true => link_body(w, rel, near, far, &x, &y).await,
                 false => Ok(false),
             },
+            Op::Unlink { near, far, x, y } => unlink_body(w, near, far, &x, &y).await,
         }
     }
 }
@@ -303,12 +311,7 @@ pub(crate) async fn link(
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(schema.collection, rel)?;
-    let far = Side::inverse(rel)?;
-    let op = Op::Link { rel, near, far, x: x.clone(), y: y.clone() };
-    let outcome = run_writes(cx, "link", op).await?;
-    refresh_copies(cx, schema, rel, &x, &y).await?;
-    Ok(outcome)
+    linked(cx, schema, rel, x, y, How::Asked).await
 }
 
 /// Whether `rel` is the single side of a 1:N two-way pair (`task.owner`
@@ -333,12 +336,7 @@ pub(crate) async fn link_back(
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(schema.collection, rel)?;
-    let far = Side::inverse(rel)?;
-    let op = Op::LinkBack { rel, near, far, x: x.clone(), y: y.clone() };
-    let outcome = run_writes(cx, "link", op).await?;
-    refresh_copies(cx, schema, rel, &x, &y).await?;
-    Ok(outcome)
+    linked(cx, schema, rel, x, y, How::Back).await
 }
 
 async fn link_back_body(
@@ -369,9 +367,22 @@ pub(crate) async fn relink(
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
+    linked(cx, schema, rel, x, y, How::Again).await
+}
+
+/// Runs the link `how` from `x` to `y` through `rel`, then the copies
+/// that come through it follow.
+async fn linked(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    rel: &'static Relation,
+    x: Bson,
+    y: Bson,
+    how: How,
+) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
     let far = Side::inverse(rel)?;
-    let op = Op::Relink { rel, near, far, x: x.clone(), y: y.clone() };
+    let op = Op::Link { how, rel, near, far, x: x.clone(), y: y.clone() };
     let outcome = run_writes(cx, "link", op).await?;
     refresh_copies(cx, schema, rel, &x, &y).await?;
     Ok(outcome)

@@ -40,6 +40,12 @@ pub(crate) struct Bulked {
     pub(crate) modified: u64,
 }
 
+/// Whether this process's deployment takes a client-level `bulkWrite`
+/// (MongoDB 8.0+, known from `docrel::connect`).
+pub(crate) fn available() -> bool {
+    deployment::supports(BULK_WRITE)
+}
+
 /// Sends the stamped update `filter`/`update` of the source `id` in
 /// `source` with the fan-outs of `values` to every target, in one
 /// `bulkWrite`; `None` when the deployment has none (before MongoDB 8.0, or
@@ -52,7 +58,7 @@ pub(crate) async fn stamped(
     stamp: i64,
     values: &(impl Values + ?Sized),
 ) -> Result<Option<Bulked>> {
-    if !deployment::supports(BULK_WRITE) {
+    if !available() {
         return Ok(None);
     }
     let targets = graph().targets_of(source);
@@ -92,8 +98,9 @@ pub(crate) async fn stamped(
         return Ok(Some(Bulked { matched: false, modified: 0 }));
     }
     for (i, target) in targets.iter().enumerate() {
-        crate::client::trace::fanned_out(target.collection, || &target.paths().id, counts(i + 1).1);
-        if counts(i + 1).1 > 0 {
+        let (_, rewritten) = counts(i + 1);
+        crate::client::trace::fanned_out(target.collection, || &target.paths().id, rewritten);
+        if rewritten > 0 {
             // Boxed: a chain is rare, and its future would make this one as large.
             Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::All))
                 .await
