@@ -98,7 +98,7 @@ fn multi_document(name: &str, command: &Document) -> bool {
 
 impl Seen {
     fn started(&mut self, name: &str, command: &Document, request_id: i32) {
-        if command.get_bool("autocommit") != Ok(false) {
+        if command.get_bool("autocommit").ok() != Some(false) {
             if multi_document(name, command) {
                 self.plain_multi.extend(collection(command, name));
             }
