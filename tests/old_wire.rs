@@ -117,3 +117,21 @@ async fn before_8_0_a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> doc
     assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
     Ok(())
 }
+
+#[path = "fixtures/delete_rules.rs"]
+mod delete_rules;
+
+#[tokio::test]
+async fn before_8_0_a_delete_applies_each_rule_with_its_own_command() -> docrel::Result<()> {
+    use delete_rules::{assert_deleted, seed, Author};
+    pretend_wire_version(Some(21));
+    let t = TestDb::new("old_wire_delete").await?;
+    let (ann, bo) = seed(&t).await?;
+    let mark = t.trips.mark();
+    assert!(Author::repo(&t.db).delete_by_id(&ann.id).await?);
+    let commands = t.trips.commands_since(mark);
+    assert!(!commands.iter().any(|c| c == "bulkWrite"), "{commands:?}");
+    assert!(commands.iter().any(|c| c == "update dr_posts") && commands.iter().any(|c| c == "update dr_anthologies"));
+    assert_deleted(&t, &ann, &bo).await;
+    Ok(())
+}

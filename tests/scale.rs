@@ -27,6 +27,19 @@ struct LogMsg {
     host: i32,
 }
 
+/// Refers to messages, so deleting one has a rule to apply: a cascade
+/// into messages is walked page by page (on MongoDB 8.0+ a cascade into a
+/// collection with nothing referring to it is one `deleteMany` by the
+/// reference, `tests/bulk_delete.rs`).
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "pins")]
+struct Pin {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = LogMsg, on_delete = pull)]
+    msg: Option<ObjectId>,
+}
+
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "suppliers")]
 struct Supplier {
@@ -76,6 +89,9 @@ async fn a_cascade_deletes_page_by_page() -> docrel::Result<()> {
     LogMsg::repo(&t.db).insert_many(&msgs).await?;
     LogMsg::repo(&t.db).insert(&LogMsg { id: ObjectId::new(), time: DateTime::now(), host: 2 }).await?;
 
+    let pinned = Pin { id: ObjectId::new(), msg: Some(msgs[n - 1].id) };
+    Pin::repo(&t.db).insert(&pinned).await?;
+
     let mark = t.trips.mark();
     assert!(Host::repo(&t.db).delete_by_id(&1).await?);
     let commands = t.trips.commands_since(mark);
@@ -86,6 +102,8 @@ async fn a_cascade_deletes_page_by_page() -> docrel::Result<()> {
     let left = t.db.collection::<BsonDoc>("logmsg");
     assert_eq!(left.count_documents(doc! {"host": 1}).await.unwrap(), 0, "every message of the host is gone");
     assert_eq!(left.count_documents(doc! {"host": 2}).await.unwrap(), 1, "the other host's stays");
+    let pin = t.db.collection::<BsonDoc>("pins").find_one(doc! {}).await.unwrap().expect("the pin stays");
+    assert!(pin.get("msg").is_none(), "its message's id was pulled: {pin:?}");
 
     // delete_many of hosts with rules: the hosts themselves are paged too.
     let hosts: Vec<Host> = (10..10 + batch as i32 + 5).map(|id| Host { id, name: format!("h{id}") }).collect();

@@ -176,6 +176,9 @@ struct Frame {
     ids: Vec<Bson>,
     rel: usize,
     after: Option<Bson>,
+    /// Whether its pulls and its cascades into leaves went as one
+    /// `bulkWrite` ([`batch`]); `None` until the walk applies the frame.
+    bulked: Option<bool>,
 }
 
 /// The documents on a cycle the walk has reached, by collection and id key.
@@ -218,8 +221,12 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
     let mut visited = Visited::new(MAX_CYCLE_DOCUMENTS);
     let mut deleted = 0u64;
     let ids = visited.admit(root, ids.to_vec()).ok_or_else(|| runaway(root, ids.len(), mode, 0))?;
-    let mut stack = vec![Frame { collection: root, ids, rel: 0, after: None }];
+    let mut stack = vec![Frame { collection: root, ids, rel: 0, after: None, bulked: None }];
     while let Some(top) = stack.last_mut() {
+        if mode == Mode::Apply && top.bulked.is_none() {
+            top.bulked = Some(batch(cx, top.collection, &top.ids).await?);
+        }
+        let bulked = top.bulked == Some(true);
         let Some(&(schema, rel)) = graph().references_to(top.collection).get(top.rel) else {
             let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
             // The root's documents are the caller's to delete.
@@ -230,6 +237,8 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
         };
         match (mode, rule(rel)) {
             (Mode::Check, OnDelete::Restrict) => restrict(cx, top.collection, schema, rel, &top.ids).await?,
+            // Sent in the frame's `bulkWrite`.
+            (Mode::Apply, _) if bulked && batched(schema, rel) => {}
             (Mode::Apply, OnDelete::Pull) => pull(cx, schema, rel, &top.ids).await?,
             (_, OnDelete::Cascade) if mode == Mode::Apply || may_refuse(schema.collection) => {
                 let after = top.after.take();
@@ -239,7 +248,8 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
                         .admit(schema.collection, page)
                         .ok_or_else(|| runaway(root, stack[0].ids.len(), mode, deleted))?;
                     if !fresh.is_empty() {
-                        stack.push(Frame { collection: schema.collection, ids: fresh, rel: 0, after: None });
+                        let collection = schema.collection;
+                        stack.push(Frame { collection, ids: fresh, rel: 0, after: None, bulked: None });
                     }
                     continue;
                 }
@@ -317,6 +327,14 @@ async fn dependants(
 async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
     let collection = schema.collection;
     let coll = cx.db.collection::<BsonDoc>(collection);
+    let (filter, update) = pulled(schema, rel, ids);
+    in_session!(coll.update_many(filter, update), cx.session())
+        .map_err(|e| Error::driver("update_many", collection, e))?;
+    Ok(())
+}
+
+/// The filter and update of [`pull`].
+fn pulled(schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (BsonDoc, BsonDoc) {
     let filter = doc! { rel.id_path(): {"$in": ids} };
     let update = match rel.kind {
         RelationKind::RefMany { key: Some(key), .. } => {
@@ -343,9 +361,69 @@ async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, 
             doc! {"$unset": unset}
         }
     };
-    in_session!(coll.update_many(filter, update), cx.session())
-        .map_err(|e| Error::driver("update_many", collection, e))?;
-    Ok(())
+    (filter, update)
+}
+
+/// Whether deleting documents of `collection` asks nothing more of
+/// docrel: no rule to apply to what refers to them (a `restrict` was
+/// checked before the delete) and no subset summarizing them. A cascade
+/// into such a collection is one `deleteMany` of the referrers.
+fn leaf(collection: &'static str) -> bool {
+    graph().references_to(collection).iter().all(|(_, r)| matches!(rule(r), OnDelete::Nothing | OnDelete::Restrict))
+        && crate::patterns::subset::subsets_of(collection).is_empty()
+}
+
+/// Whether the rule of `rel` (a reference of `schema`) travels in its
+/// frame's `bulkWrite`: a pull, or a cascade into a leaf.
+fn batched(schema: &'static Schema, rel: &'static Relation) -> bool {
+    match rule(rel) {
+        OnDelete::Pull => true,
+        OnDelete::Cascade => leaf(schema.collection),
+        _ => false,
+    }
+}
+
+/// On MongoDB 8.0+, sends every pull from the references to `ids` of
+/// `collection` and every cascade into a leaf as one ordered `bulkWrite`:
+/// one round trip for rules reaching any number of collections, where the
+/// other way sends an `updateMany` per pull and a read and a delete per
+/// cascade. Whether it was sent (`false`: nothing to batch, or no
+/// `bulkWrite` before 8.0, and the walk applies each rule itself). Every
+/// statement is idempotent; a refused one is the error of its collection,
+/// with what came before it written.
+async fn batch(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<bool> {
+    if !crate::store::bulk::available() {
+        return Ok(false);
+    }
+    let mut sent: Vec<&'static str> = Vec::new();
+    let mut models = Vec::new();
+    for &(schema, rel) in graph().references_to(collection) {
+        if !batched(schema, rel) {
+            continue;
+        }
+        let model = match rule(rel) {
+            OnDelete::Pull => {
+                let (filter, update) = pulled(schema, rel, ids);
+                crate::store::bulk::update_many(cx, schema.collection, filter, update, None)
+            }
+            _ => crate::store::bulk::delete_many(cx, schema.collection, doc! { rel.id_path(): {"$in": ids} }),
+        };
+        sent.push(schema.collection);
+        models.push(model);
+    }
+    if models.is_empty() {
+        return Ok(false);
+    }
+    if let Err(e) = crate::store::bulk::send(cx, models).await {
+        // A refused statement names its collection; a batch cut or lost
+        // names every collection it reached, any of which may be unwritten.
+        let at = match crate::store::bulk::first_refused(&e).and_then(|i| sent.get(i)) {
+            Some(one) => (*one).to_owned(),
+            None => sent.join(", "),
+        };
+        return Err(Error::driver("bulkWrite", at, e));
+    }
+    Ok(true)
 }
 
 /// The rule applied to `rel`: as declared, except that the array or

@@ -6,6 +6,7 @@
 //! (`scan`), decoding, and BSON path helpers.
 
 mod bounds;
+pub(crate) mod bulk;
 pub mod codec;
 mod conditions;
 pub mod field;

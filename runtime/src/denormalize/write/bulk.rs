@@ -19,18 +19,14 @@
 //! answer lost) leaves what was written unknown: the caller takes the
 //! other way, whose writes are the same `$set`s at a newer version.
 
-use crate::client::deployment;
 use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::{Guard, Values};
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Target};
+use crate::store::bulk;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::options::{UpdateManyModel, UpdateOneModel, WriteModel};
-use mongodb::Namespace;
-
-/// A client-level `bulkWrite`: MongoDB 8.0 (wire version 25).
-pub(crate) const BULK_WRITE: deployment::Feature = deployment::Feature { name: "client bulkWrite", wire: 25 };
+use mongodb::options::{UpdateOneModel, WriteModel};
 
 /// What a stamped write sent as one `bulkWrite` did.
 pub(crate) struct Bulked {
@@ -43,7 +39,7 @@ pub(crate) struct Bulked {
 /// Whether this process's deployment takes a client-level `bulkWrite`
 /// (MongoDB 8.0+, known from `docrel::connect`).
 pub(crate) fn available() -> bool {
-    deployment::supports(BULK_WRITE)
+    bulk::available()
 }
 
 /// Sends the stamped update `filter`/`update` of the source `id` in
@@ -62,33 +58,14 @@ pub(crate) async fn stamped(
         return Ok(None);
     }
     let targets = graph().targets_of(source);
-    let db = cx.db.name().to_owned();
-    let ns = |collection: &str| Namespace::new(db.clone(), collection);
     let mut models: Vec<WriteModel> = Vec::with_capacity(targets.len() + 1);
-    models.push(UpdateOneModel::builder().namespace(ns(source)).filter(filter).update(update).build().into());
+    let ns = bulk::namespace(cx, source);
+    models.push(UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into());
     for target in targets {
         let (filter, update, array_filters) = target.update(id, values, stamp, Guard::FanOut);
-        let array_filters = array_filters.map(|af| af.into_iter().map(Bson::Document).collect::<Vec<_>>());
-        let model = UpdateManyModel::builder()
-            .namespace(ns(target.collection))
-            .filter(filter)
-            .update(update)
-            .array_filters(array_filters)
-            .build();
-        models.push(model.into());
+        models.push(bulk::update_many(cx, target.collection, filter, update, array_filters));
     }
-    let client = cx.db.client().clone();
-    let mut sent = client.bulk_write(models).ordered(true).verbose_results();
-    // The database's write concern, which a client-level command does not
-    // inherit; none in a session, which may be in a transaction.
-    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
-        sent = sent.write_concern(wc.clone());
-    }
-    let result = match cx.session() {
-        Some(s) => sent.session(s).await,
-        None => sent.await,
-    };
-    let result = match result {
+    let result = match bulk::send(cx, models).await {
         Ok(result) => result,
         Err(e) => return refused(source, id, targets, e).map(|()| None),
     };
@@ -115,8 +92,7 @@ pub(crate) async fn stamped(
 /// first refused fan-out's. `Ok` for any other failure: the caller goes
 /// the other way, which writes it all again.
 fn refused(source: &'static str, id: &Bson, targets: &[Target], e: mongodb::error::Error) -> Result<()> {
-    let mongodb::error::ErrorKind::BulkWrite(bulk) = &*e.kind else { return Ok(()) };
-    let Some(&first) = bulk.write_errors.keys().min() else { return Ok(()) };
+    let Some(first) = bulk::first_refused(&e) else { return Ok(()) };
     let Some(target) = first.checked_sub(1).and_then(|k| targets.get(k)) else {
         return Err(Error::driver("update", source, e));
     };

@@ -1,0 +1,65 @@
+//! On MongoDB 8.0+ (the embedded server reports 8.2) the `on_delete` rules
+//! that reach several collections travel in one client-level `bulkWrite`
+//! (issue 31): deleting an author pulled from posts and anthologies and
+//! cascading to its comments is three round trips (the delete, the read
+//! that the author is still gone, the batch), and the stored documents
+//! are right, read back with the raw driver. `tests/old_wire.rs` deletes
+//! the same data the way before 8.0.
+
+#[path = "fixtures/delete_rules.rs"]
+mod delete_rules;
+
+use delete_rules::{assert_deleted, seed, Author, Comment};
+use docrel::bson::{doc, Bson};
+use docrel::testing::TestDb;
+use docrel::Filter;
+
+#[tokio::test]
+async fn a_delete_whose_rules_reach_three_collections_is_three_round_trips() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_delete").await?;
+    let (ann, bo) = seed(&t).await?;
+    let mark = t.trips.mark();
+    assert!(Author::repo(&t.db).delete_by_id(&ann.id).await?);
+    assert_eq!(t.trips.commands_since(mark), ["delete dr_authors", "find dr_authors", "bulkWrite"]);
+    assert_deleted(&t, &ann, &bo).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_delete_many_sends_one_batch_per_page() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_delete_many").await?;
+    let (ann, bo) = seed(&t).await?;
+    let mark = t.trips.mark();
+    let filter = Author::fields().name.eq("Ann");
+    assert_eq!(Author::repo(&t.db).delete_many(filter).await?, 1);
+    let commands = t.trips.commands_since(mark);
+    assert_eq!(commands.iter().filter(|c| *c == "bulkWrite").count(), 1, "{commands:?}");
+    assert!(!commands.iter().any(|c| c.starts_with("update") || c.starts_with("delete dr_comments")), "{commands:?}");
+    assert_deleted(&t, &ann, &bo).await;
+    // The rest, with nothing left to refer to them.
+    assert_eq!(Author::repo(&t.db).delete_many(Filter::all()).await?, 1);
+    assert_eq!(Comment::repo(&t.db).count(Filter::all()).await?, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_delete_refused").await?;
+    let (ann, _) = seed(&t).await?;
+    let admin = t.client.database("admin");
+    let fail_point = |mode: Bson| {
+        admin.run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": mode,
+            "data": {"failCommands": ["bulkWrite"], "errorCode": 2, "appName": t.db.name()},
+        })
+    };
+    fail_point(doc! {"times": 1}.into()).await.expect("the embedded server runs with --enable-test-commands");
+    let deleted = Author::repo(&t.db).delete_by_id(&ann.id).await;
+    fail_point("off".into()).await.expect("fail point off");
+    let e = deleted.expect_err("the batch failed");
+    assert!(e.to_string().contains("bulkWrite") && e.to_string().contains("dr_posts"), "{e}");
+    // The author is deleted and its rules are not: verify names what is left.
+    assert!(Author::repo(&t.db).get(&ann.id).await?.is_none());
+    Ok(())
+}
