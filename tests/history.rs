@@ -523,6 +523,18 @@ async fn the_monitor_sees_what_an_operation_sends_and_ends_what_it_left_open() -
     assert_eq!(seen.undeclared(&entry(&moving)), None);
     assert!(seen.undeclared(&[(Group::Catalog, Class::Transaction)]).is_some(), "{seen:?}");
 
+    // A client-level bulkWrite's multi-document statements count as plain
+    // multi-document writes of their collections.
+    let (bulk, seen) = monitor::watch(async {
+        use docrel::mongodb::{options::UpdateManyModel, Namespace};
+        let ns = Namespace::new(db.name(), "parts");
+        let relabel = UpdateManyModel::builder().namespace(ns).filter(doc! {}).update(doc! {"$set": {"label": "b"}});
+        db.client().bulk_write(vec![relabel.build()]).await
+    })
+    .await;
+    bulk.expect("bulkWrite");
+    assert!(seen.plain_multi.contains("parts") && seen.transactions.is_empty(), "{seen:?}");
+
     let parts = db.collection::<Document>("parts");
     let (left, seen) = monitor::watch(async {
         let mut s = db.client().start_session().await?;

@@ -84,6 +84,25 @@ fn lsid_key(lsid: &Document) -> Vec<u8> {
     }
 }
 
+/// The collections a client-level `bulkWrite` writes with statements that
+/// may touch many documents (its `ops` name namespaces by their index in
+/// `nsInfo`).
+fn bulk_multi(command: &Document) -> Vec<String> {
+    let namespaces: Vec<String> = command
+        .get_array("nsInfo")
+        .map(|a| a.iter().filter_map(|n| n.as_document()?.get_str("ns").ok().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let ops = command.get_array("ops").map(|a| a.iter().filter_map(Bson::as_document).collect()).unwrap_or(Vec::new());
+    ops.into_iter()
+        .filter_map(|op| {
+            let at = op.get_i32("update").or_else(|_| op.get_i32("delete")).ok()?;
+            let multi = op.get_bool("multi").unwrap_or(false);
+            let ns = namespaces.get(usize::try_from(at).ok()?)?;
+            multi.then(|| ns.split_once('.').map_or(ns.clone(), |(_, c)| c.to_owned()))
+        })
+        .collect()
+}
+
 /// Whether `command` is a plain write that may touch many documents.
 fn multi_document(name: &str, command: &Document) -> bool {
     let any = |field: &str, hit: &dyn Fn(&Document) -> bool| {
@@ -99,7 +118,9 @@ fn multi_document(name: &str, command: &Document) -> bool {
 impl Seen {
     fn started(&mut self, name: &str, command: &Document, request_id: i32) {
         if command.get_bool("autocommit").ok() != Some(false) {
-            if multi_document(name, command) {
+            if name == "bulkWrite" {
+                self.plain_multi.extend(bulk_multi(command));
+            } else if multi_document(name, command) {
                 self.plain_multi.extend(collection(command, name));
             }
             return;
