@@ -1239,13 +1239,13 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
     // Each way pushes into hosts of its own: the hand-written pushes do not
     // keep docrel's subset bookkeeping, and docrel's would take them for
     // writes made outside it (the ways run interleaved).
-    let hosts: Vec<Host> = (0..30)
+    let hosts: Vec<Host> = (0..40)
         .map(|i| Host { id: ObjectId::new(), name: format!("s{i}"), ipaddr: format!("10.9.0.{i}"), logmsgs: vec![] })
         .collect();
     Host::repo(&b.timed).insert_many(&hosts).await?;
     let ids: Vec<ObjectId> = hosts.iter().map(|h| h.id).collect();
     let n = o.subset_msgs;
-    // Way 0: docrel, 1: hand, 2: naive.
+    // Way 0: docrel, 1: hand, 2: naive, 3: hand with an update per parent.
     let batch = move |way: usize, r: usize| -> Vec<LogMsg> {
         (0..n)
             .map(|k| LogMsg {
@@ -1267,45 +1267,8 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
                 async move { LogMsg::repo(&db).insert_many(&msgs).await }
             },
             |db, r| {
-                let mut msgs = batch(1, r);
-                async move {
-                    // The same job: each message carries its host's current ipaddr.
-                    let hosts: Vec<ObjectId> =
-                        msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
-                    let ips: Vec<BsonDoc> = db
-                        .collection::<BsonDoc>("hosts")
-                        .find(doc! {"_id": {"$in": hosts}})
-                        .projection(doc! {"ipaddr": 1})
-                        .await
-                        .map_err(err)?
-                        .try_collect()
-                        .await
-                        .map_err(err)?;
-                    let ip: HashMap<ObjectId, String> = ips
-                        .iter()
-                        .filter_map(|h| Some((h.get_object_id("_id").ok()?, h.get_str("ipaddr").ok()?.to_owned())))
-                        .collect();
-                    for m in &mut msgs {
-                        if let Some(i) = ip.get(&m.host) {
-                            m.ipaddr.clone_from(i);
-                        }
-                    }
-                    db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
-                    let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
-                    for m in &msgs {
-                        by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
-                    }
-                    for (host, lines) in by_host {
-                        db.collection::<BsonDoc>("hosts")
-                            .update_one(
-                                doc! {"_id": host},
-                                doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}},
-                            )
-                            .await
-                            .map_err(err)?;
-                    }
-                    Ok(())
-                }
+                let msgs = batch(1, r);
+                async move { hand_subset_push(&db, msgs, true).await }
             },
         )
         .await;
@@ -1328,6 +1291,60 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
         })
         .await;
     ratio(&case, d, h, Some(nv));
+    // Hand-written code as written before MongoDB 8.0: an update per parent.
+    b.way(&case, "hand_per_parent", n, |db, r| {
+        let msgs = batch(3, r);
+        async move { hand_subset_push(&db, msgs, false).await }
+    })
+    .await;
+    Ok(())
+}
+
+/// The subset push written by hand: each message carries its host's
+/// current ipaddr (one read of the hosts), one `insert_many`, then the
+/// summaries pushed per host with `$each`/`$sort`/`$slice`: on MongoDB 8.0
+/// (`bulk`) every host's push in one client-level `bulkWrite`, else one
+/// `update` per host.
+async fn hand_subset_push(db: &Database, mut msgs: Vec<LogMsg>, bulk: bool) -> docrel::Result<()> {
+    let hosts: Vec<ObjectId> = msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
+    let ips: Vec<BsonDoc> = db
+        .collection::<BsonDoc>("hosts")
+        .find(doc! {"_id": {"$in": hosts}})
+        .projection(doc! {"ipaddr": 1})
+        .await
+        .map_err(err)?
+        .try_collect()
+        .await
+        .map_err(err)?;
+    let ip: HashMap<ObjectId, String> =
+        ips.iter().filter_map(|h| Some((h.get_object_id("_id").ok()?, h.get_str("ipaddr").ok()?.to_owned()))).collect();
+    for m in &mut msgs {
+        if let Some(i) = ip.get(&m.host) {
+            m.ipaddr.clone_from(i);
+        }
+    }
+    db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
+    let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
+    for m in &msgs {
+        by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
+    }
+    let push =
+        |lines: Vec<BsonDoc>| doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}};
+    if bulk {
+        use docrel::mongodb::{options::UpdateOneModel, Namespace};
+        let models: Vec<_> = by_host
+            .into_iter()
+            .map(|(host, lines)| {
+                let ns = Namespace::new(db.name(), "hosts");
+                UpdateOneModel::builder().namespace(ns).filter(doc! {"_id": host}).update(push(lines)).build()
+            })
+            .collect();
+        db.client().bulk_write(models).await.map_err(err)?;
+        return Ok(());
+    }
+    for (host, lines) in by_host {
+        db.collection::<BsonDoc>("hosts").update_one(doc! {"_id": host}, push(lines)).await.map_err(err)?;
+    }
     Ok(())
 }
 

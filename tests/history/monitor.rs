@@ -92,7 +92,8 @@ fn bulk_multi(command: &Document) -> Vec<String> {
         .get_array("nsInfo")
         .map(|a| a.iter().filter_map(|n| n.as_document()?.get_str("ns").ok().map(str::to_owned)).collect())
         .unwrap_or_default();
-    let ops = command.get_array("ops").map(|a| a.iter().filter_map(Bson::as_document).collect()).unwrap_or(Vec::new());
+    let ops: Vec<&Document> =
+        command.get_array("ops").map(|a| a.iter().filter_map(Bson::as_document).collect()).unwrap_or_default();
     ops.into_iter()
         .filter_map(|op| {
             let at = op.get_i32("update").or_else(|_| op.get_i32("delete")).ok()?;

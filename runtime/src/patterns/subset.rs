@@ -8,8 +8,9 @@
 //! `_docrel.subsets.<array>` = `{n, r}`: every change bumps `n`, and `r`
 //! holds the `n` of the last rebuild that was written. Inserting children
 //! pushes their summaries with `$each`/`$sort`/`$slice` and bumps `n` in the
-//! same update (pushes commute), then reads the children's parents back (a
-//! delete or a move racing the insert rebuilds the parent the child left). Editing, moving or deleting a child
+//! same update (pushes commute), then, outside a transaction, reads the
+//! children's parents back (a delete or a move racing the insert rebuilds
+//! the parent the child left). Editing, moving or deleting a child
 //! rebuilds: bump `n` to `e`, read the top N children, and write them only
 //! while `n` is still `e`; if another change came in between, the write is
 //! skipped and the rebuild retried, unless a rebuild that started later
@@ -27,6 +28,7 @@ use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::options::UpdateOneModel;
 use mongodb::Database;
 use std::collections::HashMap;
 
@@ -108,7 +110,10 @@ impl SubsetTarget {
         format!("_docrel.subsets.{}", self.rel.field)
     }
 
-    async fn push(&self, cx: &mut Cx<'_>, parent: &Bson, summaries: Vec<BsonDoc>) -> Result<()> {
+    /// The push of `summaries` into the subset of `parent`: the filter
+    /// (guarded by the summaries' identities, when they have one) and the
+    /// update, which bumps the change counter.
+    fn push_statement(&self, parent: &Bson, summaries: Vec<BsonDoc>) -> (BsonDoc, BsonDoc) {
         let slice = if self.spec.keep_last { -i64::from(self.max) } else { i64::from(self.max) };
         // A rebuild that ran between the children's insert and this push
         // already took them in: pushing again would keep them twice.
@@ -119,20 +124,57 @@ impl SubsetTarget {
             "$inc": { format!("{}.n", self.counter()): 1_i64 },
         };
         let mut filter = doc! {"_id": parent.clone()};
-        if let (Some(key), Some(keys)) = (self.identity(), &keys) {
-            filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys.clone()});
+        if let (Some(key), Some(keys)) = (self.identity(), keys) {
+            filter.insert(format!("{}.{key}", self.rel.field), doc! {"$nin": keys});
         }
-        let coll = cx.db.collection::<BsonDoc>(self.parent);
-        let r = in_session!(coll.update_one(filter, update), cx.session())
-            .map_err(|e| Error::driver("update", self.parent, e))?;
-        if r.matched_count == 0 && keys.is_some() {
-            // The parent is gone (the rebuild finds none and writes nothing),
-            // or one of the summaries is already there: the rebuild writes
-            // exactly the top N.
+        (filter, update)
+    }
+
+    /// After a push matched `matched` parents: when it matched none and was
+    /// guarded, the parent is gone (the rebuild finds none and writes
+    /// nothing), or one of the summaries is already there: the rebuild
+    /// writes exactly the top N.
+    async fn pushed(&self, cx: &mut Cx<'_>, parent: &Bson, matched: u64) -> Result<()> {
+        if matched == 0 && self.identity().is_some() {
             self.rebuild_in(cx, parent).await?;
         }
         Ok(())
     }
+}
+
+/// The pushes of inserted children: one per parent and subset (per page
+/// of children). On MongoDB 8.0+ they travel in one `bulkWrite` (one round
+/// trip however many parents), else one `update` each.
+async fn push_all(cx: &mut Cx<'_>, pushes: Vec<(&'static SubsetTarget, Bson, Vec<BsonDoc>)>) -> Result<()> {
+    if pushes.len() > 1 && crate::store::bulk::available() {
+        let models = pushes
+            .iter()
+            .map(|(target, parent, summaries)| {
+                let (filter, update) = target.push_statement(parent, summaries.clone());
+                let ns = crate::store::bulk::namespace(cx, target.parent);
+                UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into()
+            })
+            .collect();
+        // Only single-document statements: the driver retries it as a
+        // retryable write.
+        let result = crate::store::bulk::send(cx, models).await.map_err(|e| {
+            let at = crate::store::bulk::first_refused(&e).and_then(|i| pushes.get(i)).unwrap_or(&pushes[0]);
+            Error::driver("bulkWrite", at.0.parent, e)
+        })?;
+        for (i, (target, parent, _)) in pushes.iter().enumerate() {
+            let matched = result.update_results.get(&i).map_or(0, |r| r.matched_count);
+            target.pushed(cx, parent, matched).await?;
+        }
+        return Ok(());
+    }
+    for (target, parent, summaries) in pushes {
+        let (filter, update) = target.push_statement(&parent, summaries);
+        let coll = cx.db.collection::<BsonDoc>(target.parent);
+        let r = in_session!(coll.update_one(filter, update), cx.session())
+            .map_err(|e| Error::driver("update", target.parent, e))?;
+        target.pushed(cx, &parent, r.matched_count).await?;
+    }
+    Ok(())
 }
 
 /// Whether a write of `touched` paths of a child changes its summary in `target`.
@@ -161,8 +203,11 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
 }
 
 /// After children were inserted: one push per parent and subset (per page
-/// of children).
+/// of children), then, outside a transaction, the children read back
+/// ([`settle`]). In a transaction no other writer sees the children before
+/// it commits, so none can move or delete them between insert and push.
 pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
+    let mut pushes = Vec::new();
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
         let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -177,11 +222,19 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
         }
         for (parent, summaries) in by_parent {
             for page in id_pages(&summaries) {
-                target.push(cx, &parent, page.to_vec()).await?;
+                pushes.push((target, parent.clone(), page.to_vec()));
             }
         }
     }
-    settle(cx, child, docs).await
+    push_all(cx, pushes).await?;
+    let transaction = match cx.session() {
+        Some(s) => crate::store::transaction::in_transaction(s).await,
+        None => false,
+    };
+    match transaction {
+        true => Ok(()),
+        false => settle(cx, child, docs).await,
+    }
 }
 
 /// After the pushes of inserted children: the children as they are now,

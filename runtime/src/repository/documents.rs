@@ -76,7 +76,7 @@ impl<T: Document> Repository<T> {
     pub(super) async fn after_insert(
         &self,
         written: &[bson::Document],
-        filled: Option<Sources>,
+        around: Around,
         plan: &DocumentPlan,
         cx: &mut Cx<'_>,
     ) -> Result<bool> {
@@ -84,7 +84,9 @@ impl<T: Document> Repository<T> {
             return Ok(false);
         }
         let mut changed = plan.two_way || plan.keeps_subsets || (plan.source && plan.fills);
-        changed |= self.copies_around(written, filled, cx).await?;
+        if let Around::Now(filled) = around {
+            changed |= self.copies_around(written, filled, cx).await?;
+        }
         self.after_new(written, cx).await?;
         if plan.summarized {
             // The summaries in the parents' subsets: one push per parent.
@@ -188,7 +190,13 @@ impl<T: Document> Repository<T> {
                 let cx = &mut Cx::new(&db, Some(session));
                 let written = repo.write_new(encoded.raws, cx).await;
                 written.map_err(repo.err("insert_many"))?;
-                repo.after_insert(&encoded.plain, encoded.filled, &plan, cx).await
+                // A transaction of its own reads the copies around the
+                // documents once committed ([`Self::after_commit`]), which
+                // sees a source changed at any time since the fill and any
+                // holder written meanwhile; reads of them inside it would
+                // find nothing those do not.
+                let around = if joined { Around::Now(encoded.filled) } else { Around::AfterCommit };
+                repo.after_insert(&encoded.plain, around, &plan, cx).await
             })
         })
         .await;
@@ -243,11 +251,11 @@ impl<T: Document> Repository<T> {
         let Encoded { raws, plain, filled } = encoded;
         let op = if raws.len() == 1 { "insert" } else { "insert_many" };
         match self.write_new(raws, cx).await.map_err(self.err(op)) {
-            Ok(()) => self.after_insert(&plain, filled, plan, cx).await,
+            Ok(()) => self.after_insert(&plain, Around::Now(filled), plan, cx).await,
             Err(e) => {
                 if !plain.is_empty() {
                     let landed = self.landed(&e, &plain, cx).await?;
-                    self.after_insert(&plain[..landed], filled, plan, cx).await?;
+                    self.after_insert(&plain[..landed], Around::Now(filled), plan, cx).await?;
                 }
                 Err(e)
             }
@@ -567,6 +575,15 @@ fn plain_or(plain: &[bson::Document], raw: &RawDocumentBuf) -> Result<bson::Docu
         None => bson::Document::try_from(raw.as_ref())
             .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() }),
     }
+}
+
+/// When an insert reads the copies around the documents it wrote (their
+/// own confirmed against their sources, holders already referring to them
+/// filled): now, with the sources its fill read, or once the transaction
+/// it runs in has committed.
+pub(super) enum Around {
+    Now(Option<Sources>),
+    AfterCommit,
 }
 
 /// Documents encoded for a write.

@@ -38,7 +38,8 @@ impl<T: Document> Repository<T> {
                 };
                 let plan = DocumentPlan::of(T::schema());
                 if plan.owes(true) {
-                    self.after_insert(std::slice::from_ref(&new), None, &plan, cx).await?;
+                    self.after_insert(std::slice::from_ref(&new), super::documents::Around::Now(None), &plan, cx)
+                        .await?;
                 }
                 let id = id_of::<T>(&new)?;
                 hooks::after::<T>(cx, Write::Upsert, vec![id.clone()], 1).await;
