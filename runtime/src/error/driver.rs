@@ -19,6 +19,10 @@ pub(super) fn duplicate_key(e: &mongodb::error::Error) -> Option<(String, String
         ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => w.message.clone(),
         ErrorKind::Command(c) if c.code == 11000 => c.message.clone(),
         ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.iter().find(|w| w.code == 11000)?.message.clone(),
+        ErrorKind::BulkWrite(b) => {
+            let first = b.write_errors.iter().filter(|(_, w)| w.code == 11000).min_by_key(|(i, _)| **i)?;
+            first.1.message.clone()
+        }
         _ => return None,
     };
     let index = message.split("index: ").nth(1).and_then(|r| r.split(" dup key").next()).unwrap_or("?");

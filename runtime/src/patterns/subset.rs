@@ -28,7 +28,7 @@ use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::options::UpdateOneModel;
+use mongodb::options::{InsertOneModel, UpdateOneModel, WriteModel};
 use mongodb::Database;
 use std::collections::HashMap;
 
@@ -207,6 +207,23 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
 /// ([`settle`]). In a transaction no other writer sees the children before
 /// it commits, so none can move or delete them between insert and push.
 pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
+    push_all(cx, pushes_of(child, docs)?).await?;
+    let transaction = match cx.session() {
+        Some(s) => crate::store::transaction::in_transaction(s).await,
+        None => false,
+    };
+    match transaction {
+        true => Ok(()),
+        false => settle(cx, child, docs).await,
+    }
+}
+
+/// One push of summaries into the subset of a parent.
+type Push = (&'static SubsetTarget, Bson, Vec<BsonDoc>);
+
+/// The pushes children `docs` owe: one per parent and subset (per page of
+/// children).
+fn pushes_of(child: &str, docs: &[BsonDoc]) -> Result<Vec<Push>> {
     let mut pushes = Vec::new();
     for target in subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
@@ -226,15 +243,39 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
             }
         }
     }
-    push_all(cx, pushes).await?;
-    let transaction = match cx.session() {
-        Some(s) => crate::store::transaction::in_transaction(s).await,
-        None => false,
-    };
-    match transaction {
-        true => Ok(()),
-        false => settle(cx, child, docs).await,
+    Ok(pushes)
+}
+
+/// In a transaction on MongoDB 8.0+: the insert of children `docs` of
+/// `child` and the pushes of their summaries in one `bulkWrite`, the
+/// insert's statements first (the pushes run only once every child was
+/// written). No read-back: no other writer sees the children before the
+/// transaction commits.
+pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: &[BsonDoc]) -> Result<()> {
+    let pushes = pushes_of(child, docs)?;
+    let ns = crate::store::bulk::namespace(cx, child);
+    let mut models: Vec<WriteModel> = Vec::with_capacity(docs.len() + pushes.len());
+    for d in docs {
+        models.push(InsertOneModel::builder().namespace(ns.clone()).document(d.clone()).build().into());
     }
+    for (target, parent, summaries) in &pushes {
+        let (filter, update) = target.push_statement(parent, summaries.clone());
+        let ns = crate::store::bulk::namespace(cx, target.parent);
+        models.push(UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into());
+    }
+    let result = crate::store::bulk::send(cx, models).await.map_err(|e| {
+        match crate::store::bulk::first_refused(&e).and_then(|i| i.checked_sub(docs.len())).and_then(|i| pushes.get(i))
+        {
+            Some((target, ..)) => Error::driver("bulkWrite", target.parent, e),
+            // The insert's (a duplicate key), or the whole batch's.
+            None => Error::driver("insert_many", child, e),
+        }
+    })?;
+    for (i, (target, parent, _)) in pushes.iter().enumerate() {
+        let matched = result.update_results.get(&(docs.len() + i)).map_or(0, |r| r.matched_count);
+        target.pushed(cx, parent, matched).await?;
+    }
+    Ok(())
 }
 
 /// After the pushes of inserted children: the children as they are now,

@@ -188,13 +188,14 @@ impl<T: Document> Repository<T> {
             let (repo, db, encoded) = (repo.clone(), db.clone(), encoded.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(session));
+                if plan.pushes_with_insert(joined) {
+                    crate::patterns::subset::insert_and_push(cx, T::COLLECTION, &encoded.plain).await?;
+                    return Ok(plan.source && plan.fills);
+                }
                 let written = repo.write_new(encoded.raws, cx).await;
                 written.map_err(repo.err("insert_many"))?;
-                // A transaction of its own reads the copies around the
-                // documents once committed ([`Self::after_commit`]), which
-                // sees a source changed at any time since the fill and any
-                // holder written meanwhile; reads of them inside it would
-                // find nothing those do not.
+                // A transaction of its own reads them once committed
+                // ([`Self::after_commit`]), which sees all a read inside it would.
                 let around = if joined { Around::Now(encoded.filled) } else { Around::AfterCommit };
                 repo.after_insert(&encoded.plain, around, &plan, cx).await
             })

@@ -59,6 +59,15 @@ impl DocumentPlan {
         }
     }
 
+    /// Whether an insert in a transaction sends its documents and the
+    /// pushes into their parents' subsets in one `bulkWrite` (MongoDB
+    /// 8.0+): when those pushes are all it owes inside the transaction (a
+    /// transaction of its own, not the caller's `joined` one, reads the
+    /// copies around its documents after the commit).
+    pub(crate) fn pushes_with_insert(&self, joined: bool) -> bool {
+        !joined && self.summarized && !self.two_way && !self.keeps_subsets && crate::store::bulk::available()
+    }
+
     /// Whether a replace must keep what docrel maintains (copy records,
     /// two-way references, subsets, the version) from the stored document,
     /// through [`super::replace_image`], rather than replace it whole.
