@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::relations::join::{join_in, FieldVisit, Found, Referenced, Request, DEFAULT_CHUNK};
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, View};
-use crate::store::codec::decode;
+use crate::store::codec::{decode_view, element_range};
 use crate::store::find::Find;
 use crate::store::options::ONE_BATCH;
 use crate::store::session::collect_aggregate;
@@ -127,9 +127,14 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         // travels once per parent but is decoded once).
         let mut parents = Vec::new();
         let mut found = Found::default();
+        // A parent is decoded without the joined documents, most of its
+        // bytes: they are read below, each once.
+        let mut own = Vec::new();
         collect_aggregate(aggregate, session, name, |raw| {
-            parents.push(decode::<V>(name, raw)?);
-            let Ok(docs) = raw.get_array(JOINED) else { return Ok(()) };
+            let docs = raw.get_array(JOINED).ok();
+            let cut = docs.and_then(|d| element_range(raw, JOINED, d.as_bytes()));
+            parents.push(decode_view::<V>(name, raw, V::PROJECTION, cut, &mut own)?);
+            let Some(docs) = docs else { return Ok(()) };
             for d in docs.into_iter().filter_map(|d| d.ok()).filter_map(|d| d.as_document()) {
                 found.take(T::COLLECTION, d, true)?;
             }

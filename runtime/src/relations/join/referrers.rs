@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::id::DocId;
 use crate::relations::loaded::Loaded;
 use crate::schema::document::{Document, Relation, RelationKind, View};
-use crate::store::codec::decode;
+use crate::store::codec::decode_view;
 use crate::store::options::{count, read_setters};
 use crate::store::page::pages;
 use crate::store::query::Filter;
@@ -119,8 +119,9 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
             None => None,
         };
         // Each target, with the chunk it is read in and its referrers.
-        let mut wanted: IdMap<T::Id, (usize, Vec<u32>)> = IdMap::default();
-        let mut ids = Vec::new();
+        let n = self.base.ids.len();
+        let mut wanted: IdMap<T::Id, (usize, Vec<u32>)> = IdMap::with_capacity_and_hasher(n, Default::default());
+        let mut ids = Vec::with_capacity(n);
         let size = self.chunk.max(1);
         for t in &self.base.ids {
             if !wanted.contains_key(t) {
@@ -137,6 +138,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
             _ => None,
         };
         let mut items = Vec::new();
+        let mut buf = Vec::new();
         // A target's referrers all come from its chunk, in the order asked;
         // a document read in several chunks is listed under each target once.
         for (chunk, page) in pages(&ids, size).enumerate() {
@@ -156,7 +158,7 @@ impl<'a, P: Document, T: Document, R: View<Of = P>> Referrers<'a, P, T, R> {
                         });
                     }
                     if listed {
-                        items.push(decode::<R>(P::COLLECTION, raw)?);
+                        items.push(decode_view::<R>(P::COLLECTION, raw, R::PROJECTION, None, &mut buf)?);
                     }
                     Ok(())
                 })
@@ -199,7 +201,90 @@ fn each_raw_id<I: DocId>(value: bson::RawBsonRef<'_>, key: Option<&str>, f: &mut
         }
     };
     match value {
-        bson::RawBsonRef::Array(arr) => arr.into_iter().filter_map(|e| e.ok()).for_each(|e| one(e, f)),
+        bson::RawBsonRef::Array(arr) => {
+            // This runs for every id of every referrer read: an array of
+            // ObjectIds is walked on its bytes, bson's iterator (which checks
+            // each index key as UTF-8 and builds an element) only past them.
+            let read = match key {
+                None => leading_object_ids(arr.as_bytes(), &mut |id| one(bson::RawBsonRef::ObjectId(id), f)),
+                Some(_) => Walked::Partly(0),
+            };
+            if let Walked::Partly(n) = read {
+                arr.into_iter().skip(n).filter_map(|e| e.ok()).for_each(|e| one(e, f));
+            }
+        }
         v => one(v, f),
+    }
+}
+
+/// How far [`leading_object_ids`] read an array.
+#[derive(Debug, PartialEq)]
+enum Walked {
+    /// To its end: every element was an ObjectId.
+    All,
+    /// Its first `n` elements, then one of another type (or bytes it does
+    /// not read).
+    Partly(usize),
+}
+
+/// Calls `f` with the ObjectIds that open the BSON array `bytes` (its
+/// length, then elements of a type byte, a decimal index and a value, then
+/// a 0), stopping at the first element that is not an ObjectId under a
+/// decimal index.
+fn leading_object_ids(bytes: &[u8], f: &mut dyn FnMut(bson::oid::ObjectId)) -> Walked {
+    const OBJECT_ID: u8 = 0x07;
+    let (mut at, mut n) = (4, 0);
+    loop {
+        match bytes.get(at) {
+            Some(0) if at + 1 == bytes.len() => return Walked::All,
+            Some(&OBJECT_ID) => {}
+            _ => return Walked::Partly(n),
+        }
+        let index = bytes.get(at + 1..).unwrap_or_default();
+        let Some(len) = index.iter().position(|&b| b == 0) else { return Walked::Partly(n) };
+        if len == 0 || !index[..len].iter().all(u8::is_ascii_digit) {
+            return Walked::Partly(n);
+        }
+        let value = at + 1 + len + 1;
+        let Some(Ok(id)) = bytes.get(value..value + 12).map(<[u8; 12]>::try_from) else { return Walked::Partly(n) };
+        f(bson::oid::ObjectId::from_bytes(id));
+        (at, n) = (value + 12, n + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::{oid::ObjectId, rawdoc, Bson, RawArrayBuf};
+
+    fn ids(arr: &RawArrayBuf) -> Vec<Bson> {
+        let mut out = Vec::new();
+        each_raw_id::<ObjectId>(bson::RawBsonRef::Array(arr), None, &mut |id| out.push(Bson::ObjectId(id)));
+        out
+    }
+
+    #[test]
+    fn an_array_of_object_ids_is_read_whole_on_its_bytes() {
+        let (a, b) = (ObjectId::new(), ObjectId::new());
+        let arr: RawArrayBuf = [a, b, a].into_iter().map(bson::RawBson::ObjectId).collect();
+        let mut seen = Vec::new();
+        assert_eq!(leading_object_ids(arr.as_bytes(), &mut |id| seen.push(id)), Walked::All);
+        assert_eq!(seen, [a, b, a]);
+        assert_eq!(ids(&arr), [Bson::ObjectId(a), Bson::ObjectId(b), Bson::ObjectId(a)]);
+        let empty = RawArrayBuf::new();
+        assert_eq!(leading_object_ids(empty.as_bytes(), &mut |_| panic!("no id")), Walked::All);
+    }
+
+    #[test]
+    fn past_another_type_the_array_is_read_by_bson() {
+        let (a, b) = (ObjectId::new(), ObjectId::new());
+        let arr: RawArrayBuf =
+            [bson::RawBson::ObjectId(a), bson::RawBson::Int32(7), bson::RawBson::ObjectId(b)].into_iter().collect();
+        assert_eq!(leading_object_ids(arr.as_bytes(), &mut |_| {}), Walked::Partly(1));
+        assert_eq!(ids(&arr), [Bson::ObjectId(a), Bson::ObjectId(b)]);
+        let doc = rawdoc! {"k": a};
+        let mut seen = Vec::new();
+        each_raw_id::<ObjectId>(bson::RawBsonRef::Document(&doc), Some("k"), &mut |id| seen.push(id));
+        assert_eq!(seen, [a]);
     }
 }
