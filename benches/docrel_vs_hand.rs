@@ -10,15 +10,22 @@
 //! `scripts/bench` runs it on the embedded server (or `MONGODB_URI`);
 //! sizes are flags: `--products=200 --refs=20 --parts=1000 --fanout-products=2000
 //! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --runs=11 --naive-runs=1
-//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign`
+//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign|delete`
 //! (`--full` sets larger sizes, for a real mongod).
 //!
 //! Every way of a case does the same work (the same documents read or
 //! written, the same result built); the ways differ only in how. The first
 //! line names the server the figures came from.
 
-use docrel::bson::{doc, oid::ObjectId, DateTime, Document as BsonDoc};
-use docrel::mongodb::{Collection, Database};
+mod cases {
+    #[path = "delete.rs"]
+    pub mod delete;
+    use super::{err, ratio, Bench, Opts};
+}
+
+use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::mongodb::options::{UpdateManyModel, UpdateOneModel, WriteModel};
+use docrel::mongodb::{Collection, Database, Namespace};
 use docrel::{Document, Embedded, Filter, RoundTrips, View};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
@@ -1061,6 +1068,9 @@ async fn main() -> docrel::Result<()> {
     if o.wants("reassign") {
         reassign_case(&b, &o).await?;
     }
+    if o.wants("delete") {
+        cases::delete::delete_case(&b, &o).await?;
+    }
     // Dropped before the compile case: a minutes-long build can outlive an idle connection.
     if let Err(e) = db.drop().await {
         eprintln!("note: could not drop the bench database {name}: {e}");
@@ -1132,16 +1142,20 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
                 Part::repo(&db).update_by_id(&held, Part::fields().name.set(format!("docrel {r}"))).await.map(drop)
             },
             |db, r| async move {
+                // MongoDB 8.0: the part and its copies in one client bulkWrite.
                 let name = format!("hand {r}");
-                db.collection::<Part>("parts")
-                    .update_one(doc! {"_id": held}, doc! {"$set": {"name": &name}})
-                    .await
-                    .map_err(err)?;
-                db.collection::<CatalogProduct>("catalog")
-                    .update_many(doc! {"parts.id": held}, doc! {"$set": {"parts.$[e].name": &name}})
-                    .array_filters(vec![doc! {"e.id": held}])
-                    .await
-                    .map_err(err)?;
+                let part = UpdateOneModel::builder()
+                    .namespace(Namespace::new(db.name(), "parts"))
+                    .filter(doc! {"_id": held})
+                    .update(doc! {"$set": {"name": &name}})
+                    .build();
+                let copies = UpdateManyModel::builder()
+                    .namespace(Namespace::new(db.name(), "catalog"))
+                    .filter(doc! {"parts.id": held})
+                    .update(doc! {"$set": {"parts.$[e].name": &name}})
+                    .array_filters(vec![Bson::Document(doc! {"e.id": held})])
+                    .build();
+                db.client().bulk_write(vec![WriteModel::from(part), copies.into()]).await.map_err(err)?;
                 Ok(())
             },
         )
@@ -1188,15 +1202,19 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
                     .map(drop)
             },
             |db, r| async move {
+                // MongoDB 8.0: the host and its copies in one client bulkWrite.
                 let ip = format!("10.2.{}.{}", r / 256, r % 256);
-                db.collection::<BsonDoc>("hosts")
-                    .update_one(doc! {"_id": id}, doc! {"$set": {"ipaddr": &ip}})
-                    .await
-                    .map_err(err)?;
-                db.collection::<BsonDoc>("logmsg")
-                    .update_many(doc! {"host": id}, doc! {"$set": {"ipaddr": &ip}})
-                    .await
-                    .map_err(err)?;
+                let host = UpdateOneModel::builder()
+                    .namespace(Namespace::new(db.name(), "hosts"))
+                    .filter(doc! {"_id": id})
+                    .update(doc! {"$set": {"ipaddr": &ip}})
+                    .build();
+                let copies = UpdateManyModel::builder()
+                    .namespace(Namespace::new(db.name(), "logmsg"))
+                    .filter(doc! {"host": id})
+                    .update(doc! {"$set": {"ipaddr": &ip}})
+                    .build();
+                db.client().bulk_write(vec![WriteModel::from(host), copies.into()]).await.map_err(err)?;
                 Ok(())
             },
         )
@@ -1331,7 +1349,6 @@ async fn hand_subset_push(db: &Database, mut msgs: Vec<LogMsg>, bulk: bool) -> d
     let push =
         |lines: Vec<BsonDoc>| doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}};
     if bulk {
-        use docrel::mongodb::{options::UpdateOneModel, Namespace};
         let models: Vec<_> = by_host
             .into_iter()
             .map(|(host, lines)| {

@@ -67,7 +67,7 @@ async fn children_of_many_parents_and_their_pushes_are_one_bulk_write() -> docre
     };
     assert_eq!(stored.len(), 20);
     for m in &stored {
-        let host = hosts.iter().find(|h| Ok(h.id) == m.get_object_id("host")).unwrap();
+        let host = hosts.iter().find(|h| m.get_object_id("host").ok() == Some(h.id)).unwrap();
         assert_eq!(m.get_str("ipaddr").unwrap(), host.ipaddr, "the copy was filled: {m:?}");
     }
     Ok(())
