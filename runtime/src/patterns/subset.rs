@@ -157,15 +157,11 @@ async fn push_all(cx: &mut Cx<'_>, pushes: Vec<(&'static SubsetTarget, Bson, Vec
             .collect();
         // Only single-document statements: the driver retries it as a
         // retryable write.
-        let result = crate::store::bulk::send(cx, models).await.map_err(|e| {
+        let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
             let at = crate::store::bulk::first_refused(&e).and_then(|i| pushes.get(i)).unwrap_or(&pushes[0]);
             Error::driver("bulkWrite", at.0.parent, e)
         })?;
-        for (i, (target, parent, _)) in pushes.iter().enumerate() {
-            let matched = result.update_results.get(&i).map_or(0, |r| r.matched_count);
-            target.pushed(cx, parent, matched).await?;
-        }
-        return Ok(());
+        return missed(cx, &pushes, result.matched_count).await;
     }
     for (target, parent, summaries) in pushes {
         let (filter, update) = target.push_statement(&parent, summaries);
@@ -263,7 +259,7 @@ pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: 
         let ns = crate::store::bulk::namespace(cx, target.parent);
         models.push(UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into());
     }
-    let result = crate::store::bulk::send(cx, models).await.map_err(|e| {
+    let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
         match crate::store::bulk::first_refused(&e).and_then(|i| i.checked_sub(docs.len())).and_then(|i| pushes.get(i))
         {
             Some((target, ..)) => Error::driver("bulkWrite", target.parent, e),
@@ -271,9 +267,19 @@ pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: 
             None => Error::driver("insert_many", child, e),
         }
     })?;
-    for (i, (target, parent, _)) in pushes.iter().enumerate() {
-        let matched = result.update_results.get(&(docs.len() + i)).map_or(0, |r| r.matched_count);
-        target.pushed(cx, parent, matched).await?;
+    missed(cx, &pushes, result.matched_count).await
+}
+
+/// After a batch of `pushes` matched `matched` parents in all: when one
+/// matched none (rare: its parent is gone, or a summary was there already)
+/// the batch's totals do not say which, and every guarded push's parent
+/// is rebuilt, as [`SubsetTarget::pushed`] rebuilds one.
+async fn missed(cx: &mut Cx<'_>, pushes: &[Push], matched: i64) -> Result<()> {
+    if usize::try_from(matched).is_ok_and(|m| m >= pushes.len()) {
+        return Ok(());
+    }
+    for (target, parent, _) in pushes {
+        target.pushed(cx, parent, 0).await?;
     }
     Ok(())
 }

@@ -414,7 +414,7 @@ async fn batch(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Resul
     if models.is_empty() {
         return Ok(false);
     }
-    if let Err(e) = crate::store::bulk::send(cx, models).await {
+    if let Err(e) = crate::store::bulk::send_summary(cx, models).await {
         // A refused statement names its collection; a batch cut or lost
         // names every collection it reached, any of which may be unwritten.
         let at = match crate::store::bulk::first_refused(&e).and_then(|i| sent.get(i)) {

@@ -8,7 +8,7 @@ use crate::client::deployment;
 use crate::store::session::Cx;
 use mongodb::bson::{Bson, Document as BsonDoc};
 use mongodb::options::{DeleteManyModel, UpdateManyModel, WriteModel};
-use mongodb::results::VerboseBulkWriteResult;
+use mongodb::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
 use mongodb::Namespace;
 
 /// A client-level `bulkWrite`: MongoDB 8.0 (wire version 25).
@@ -51,13 +51,33 @@ pub(crate) fn delete_many(cx: &Cx<'_>, collection: &str, filter: BsonDoc) -> Wri
 /// Sends `models` as one ordered `bulkWrite` with per-statement results,
 /// in the session of `cx` when it has one (a transaction's batch joins
 /// it). Outside a session it carries the database's write concern, which
-/// a client-level command does not inherit.
+/// a client-level command does not inherit. The server answers with a
+/// result per statement: for a batch whose every statement's count
+/// matters, and few statements.
 pub(crate) async fn send(
     cx: &mut Cx<'_>,
     models: Vec<WriteModel>,
 ) -> std::result::Result<VerboseBulkWriteResult, mongodb::error::Error> {
     let client = cx.db.client().clone();
     let mut sent = client.bulk_write(models).ordered(true).verbose_results();
+    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
+        sent = sent.write_concern(wc.clone());
+    }
+    match cx.session() {
+        Some(s) => sent.session(s).await,
+        None => sent.await,
+    }
+}
+
+/// [`send`] answered with the batch's totals only (`errorsOnly`): a batch
+/// of many statements (an insert's documents) would otherwise bring back
+/// a result for each.
+pub(crate) async fn send_summary(
+    cx: &mut Cx<'_>,
+    models: Vec<WriteModel>,
+) -> std::result::Result<SummaryBulkWriteResult, mongodb::error::Error> {
+    let client = cx.db.client().clone();
+    let mut sent = client.bulk_write(models).ordered(true);
     if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
         sent = sent.write_concern(wc.clone());
     }
