@@ -1142,21 +1142,11 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
                 Part::repo(&db).update_by_id(&held, Part::fields().name.set(format!("docrel {r}"))).await.map(drop)
             },
             |db, r| async move {
-                // MongoDB 8.0: the part and its copies in one client bulkWrite.
                 let name = format!("hand {r}");
-                let part = UpdateOneModel::builder()
-                    .namespace(Namespace::new(db.name(), "parts"))
-                    .filter(doc! {"_id": held})
-                    .update(doc! {"$set": {"name": &name}})
-                    .build();
-                let copies = UpdateManyModel::builder()
-                    .namespace(Namespace::new(db.name(), "catalog"))
-                    .filter(doc! {"parts.id": held})
-                    .update(doc! {"$set": {"parts.$[e].name": &name}})
-                    .array_filters(vec![Bson::Document(doc! {"e.id": held})])
-                    .build();
-                db.client().bulk_write(vec![WriteModel::from(part), copies.into()]).await.map_err(err)?;
-                Ok(())
+                let copies = doc! {"$set": {"parts.$[e].name": &name}};
+                let array_filters = Some(vec![Bson::Document(doc! {"e.id": held})]);
+                let copies = ("catalog", doc! {"parts.id": held}, copies, array_filters);
+                hand_fan_out(&db, ("parts", held), doc! {"name": &name}, copies).await
             },
         )
         .await;
@@ -1202,20 +1192,9 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
                     .map(drop)
             },
             |db, r| async move {
-                // MongoDB 8.0: the host and its copies in one client bulkWrite.
                 let ip = format!("10.2.{}.{}", r / 256, r % 256);
-                let host = UpdateOneModel::builder()
-                    .namespace(Namespace::new(db.name(), "hosts"))
-                    .filter(doc! {"_id": id})
-                    .update(doc! {"$set": {"ipaddr": &ip}})
-                    .build();
-                let copies = UpdateManyModel::builder()
-                    .namespace(Namespace::new(db.name(), "logmsg"))
-                    .filter(doc! {"host": id})
-                    .update(doc! {"$set": {"ipaddr": &ip}})
-                    .build();
-                db.client().bulk_write(vec![WriteModel::from(host), copies.into()]).await.map_err(err)?;
-                Ok(())
+                let copies = ("logmsg", doc! {"host": id}, doc! {"$set": {"ipaddr": &ip}}, None);
+                hand_fan_out(&db, ("hosts", id), doc! {"ipaddr": &ip}, copies).await
             },
         )
         .await;
@@ -1248,6 +1227,30 @@ async fn fanout_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
         })
         .await;
     ratio(&case, d, h, Some(nv));
+    Ok(())
+}
+
+/// A fan-out by hand on MongoDB 8.0: the source's `$set` of `set` (by
+/// `_id`) and the update of its copies (collection, filter, update, array
+/// filters) in one client bulkWrite.
+async fn hand_fan_out(
+    db: &Database,
+    (source, id): (&str, ObjectId),
+    set: BsonDoc,
+    (target, filter, update, array_filters): (&str, BsonDoc, BsonDoc, Option<Vec<Bson>>),
+) -> docrel::Result<()> {
+    let source = UpdateOneModel::builder()
+        .namespace(Namespace::new(db.name(), source))
+        .filter(doc! {"_id": id})
+        .update(doc! {"$set": set})
+        .build();
+    let copies = UpdateManyModel::builder()
+        .namespace(Namespace::new(db.name(), target))
+        .filter(filter)
+        .update(update)
+        .array_filters(array_filters)
+        .build();
+    db.client().bulk_write(vec![WriteModel::from(source), copies.into()]).await.map_err(err)?;
     Ok(())
 }
 

@@ -28,7 +28,7 @@ use crate::store::path::lookup;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::options::{InsertOneModel, UpdateOneModel, WriteModel};
+use mongodb::options::{InsertOneModel, WriteModel};
 use mongodb::Database;
 use std::collections::HashMap;
 
@@ -145,16 +145,9 @@ impl SubsetTarget {
 /// The pushes of inserted children: one per parent and subset (per page
 /// of children). On MongoDB 8.0+ they travel in one `bulkWrite` (one round
 /// trip however many parents), else one `update` each.
-async fn push_all(cx: &mut Cx<'_>, pushes: Vec<(&'static SubsetTarget, Bson, Vec<BsonDoc>)>) -> Result<()> {
+async fn push_all(cx: &mut Cx<'_>, pushes: Vec<Push>) -> Result<()> {
     if pushes.len() > 1 && crate::store::bulk::available() {
-        let models = pushes
-            .iter()
-            .map(|(target, parent, summaries)| {
-                let (filter, update) = target.push_statement(parent, summaries.clone());
-                let ns = crate::store::bulk::namespace(cx, target.parent);
-                UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into()
-            })
-            .collect();
+        let models = pushes.iter().map(|push| push_model(cx, push)).collect();
         // Only single-document statements: the driver retries it as a
         // retryable write.
         let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
@@ -217,6 +210,12 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
 /// One push of summaries into the subset of a parent.
 type Push = (&'static SubsetTarget, Bson, Vec<BsonDoc>);
 
+/// A push as a statement of a `bulkWrite`.
+fn push_model(cx: &Cx<'_>, (target, parent, summaries): &Push) -> WriteModel {
+    let (filter, update) = target.push_statement(parent, summaries.clone());
+    crate::store::bulk::update_one(cx, target.parent, filter, update)
+}
+
 /// The pushes children `docs` owe: one per parent and subset (per page of
 /// children).
 fn pushes_of(child: &str, docs: &[BsonDoc]) -> Result<Vec<Push>> {
@@ -254,11 +253,7 @@ pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: 
     for d in docs {
         models.push(InsertOneModel::builder().namespace(ns.clone()).document(d.clone()).build().into());
     }
-    for (target, parent, summaries) in &pushes {
-        let (filter, update) = target.push_statement(parent, summaries.clone());
-        let ns = crate::store::bulk::namespace(cx, target.parent);
-        models.push(UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into());
-    }
+    models.extend(pushes.iter().map(|push| push_model(cx, push)));
     let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
         match crate::store::bulk::first_refused(&e).and_then(|i| i.checked_sub(docs.len())).and_then(|i| pushes.get(i))
         {

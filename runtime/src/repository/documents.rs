@@ -83,7 +83,7 @@ impl<T: Document> Repository<T> {
         if written.is_empty() {
             return Ok(false);
         }
-        let mut changed = plan.two_way || plan.keeps_subsets || (plan.source && plan.fills);
+        let mut changed = plan.changes_new();
         if let Around::Now(filled) = around {
             changed |= self.copies_around(written, filled, cx).await?;
         }
@@ -190,7 +190,7 @@ impl<T: Document> Repository<T> {
                 let cx = &mut Cx::new(&db, Some(session));
                 if plan.pushes_with_insert(joined) {
                     crate::patterns::subset::insert_and_push(cx, T::COLLECTION, &encoded.plain).await?;
-                    return Ok(plan.source && plan.fills);
+                    return Ok(plan.changes_new());
                 }
                 let written = repo.write_new(encoded.raws, cx).await;
                 written.map_err(repo.err("insert_many"))?;

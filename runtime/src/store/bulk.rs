@@ -7,7 +7,7 @@
 use crate::client::deployment;
 use crate::store::session::Cx;
 use mongodb::bson::{Bson, Document as BsonDoc};
-use mongodb::options::{DeleteManyModel, UpdateManyModel, WriteModel};
+use mongodb::options::{DeleteManyModel, UpdateManyModel, UpdateOneModel, WriteModel};
 use mongodb::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
 use mongodb::Namespace;
 
@@ -23,6 +23,11 @@ pub(crate) fn available() -> bool {
 /// The namespace of `collection` in the database of `cx`.
 pub(crate) fn namespace(cx: &Cx<'_>, collection: &str) -> Namespace {
     Namespace::new(cx.db.name().to_owned(), collection)
+}
+
+/// An `updateOne` of `collection` for a batch.
+pub(crate) fn update_one(cx: &Cx<'_>, collection: &str, filter: BsonDoc, update: BsonDoc) -> WriteModel {
+    UpdateOneModel::builder().namespace(namespace(cx, collection)).filter(filter).update(update).build().into()
 }
 
 /// An `updateMany` of `collection` for a batch.

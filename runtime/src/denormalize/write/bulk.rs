@@ -26,7 +26,7 @@ use crate::schema::graph::{graph, Target};
 use crate::store::bulk;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
-use mongodb::options::{UpdateOneModel, WriteModel};
+use mongodb::options::WriteModel;
 
 /// What a stamped write sent as one `bulkWrite` did.
 pub(crate) struct Bulked {
@@ -34,12 +34,6 @@ pub(crate) struct Bulked {
     pub(crate) matched: bool,
     /// Whether it changed it.
     pub(crate) modified: u64,
-}
-
-/// Whether this process's deployment takes a client-level `bulkWrite`
-/// (MongoDB 8.0+, known from `docrel::connect`).
-pub(crate) fn available() -> bool {
-    bulk::available()
 }
 
 /// Sends the stamped update `filter`/`update` of the source `id` in
@@ -54,13 +48,12 @@ pub(crate) async fn stamped(
     stamp: i64,
     values: &(impl Values + ?Sized),
 ) -> Result<Option<Bulked>> {
-    if !available() {
+    if !bulk::available() {
         return Ok(None);
     }
     let targets = graph().targets_of(source);
     let mut models: Vec<WriteModel> = Vec::with_capacity(targets.len() + 1);
-    let ns = bulk::namespace(cx, source);
-    models.push(UpdateOneModel::builder().namespace(ns).filter(filter).update(update).build().into());
+    models.push(bulk::update_one(cx, source, filter, update));
     for target in targets {
         let (filter, update, array_filters) = target.update(id, values, stamp, Guard::FanOut);
         models.push(bulk::update_many(cx, target.collection, filter, update, array_filters));

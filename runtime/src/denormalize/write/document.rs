@@ -59,6 +59,13 @@ impl DocumentPlan {
         }
     }
 
+    /// Whether what a new document owes may change it after its write,
+    /// whatever the data around it: a two-way side or a subset filled in,
+    /// or a copy of itself (a source that holds copies).
+    pub(crate) fn changes_new(&self) -> bool {
+        self.two_way || self.keeps_subsets || (self.source && self.fills)
+    }
+
     /// Whether an insert in a transaction sends its documents and the
     /// pushes into their parents' subsets in one `bulkWrite` (MongoDB
     /// 8.0+): when those pushes are all it owes inside the transaction (a

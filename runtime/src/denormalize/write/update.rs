@@ -98,7 +98,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         // On MongoDB 8.0+, the write and every fan-out in one round trip
         // (the subsets' rebuild reads an image: not in a batch).
         // (Cloned only where it is sent: an older server's update uses them.)
-        if !self.summarized && super::bulk::available() {
+        if !self.summarized && crate::store::bulk::available() {
             let batch = (filter.clone(), body.clone());
             match super::bulk::stamped(cx, T::COLLECTION, batch, id, stamp, &set).await? {
                 Some(done) if done.matched => return Ok(Some(UpdateOutcome { matched: 1, modified: done.modified })),
