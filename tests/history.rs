@@ -98,7 +98,8 @@ fn at(minutes: i64) -> DateTime {
 
 fn review(rid: i32, minutes: i64) -> Document {
     doc! {"_id": oid(100 + rid as u8), "rid": rid, "product_id": 1, "author": format!("a{rid}"),
-    "text": format!("text {rid}"), "published_date": at(minutes)}
+    "text": format!("text {rid}"), "published_date": at(minutes), "item_name": "widget",
+    "_docrel": {"copies": {"product_id": {"1": 40_i64}}}}
 }
 
 fn summary(r: &Document) -> Bson {
@@ -147,7 +148,10 @@ async fn clean_state(t: &TestDb) -> Facts {
     let reviews = [review(1, 10), review(2, 50), review(3, 30), review(4, 40), review(5, 20)];
     db.collection::<Document>("reviews").insert_many(reviews.clone()).await.unwrap();
     let kept: Vec<Bson> = [1, 3, 2, 4].iter().map(|&k| summary(&reviews[k])).collect();
-    db.collection::<Document>("items").insert_one(doc! {"_id": 1, "name": "widget", "reviews": kept}).await.unwrap();
+    db.collection::<Document>("items")
+        .insert_one(doc! {"_id": 1, "name": "widget", "reviews": kept, "_docrel": {"v": 40_i64}})
+        .await
+        .unwrap();
     let comment = |k: i32| doc! {"name": "reader", "text": format!("c{k}")};
     db.collection::<Document>("comment_pages")
         .insert_many([

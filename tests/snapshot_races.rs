@@ -9,7 +9,7 @@
 
 use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use docrel::testing::TestDb;
-use docrel::{Document, Embedded};
+use docrel::{Document, Embedded, View};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -40,6 +40,40 @@ struct Product {
     parts: Vec<PartRef>,
 }
 
+/// A host keeping its newest messages, each message a copy of its
+/// address: on MongoDB 8.0+ an `insert_many` of messages confirms the
+/// copies with the pushes into the hosts (guarded by the version its fill
+/// read) instead of reading the hosts again after the commit.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "sr_hosts")]
+struct Host {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    ipaddr: String,
+    #[embed(max = 3, subset_of = Msg, sort = "-at")]
+    latest: Vec<Line>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "sr_msgs")]
+struct Msg {
+    #[serde(rename = "_id")]
+    id: i32,
+    at: i32,
+    #[denormalize(from = Host::ipaddr, via = host)]
+    ipaddr: String,
+    #[parent_ref(to = Host, sort = "-at")]
+    host: ObjectId,
+}
+
+/// A summary with no identity of its own: a push that matched nothing
+/// says nothing but that the guard failed.
+#[derive(View, Serialize, Deserialize, Debug, Clone)]
+#[view(of = Msg)]
+struct Line {
+    at: i32,
+}
+
 /// A second client of the test's database (another process would be
 /// the same), which the fail point does not hold.
 async fn other_client(t: &TestDb, app: &str) -> docrel::Result<docrel::mongodb::Database> {
@@ -57,6 +91,16 @@ async fn hold_the_commit(t: &TestDb) {
         "configureFailPoint": "failCommand",
         "mode": {"times": 1},
         "data": {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 800, "appName": t.db.name()},
+    };
+    t.client.database("admin").run_command(fail_point).await.expect("fail point");
+}
+
+/// The test's client's next `cmd` waits 800 ms before it runs.
+async fn hold(t: &TestDb, cmd: &str) {
+    let fail_point = doc! {
+        "configureFailPoint": "failCommand",
+        "mode": {"times": 1},
+        "data": {"failCommands": [cmd], "blockConnection": true, "blockTimeMS": 800, "appName": t.db.name()},
     };
     t.client.database("admin").run_command(fail_point).await.expect("fail point");
 }
@@ -124,5 +168,68 @@ async fn holders_inserted_many_while_their_source_is_inserted_get_its_value() ->
     }
     let report = docrel::fanout::verify::<Part>(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
+    Ok(())
+}
+
+/// Messages inserted while their host's address changes (`held` is the
+/// command of the insert that waits, the other client renaming meanwhile):
+/// every stored message carries the new address with the host's version
+/// recorded, the hosts' subsets are right, and what the insert sent.
+async fn messages_inserted_while_their_host_changes(held: &str, name: &str) -> docrel::Result<Vec<String>> {
+    let _one = FAIL_POINT.lock().await;
+    let t = TestDb::new(name).await?;
+    let other = other_client(&t, &format!("{name}-other")).await?;
+    let hosts: Vec<Host> =
+        (0..2).map(|i| Host { id: ObjectId::new(), ipaddr: format!("10.0.0.{i}"), latest: vec![] }).collect();
+    Host::repo(&t.db).insert_many(&hosts).await?;
+    let msgs: Vec<Msg> =
+        (0..6).map(|i| Msg { id: i, at: i, ipaddr: String::new(), host: hosts[i as usize % 2].id }).collect();
+    hold(&t, held).await;
+    let (db, mark) = (t.db.clone(), t.trips.mark());
+    let inserting = tokio::spawn(async move { Msg::repo(&db).insert_many(&msgs).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Host::repo(&other).update_by_id(&hosts[0].id, Host::fields().ipaddr.set("10.9.9.9".into())).await?;
+    inserting.await.expect("insert_many")?;
+    let sent = t.trips.commands_since(mark);
+    fail_point_off(&t).await;
+
+    let host: BsonDoc = t.db.collection("sr_hosts").find_one(doc! {"_id": hosts[0].id}).await?.expect("host");
+    let version = host.get_document("_docrel").and_then(|d| d.get_i64("v")).expect("a renamed host has a version");
+    let stored: Vec<BsonDoc> = {
+        use futures::TryStreamExt;
+        t.db.collection::<BsonDoc>("sr_msgs").find(doc! {"host": hosts[0].id}).await?.try_collect().await?
+    };
+    assert_eq!(stored.len(), 3);
+    for m in &stored {
+        assert_eq!(m.get_str("ipaddr").ok(), Some("10.9.9.9"), "{m}");
+        let record =
+            m.get_document("_docrel").and_then(|d| d.get_document("copies")).and_then(|c| c.get_document("host"));
+        assert_eq!(record.ok().and_then(|r| r.get_i64(&hosts[0].id.to_hex()).ok()), Some(version), "{m}");
+    }
+    for h in &hosts {
+        assert!(Host::rels().latest.check(&t.db, &h.id).await?, "the subset of {}", h.id);
+    }
+    let report = docrel::fanout::verify::<Host>(&t.db).run().await?;
+    assert_eq!(report.found(), 0, "{report:?}");
+    Ok(sent)
+}
+
+#[tokio::test]
+async fn a_host_changed_before_the_batch_fails_its_push_guard_and_the_copies_are_read_again() -> docrel::Result<()> {
+    // The fill read the old address; the rename commits before the batch
+    // runs, so the guarded push finds another version and matches nothing.
+    let sent = messages_inserted_while_their_host_changes("bulkWrite", "snapshot_races_push_guard").await?;
+    assert_eq!(sent.first().map(String::as_str), Some("find sr_hosts"), "{sent:?}");
+    let commit = sent.iter().position(|c| c == "commitTransaction").expect("a transaction");
+    assert!(sent[commit..].contains(&"find sr_hosts".to_owned()), "read again after the commit: {sent:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_host_changed_while_the_batch_commits_waits_and_its_fan_out_finds_the_messages() -> docrel::Result<()> {
+    // The batch wrote the host in the transaction: the rename waits for
+    // the commit, and its fan-out then finds the messages.
+    let sent = messages_inserted_while_their_host_changes("commitTransaction", "snapshot_races_push_conflict").await?;
+    assert_eq!(sent, ["find sr_hosts", "bulkWrite", "commitTransaction"], "no read after the commit");
     Ok(())
 }

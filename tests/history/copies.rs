@@ -29,6 +29,8 @@ const OWNER_COPIES: &[(&str, &str)] = &[("owner_name", "name")];
 /// The copy of a person's name in each element of `tasks.notes` (its
 /// reference stored as `who`).
 const NOTE_COPIES: &[(&str, &str)] = &[("by_name", "name")];
+/// The copy of an item's name in `reviews`.
+const ITEM_COPIES: &[(&str, &str)] = &[("item_name", "name")];
 
 /// One holder's copies of one source document.
 pub(super) struct Site<'a> {
@@ -107,7 +109,7 @@ pub(super) fn check_site(site: &Site<'_>, out: &mut Vec<Violation>) {
     }
 }
 
-/// I1 over the four kinds of copy of the schemas (see `schema.rs`).
+/// I1 over the five kinds of copy of the schemas (see `schema.rs`).
 pub fn copies(s: &Snapshot) -> Vec<Violation> {
     let mut out = Vec::new();
     let parts = by_id(&s.parts);
@@ -140,6 +142,14 @@ pub fn copies(s: &Snapshot) -> Vec<Violation> {
     }
     for task in &s.tasks {
         notes(task, &people, &mut out);
+    }
+    let items = by_id(&s.items);
+    for review in &s.reviews {
+        let Some(item) = is_set(review.get("product_id")).and_then(|id| items.get(&key(id))) else { continue };
+        let what = format!("review {} (item {})", show(review.get("_id")), show(review.get("product_id")));
+        let site =
+            Site { what, values: review, holder: review, record: "product_id", source: item, fields: ITEM_COPIES };
+        check_site(&site, &mut out);
     }
     out
 }

@@ -14,16 +14,20 @@ use docrel::mongodb::Database;
 pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
     let mut out = Vec::new();
     // Copies of Part::name (products.parts[].pname), Product::name
-    // (parts.productName), Person::name (tasks.owner_name).
+    // (parts.productName), Person::name (tasks.owner_name), Item::name
+    // (reviews.item_name).
     let part = docrel::fanout::repair::<Part>(db).run().await?;
     out.push(format!("repair parts: stale {} fixed {} dangling {}", part.stale, part.fixed, part.dangling));
     let product = docrel::fanout::repair::<Product>(db).run().await?;
     out.push(format!("repair products: stale {} fixed {} dangling {}", product.stale, product.fixed, product.dangling));
     let person = docrel::fanout::repair::<Person>(db).run().await?;
     out.push(format!("repair people: stale {} fixed {} dangling {}", person.stale, person.fixed, person.dangling));
+    // reviews.item_name.
+    let item = docrel::fanout::repair::<Item>(db).run().await?;
+    out.push(format!("repair items: stale {} fixed {} dangling {}", item.stale, item.fixed, item.dangling));
     // Every source of copies in this binary must have been repaired above.
     let sources = docrel::graph::graph().sources();
-    if sources != ["parts", "people", "products"] {
+    if sources != ["items", "parts", "people", "products"] {
         return Err(docrel::Error::Invalid {
             what: docrel::Misuse::Application("repair_everything"),
             message: format!("the schema has copies from {sources:?}: repair each of them here"),

@@ -157,6 +157,11 @@ pub struct Review {
     pub author: String,
     pub text: String,
     pub published_date: DateTime,
+    /// A copy of the item's name: on MongoDB 8.0+ an `insert_many` of
+    /// reviews confirms it with the guarded pushes into the items' subsets.
+    #[denormalize(from = Item::name, via = product_id)]
+    #[serde(default)]
+    pub item_name: String,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]

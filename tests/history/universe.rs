@@ -134,5 +134,6 @@ pub fn review_doc(v: usize, i: usize, text: &str, date: i64) -> Review {
         author: format!("a{v}"),
         text: text.to_owned(),
         published_date: DateTime::from_millis(date),
+        item_name: String::new(),
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::read_sources;
+use crate::denormalize::copies::VERSION_PATH;
 use crate::denormalize::fanout::{apply_to, version_of, Guard};
 use crate::error::Result;
 use crate::schema::document::Schema;
@@ -162,6 +163,62 @@ pub(crate) async fn confirm(
         }
     }
     Ok(rewrote)
+}
+
+/// In an insert's own transaction on MongoDB 8.0+: its documents and
+/// their subset pushes in one `bulkWrite`
+/// ([`crate::patterns::subset::insert_and_push`]), the pushes guarded by
+/// [`push_guards`]. Returns whether they confirmed the copies the fill
+/// wrote, so that [`confirm`] need not run after the commit.
+pub(crate) async fn insert_and_push(
+    cx: &mut Cx<'_>,
+    schema: &'static Schema,
+    docs: &[BsonDoc],
+    filled: Option<&Sources>,
+) -> Result<bool> {
+    let guards = push_guards(schema, docs, filled);
+    let none = Default::default();
+    let all = crate::patterns::subset::insert_and_push(cx, schema.collection, docs, guards.as_ref().unwrap_or(&none));
+    Ok(all.await? && guards.is_some())
+}
+
+/// Guards that let the subset pushes of an insert confirm its copies in
+/// place of [`confirm`], when every copy the documents hold sits beside the
+/// reference to a parent whose subset the insert pushes into (a log
+/// message's copy of its host's address, the host keeping the newest
+/// messages) and the insert runs in a transaction of its own. Each push is
+/// guarded by the version of the parent the fill read: a push that matched
+/// wrote that parent, unchanged since the fill, inside the transaction; a
+/// change of it committed after the transaction's snapshot makes the
+/// transaction's write conflict (and retry), and one that comes later
+/// waits for the commit, so its fan-out finds the documents. The guards by
+/// parent collection and id; `None` when a copy has no such push, or its
+/// source was not found (then [`confirm`] runs after the commit).
+fn push_guards(
+    schema: &'static Schema,
+    docs: &[BsonDoc],
+    filled: Option<&Sources>,
+) -> Option<crate::patterns::subset::Guards> {
+    let filled = filled?;
+    let subsets = crate::patterns::subset::subsets_of(schema.collection);
+    let mut guards = crate::patterns::subset::Guards::new();
+    for (source, target) in graph().held_by(schema) {
+        let Shape::Top { via } = target.shape else { return None };
+        if !subsets.iter().any(|s| s.parent == source && s.parent_field == via) {
+            return None;
+        }
+        for d in docs {
+            for (id, _) in target.held_copies(d) {
+                let version = match version_of(filled.get(source, id)?) {
+                    // Never versioned: no version field (or a zero one).
+                    0 => doc! {"$in": [Bson::Null, 0_i64]}.into(),
+                    v => Bson::Int64(v),
+                };
+                guards.insert((source, id_key(id)), doc! { VERSION_PATH: version });
+            }
+        }
+    }
+    Some(guards)
 }
 
 /// Whether a write of the `touched` paths of a `schema` document changes

@@ -131,11 +131,13 @@ impl SubsetTarget {
     }
 
     /// After a push matched `matched` parents: when it matched none and was
-    /// guarded, the parent is gone (the rebuild finds none and writes
-    /// nothing), or one of the summaries is already there: the rebuild
-    /// writes exactly the top N.
-    async fn pushed(&self, cx: &mut Cx<'_>, parent: &Bson, matched: u64) -> Result<()> {
-        if matched == 0 && self.identity().is_some() {
+    /// guarded (by the summaries' identities, or by the parent's version,
+    /// `versioned`), the parent is gone (the rebuild finds none and writes
+    /// nothing), one of the summaries is already there, or the parent
+    /// changed since its version was read: the rebuild writes exactly the
+    /// top N.
+    async fn pushed(&self, cx: &mut Cx<'_>, parent: &Bson, matched: u64, versioned: bool) -> Result<()> {
+        if matched == 0 && (versioned || self.identity().is_some()) {
             self.rebuild_in(cx, parent).await?;
         }
         Ok(())
@@ -147,21 +149,22 @@ impl SubsetTarget {
 /// trip however many parents), else one `update` each.
 async fn push_all(cx: &mut Cx<'_>, pushes: Vec<Push>) -> Result<()> {
     if pushes.len() > 1 && crate::store::bulk::available() {
-        let models = pushes.iter().map(|push| push_model(cx, push)).collect();
+        let models = pushes.iter().map(|push| push_model(cx, push, None)).collect();
         // Only single-document statements: the driver retries it as a
         // retryable write.
         let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
             let at = crate::store::bulk::first_refused(&e).and_then(|i| pushes.get(i)).unwrap_or(&pushes[0]);
             Error::driver("bulkWrite", at.0.parent, e)
         })?;
-        return missed(cx, &pushes, result.matched_count).await;
+        missed(cx, &pushes, result.matched_count, false).await?;
+        return Ok(());
     }
     for (target, parent, summaries) in pushes {
         let (filter, update) = target.push_statement(&parent, summaries);
         let coll = cx.db.collection::<BsonDoc>(target.parent);
         let r = in_session!(coll.update_one(filter, update), cx.session())
             .map_err(|e| Error::driver("update", target.parent, e))?;
-        target.pushed(cx, &parent, r.matched_count).await?;
+        target.pushed(cx, &parent, r.matched_count, false).await?;
     }
     Ok(())
 }
@@ -210,9 +213,16 @@ pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc])
 /// One push of summaries into the subset of a parent.
 type Push = (&'static SubsetTarget, Bson, Vec<BsonDoc>);
 
-/// A push as a statement of a `bulkWrite`.
-fn push_model(cx: &Cx<'_>, (target, parent, summaries): &Push) -> WriteModel {
-    let (filter, update) = target.push_statement(parent, summaries.clone());
+/// Conditions a push's parent must meet, by parent collection and id
+/// (`id_key`): see [`insert_and_push`].
+pub(crate) type Guards = HashMap<(&'static str, String), BsonDoc>;
+
+/// A push as a statement of a `bulkWrite`, its filter narrowed by `guard`.
+fn push_model(cx: &Cx<'_>, (target, parent, summaries): &Push, guard: Option<&BsonDoc>) -> WriteModel {
+    let (mut filter, update) = target.push_statement(parent, summaries.clone());
+    if let Some(guard) = guard {
+        filter.extend(guard.clone());
+    }
     crate::store::bulk::update_one(cx, target.parent, filter, update)
 }
 
@@ -245,15 +255,23 @@ fn pushes_of(child: &str, docs: &[BsonDoc]) -> Result<Vec<Push>> {
 /// `child` and the pushes of their summaries in one `bulkWrite`, the
 /// insert's statements first (the pushes run only once every child was
 /// written). No read-back: no other writer sees the children before the
-/// transaction commits.
-pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: &[BsonDoc]) -> Result<()> {
+/// transaction commits. A push whose parent has a guard (by parent
+/// collection and id) writes only where the parent meets it. Returns
+/// whether every push matched its parent.
+pub(crate) async fn insert_and_push(
+    cx: &mut Cx<'_>,
+    child: &'static str,
+    docs: &[BsonDoc],
+    guards: &Guards,
+) -> Result<bool> {
     let pushes = pushes_of(child, docs)?;
     let ns = crate::store::bulk::namespace(cx, child);
     let mut models: Vec<WriteModel> = Vec::with_capacity(docs.len() + pushes.len());
     for d in docs {
         models.push(InsertOneModel::builder().namespace(ns.clone()).document(d.clone()).build().into());
     }
-    models.extend(pushes.iter().map(|push| push_model(cx, push)));
+    let guard = |(target, parent, _): &Push| guards.get(&(target.parent, id_key(parent)));
+    models.extend(pushes.iter().map(|push| push_model(cx, push, guard(push))));
     let result = crate::store::bulk::send_summary(cx, models).await.map_err(|e| {
         match crate::store::bulk::first_refused(&e).and_then(|i| i.checked_sub(docs.len())).and_then(|i| pushes.get(i))
         {
@@ -262,21 +280,23 @@ pub(crate) async fn insert_and_push(cx: &mut Cx<'_>, child: &'static str, docs: 
             None => Error::driver("insert_many", child, e),
         }
     })?;
-    missed(cx, &pushes, result.matched_count).await
+    missed(cx, &pushes, result.matched_count, !guards.is_empty()).await
 }
 
 /// After a batch of `pushes` matched `matched` parents in all: when one
-/// matched none (rare: its parent is gone, or a summary was there already)
-/// the batch's totals do not say which, and every guarded push's parent
-/// is rebuilt, as [`SubsetTarget::pushed`] rebuilds one.
-async fn missed(cx: &mut Cx<'_>, pushes: &[Push], matched: i64) -> Result<()> {
+/// matched none (rare: its parent is gone, a summary was there already,
+/// or, `versioned`, a parent changed since its version was read) the
+/// batch's totals do not say which, and every guarded push's parent is
+/// rebuilt, as [`SubsetTarget::pushed`] rebuilds one. Returns whether
+/// every push matched.
+async fn missed(cx: &mut Cx<'_>, pushes: &[Push], matched: i64, versioned: bool) -> Result<bool> {
     if usize::try_from(matched).is_ok_and(|m| m >= pushes.len()) {
-        return Ok(());
+        return Ok(true);
     }
     for (target, parent, _) in pushes {
-        target.pushed(cx, parent, 0).await?;
+        target.pushed(cx, parent, 0, versioned).await?;
     }
-    Ok(())
+    Ok(false)
 }
 
 /// After the pushes of inserted children: the children as they are now,

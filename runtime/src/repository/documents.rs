@@ -7,10 +7,11 @@ use super::repo::Repository;
 use crate::bson_compat;
 use crate::client::trace::Op;
 use crate::denormalize::fanout;
-use crate::denormalize::fill::Sources;
+use crate::denormalize::fill::{self, Sources};
 use crate::denormalize::write::{replace_image, DocumentPlan};
 use crate::error::{Error, Result};
 use crate::id::{show, DocId};
+use crate::patterns::subset;
 use crate::schema::document::Document;
 use crate::schema::graph::graph;
 use crate::store::codec::encode;
@@ -52,15 +53,14 @@ impl<T: Document> Repository<T> {
                 with_id(d, id.to_bson());
             }
         }
-        let filled =
-            if plan.fills { Some(crate::denormalize::fill::fill(cx, T::schema(), &mut plain).await?) } else { None };
+        let filled = if plan.fills { Some(fill::fill(cx, T::schema(), &mut plain).await?) } else { None };
         if inserting {
             if plan.source {
                 fanout::stamp_first_version(&mut plain);
             }
             plan.clear_kept(T::schema(), &mut plain);
         }
-        crate::patterns::subset::check(T::COLLECTION, &plain)?;
+        subset::check(T::COLLECTION, &plain)?;
         if plan.two_way {
             listed_once::<T>(&plain)?;
         }
@@ -90,7 +90,7 @@ impl<T: Document> Repository<T> {
         self.after_new(written, cx).await?;
         if plan.summarized {
             // The summaries in the parents' subsets: one push per parent.
-            crate::patterns::subset::after_insert(cx, T::COLLECTION, written).await?;
+            subset::after_insert(cx, T::COLLECTION, written).await?;
         }
         Ok(changed)
     }
@@ -189,21 +189,23 @@ impl<T: Document> Repository<T> {
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(session));
                 if plan.pushes_with_insert(joined) {
-                    crate::patterns::subset::insert_and_push(cx, T::COLLECTION, &encoded.plain).await?;
-                    return Ok(plan.changes_new());
+                    let confirmed = fill::insert_and_push(cx, T::schema(), &encoded.plain, encoded.filled.as_ref());
+                    return Ok((plan.changes_new(), confirmed.await?));
                 }
                 let written = repo.write_new(encoded.raws, cx).await;
                 written.map_err(repo.err("insert_many"))?;
                 // A transaction of its own reads them once committed
                 // ([`Self::after_commit`]), which sees all a read inside it would.
                 let around = if joined { Around::Now(encoded.filled) } else { Around::AfterCommit };
-                repo.after_insert(&encoded.plain, around, &plan, cx).await
+                Ok((repo.after_insert(&encoded.plain, around, &plan, cx).await?, false))
             })
         })
         .await;
         match result {
-            Ok(changed) if joined => Ok(Ok(changed)),
-            Ok(changed) => Ok(Ok(changed | self.after_commit(&plain, filled, cx).await?)),
+            Ok((changed, _)) if joined => Ok(Ok(changed)),
+            // Pushes guarded by the versions the fill read confirmed the copies.
+            Ok((changed, true)) => Ok(Ok(changed | self.after_commit(&plain, None, cx).await?)),
+            Ok((changed, false)) => Ok(Ok(changed | self.after_commit(&plain, filled, cx).await?)),
             // Refused at its first write: nothing was written.
             Err(e) if transaction::unsupported(&e) => {
                 transaction::remember_standalone(cx.db);
@@ -238,7 +240,7 @@ impl<T: Document> Repository<T> {
         cx: &mut Cx<'_>,
     ) -> Result<bool> {
         let changed = match filled {
-            Some(filled) => crate::denormalize::fill::confirm(cx, T::schema(), written, filled).await?,
+            Some(filled) => fill::confirm(cx, T::schema(), written, filled).await?,
             None => false,
         };
         crate::denormalize::fanout::fan_out_inserted(cx, T::COLLECTION, written).await?;
@@ -303,7 +305,7 @@ impl<T: Document> Repository<T> {
             .raw
             .find(doc! {"_id": {"$in": ids}})
             .batch_size(plain.len().try_into().unwrap_or(u32::MAX))
-            .selection_criteria(crate::denormalize::fill::primary());
+            .selection_criteria(fill::primary());
         let mut stored = std::collections::HashMap::new();
         for d in
             collect(find, cx.session(), T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await?
@@ -357,7 +359,7 @@ impl<T: Document> Repository<T> {
         let written = written.is_some();
         if written {
             if let Some(filled) = filled {
-                crate::denormalize::fill::confirm(cx, T::schema(), &plain, filled).await?;
+                fill::confirm(cx, T::schema(), &plain, filled).await?;
             }
             hooks::after::<T>(cx, write, vec![super::stored_id(doc, "save")?.clone()], 1).await;
         }
