@@ -468,6 +468,8 @@ async fn compose_a_move_without_before_image_rebuilds_the_old_parent() -> docrel
 /// parent a child no longer has. Before, the old parent kept the summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compose_a_move_racing_the_push_of_its_insert_leaves_the_old_parent() -> docrel::Result<()> {
+    // The fail point is the server's: one test of this binary holds it at a time.
+    let _alone = crate::leftovers::FAIL_POINTS.lock().await;
     let t = TestDb::new("compose_push_move").await?;
     for id in [1, 2] {
         Board::repo(&t.db).insert(&Board { id, top: vec![] }).await?;

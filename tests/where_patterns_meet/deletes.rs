@@ -313,6 +313,8 @@ async fn hold_next_delete(t: &TestDb, ms: i32) {
 /// parent's summary kept the deleted note.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_moved_during_its_delete_leaves_no_summary() -> docrel::Result<()> {
+    // The fail point is the server's: one test of this binary holds it at a time.
+    let _alone = crate::leftovers::FAIL_POINTS.lock().await;
     let t = TestDb::new("del_moved").await?;
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
     let other = docrel::mongodb::Client::with_uri_str(&uri).await.expect("a second client").database(t.db.name());

@@ -235,6 +235,8 @@ async fn a_poison_event_becomes_a_dead_letter_and_the_worker_goes_on() -> docrel
 /// letters: the copy follows and nothing is recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transient_error_is_retried_not_dead_lettered() -> docrel::Result<()> {
+    // The fail point is the server's: one test of this binary holds it at a time.
+    let _alone = crate::leftovers::FAIL_POINTS.lock().await;
     let t = TestDb::new("sync_transient").await?;
     let [(ursula, first), _] = shelf(&t).await?;
     let mut w = start(SyncWorker::new(&t.db, "transient").checkpoint_every(Duration::from_secs(3600)));
