@@ -1260,13 +1260,13 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
     // Each way pushes into hosts of its own: the hand-written pushes do not
     // keep docrel's subset bookkeeping, and docrel's would take them for
     // writes made outside it (the ways run interleaved).
-    let hosts: Vec<Host> = (0..40)
+    let hosts: Vec<Host> = (0..50)
         .map(|i| Host { id: ObjectId::new(), name: format!("s{i}"), ipaddr: format!("10.9.0.{i}"), logmsgs: vec![] })
         .collect();
     Host::repo(&b.timed).insert_many(&hosts).await?;
     let ids: Vec<ObjectId> = hosts.iter().map(|h| h.id).collect();
     let n = o.subset_msgs;
-    // Way 0: docrel, 1: hand, 2: naive, 3: hand with an update per parent.
+    // Way 0: docrel, 1: hand, 2: naive, 3: hand with no transaction, 4: hand with an update per parent.
     let batch = move |way: usize, r: usize| -> Vec<LogMsg> {
         (0..n)
             .map(|k| LogMsg {
@@ -1289,7 +1289,7 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
             },
             |db, r| {
                 let msgs = batch(1, r);
-                async move { hand_subset_push(&db, msgs, true).await }
+                async move { hand_subset_push(&db, msgs, HandPush::Atomic).await }
             },
         )
         .await;
@@ -1312,21 +1312,39 @@ async fn subset_case(b: &Bench, o: &Opts) -> docrel::Result<()> {
         })
         .await;
     ratio(&case, d, h, Some(nv));
+    // Hand-written with no transaction: one round trip less, not all or nothing.
+    b.way(&case, "hand_not_atomic", n, |db, r| {
+        let msgs = batch(3, r);
+        async move { hand_subset_push(&db, msgs, HandPush::OneBatch).await }
+    })
+    .await;
     // Hand-written code as written before MongoDB 8.0: an update per parent.
     b.way(&case, "hand_per_parent", n, |db, r| {
-        let msgs = batch(3, r);
-        async move { hand_subset_push(&db, msgs, false).await }
+        let msgs = batch(4, r);
+        async move { hand_subset_push(&db, msgs, HandPush::PerParent).await }
     })
     .await;
     Ok(())
 }
 
+/// How the hand-written subset push sends its writes.
+#[derive(Clone, Copy)]
+enum HandPush {
+    /// The children and every push in one `bulkWrite` in a transaction:
+    /// all or nothing, as docrel's `insert_many` (the same work).
+    Atomic,
+    /// The same `bulkWrite` with no transaction: a refused child leaves
+    /// the ones before it written and no push sent.
+    OneBatch,
+    /// `insert_many`, then an `update` per parent (before MongoDB 8.0).
+    PerParent,
+}
+
 /// The subset push written by hand: each message carries its host's
-/// current ipaddr (one read of the hosts), one `insert_many`, then the
-/// summaries pushed per host with `$each`/`$sort`/`$slice`: on MongoDB 8.0
-/// (`bulk`) every host's push in one client-level `bulkWrite`, else one
-/// `update` per host.
-async fn hand_subset_push(db: &Database, mut msgs: Vec<LogMsg>, bulk: bool) -> docrel::Result<()> {
+/// current ipaddr (one read of the hosts), the messages inserted, and the
+/// summaries pushed per host with `$each`/`$sort`/`$slice`, sent as `how`
+/// says.
+async fn hand_subset_push(db: &Database, mut msgs: Vec<LogMsg>, how: HandPush) -> docrel::Result<()> {
     let hosts: Vec<ObjectId> = msgs.iter().map(|m| m.host).collect::<HashSet<_>>().into_iter().collect();
     let ips: Vec<BsonDoc> = db
         .collection::<BsonDoc>("hosts")
@@ -1344,28 +1362,48 @@ async fn hand_subset_push(db: &Database, mut msgs: Vec<LogMsg>, bulk: bool) -> d
             m.ipaddr.clone_from(i);
         }
     }
-    db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
     let mut by_host: HashMap<ObjectId, Vec<BsonDoc>> = HashMap::new();
     for m in &msgs {
         by_host.entry(m.host).or_default().push(doc! {"time": m.time, "message": &m.message});
     }
     let push =
         |lines: Vec<BsonDoc>| doc! {"$push": {"logmsgs": {"$each": lines, "$sort": {"time": 1}, "$slice": -1000}}};
-    if bulk {
-        let models: Vec<_> = by_host
-            .into_iter()
-            .map(|(host, lines)| {
-                let ns = Namespace::new(db.name(), "hosts");
-                UpdateOneModel::builder().namespace(ns).filter(doc! {"_id": host}).update(push(lines)).build()
-            })
-            .collect();
-        db.client().bulk_write(models).await.map_err(err)?;
+    if let HandPush::PerParent = how {
+        db.collection::<LogMsg>("logmsg").insert_many(&msgs).await.map_err(err)?;
+        for (host, lines) in by_host {
+            db.collection::<BsonDoc>("hosts").update_one(doc! {"_id": host}, push(lines)).await.map_err(err)?;
+        }
         return Ok(());
     }
-    for (host, lines) in by_host {
-        db.collection::<BsonDoc>("hosts").update_one(doc! {"_id": host}, push(lines)).await.map_err(err)?;
+    let coll = db.collection::<LogMsg>("logmsg");
+    let mut models: Vec<WriteModel> = Vec::with_capacity(msgs.len() + by_host.len());
+    for m in &msgs {
+        models.push(coll.insert_one_model(m).map_err(err)?.into());
     }
-    Ok(())
+    let ns = Namespace::new(db.name(), "hosts");
+    for (host, lines) in by_host {
+        models.push(
+            UpdateOneModel::builder()
+                .namespace(ns.clone())
+                .filter(doc! {"_id": host})
+                .update(push(lines))
+                .build()
+                .into(),
+        );
+    }
+    let client = db.client().clone();
+    if let HandPush::OneBatch = how {
+        client.bulk_write(models).await.map_err(err)?;
+        return Ok(());
+    }
+    let mut session = client.start_session().await.map_err(err)?;
+    session
+        .start_transaction()
+        .and_run((client, models), |s, (client, models)| {
+            Box::pin(async move { client.bulk_write(models.clone()).session(s).await.map(|_| ()) })
+        })
+        .await
+        .map_err(err)
 }
 
 // ---- case 5: two-way reassign ------------------------------------------------------------------
