@@ -4,11 +4,16 @@
 //! stored copies are right, read back with the raw driver. A cut batch is
 //! written again the other way; a batch whose source matched nothing goes
 //! the other way too, and no copy keeps a version its source never had.
+//! The writes that read the source as they write it (by filter, replace,
+//! save, transactional) send their fan-outs in one `bulkWrite` after it.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::testing::TestDb;
 use docrel::{fanout, Document, Embedded};
 use serde::{Deserialize, Serialize};
+
+/// The fail point is the server's: one test of this binary holds it at a time.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "bf_parts")]
@@ -114,6 +119,7 @@ async fn a_rename_copied_into_three_collections_is_one_round_trip() -> docrel::R
 
 #[tokio::test]
 async fn a_cut_batch_is_written_again_the_other_way() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("bulk_cut").await?;
     let part = catalog(&t).await?;
     let admin = t.client.database("admin");
@@ -154,5 +160,101 @@ async fn a_batch_whose_source_matched_nothing_leaves_no_version_the_source_never
     let stored = copies(&t, part.id).await?;
     assert!(stored.iter().all(|(name, record)| name == "hex bolt" && *record == v), "{stored:?} at {v}");
     assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    Ok(())
+}
+
+/// The commands sent since `mark`, and every copy of the part named `name`
+/// at the part's version.
+async fn renamed(t: &TestDb, part: ObjectId, name: &str, mark: docrel::Mark) -> docrel::Result<Vec<String>> {
+    let sent = t.trips.commands_since(mark);
+    let v = version(t, part).await?;
+    let stored = copies(t, part).await?;
+    assert_eq!(stored.len(), 5);
+    assert!(stored.iter().all(|(n, record)| n == name && *record == v), "{stored:?} at {v}");
+    Ok(sent)
+}
+
+/// The source writes that read the stored document as they write it (a
+/// write by filter, a replace, a save, the transactional mode) send it,
+/// then every fan-out in one `bulkWrite`: two round trips for copies in
+/// three collections, where there were four.
+#[tokio::test]
+async fn every_source_write_sends_its_fan_outs_in_one_batch() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_writes").await?;
+    let part = catalog(&t).await?;
+    let (repo, f) = (Part::repo(&t.db), Part::fields());
+    let mark = t.trips.mark();
+    repo.update_one(f.id.eq(part.id), f.name.set("by filter".into())).await?;
+    assert_eq!(renamed(&t, part.id, "by filter", mark).await?, ["findAndModify bf_parts", "bulkWrite"]);
+    let mark = t.trips.mark();
+    repo.replace(&Part { id: part.id, name: "replaced".into() }).await?;
+    assert_eq!(renamed(&t, part.id, "replaced", mark).await?, ["findAndModify bf_parts", "bulkWrite"]);
+    let mark = t.trips.mark();
+    repo.save(&Part { id: part.id, name: "saved".into() }).await?;
+    assert_eq!(renamed(&t, part.id, "saved", mark).await?, ["findAndModify bf_parts", "bulkWrite"]);
+    let mark = t.trips.mark();
+    Part::repo(&t.db).transactional_fan_out().update_by_id(&part.id, f.name.set("in one".into())).await?;
+    let sent = renamed(&t, part.id, "in one", mark).await?;
+    assert_eq!(sent, ["findAndModify bf_parts", "bulkWrite", "commitTransaction"]);
+    // Many sources: their ids, the update, their images, then the batch.
+    let mark = t.trips.mark();
+    repo.update_many(f.id.eq(part.id), f.name.set("many".into())).await?;
+    let sent = renamed(&t, part.id, "many", mark).await?;
+    assert_eq!(sent.iter().filter(|c| c.starts_with("update bf_") || *c == "bulkWrite").count(), 2, "{sent:?}");
+    assert!(sent.contains(&"bulkWrite".to_owned()), "{sent:?}");
+    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    Ok(())
+}
+
+/// A fan-out statement the server refuses (here the bins' validator) is
+/// the fan-out error of the other way: it names the target and the
+/// targets written before it, and a repair completes it once the cause is
+/// gone.
+#[tokio::test]
+async fn a_refused_statement_of_the_batch_names_its_target() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_refused").await?;
+    let part = catalog(&t).await?;
+    let validator = |on: bool| {
+        let rule = if on {
+            doc! {"parts.name": {"$ne": "refused"}}
+        } else {
+            doc! {}
+        };
+        t.db.run_command(doc! {"collMod": "bf_bins", "validator": rule})
+    };
+    validator(true).await?;
+    let e =
+        Part::repo(&t.db).replace(&Part { id: part.id, name: "refused".into() }).await.expect_err("the bins refuse it");
+    match &e {
+        docrel::Error::FanOut { target, done, .. } => {
+            assert_eq!(*target, "bf_bins", "{e}");
+            assert_eq!(done, "bf_labels, bf_products", "{e}");
+        }
+        other => panic!("a fan-out error, not {other}"),
+    }
+    validator(false).await?;
+    let report = fanout::repair::<Part>(&t.db).run().await?;
+    assert_eq!(report.fixed, 1, "{report:?}");
+    renamed(&t, part.id, "refused", t.trips.mark()).await?;
+    Ok(())
+}
+
+/// A batch of fan-outs cut with the connection (what it wrote unknown) is
+/// sent again target by target: the same guarded `$set`s.
+#[tokio::test]
+async fn a_cut_batch_of_fan_outs_is_sent_again_target_by_target() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
+    let t = TestDb::new("bulk_cut_fan_outs").await?;
+    let part = catalog(&t).await?;
+    let admin = t.client.database("admin");
+    let data = doc! {"failCommands": ["bulkWrite"], "closeConnection": true, "appName": t.db.name()};
+    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": data}).await?;
+    let mark = t.trips.mark();
+    let replaced = Part::repo(&t.db).replace(&Part { id: part.id, name: "cut".into() }).await;
+    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await?;
+    replaced?;
+    let sent = renamed(&t, part.id, "cut", mark).await?;
+    assert_eq!(sent[..2], ["findAndModify bf_parts", "bulkWrite"], "{sent:?}");
+    assert_eq!(sent[2..].iter().filter(|c| c.starts_with("update bf_")).count(), 3, "{sent:?}");
     Ok(())
 }

@@ -50,8 +50,8 @@ use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use crate::denormalize::copies::past_records_ahead;
 pub use crate::denormalize::copies::VERSION_PATH;
 pub(crate) use crate::denormalize::copies::{
-    after_image, apply_to, first_version, inc_version, replace_outcome, replace_version, stamp_first_version, stamped,
-    stamped_by_id, version_of, version_projection, Guard, Values,
+    after_image, apply_to, apply_to_all, first_version, inc_version, replace_outcome, replace_version,
+    stamp_first_version, stamped, stamped_by_id, version_of, version_projection, Guard, Values,
 };
 
 /// Every target path of the copies of `source` (a collection), from the
@@ -176,11 +176,20 @@ async fn fan_out_reaching(
     reach: Reach,
 ) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
-    for target in touched_targets(source, touched) {
+    let targets = touched_targets(source, touched);
+    // On MongoDB 8.0+ every target's statement in one round trip.
+    let batched = apply_to_all(cx, &targets, id, values, version).await.map_err(|(k, e)| {
+        let done: Vec<&str> = targets[..k].iter().map(|t| t.collection).collect();
+        failed(source, id, targets[k], done.join(", "), e)
+    })?;
+    for (k, target) in targets.into_iter().enumerate() {
         let done = |report: &FanOutReport| report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
-        let n = apply_to(cx, target, id, values, version, Guard::FanOut, None)
-            .await
-            .map_err(|e| failed(source, id, target, done(&report), e))?;
+        let n = match &batched {
+            Some(counts) => counts[k],
+            None => apply_to(cx, target, id, values, version, Guard::FanOut, None)
+                .await
+                .map_err(|e| failed(source, id, target, done(&report), e))?,
+        };
         if n > 0 {
             // Boxed: a chain is rare, and its future would make every fan-out's as large.
             Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, reach))

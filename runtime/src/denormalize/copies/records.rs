@@ -201,3 +201,45 @@ pub(crate) async fn apply_to(
     crate::client::trace::fanned_out(target.collection, || &target.paths().id, r.modified_count);
     Ok(r.modified_count)
 }
+
+/// [`apply_to`] of every target in `targets` for one source document, in
+/// one client-level `bulkWrite` (MongoDB 8.0+, more than one target): the
+/// documents each statement modified, in the order of `targets`. `Ok(None)`
+/// when the deployment takes no `bulkWrite`, or the batch failed with no
+/// statement refused (a connection cut, an answer lost: what it wrote is
+/// unknown, and the caller sends [`apply_to`] per target, whose guarded
+/// `$set`s write the same again). `Err((k, e))` when the server refused
+/// the statement of target `k`: those before it were written.
+pub(crate) async fn apply_to_all(
+    cx: &mut Cx<'_>,
+    targets: &[&Target],
+    id: &Bson,
+    values: &(impl Values + ?Sized),
+    version: i64,
+) -> std::result::Result<Option<Vec<u64>>, (usize, Error)> {
+    if targets.len() < 2 || !crate::store::bulk::available() {
+        return Ok(None);
+    }
+    let models = targets
+        .iter()
+        .map(|target| {
+            let (filter, update, array_filters) = target.update(id, values, version, Guard::FanOut);
+            crate::store::bulk::update_many(cx, target.collection, filter, update, array_filters)
+        })
+        .collect();
+    let result = match crate::store::bulk::send(cx, models).await {
+        Ok(result) => result,
+        Err(e) => {
+            return match crate::store::bulk::first_refused(&e).filter(|k| *k < targets.len()) {
+                Some(k) => Err((k, Error::driver("bulkWrite", targets[k].collection, e))),
+                None => Ok(None),
+            };
+        }
+    };
+    let modified = |k: usize| result.update_results.get(&k).map_or(0, |r| r.modified_count);
+    let counts: Vec<u64> = (0..targets.len()).map(modified).collect();
+    for (target, n) in targets.iter().zip(&counts) {
+        crate::client::trace::fanned_out(target.collection, || &target.paths().id, *n);
+    }
+    Ok(Some(counts))
+}
