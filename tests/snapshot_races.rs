@@ -204,7 +204,7 @@ async fn messages_inserted_while_their_host_changes(held: &str, name: &str) -> d
         assert_eq!(m.get_str("ipaddr").ok(), Some("10.9.9.9"), "{m}");
         let record =
             m.get_document("_docrel").and_then(|d| d.get_document("copies")).and_then(|c| c.get_document("host"));
-        assert_eq!(record.ok().and_then(|r| r.get_i64(&hosts[0].id.to_hex()).ok()), Some(version), "{m}");
+        assert_eq!(record.ok().and_then(|r| r.get_i64(hosts[0].id.to_hex()).ok()), Some(version), "{m}");
     }
     for h in &hosts {
         assert!(Host::rels().latest.check(&t.db, &h.id).await?, "the subset of {}", h.id);
