@@ -128,6 +128,36 @@ async fn compose_a_transactional_rename_reaches_the_summaries_of_its_copies() ->
     renamed_everywhere(&t, &ann).await
 }
 
+/// A transactional write that moves comments to another post (their
+/// summaries move: a fan-out) and names another author (their copy of the
+/// name follows: a refresh) does both in its one transaction: the refresh
+/// is sent before the commit, and nothing but the subsets' rebuild after
+/// it. Before, the refresh ran after the commit, as a plain write.
+#[tokio::test]
+async fn compose_a_transactional_move_refreshes_the_copies_in_its_transaction() -> docrel::Result<()> {
+    let t = TestDb::new("compose_transactional_move").await?;
+    let (_, bob) = blog(&t).await?;
+    let f = Comment::fields();
+    let mark = t.trips.mark();
+    let comments = Comment::repo(&t.db).transactional_fan_out();
+    comments.update_many(f.post.eq(2), f.post.set(1).and(f.author.set(bob.id))).await?;
+    let sent = t.trips.commands_since(mark);
+    let commit = sent.iter().position(|c| c == "commitTransaction").expect("one transaction");
+    let refresh = sent.iter().rposition(|c| c == "update compose_comments").expect("the refresh");
+    assert!(refresh < commit, "the refresh is in the transaction: {sent:?}");
+    assert!(!sent[commit..].iter().any(|c| c.starts_with("update compose_comments")), "{sent:?}");
+    let comments = t.db.collection::<BsonDoc>("compose_comments");
+    let moved = comments.find_one(doc! {"text": "comment at 4"}).await?.expect("the moved comment");
+    assert_eq!((moved.get_i32("post").ok(), moved.get_str("author_name").ok()), (Some(1), Some("Bob")), "{moved}");
+    assert_eq!(recent_names(&t, 1).await, ["Bob", "Ann", "Bob", "Ann"]);
+    assert!(recent_names(&t, 2).await.is_empty());
+    for id in [1, 2] {
+        assert!(Post::rels().recent.check(&t.db, &id).await?, "post {id}'s subset checks");
+    }
+    assert_eq!(docrel::fanout::verify::<Author>(&t.db).run().await?.stale, 0);
+    Ok(())
+}
+
 /// In deferred mode the sync worker applies the rename's event through the
 /// same fan-out: the comments and their summaries follow from the
 /// author's event alone (the comments' own events are not needed).

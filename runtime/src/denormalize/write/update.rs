@@ -214,8 +214,11 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         // with it: nothing to fill or clear. An `$unset` of a reference
         // leaves its copies, which the refresh clears.
         let refresh = holders.is_some() && needs_refresh(&body);
+        // A transactional fan-out refreshes them in its transaction.
+        let inside = refresh && self.derived && self.mode.transactional && !self.mode.deferred;
         let outcome = if self.derived {
-            self.write_and_fan_out(cx, filter, body, scope).await?
+            let holders = if inside { holders.clone() } else { None };
+            self.write_and_fan_out(cx, filter, body, scope, holders).await?
         } else {
             let r = if scope.many() {
                 in_session!(self.raw.update_many(filter, body), cx.session()).map_err(Self::err("update_many"))?
@@ -224,7 +227,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             };
             UpdateOutcome { matched: r.matched_count, modified: r.modified_count }
         };
-        if let (Some(ids), true) = (holders, refresh) {
+        if let (Some(ids), true) = (holders, refresh && !inside) {
             if outcome.matched > 0 {
                 Box::pin(fill::refresh(cx, T::schema(), &ids)).await?;
             }
@@ -235,13 +238,15 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     /// A write of derived fields: it moves the source's version on and
     /// reads back the new values in the same round trip (`findAndModify`),
     /// or is stamped when it knows them; then each target path gets one
-    /// `updateMany`.
+    /// `updateMany`. A transactional one also refreshes the copies that
+    /// `holders` hold, in its transaction.
     async fn write_and_fan_out(
         &self,
         cx: &mut Cx<'_>,
         filter: BsonDoc,
         mut body: BsonDoc,
         scope: Scope,
+        holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
         let many = scope.many();
         // Only a source with copies elsewhere carries a version: a subset
@@ -267,10 +272,10 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         };
         if self.mode.transactional {
             if many {
-                return Box::pin(self.many_in_transaction(cx, filter, body, projection, &touched)).await;
+                return Box::pin(self.many_in_transaction(cx, (filter, body), projection, &touched, holders)).await;
             }
             let read = ReadBack { projection, known };
-            return Box::pin(self.in_transaction(cx, filter, body, read, &touched)).await;
+            return Box::pin(self.in_transaction(cx, (filter, body), read, &touched, holders)).await;
         }
         if let (Scope::One, Some(values)) = (scope, &known) {
             if let Some((stamped, set, after)) = fanout::stamped(&filter, &body, values) {
@@ -300,24 +305,29 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     }
 
     /// [`many_and_fan_out`] in one transaction: every page's write and its
-    /// fan-out (subsets included) commit together, or not at all. A large
-    /// update makes a large transaction.
+    /// fan-out (subsets included), and the refresh of the copies `holders`
+    /// hold, commit together, or not at all. A large update makes a large
+    /// transaction.
     async fn many_in_transaction(
         &self,
         cx: &mut Cx<'_>,
-        filter: BsonDoc,
-        body: BsonDoc,
+        (filter, body): (BsonDoc, BsonDoc),
         projection: Option<BsonDoc>,
         touched: &[String],
+        holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
         let (raw, db) = (self.raw.clone(), cx.db.clone());
         crate::store::transaction::run_or_join(cx, "transactional fan-out", &mut |session| {
             let (raw, db, filter, body, projection) =
                 (raw.clone(), db.clone(), filter.clone(), body.clone(), projection.clone());
-            let touched = touched.to_vec();
+            let (touched, holders) = (touched.to_vec(), holders.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(session));
-                many_and_fan_out::<T>(&raw, cx, filter, body, projection, &touched).await
+                let outcome = many_and_fan_out::<T>(&raw, cx, filter, body, projection, &touched).await?;
+                if let (Some(ids), true) = (holders, outcome.matched > 0) {
+                    fill::refresh(cx, T::schema(), &ids).await?;
+                }
+                Ok(outcome)
             })
         })
         .await
@@ -326,16 +336,17 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
 
     /// The source write and its copies' fan-out in one transaction (the
     /// driver's convenient API: the body is retried on a transient error,
-    /// only the commit on an unknown commit result); the subsets are
-    /// rebuilt after the commit, from the committed state. In the caller's
-    /// transaction when its session is in one: no nested transaction.
+    /// only the commit on an unknown commit result), with the refresh of
+    /// the copies `holders` hold; the subsets are rebuilt after the commit,
+    /// from the committed state. In the caller's transaction when its
+    /// session is in one: no nested transaction.
     async fn in_transaction(
         &self,
         cx: &mut Cx<'_>,
-        filter: BsonDoc,
-        body: BsonDoc,
+        (filter, body): (BsonDoc, BsonDoc),
         read: ReadBack,
         touched: &[String],
+        holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
         let raw = self.raw.clone();
         let db = cx.db.clone();
@@ -343,7 +354,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             crate::store::transaction::run_or_join(cx, "transactional fan-out", &mut |session| {
                 let (raw, db, filter, body, read) =
                     (raw.clone(), db.clone(), filter.clone(), body.clone(), read.clone());
-                let touched = touched.to_vec();
+                let (touched, holders) = (touched.to_vec(), holders.clone());
                 Box::pin(async move {
                     let after = raw
                         .find_one_and_update(filter, body)
@@ -356,6 +367,9 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                     let after = super::image::image("an updated", T::COLLECTION, &after, read.known)?;
                     let cx = &mut Cx::new(&db, Some(session));
                     fanout::fan_out_copies(cx, T::COLLECTION, &after, Some(&touched), fanout::Reach::Copies).await?;
+                    if let Some(ids) = holders {
+                        fill::refresh(cx, T::schema(), &ids).await?;
+                    }
                     Ok(Some(after))
                 })
             })
