@@ -20,7 +20,6 @@ use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 use std::collections::{HashMap, HashSet};
 
-pub(crate) use crate::store::primary;
 // Named here by the callers of the fill (the fan-out, the repository).
 pub(crate) use crate::denormalize::copies::Sources;
 

@@ -183,20 +183,21 @@ impl<T: Document> Repository<T> {
             Some(s) => transaction::in_transaction(s).await,
             None => false,
         };
-        let (plain, filled) = (encoded.plain.clone(), encoded.filled.clone());
+        // Shared by every attempt of the body, not copied for each.
+        let shared = std::sync::Arc::new(encoded);
         let result = transaction::run_or_join(cx, "insert_many", &mut |session| {
-            let (repo, db, encoded) = (repo.clone(), db.clone(), encoded.clone());
+            let (repo, db, encoded) = (repo.clone(), db.clone(), shared.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(session));
                 if plan.pushes_with_insert(joined) {
                     let confirmed = fill::insert_and_push(cx, T::schema(), &encoded.plain, encoded.filled.as_ref());
                     return Ok((plan.changes_new(), confirmed.await?));
                 }
-                let written = repo.write_new(encoded.raws, cx).await;
+                let written = repo.write_new(encoded.raws.clone(), cx).await;
                 written.map_err(repo.err("insert_many"))?;
                 // A transaction of its own reads them once committed
                 // ([`Self::after_commit`]), which sees all a read inside it would.
-                let around = if joined { Around::Now(encoded.filled) } else { Around::AfterCommit };
+                let around = if joined { Around::Now(encoded.filled.clone()) } else { Around::AfterCommit };
                 Ok((repo.after_insert(&encoded.plain, around, &plan, cx).await?, false))
             })
         })
@@ -204,12 +205,14 @@ impl<T: Document> Repository<T> {
         match result {
             Ok((changed, _)) if joined => Ok(Ok(changed)),
             // Pushes guarded by the versions the fill read confirmed the copies.
-            Ok((changed, true)) => Ok(Ok(changed | self.after_commit(&plain, None, cx).await?)),
-            Ok((changed, false)) => Ok(Ok(changed | self.after_commit(&plain, filled, cx).await?)),
+            Ok((changed, true)) => Ok(Ok(changed | self.after_commit(&shared.plain, None, cx).await?)),
+            Ok((changed, false)) => {
+                Ok(Ok(changed | self.after_commit(&shared.plain, shared.filled.clone(), cx).await?))
+            }
             // Refused at its first write: nothing was written.
             Err(e) if transaction::unsupported(&e) => {
                 transaction::remember_standalone(cx.db);
-                Ok(Err(encoded))
+                Ok(Err(std::sync::Arc::unwrap_or_clone(shared)))
             }
             Err(e) => Err(e),
         }
@@ -257,7 +260,7 @@ impl<T: Document> Repository<T> {
             Ok(()) => self.after_insert(&plain, Around::Now(filled), plan, cx).await,
             Err(e) => {
                 if !plain.is_empty() {
-                    let landed = self.landed(&e, &plain, cx).await?;
+                    let landed = super::landed::landed(&self.raw, T::COLLECTION, &e, &plain, cx).await?;
                     self.after_insert(&plain[..landed], Around::Now(filled), plan, cx).await?;
                 }
                 Err(e)
@@ -271,59 +274,6 @@ impl<T: Document> Repository<T> {
             1 => in_session!(self.raw.insert_one(raws.remove(0)), cx.session()).map(|_| ()),
             _ => in_session!(self.raw.insert_many(raws), cx.session()).map(|_| ()),
         }
-    }
-
-    /// How many of `plain` an ordered insert that failed with `e` wrote:
-    /// those before the first write error; after an error without one (a
-    /// connection lost), those found on the server.
-    async fn landed(&self, e: &Error, plain: &[bson::Document], cx: &mut Cx<'_>) -> Result<usize> {
-        if let Error::Driver { source, .. } = e {
-            match &*source.kind {
-                mongodb::error::ErrorKind::InsertMany(m) => {
-                    if let Some(first) = m.write_errors.as_ref().and_then(|w| w.iter().map(|w| w.index).min()) {
-                        return Ok(first.min(plain.len()));
-                    }
-                    // Only the write concern failed: every document was written.
-                    if m.write_concern_error.is_some() {
-                        return Ok(plain.len());
-                    }
-                }
-                // Written, not yet acknowledged by as many members as asked.
-                mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(_)) => {
-                    return Ok(plain.len());
-                }
-                // The server answered with an error for the whole command
-                // (a fail point, a lost election): it wrote nothing.
-                mongodb::error::ErrorKind::Write(_) | mongodb::error::ErrorKind::Command(_) => return Ok(0),
-                _ => {}
-            }
-        }
-        // No answer: what is stored says. A document with one of the ids
-        // that is not the one sent (it was there before) did not land.
-        let ids: Vec<bson::Bson> = plain.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let find = self
-            .raw
-            .find(doc! {"_id": {"$in": ids}})
-            .batch_size(plain.len().try_into().unwrap_or(u32::MAX))
-            .selection_criteria(fill::primary());
-        let mut stored = std::collections::HashMap::new();
-        for d in
-            collect(find, cx.session(), T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await?
-        {
-            if let Some(key) = d.get("_id").map(crate::store::path::id_key) {
-                stored.insert(key, d);
-            }
-        }
-        let sent = |d: &bson::Document| {
-            let Some(found) = d.get("_id").and_then(|id| stored.get(&crate::store::path::id_key(id))) else {
-                return false;
-            };
-            // docrel's bookkeeping is what the write stamped (a source's
-            // first version tells it apart); the fields are the caller's.
-            d.iter().all(|(k, v)| found.get(k) == Some(v))
-        };
-        // An ordered insert writes a prefix.
-        Ok(plain.iter().take_while(|d| sent(d)).count())
     }
 
     /// Replace or save: fill, write, confirm.

@@ -5,6 +5,7 @@ mod connect;
 mod delete;
 mod documents;
 pub mod hooks;
+mod landed;
 mod repo;
 mod update;
 mod upsert;
