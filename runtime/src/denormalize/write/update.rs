@@ -190,9 +190,11 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         let mut after = None;
         while let Some(page) = crate::store::id_page(self.raw, &filter, after, cx.session()).await? {
             after = page.last().cloned();
+            // A page short of full was the last one: no read to say so.
+            let last = page.len() < crate::store::ID_PAGE;
             let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": page.clone()}}]};
             outcome.add(self.write_and_refresh(cx, scoped, body.clone(), scope, Some(page)).await?);
-            if !scope.many() && outcome.matched > 0 {
+            if last || !scope.many() && outcome.matched > 0 {
                 break;
             }
         }
@@ -399,6 +401,8 @@ async fn many_and_fan_out<T: Document>(
     let mut left_out = None;
     while let Some(ids) = crate::store::id_page(raw, &filter, after, cx.session()).await? {
         after = ids.last().cloned();
+        // A page short of full was the last one: no read to say so.
+        let last = ids.len() < crate::store::ID_PAGE;
         let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": ids.clone()}}]};
         let r = in_session!(raw.update_many(scoped, body.clone()), cx.session())
             .map_err(|e| Error::driver("update_many", T::COLLECTION, e))?;
@@ -418,6 +422,9 @@ async fn many_and_fan_out<T: Document>(
                 Err(e) if crate::patterns::subset::is_left_out(&e) => drop(left_out.get_or_insert(e)),
                 done => drop(done?),
             }
+        }
+        if last {
+            break;
         }
     }
     left_out.map_or(Ok(outcome), Err)
