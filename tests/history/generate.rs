@@ -256,7 +256,13 @@ fn people(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::InsertTaskNoted => Op::InsertTaskNoted { t: g.task(), by: g.note_writers(), text: g.name("n") },
         OpKind::InsertManyTasks => {
             let n = g.rng.random_range(2..=3);
-            let mut tasks: Vec<(usize, Vec<usize>)> = (0..n).map(|_| (g.task(), g.note_writers())).collect();
+            // Half the batches are tasks no other operation names (ids past
+            // the universe's): most of those succeed, where a batch of the
+            // universe's ten tasks nearly always meets one already stored.
+            let fresh = g.rng.random_bool(0.5);
+            let mut tasks: Vec<(usize, Vec<usize>)> = (0..n)
+                .map(|_| (if fresh { TASKS + g.below(0xff00 - TASKS) } else { g.task() }, g.note_writers()))
+                .collect();
             if g.rng.random_bool(0.4) {
                 // A deliberate duplicate key, not first in the batch.
                 tasks[n - 1].0 = tasks[0].0;

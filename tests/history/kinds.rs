@@ -111,8 +111,8 @@ kinds! {
     InsertTaskNoted = 2, "Task insert with notes by people who may not exist, by_name stale for docrel to fill, \
          sometimes over the bound",
         ["Repository::insert"];
-    InsertManyTasks = 1, "Task insert_many with notes (one read fills every note of every task), sometimes with a \
-         duplicate key",
+    InsertManyTasks = 1, "Task insert_many with notes (one read fills every note of every task), half of them of \
+         tasks no other operation names, sometimes with a duplicate key",
         ["Repository::insert_many"];
     PushTaskNote = 3, "Task update_by_id notes.push({who, stale by_name}) (maybe transactional fan-out)",
         ["Repository::update_by_id", "Field::push"];
