@@ -7,7 +7,7 @@ use crate::internals::model::{
     Bucket, Element, IdField, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset,
 };
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 pub fn expand(m: &Model) -> TokenStream {
@@ -176,10 +176,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     let maxes = m.fields.iter().map(|f| Opt(f.bound));
     let fields_doc = format!("Typed handles of the stored fields of [`{ident}`], from [`{ident}::fields`].");
     let write_heavy = m.fields.iter().filter(|f| f.write_heavy).map(|f| rust_name(f.ident));
-    let rusts = m.fields.iter().map(|f| rust_name(f.ident));
-    let type_names = m.fields.iter().map(|f| &f.type_name);
-    let mut kinds = Vec::new();
-    let mut targets = Vec::new();
+    let mut links = Vec::new();
     for f in &m.fields {
         let rel = m.relations.iter().find(|r| r.ident == f.ident);
         let kind = match rel.map(|r| &r.kind) {
@@ -189,8 +186,8 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             Some(RelationKind::ParentRef { .. }) => "Parent",
             _ => "Plain",
         };
-        kinds.push(syn::Ident::new(kind, proc_macro2::Span::call_site()));
-        targets.push(Opt(rel.and_then(|r| r.kind.target()).map(|t| CollectionOf(checked.doc(&t.path)))));
+        let target = rel.and_then(|r| r.kind.target()).map(|t| CollectionOf(checked.doc(&t.path)));
+        links.push(Link { rust: rust_name(f.ident), bson: &f.stored, type_name: &f.type_name, kind, target });
     }
     quote! {
         #[doc = #fields_doc]
@@ -214,21 +211,44 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
             pub const __DOCREL_WRITE_HEAVY: &'static [&'static str] = &[#(#write_heavy),*];
 
             #[doc(hidden)]
-            pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = &[#(
-                __docrel::FieldInfo {
-                    rust: #rusts,
-                    bson: #paths,
-                    rust_type: #type_names,
-                    kind: __docrel::LinkKind::#kinds,
-                    target: #targets,
-                }
-            ),*];
+            pub const __DOCREL_LINKS: &'static [__docrel::FieldInfo] = &[#(#links),*];
 
             /// The typed repository of this document type in `db`.
             pub fn repo(db: &__docrel::mongodb::Database) -> __docrel::Repository<#ident> #stored {
                 __docrel::Repository::new(db)
             }
         }
+    }
+}
+
+/// One entry of `__DOCREL_LINKS`, appended token by token (see `Opt`):
+/// `__docrel::plain_field(rust, bson, type)` for a field that refers to
+/// nothing, else `__docrel::link_field(rust, bson, type, kind, target)`.
+struct Link<'a> {
+    rust: String,
+    bson: &'a String,
+    type_name: &'a String,
+    kind: &'static str,
+    target: Option<CollectionOf>,
+}
+
+impl ToTokens for Link<'_> {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        use proc_macro2::{Delimiter, Group, Ident, Punct, Spacing, Span};
+        use quote::TokenStreamExt;
+        let span = Span::call_site();
+        let plain = self.kind == "Plain" && self.target.is_none();
+        tokens.append(Ident::new("__docrel", span));
+        tokens.append(Punct::new(':', Spacing::Joint));
+        tokens.append(Punct::new(':', Spacing::Alone));
+        tokens.append(Ident::new(if plain { "plain_field" } else { "link_field" }, span));
+        let mut args = TokenStream::new();
+        args.append_separated([self.rust.as_str(), self.bson, self.type_name], Punct::new(',', Spacing::Alone));
+        if !plain {
+            let (kind, target) = (Ident::new(self.kind, span), Opt(self.target.as_ref()));
+            args.extend(quote!(, __docrel::LinkKind::#kind, #target));
+        }
+        tokens.append(Group::new(Delimiter::Parenthesis, args));
     }
 }
 
@@ -351,10 +371,59 @@ fn inverse_checks(m: &Model, checked: &mut Checked) -> TokenStream {
     quote!(#(#checks)*)
 }
 
-/// The schema entry of one relationship.
+/// The schema entry of one relationship: a call of the runtime's
+/// `ref_relation` or `embed_relation` when every field they leave at its
+/// default is (the usual reference or embed), else the whole literal.
 fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
     let field = &rel.stored;
     let rust_field = rel.ident.to_string();
+    let warn_above = Opt(m.fields.iter().find(|f| f.ident == rel.ident).and_then(|f| f.warn_above));
+    let defaults = matches!(rel.on_delete, OnDelete::Nothing) && rel.kind.inverse().is_none();
+    match &rel.kind {
+        RelationKind::Embed { many, max, subset: None } if defaults => {
+            let (max, elements) = (Opt(*max), elements(rel, checked));
+            return quote!(__docrel::embed_relation(#field, #rust_field, #many, #max, #elements, #warn_above));
+        }
+        RelationKind::RefOne { to, .. }
+        | RelationKind::RefMany { to, element: Element::Ids { .. }, .. }
+        | RelationKind::ParentRef { to, .. }
+            if defaults && rel.embedded_element().is_none() && !has_order(&rel.kind) =>
+        {
+            let kind = relation_kind(&rel.kind, checked);
+            let (target, target_type) = (CollectionOf(checked.doc(&to.path)), &to.name);
+            return quote!(__docrel::ref_relation(#field, #rust_field, #kind, #target, #target_type, #warn_above));
+        }
+        _ => {}
+    }
+    relation_literal(rel, checked, (field, &rust_field), warn_above)
+}
+
+/// The references the elements of a relationship's field hold, when the
+/// element struct derives `Embedded` (`NoElements` answers none for any other).
+fn elements(rel: &ModelRelation, checked: &mut Checked) -> TokenStream {
+    match (&rel.kind, rel.embedded_element()) {
+        (_, Some(elem)) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
+        (RelationKind::RefMany { element: Element::Structs { ty, .. }, .. }, None) => {
+            let elem = checked.embedded(ty);
+            quote!(<#elem as __docrel::Embedded>::REFS)
+        }
+        _ => quote!(&[]),
+    }
+}
+
+/// A parent reference with a declared order (which `ref_relation` has not).
+fn has_order(kind: &RelationKind) -> bool {
+    matches!(kind, RelationKind::ParentRef { order, .. } if !order.is_empty())
+}
+
+/// The schema entry of a relationship with fields off their defaults, as a
+/// literal of every field.
+fn relation_literal(
+    rel: &ModelRelation,
+    checked: &mut Checked,
+    (field, rust_field): (&String, &String),
+    warn_above: Opt<u32>,
+) -> TokenStream {
     let kind = relation_kind(&rel.kind, checked);
     let target = Opt(rel.kind.target().map(|t| CollectionOf(checked.doc(&t.path))));
     let target_type = Opt(rel.kind.target().map(|t| &t.name));
@@ -387,21 +456,11 @@ fn relation(m: &Model, rel: &ModelRelation, checked: &mut Checked) -> TokenStrea
         RelationKind::Embed { subset: Some(subset), .. } => Some(subset_spec(subset, checked)),
         _ => None,
     });
-    // The references its elements hold, when the element struct derives
-    // `Embedded` (`NoElements` answers none for any other).
-    let elements = match (&rel.kind, rel.embedded_element()) {
-        (_, Some(elem)) => quote!(<__docrel::ElementsOf<#elem>>::REFS),
-        (RelationKind::RefMany { element: Element::Structs { ty, .. }, .. }, None) => {
-            let elem = checked.embedded(ty);
-            quote!(<#elem as __docrel::Embedded>::REFS)
-        }
-        _ => quote!(&[]),
-    };
+    let elements = elements(rel, checked);
     let bucket = Opt(match &rel.kind {
         RelationKind::Bucket(bucket) => Some(bucket_spec(bucket)),
         _ => None,
     });
-    let warn_above = Opt(m.fields.iter().find(|f| f.ident == rel.ident).and_then(|f| f.warn_above));
     quote! {
         __docrel::Relation {
             field: #field,

@@ -135,7 +135,7 @@ const STORED_SELF: &str = "__DocrelStored";
 
 /// `type __DocrelStored = ..;`: `ident`, once it derives `Serialize` and
 /// `Deserialize`. A missing derive is the one error, at the struct's name;
-/// the alias is then an error type, and the bound `__DocrelStored: Stored`
+/// the alias is then an error type, and the bound `__DocrelStored: Sized`
 /// of every generated item that needs serde, the `DerivesDocument::Doc` other
 /// derives read, are satisfied without a word: a bound written on the struct
 /// itself would be reported once more at each derive naming it.
@@ -153,11 +153,15 @@ fn stored_self(ident: &Ident) -> TokenStream {
     }
 }
 
-/// `where __DocrelStored: Stored`, on every generated item that needs the
-/// document stored with serde (see [`stored_self`]).
+/// `where __DocrelStored: Sized`, on every generated item that needs the
+/// document stored with serde (see [`stored_self`]). What silences the
+/// item's errors when serde's derive is missing is the error type the alias
+/// then is, whatever the bound: `Sized`, which rustc proves without looking
+/// at an impl, rather than `Stored` (`Serialize + DeserializeOwned`, proved
+/// again wherever the item is used) costs a crate of documents less to check.
 fn stored_bounds() -> TokenStream {
     let alias = Ident::new(STORED_SELF, proc_macro2::Span::call_site());
-    quote!(where #alias: __docrel::Stored)
+    quote!(where #alias: ::core::marker::Sized)
 }
 
 /// The types a derive uses as documents, element structs or views, and the
