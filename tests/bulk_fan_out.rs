@@ -102,17 +102,36 @@ async fn version(t: &TestDb, part: ObjectId) -> docrel::Result<Bson> {
     Ok(stored.get_document("_docrel").unwrap().get("v").cloned().unwrap())
 }
 
+/// The commands sent since `mark`, and every copy of the part named `name`
+/// at the part's version.
+async fn renamed(t: &TestDb, part: ObjectId, name: &str, mark: docrel::Mark) -> docrel::Result<Vec<String>> {
+    let sent = t.trips.commands_since(mark);
+    let v = version(t, part).await?;
+    let stored = copies(t, part).await?;
+    assert_eq!(stored.len(), 5);
+    assert!(stored.iter().all(|(n, record)| n == name && *record == v), "{stored:?} at {v}");
+    Ok(sent)
+}
+
+/// The server's next `bulkWrite` from this test's client loses its
+/// connection (`on`), or no longer (`off`).
+async fn cut_next_bulk_write(t: &TestDb, on: bool) -> docrel::Result<()> {
+    let mode: Bson = if on { doc! {"times": 1}.into() } else { "off".into() };
+    let data = doc! {"failCommands": ["bulkWrite"], "closeConnection": true, "appName": t.db.name()};
+    t.client
+        .database("admin")
+        .run_command(doc! {"configureFailPoint": "failCommand", "mode": mode, "data": data})
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_rename_copied_into_three_collections_is_one_round_trip() -> docrel::Result<()> {
     let t = TestDb::new("bulk_rename").await?;
     let part = catalog(&t).await?;
     let mark = t.trips.mark();
     Part::repo(&t.db).update_by_id(&part.id, Part::fields().name.set("hex bolt".into())).await?;
-    assert_eq!(t.trips.commands_since(mark), ["bulkWrite"]);
-    let v = version(&t, part.id).await?;
-    let stored = copies(&t, part.id).await?;
-    assert_eq!(stored.len(), 5);
-    assert!(stored.iter().all(|(name, record)| name == "hex bolt" && *record == v), "{stored:?} at {v}");
+    assert_eq!(renamed(&t, part.id, "hex bolt", mark).await?, ["bulkWrite"]);
     assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
     Ok(())
 }
@@ -122,24 +141,13 @@ async fn a_cut_batch_is_written_again_the_other_way() -> docrel::Result<()> {
     let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("bulk_cut").await?;
     let part = catalog(&t).await?;
-    let admin = t.client.database("admin");
-    let fail_point = |mode: Bson| {
-        admin.run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": mode,
-            "data": {"failCommands": ["bulkWrite"], "closeConnection": true, "appName": t.db.name()},
-        })
-    };
-    fail_point(doc! {"times": 1}.into()).await.expect("the embedded server runs with --enable-test-commands");
+    cut_next_bulk_write(&t, true).await?;
     let mark = t.trips.mark();
-    let renamed = Part::repo(&t.db).update_by_id(&part.id, Part::fields().name.set("hex bolt".into())).await;
-    fail_point("off".into()).await.expect("fail point off");
-    renamed?;
-    let commands = t.trips.commands_since(mark);
+    let written = Part::repo(&t.db).update_by_id(&part.id, Part::fields().name.set("hex bolt".into())).await;
+    cut_next_bulk_write(&t, false).await?;
+    written?;
+    let commands = renamed(&t, part.id, "hex bolt", mark).await?;
     assert_eq!(commands[..2], ["bulkWrite", "update bf_parts"], "{commands:?}");
-    let v = version(&t, part.id).await?;
-    let stored = copies(&t, part.id).await?;
-    assert!(stored.iter().all(|(name, record)| name == "hex bolt" && *record == v), "{stored:?} at {v}");
     Ok(())
 }
 
@@ -161,17 +169,6 @@ async fn a_batch_whose_source_matched_nothing_leaves_no_version_the_source_never
     assert!(stored.iter().all(|(name, record)| name == "hex bolt" && *record == v), "{stored:?} at {v}");
     assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
     Ok(())
-}
-
-/// The commands sent since `mark`, and every copy of the part named `name`
-/// at the part's version.
-async fn renamed(t: &TestDb, part: ObjectId, name: &str, mark: docrel::Mark) -> docrel::Result<Vec<String>> {
-    let sent = t.trips.commands_since(mark);
-    let v = version(t, part).await?;
-    let stored = copies(t, part).await?;
-    assert_eq!(stored.len(), 5);
-    assert!(stored.iter().all(|(n, record)| n == name && *record == v), "{stored:?} at {v}");
-    Ok(sent)
 }
 
 /// The source writes that read the stored document as they write it (a
@@ -253,12 +250,10 @@ async fn a_cut_batch_of_fan_outs_is_sent_again_target_by_target() -> docrel::Res
     let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("bulk_cut_fan_outs").await?;
     let part = catalog(&t).await?;
-    let admin = t.client.database("admin");
-    let data = doc! {"failCommands": ["bulkWrite"], "closeConnection": true, "appName": t.db.name()};
-    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": data}).await?;
+    cut_next_bulk_write(&t, true).await?;
     let mark = t.trips.mark();
     let replaced = Part::repo(&t.db).replace(&Part { id: part.id, name: "cut".into() }).await;
-    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await?;
+    cut_next_bulk_write(&t, false).await?;
     replaced?;
     let sent = renamed(&t, part.id, "cut", mark).await?;
     assert_eq!(sent[..2], ["findAndModify bf_parts", "bulkWrite"], "{sent:?}");

@@ -204,10 +204,10 @@ impl<T: Document> Repository<T> {
         .await;
         match result {
             Ok((changed, _)) if joined => Ok(Ok(changed)),
-            // Pushes guarded by the versions the fill read confirmed the copies.
-            Ok((changed, true)) => Ok(Ok(changed | self.after_commit(&shared.plain, None, cx).await?)),
-            Ok((changed, false)) => {
-                Ok(Ok(changed | self.after_commit(&shared.plain, shared.filled.clone(), cx).await?))
+            Ok((changed, confirmed)) => {
+                // Pushes guarded by the versions the fill read confirmed the copies.
+                let filled = if confirmed { None } else { shared.filled.clone() };
+                Ok(Ok(changed | self.after_commit(&shared.plain, filled, cx).await?))
             }
             // Refused at its first write: nothing was written.
             Err(e) if transaction::unsupported(&e) => {

@@ -220,13 +220,7 @@ pub(crate) async fn apply_to_all(
     if targets.len() < 2 || !crate::store::bulk::available() {
         return Ok(None);
     }
-    let models = targets
-        .iter()
-        .map(|target| {
-            let (filter, update, array_filters) = target.update(id, values, version, Guard::FanOut);
-            crate::store::bulk::update_many(cx, target.collection, filter, update, array_filters)
-        })
-        .collect();
+    let models = targets.iter().map(|target| fan_out_model(cx, target, id, values, version)).collect();
     let result = match crate::store::bulk::send(cx, models).await {
         Ok(result) => result,
         Err(e) => {
@@ -242,4 +236,17 @@ pub(crate) async fn apply_to_all(
         crate::client::trace::fanned_out(target.collection, || &target.paths().id, *n);
     }
     Ok(Some(counts))
+}
+
+/// [`apply_to`]'s guarded fan-out of `target` as a statement of a
+/// `bulkWrite`.
+pub(crate) fn fan_out_model(
+    cx: &Cx<'_>,
+    target: &Target,
+    id: &Bson,
+    values: &(impl Values + ?Sized),
+    version: i64,
+) -> mongodb::options::WriteModel {
+    let (filter, update, array_filters) = target.update(id, values, version, Guard::FanOut);
+    crate::store::bulk::update_many(cx, target.collection, filter, update, array_filters)
 }

@@ -20,7 +20,7 @@
 //! other way, whose writes are the same `$set`s at a newer version.
 
 use crate::denormalize::chain::{self, Reach};
-use crate::denormalize::copies::{Guard, Values};
+use crate::denormalize::copies::{fan_out_model, Values};
 use crate::error::{show_id, Error, Result};
 use crate::schema::graph::{graph, Target};
 use crate::store::bulk;
@@ -54,10 +54,7 @@ pub(crate) async fn stamped(
     let targets = graph().targets_of(source);
     let mut models: Vec<WriteModel> = Vec::with_capacity(targets.len() + 1);
     models.push(bulk::update_one(cx, source, filter, update));
-    for target in targets {
-        let (filter, update, array_filters) = target.update(id, values, stamp, Guard::FanOut);
-        models.push(bulk::update_many(cx, target.collection, filter, update, array_filters));
-    }
+    models.extend(targets.iter().map(|target| fan_out_model(cx, target, id, values, stamp)));
     let result = match bulk::send(cx, models).await {
         Ok(result) => result,
         Err(e) => return refused(source, id, targets, e).map(|()| None),
