@@ -39,9 +39,11 @@ fn source(copied: &Copied, checked: &mut Checked) -> syn::Ident {
     let src = checked.doc(&copied.source.path);
     let (field, ty) = (&copied.source_field, copied.ty);
     let key = format!("copy {} {}", copied.ident, src);
-    let check =
-        quote_spanned!(field.span()=> __docrel::Named::field(<#src>::__DOCREL_FIELDS.#field).copied_as::<#ty>());
-    checked.checked(key, src.into_token_stream(), check)
+    checked.checked(key, || {
+        let check =
+            quote_spanned!(field.span()=> __docrel::Named::field(<#src>::__DOCREL_FIELDS.#field).copied_as::<#ty>());
+        (src.to_token_stream(), check)
+    })
 }
 
 /// The `ElemCopy` descriptor of an element's copy, and its source document.

@@ -182,49 +182,57 @@ impl Checked {
     /// one (a missing `Serialize`), about which nothing more is said here.
     pub fn doc(&mut self, path: &Path) -> Ident {
         let key = format!("doc {}", path.to_token_stream());
-        let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
-        let picked = picked(quote!(#path), check);
-        self.declare(key, "Doc", quote!(<#picked as __docrel::DerivesDocument>::Doc))
+        self.declare(key, "Doc", || {
+            let check = quote_spanned!(path.span()=> __docrel::is_document::<#path>());
+            let picked = picked(quote!(#path), check);
+            quote!(<#picked as __docrel::DerivesDocument>::Doc)
+        })
     }
 
     /// `ty` as the element struct of a reference array.
     pub fn embedded(&mut self, ty: &Type) -> Ident {
         let key = format!("elem {}", ty.to_token_stream());
-        let check = quote_spanned!(ty.span()=> __docrel::is_embedded::<#ty>());
-        self.alias(key, "Elem", quote!(#ty), check)
+        self.alias(key, "Elem", || (quote!(#ty), quote_spanned!(ty.span()=> __docrel::is_embedded::<#ty>())))
     }
 
     /// `ty` as a view of the document `of` (the summaries of a subset).
     pub fn view_of(&mut self, ty: &Type, of: &Path) -> Ident {
         let key = format!("view {} of {}", ty.to_token_stream(), of.to_token_stream());
         let of = self.doc(of);
-        let check = quote_spanned!(ty.span()=> __docrel::is_view_of::<#ty, #of>());
-        self.alias(key, "View", quote!(#ty), check)
+        self.alias(key, "View", || (quote!(#ty), quote_spanned!(ty.span()=> __docrel::is_view_of::<#ty, #of>())))
     }
 
     /// The document `to`, once it has the field `field` (`inverse = field`).
     pub fn with_field(&mut self, to: &Path, field: &Ident) -> Ident {
         let key = format!("field {} {}", to.to_token_stream(), field);
         let to = self.doc(to);
-        let check = quote_spanned!(field.span()=> __docrel::has_field(<#to>::__DOCREL_FIELDS.#field));
-        self.alias(key, "Field", to.into_token_stream(), check)
+        self.alias(key, "Field", || {
+            (to.to_token_stream(), quote_spanned!(field.span()=> __docrel::has_field(<#to>::__DOCREL_FIELDS.#field)))
+        })
     }
 
     /// `base`, once `check` (a `const` expression of type `bool`, `true`
     /// when it compiles) compiles.
-    pub fn checked(&mut self, key: String, base: TokenStream, check: TokenStream) -> Ident {
-        self.alias(key, "Check", base, check)
+    /// `parts` gives `(base, check)`, built only for a new `key`.
+    pub fn checked(&mut self, key: String, parts: impl FnOnce() -> (TokenStream, TokenStream)) -> Ident {
+        self.alias(key, "Check", parts)
     }
 
-    fn alias(&mut self, key: String, kind: &str, base: TokenStream, check: TokenStream) -> Ident {
-        self.declare(key, kind, picked(base, check))
+    fn alias(&mut self, key: String, kind: &str, parts: impl FnOnce() -> (TokenStream, TokenStream)) -> Ident {
+        self.declare(key, kind, || {
+            let (base, check) = parts();
+            picked(base, check)
+        })
     }
 
-    /// The alias of `ty`, declared once per `key`.
-    fn declare(&mut self, key: String, kind: &str, ty: TokenStream) -> Ident {
+    /// The alias of `ty`, declared once per `key`. `ty` is built only the
+    /// first time: a document named by several attributes (`to`, `from`,
+    /// the links table) costs one alias and one set of tokens.
+    fn declare(&mut self, key: String, kind: &str, ty: impl FnOnce() -> TokenStream) -> Ident {
         if let Some((_, alias)) = self.seen.iter().find(|(k, _)| *k == key) {
             return alias.clone();
         }
+        let ty = ty();
         let alias = format_ident!("__Docrel{}{}", kind, self.seen.len());
         self.decls.push(quote! {
             #[allow(dead_code, non_camel_case_types)]

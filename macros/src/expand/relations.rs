@@ -147,10 +147,12 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
 /// The id type of `to`, once the ids a field holds (`held`, as written) are
 /// of that type: the one check of a reference's id type, at the field's type.
 pub(super) fn checked_id(to: &syn::Ident, held: &syn::Type, checked: &mut Checked) -> syn::Ident {
-    let id = quote!(<#to as __docrel::Document>::Id);
     let key = format!("id {to} {}", quote!(#held));
-    let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());
-    checked.checked(key, id, check)
+    checked.checked(key, || {
+        let id = quote!(<#to as __docrel::Document>::Id);
+        let check = quote_spanned!(held.span()=> __docrel::holds_id::<#held, #id>());
+        (id, check)
+    })
 }
 
 /// The visit of a reference array, given the field's value (so that any
