@@ -8,6 +8,7 @@ pub use crate::schema::document::{
     OnDelete, PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
 };
 pub use crate::schema::elements::{ElementsOf, NoElements};
+pub use crate::schema::entries::{embed_relation, link_field, plain_field, ref_relation};
 pub use crate::schema::registry::Registered;
 pub use inventory;
 pub use mongodb;
@@ -371,84 +372,6 @@ impl<V, D> ViewReadsStoredName<V, D> for Verdict<true> {}
 /// The view `V` of `D` reads its field under the document's stored name.
 pub const fn view_reads_stored_name<C: ViewReadsStoredName<V, D>, V, D>() -> bool {
     true
-}
-
-// ---- the entries of the schema ------------------------------------------
-//
-// The derive writes most entries as a call of one of these rather than as a
-// struct literal: the fields every such entry has the same value in are
-// written here once, and rustc builds, checks and evaluates a call of a few
-// arguments in a crate of documents for less than a literal of every field
-// (and reads fewer tokens from the derive).
-
-/// A stored field that refers to nothing (`LinkKind::Plain`).
-pub const fn plain_field(rust: &'static str, bson: &'static str, rust_type: &'static str) -> FieldInfo {
-    FieldInfo { rust, bson, rust_type, kind: LinkKind::Plain, target: None }
-}
-
-/// A stored field of another kind, or referring to `target`.
-pub const fn link_field(
-    rust: &'static str,
-    bson: &'static str,
-    rust_type: &'static str,
-    kind: LinkKind,
-    target: Option<&'static str>,
-) -> FieldInfo {
-    FieldInfo { rust, bson, rust_type, kind, target }
-}
-
-/// A reference (`RefOne`, `RefMany` of ids, `ParentRef`) to the documents of
-/// `target` with no inverse, no `on_delete`, order or copies.
-pub const fn ref_relation(
-    field: &'static str,
-    rust_field: &'static str,
-    kind: RelationKind,
-    target: &'static str,
-    target_type: &'static str,
-    warn_above: Option<u32>,
-) -> Relation {
-    Relation {
-        field,
-        rust_field,
-        kind,
-        target: Some(target),
-        target_type: Some(target_type),
-        inverse: None,
-        on_delete: OnDelete::Nothing,
-        order: &[],
-        copies: &[],
-        elements: &[],
-        subset: None,
-        bucket: None,
-        warn_above,
-    }
-}
-
-/// An embedded value or array that is no subset, whose elements hold
-/// the references `elements`.
-pub const fn embed_relation(
-    field: &'static str,
-    rust_field: &'static str,
-    many: bool,
-    max: Option<u32>,
-    elements: &'static [ElemRef],
-    warn_above: Option<u32>,
-) -> Relation {
-    Relation {
-        field,
-        rust_field,
-        kind: RelationKind::Embed { many, max },
-        target: None,
-        target_type: None,
-        inverse: None,
-        on_delete: OnDelete::Nothing,
-        order: &[],
-        copies: &[],
-        elements,
-        subset: None,
-        bucket: None,
-        warn_above,
-    }
 }
 
 /// The links of a type whose derive failed.

@@ -4,6 +4,7 @@
 
 pub mod document;
 pub mod elements;
+pub mod entries;
 pub mod graph;
 pub mod handles;
 pub mod index_spec;

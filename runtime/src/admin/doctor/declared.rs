@@ -156,24 +156,13 @@ pub(super) fn balance_pairs() -> Vec<(String, [BalanceSide; 2])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::document::{Advice, OnDelete, Relation, EMBED_WARN_ABOVE};
+    use crate::schema::document::{Advice, Relation, EMBED_WARN_ABOVE};
+    use crate::schema::entries::embed_relation;
 
+    /// An embed as its derive describes it (`Embed { many, max }`).
     const fn relation(field: &'static str, kind: RelationKind, warn_above: Option<u32>) -> Relation {
-        Relation {
-            field,
-            rust_field: field,
-            kind,
-            target: None,
-            target_type: None,
-            inverse: None,
-            on_delete: OnDelete::Nothing,
-            order: &[],
-            copies: &[],
-            elements: &[],
-            subset: None,
-            bucket: None,
-            warn_above,
-        }
+        let RelationKind::Embed { many, max } = kind else { panic!("an embed") };
+        embed_relation(field, field, many, max, &[], warn_above)
     }
 
     /// `#[embed(max = 100, warn_above = 50)] notes`, `#[embed(max = 1000, allow_large)] log`,
