@@ -212,8 +212,8 @@ impl Checked {
     }
 
     /// `base`, once `check` (a `const` expression of type `bool`, `true`
-    /// when it compiles) compiles.
-    /// `parts` gives `(base, check)`, built only for a new `key`.
+    /// when it compiles) compiles; `parts` builds the two, only for a new
+    /// `key`.
     pub fn checked(&mut self, key: String, parts: impl FnOnce() -> (TokenStream, TokenStream)) -> Ident {
         self.alias(key, "Check", parts)
     }

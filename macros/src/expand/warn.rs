@@ -1,6 +1,6 @@
 //! Warnings on stable Rust. `proc_macro::Diagnostic` (a derive's own
 //! warnings) is nightly-only; what stable offers is the `deprecated` lint,
-//! which prints "use of deprecated method `<path>`: <note>" where a
+//! which prints "use of deprecated method `PATH`: NOTE" where a
 //! deprecated item is used. So each unacknowledged piece of advice becomes
 //! a hidden deprecated method of the user's own type, named after the rule
 //! (`Patron::docrel_rule_3_unbounded_embed`: declared next to the type, it

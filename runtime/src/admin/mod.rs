@@ -2,7 +2,7 @@
 //! repair of all derived data, the doctor (the rules of thumb checked
 //! against the live data, as text, JSON or an HTML page), and, with the
 //! `admin` cargo feature, the command line that puts them together
-//! ([`main`]).
+//! (`main`).
 //!
 //! A program gets the admin command for its own schema in three lines (the
 //! registry of document types lives in the program, so the tool is a

@@ -25,7 +25,7 @@ pub async fn connect(uri: &str) -> Result<Client> {
 /// ([`crate::trace::count_round_trips`]; install the subscriber first, or
 /// call that yourself); adjust them (for example to
 /// add command monitoring of your own, which keeps receiving every event) and
-/// pass them to [`connect_with`].
+/// pass them to [`connect_with`](crate::connect_with).
 pub async fn options(uri: &str) -> Result<ClientOptions> {
     let mut options = ClientOptions::parse(uri).await.map_err(|e| invalid(uri, &e))?;
     if options.server_selection_timeout.is_none() {

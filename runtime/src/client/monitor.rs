@@ -112,7 +112,7 @@ impl RoundTrips {
     }
 
     /// The commands sent since `mark`, as `"name collection"` (`"find parts"`);
-    /// at most the last [`LOG_LIMIT`].
+    /// at most the last 100,000.
     pub fn commands_since(&self, mark: Mark) -> Vec<String> {
         let Ok(log) = self.inner.log.lock() else { return Vec::new() };
         let skip = mark.count.saturating_sub(log.dropped) as usize;

@@ -15,9 +15,8 @@
 //!   reached) and moved on by each docrel write of a copied field, in the
 //!   same atomic write (an update adds one, or, when it only `$set`s every
 //!   copied field of one document by `_id`, writes a stamp from the clock
-//!   where the stored version is below it, see [`stamped`]; a replace that
-//!   changes a copied field moves it past the clock as well, see
-//!   [`replace_version`]);
+//!   where the stored version is below it; a replace that
+//!   changes a copied field moves it past the clock as well);
 //! - a document holding copies records, per source document, the version
 //!   it copied: `_docrel.copies.<via>.<source id>` for top-level copies and
 //!   `_docrel.copies.<array>.<source id>` for copies inside reference

@@ -135,7 +135,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
 
     /// Prepares the load of the documents the elements of `parents` refer
     /// to, as the view `V`, to run alone ([`Self::load`]) or with other
-    /// relations in one [`crate::relations::join`]. Each parent's documents
+    /// relations in one [`crate::join`]. Each parent's documents
     /// come in its elements' order (an element without a reference has
     /// none; one whose document is gone is in [`crate::Loaded::missing`]).
     pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [impl Carries<P, K, Value = F> + Sync]) -> Referenced<'p, T, V>

@@ -133,7 +133,7 @@ macro_rules! loaders {
         impl<P: Document, T: Document, F, const K: u64> $name<P, T, F, K> {
             /// Prepares the load of the referred documents of `parents` as
             /// the view `V`, to run alone ([`Self::load`]) or with other
-            /// relations in one [`crate::relations::join`]. The parents are
+            /// relations in one [`crate::join`]. The parents are
             /// the documents or any view of them that carries this field.
             pub fn of<'p, V: View<Of = T>>(
                 &self,
@@ -290,7 +290,7 @@ impl<P: Document, T: Document, F, const K: u64> RefMany<P, T, F, K> {
     /// and, for a two-way reference, `parent` to the other side: an inverse
     /// array gets it with `$addToSet`, an inverse single reference is moved
     /// (the previous holder's array loses it). Both sides in one transaction
-    /// when the deployment supports one ([`LinkOutcome::transactional`]).
+    /// when the deployment supports one ([`LinkOutcome::transactional`](crate::LinkOutcome::transactional)).
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn link<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
         LinkWrite::new(db, P::schema(), self.relation(), parent.to_bson(), target.to_bson(), false)

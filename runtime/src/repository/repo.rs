@@ -31,7 +31,7 @@ impl<T: Document> Repository<T> {
 
     /// This repository in deferred mode: writes of copied fields still
     /// version the source, but leave the fan-out to a
-    /// [`crate::denormalize::fanout::SyncWorker`] following the change stream (the write
+    /// [`SyncWorker`](crate::fanout::SyncWorker) following the change stream (the write
     /// costs no extra round trip; the copies follow shortly after).
     pub fn deferred_fan_out(mut self) -> Self {
         self.deferred = true;

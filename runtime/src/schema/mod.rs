@@ -4,7 +4,7 @@
 
 pub mod document;
 pub mod elements;
-pub mod entries;
+pub(crate) mod entries;
 pub mod graph;
 pub mod handles;
 pub mod index_spec;

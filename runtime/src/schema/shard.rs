@@ -7,7 +7,7 @@
 //! at compile time (a two-way reference or a subset into a collection
 //! sharded on more than `_id`, a bucket sharded on fields its appends do
 //! not know, a unique index that does not start with the key). What is left
-//! to check at run time is a filter the caller writes: [`check_routed`].
+//! to check at run time is a filter the caller writes (`check_routed`).
 
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Schema;

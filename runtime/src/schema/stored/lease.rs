@@ -25,7 +25,7 @@ static LEASE_MS: AtomicU64 = AtomicU64::new(DEFAULT_LEASE.as_millis() as u64);
 
 /// Sets the lease this process holds every database's schema under (at
 /// least a millisecond). A shorter lease makes rule changes complete
-/// sooner ([`super::change`] waits two leases) and costs one read of the
+/// sooner (a rule change, `docrel::admin::change`, waits two leases) and costs one read of the
 /// schema collection per database per lease, only when writes happen. Every
 /// process of a fleet and the program running the change must use the same
 /// lease.
