@@ -127,31 +127,28 @@ pub fn copies(s: &Snapshot) -> Vec<Violation> {
             check_site(&site, &mut out);
         }
     }
-    for part in &s.parts {
-        let Some(product) = is_set(part.get("product")).and_then(|id| products.get(&key(id))) else { continue };
-        let what = format!("part {} (product {})", show(part.get("_id")), show(part.get("product")));
-        let site =
-            Site { what, values: part, holder: part, record: "product", source: product, fields: PRODUCT_COPIES };
-        check_site(&site, &mut out);
-    }
-    for task in &s.tasks {
-        let Some(person) = is_set(task.get("owner")).and_then(|id| people.get(&key(id))) else { continue };
-        let what = format!("task {} (owner {})", show(task.get("_id")), show(task.get("owner")));
-        let site = Site { what, values: task, holder: task, record: "owner", source: person, fields: OWNER_COPIES };
-        check_site(&site, &mut out);
-    }
+    top_level(("part", &s.parts), ("product", "product", &products), PRODUCT_COPIES, &mut out);
+    top_level(("task", &s.tasks), ("owner", "owner", &people), OWNER_COPIES, &mut out);
     for task in &s.tasks {
         notes(task, &people, &mut out);
     }
-    let items = by_id(&s.items);
-    for review in &s.reviews {
-        let Some(item) = is_set(review.get("product_id")).and_then(|id| items.get(&key(id))) else { continue };
-        let what = format!("review {} (item {})", show(review.get("_id")), show(review.get("product_id")));
-        let site =
-            Site { what, values: review, holder: review, record: "product_id", source: item, fields: ITEM_COPIES };
-        check_site(&site, &mut out);
-    }
+    top_level(("review", &s.reviews), ("item", "product_id", &by_id(&s.items)), ITEM_COPIES, &mut out);
     out
+}
+
+/// I1 over the copies each of `holders` (of kind `holder`) keeps at its top
+/// level of the `source` document its single reference `field` names.
+fn top_level(
+    (holder, holders): (&str, &[Document]),
+    (source, field, sources): (&str, &'static str, &HashMap<String, &Document>),
+    fields: &'static [(&'static str, &'static str)],
+    out: &mut Vec<Violation>,
+) {
+    for d in holders {
+        let Some(src) = is_set(d.get(field)).and_then(|id| sources.get(&key(id))) else { continue };
+        let what = format!("{holder} {} ({source} {})", show(d.get("_id")), show(d.get(field)));
+        check_site(&Site { what, values: d, holder: d, record: field, source: src, fields }, out);
+    }
 }
 
 /// The copies inside the notes of `task`: one site per note whose writer
