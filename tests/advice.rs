@@ -40,7 +40,9 @@ fn fixture() -> (PathBuf, PathBuf) {
         root.display().to_string()
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-    // The workspace's lock file: the same dependency versions, no registry look-up.
+    // The workspace's lock file: the same dependency versions. Not
+    // `--offline`: a run of the suite with other features may not have
+    // downloaded every crate this build needs.
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     (dir, target.join("tests/trybuild"))
 }
@@ -48,7 +50,7 @@ fn fixture() -> (PathBuf, PathBuf) {
 fn check(bin: &str) -> String {
     let (dir, target) = fixture();
     let out = Command::new(env!("CARGO"))
-        .args(["check", "--quiet", "--offline", "--message-format=short", "--bin", bin])
+        .args(["check", "--quiet", "--message-format=short", "--bin", bin])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", target)
         .env_remove("RUSTFLAGS")
