@@ -34,9 +34,47 @@ pub const CHECKPOINT_COLLECTION: &str = "_docrel_admin";
 pub struct Job {
     /// `copies from parts`, `inverse people.tasks <-> tasks.owner`, ...
     pub name: String,
-    /// The kind, one word: `copies`, `inverse`, `subset`, `bucket`, `sync`.
-    pub kind: &'static str,
+    /// What kind of derived data it checks.
+    pub kind: CheckKind,
     parts: Parts,
+}
+
+/// The kinds of derived data a verify or repair checks, each a job per
+/// source, pair or array (in JSON, one lowercase word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum CheckKind {
+    /// The denormalized copies of one source (I1).
+    #[default]
+    Copies,
+    /// The two sides of one two-way reference (I2).
+    Inverse,
+    /// One subset's summaries (I3).
+    Subset,
+    /// One bucket array's counts, sizes and pages (I4).
+    Bucket,
+    /// The sync workers' dead letters.
+    Sync,
+}
+
+impl CheckKind {
+    /// The kind's one word: `copies`, `inverse`, `subset`, `bucket`, `sync`.
+    pub fn word(self) -> &'static str {
+        match self {
+            CheckKind::Copies => "copies",
+            CheckKind::Inverse => "inverse",
+            CheckKind::Subset => "subset",
+            CheckKind::Bucket => "bucket",
+            CheckKind::Sync => "sync",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
 }
 
 impl std::fmt::Debug for Job {
@@ -46,7 +84,7 @@ impl std::fmt::Debug for Job {
 }
 
 impl Job {
-    fn new(name: String, kind: &'static str, parts: Parts) -> Job {
+    fn new(name: String, kind: CheckKind, parts: Parts) -> Job {
         Job { name, kind, parts }
     }
 
@@ -80,22 +118,22 @@ fn all_jobs(scope: Option<&str>) -> Vec<Job> {
     let g = graph();
     let mut out = Vec::new();
     for source in g.sources() {
-        out.push(Job::new(format!("copies from {source}"), "copies", copies::parts(source)));
+        out.push(Job::new(format!("copies from {source}"), CheckKind::Copies, copies::parts(source)));
     }
     for pair in inverse_check::pairs() {
-        out.push(Job::new(format!("inverse {}", pair.label()), "inverse", inverse_check::parts(pair)));
+        out.push(Job::new(format!("inverse {}", pair.label()), CheckKind::Inverse, inverse_check::parts(pair)));
     }
     for child in g.subset_children() {
         for target in g.subsets_of(child) {
             let name = format!("subset {}.{} of {child}", target.parent, target.rel.field);
-            out.push(Job::new(name, "subset", subset_check::parts(target)));
+            out.push(Job::new(name, CheckKind::Subset, subset_check::parts(target)));
         }
     }
     for array in bucket_check::bucket_arrays() {
-        out.push(Job::new(format!("buckets {}", array.label()), "bucket", bucket_check::parts(array)));
+        out.push(Job::new(format!("buckets {}", array.label()), CheckKind::Bucket, bucket_check::parts(array)));
     }
     // Last: a repair re-applies the letters after everything else is true.
-    out.push(Job::new("dead letters of the sync workers".into(), "sync", dead_letter_check::parts(scope)));
+    out.push(Job::new("dead letters of the sync workers".into(), CheckKind::Sync, dead_letter_check::parts(scope)));
     out
 }
 
@@ -151,7 +189,7 @@ pub struct JobReport {
     /// The job's name.
     pub name: String,
     /// Its kind.
-    pub kind: String,
+    pub kind: CheckKind,
     /// Problems found ([`Report::found`], written out for readers of the JSON).
     pub found: u64,
     /// The counts.
@@ -204,7 +242,7 @@ impl RunReport {
         let index = match self.jobs.iter().position(|j| j.name == job.name) {
             Some(i) => i,
             None => {
-                self.jobs.push(JobReport { name: job.name.clone(), kind: job.kind.into(), ..JobReport::default() });
+                self.jobs.push(JobReport { name: job.name.clone(), kind: job.kind, ..JobReport::default() });
                 self.jobs.len() - 1
             }
         };

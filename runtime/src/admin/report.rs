@@ -7,20 +7,6 @@ use crate::schema::document::{RelationKind, Schema};
 use crate::schema::graph::all_types;
 use crate::schema::registry::describe;
 
-/// The pattern of the reference texts a relationship follows.
-fn pattern(kind: RelationKind, subset: bool, counter: bool) -> &'static str {
-    match kind {
-        RelationKind::Embed { .. } if subset => "subset",
-        RelationKind::Bucket if counter => "bucket (counter)",
-        RelationKind::Embed { many: true, .. } => "one-to-few (embed)",
-        RelationKind::Embed { many: false, .. } => "one-to-one (embed)",
-        RelationKind::RefMany { .. } => "one-to-many (child references)",
-        RelationKind::RefOne { .. } => "many-to-one (reference)",
-        RelationKind::ParentRef => "one-to-squillions (parent reference)",
-        RelationKind::Bucket => "bucket",
-    }
-}
-
 /// The Markdown schema report of the document types in `schemas` (all
 /// registered ones with [`schema_report`]).
 ///
@@ -97,7 +83,7 @@ fn relationships(schemas: &[&Schema], out: &mut String) {
                 "| {} | {} | {} | {} | {} |\n",
                 s.collection,
                 rel.field,
-                pattern(rel.kind, rel.subset.is_some(), rel.bucket.as_ref().is_some_and(|b| b.counter)),
+                rel.pattern(),
                 describe(rel).replace('|', "\\|"),
                 targets.join(", ")
             ));

@@ -9,11 +9,13 @@ pub mod graph;
 pub mod handles;
 pub mod index_spec;
 pub mod indexes;
+pub mod pattern;
 pub mod registry;
 pub mod repository;
 pub mod shard;
 pub mod stored;
 
+pub use pattern::Pattern;
 pub use stored::{
     confirmed_ago, export, lease, lease_for, load, obey, publish, set_lease, set_lease_for, DEFAULT_LEASE,
 };

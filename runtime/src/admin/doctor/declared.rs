@@ -10,6 +10,7 @@ use crate::relations::inverse_check::{pairs, Shape as PairShape, Side};
 use crate::schema::document::{RelationKind, Schema, TWO_WAY_WARN_FROM};
 use crate::schema::graph::all_types;
 use crate::schema::graph::{graph, Shape};
+use crate::schema::pattern::Pattern;
 use std::collections::BTreeMap;
 
 /// One array relation of a collection, as the doctor measures it.
@@ -17,8 +18,8 @@ use std::collections::BTreeMap;
 pub(super) struct ArrayField {
     /// The stored name.
     pub field: &'static str,
-    /// `embed`, `subset`, `references` or `bucket`.
-    pub kind: &'static str,
+    /// Its pattern (one that keeps an array).
+    pub kind: Pattern,
     /// The declared bound (`max`, or a bucket's `size`).
     pub max: Option<u64>,
     /// Rule 3's threshold, as the derive computed it (`warn_above` or the default).
@@ -50,14 +51,14 @@ pub(super) fn array_fields(types: &[&'static Schema]) -> Vec<ArrayField> {
 }
 
 fn array_field(schema: &Schema, rel: &crate::schema::document::Relation) -> Option<ArrayField> {
-    let (kind, max) = match rel.kind {
-        RelationKind::Embed { many: true, max } if rel.subset.is_some() => ("subset", max),
-        RelationKind::Embed { many: true, max } => ("embed", max),
-        RelationKind::RefMany { max, .. } => ("references", max),
-        // A counter holds no array: nothing of rule 3 to measure.
-        RelationKind::Bucket if rel.bucket.as_ref().is_some_and(|b| b.counter) => return None,
-        RelationKind::Bucket => ("bucket", rel.bucket.as_ref().and_then(|b| b.size)),
-        _ => return None,
+    // A counter holds no array: nothing of rule 3 to measure.
+    let kind = rel.pattern();
+    if !kind.is_array() {
+        return None;
+    }
+    let max = match rel.kind {
+        RelationKind::Embed { max, .. } | RelationKind::RefMany { max, .. } => max,
+        _ => rel.bucket.as_ref().and_then(|b| b.size),
     };
     let rule_3 = ["docrel_rule_3_large_embed", "docrel_rule_3_large_references"];
     let unbounded = ["docrel_rule_3_unbounded_embed", "docrel_rule_3_unbounded_references"];

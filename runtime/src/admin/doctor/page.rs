@@ -182,7 +182,7 @@ fn arrays(report: &DoctorReport, body: &mut String) {
              </div>",
             escape(&a.collection),
             escape(&a.field),
-            escape(&a.kind),
+            escape(a.kind.array_word()),
             length_histogram(&a.lengths.histogram, a.declared_max, a.threshold, a.lengths.p99),
             a.lengths.p50,
             a.lengths.p99,
@@ -251,7 +251,7 @@ fn references(report: &DoctorReport, body: &mut String) {
             escape(&r.field),
             escape(&r.target),
             r.missing_ids,
-            escape(&r.kind),
+            r.kind,
             r.ids_checked,
             r.documents,
             escape(&r.coverage.describe())

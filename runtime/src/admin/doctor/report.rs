@@ -2,6 +2,7 @@
 //! and the statistics the figures are made of.
 
 use crate::error::{Error, Result};
+use crate::schema::pattern::Pattern;
 use serde::Serialize;
 
 /// How bad a finding is.
@@ -136,8 +137,10 @@ pub struct ArrayStat {
     pub collection: String,
     /// The array.
     pub field: String,
-    /// `embed`, `references`, `subset` or `bucket`.
-    pub kind: String,
+    /// The array's pattern; in JSON its one word (`embed`, `references`,
+    /// `subset` or `bucket`).
+    #[serde(serialize_with = "array_word")]
+    pub kind: Pattern,
     /// The declared bound (`max`, or a bucket's `size`).
     pub declared_max: Option<u64>,
     /// The rule-3 threshold that applies.
@@ -227,6 +230,26 @@ pub struct BalanceStat {
     pub sides: Vec<(String, Option<u64>, u64, u64)>,
 }
 
+/// What a reference whose target is missing is called (in JSON, the
+/// lowercase word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Missing {
+    /// A reference to a document that does not exist.
+    Dangling,
+    /// A child whose parent (`#[parent_ref]`) does not exist.
+    Orphans,
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Missing::Dangling => "dangling",
+            Missing::Orphans => "orphans",
+        })
+    }
+}
+
 /// References of one field checked for targets that exist.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RefStat {
@@ -236,8 +259,8 @@ pub struct RefStat {
     pub field: String,
     /// The collection referred to.
     pub target: String,
-    /// `dangling` (references) or `orphans` (parent references).
-    pub kind: String,
+    /// What a missing target makes of its holders.
+    pub kind: Missing,
     /// How the holding collection was read.
     pub coverage: Coverage,
     /// Distinct ids checked.
@@ -348,4 +371,8 @@ mod tests {
         let aged: Vec<(i64, u64)> = (0..8).rev().map(|t| (t, t as u64)).collect();
         assert_eq!(trend(aged), Some(vec![0.5, 2.5, 4.5, 6.5]), "oldest quarter first");
     }
+}
+
+fn array_word<S: serde::Serializer>(pattern: &Pattern, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(pattern.array_word())
 }

@@ -3,9 +3,10 @@
 //! each rule is tested on figures alone (`rules/tests.rs`).
 
 use super::declared::BalanceSide;
-use super::report::{ArrayStat, BalanceStat, CopyUse, Finding, IndexStat, RefStat, Severity, SizeStat};
+use super::report::{ArrayStat, BalanceStat, CopyUse, Finding, IndexStat, Missing, RefStat, Severity, SizeStat};
 use super::text::group;
 use crate::error::MAX_DOCUMENT_BYTES;
+use crate::schema::pattern::Pattern;
 
 #[cfg(test)]
 mod tests;
@@ -40,12 +41,13 @@ fn bound(a: &ArrayStat) -> Option<Finding> {
             fix: format!(
                 "something wrote past the bound outside docrel: trim those arrays, and call `ensure_validator` so \
                  the server refuses such writes ({} {})",
-                a.kind, a.field
+                a.kind.array_word(),
+                a.field
             ),
         });
     }
     // A subset is full by design: it keeps the newest `max`.
-    (lengths.p99 * 10 >= max * 9 && max > 1 && a.kind != "subset").then(|| Finding {
+    (lengths.p99 * 10 >= max * 9 && max > 1 && a.kind != Pattern::Subset).then(|| Finding {
         severity: Severity::Warning,
         rule: "bound".into(),
         field,
@@ -64,7 +66,7 @@ fn rule_3(a: &ArrayStat, acknowledged: Option<&str>) -> Option<Finding> {
     if a.lengths.max <= threshold {
         return None;
     }
-    let (what, fix) = if a.kind == "references" {
+    let (what, fix) = if a.kind.holds_references() {
         (
             "references: a few thousand at most",
             "reference the parent from the children instead (`#[parent_ref]`, one-to-squillions) and read them with \
@@ -190,7 +192,7 @@ pub(super) fn reference(r: &RefStat) -> Option<Finding> {
     }
     let (examples, coverage, target, documents) =
         (r.examples.join(", "), r.coverage.describe(), &r.target, r.documents);
-    let (figure, fix) = if r.kind == "orphans" {
+    let (figure, fix) = if r.kind == Missing::Orphans {
         (
             format!(
                 "{documents} children of {} missing `{target}` parents (e.g. {examples}; {coverage})",
@@ -218,7 +220,7 @@ pub(super) fn reference(r: &RefStat) -> Option<Finding> {
     };
     Some(Finding {
         severity: Severity::Warning,
-        rule: r.kind.clone(),
+        rule: r.kind.to_string(),
         field: format!("{}.{}", r.collection, r.field),
         figure,
         fix,

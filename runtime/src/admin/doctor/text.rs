@@ -57,7 +57,7 @@ impl DoctorReport {
             out.push_str(&format!(
                 "  {:<28} {:<10} p50 {:>5}  p99 {:>5}  max {:>5}  bound {:>5}  rule 3 {:>5}  {}  ({})\n",
                 format!("{}.{}", a.collection, a.field),
-                a.kind,
+                a.kind.array_word(),
                 a.lengths.p50,
                 a.lengths.p99,
                 a.lengths.max,

@@ -115,18 +115,23 @@ fn elem_copies(copies: &[super::form::StoredElemCopy]) -> &'static [ElemCopy] {
     )
 }
 
-fn relation(r: &super::form::StoredRelation) -> Relation {
-    let kind = match &r.kind {
+/// The descriptor's kind of a stored kind (a `RefMany`'s key leaked, as
+/// every name of a stored schema's descriptors is).
+fn relation_kind(kind: &StoredKind) -> RelationKind {
+    match kind {
         StoredKind::Embed { many, max } => RelationKind::Embed { many: *many, max: *max },
         StoredKind::RefMany { max, key } => RelationKind::RefMany { max: *max, key: opt(key) },
         StoredKind::RefOne { optional } => RelationKind::RefOne { optional: *optional },
         StoredKind::ParentRef => RelationKind::ParentRef,
         StoredKind::Bucket => RelationKind::Bucket,
-    };
+    }
+}
+
+fn relation(r: &super::form::StoredRelation) -> Relation {
     Relation {
         field: text(&r.field),
         rust_field: text(&r.rust_field),
-        kind,
+        kind: relation_kind(&r.kind),
         target: opt(&r.target),
         target_type: opt(&r.target_type),
         inverse: opt(&r.inverse),

@@ -3,9 +3,10 @@
 //! `$in` reads of 500.
 
 use super::read::{aggregate, coverage};
-use crate::admin::doctor::report::{Options, RefStat};
+use crate::admin::doctor::report::{Missing, Options, RefStat};
 use crate::error::{show_id, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
+use crate::schema::pattern::Pattern;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
@@ -57,12 +58,12 @@ async fn reference(
     let found = existing(db, target, &ids).await?;
     let missing: Vec<&Bson> = ids.iter().filter(|id| !found.contains(id)).collect();
     let documents = held.iter().filter(|refs| refs.iter().any(|r| missing.contains(&r))).count() as u64;
-    let kind = if rel.kind == RelationKind::ParentRef { "orphans" } else { "dangling" };
+    let kind = if rel.pattern() == Pattern::ParentReference { Missing::Orphans } else { Missing::Dangling };
     Ok(Some(RefStat {
         collection: collection.to_owned(),
         field: rel.field.to_owned(),
         target: target.to_owned(),
-        kind: kind.to_owned(),
+        kind,
         coverage,
         ids_checked: ids.len() as u64,
         missing_ids: missing.len() as u64,

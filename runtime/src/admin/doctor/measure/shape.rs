@@ -91,7 +91,7 @@ fn array(collection: &str, coverage: &Coverage, rows: &[BsonDoc], key: &str, f: 
     Some(ArrayStat {
         collection: collection.to_owned(),
         field: f.field.to_owned(),
-        kind: f.kind.to_owned(),
+        kind: f.kind,
         declared_max: f.max,
         threshold: f.threshold,
         coverage: coverage.clone(),

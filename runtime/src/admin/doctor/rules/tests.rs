@@ -3,19 +3,20 @@
 use super::*;
 use crate::admin::doctor::report::{Coverage, Distribution};
 use crate::schema::document::{EMBED_WARN_ABOVE, REFERENCE_WARN_ABOVE, TWO_WAY_WARN_FROM};
+use crate::schema::pattern::Pattern;
 
 fn all(n: u64) -> Coverage {
     Coverage { documents: n, read: n, sampled: false }
 }
 
 /// An array of `kind` whose longest holds `max` elements and whose p99 is `p99`.
-fn array_stat(kind: &str, declared: Option<u64>, threshold: Option<u64>, p99: u64, max: u64) -> ArrayStat {
+fn array_stat(kind: Pattern, declared: Option<u64>, threshold: Option<u64>, p99: u64, max: u64) -> ArrayStat {
     let mut lengths = vec![p99; 99];
     lengths.push(max);
     ArrayStat {
         collection: "hosts".into(),
         field: "logmsgs".into(),
-        kind: kind.into(),
+        kind,
         declared_max: declared,
         threshold,
         coverage: all(100),
@@ -30,46 +31,46 @@ fn rules_of(findings: &[Finding]) -> Vec<(&str, Severity)> {
 
 #[test]
 fn bound_is_an_error_past_max_and_a_warning_from_nine_tenths() {
-    let over = array(&array_stat("embed", Some(100), None, 10, 101), None);
+    let over = array(&array_stat(Pattern::Embed, Some(100), None, 10, 101), None);
     assert_eq!(rules_of(&over), [("bound", Severity::Error)]);
     assert!(over[0].figure.starts_with("101 elements in the longest array, over its declared max of 100"));
-    assert!(array(&array_stat("embed", Some(100), None, 10, 100), None).is_empty(), "at max, p99 low: fine");
-    let close = array(&array_stat("embed", Some(100), None, 90, 90), None);
+    assert!(array(&array_stat(Pattern::Embed, Some(100), None, 10, 100), None).is_empty(), "at max, p99 low: fine");
+    let close = array(&array_stat(Pattern::Embed, Some(100), None, 90, 90), None);
     assert_eq!(rules_of(&close), [("bound", Severity::Warning)]);
-    assert!(array(&array_stat("embed", Some(100), None, 89, 89), None).is_empty(), "p99 under nine tenths");
+    assert!(array(&array_stat(Pattern::Embed, Some(100), None, 89, 89), None).is_empty(), "p99 under nine tenths");
     // A subset is full by design.
-    assert!(array(&array_stat("subset", Some(100), None, 100, 100), None).is_empty());
+    assert!(array(&array_stat(Pattern::Subset, Some(100), None, 100, 100), None).is_empty());
 }
 
 #[test]
 fn rule_3_warns_above_the_threshold_not_at_it() {
     let at = u64::from(EMBED_WARN_ABOVE);
-    assert!(array(&array_stat("embed", None, Some(at), at, at), None).is_empty());
-    let above = array(&array_stat("embed", None, Some(at), at, at + 1), None);
+    assert!(array(&array_stat(Pattern::Embed, None, Some(at), at, at), None).is_empty());
+    let above = array(&array_stat(Pattern::Embed, None, Some(at), at, at + 1), None);
     assert_eq!(rules_of(&above), [("rule 3", Severity::Warning)]);
     assert!(above[0].figure.contains(&format!("rule 3 for embedded: a couple of hundred at most ({at})")));
     assert!(above[0].fix.contains("subset"));
     let refs = u64::from(REFERENCE_WARN_ABOVE);
-    let many = array(&array_stat("references", None, Some(refs), 1, refs + 1), None);
+    let many = array(&array_stat(Pattern::ChildReferences, None, Some(refs), 1, refs + 1), None);
     assert!(many[0].figure.contains(&format!("references: a few thousand at most ({refs})")), "{}", many[0].figure);
     assert!(many[0].fix.contains("children_of"));
-    assert!(array(&array_stat("bucket", Some(50), None, 1, 50), None).is_empty(), "no rule 3 on buckets");
+    assert!(array(&array_stat(Pattern::BucketByCount, Some(50), None, 1, 50), None).is_empty(), "no rule 3 on buckets");
 }
 
 #[test]
 fn rule_3_uses_the_fields_own_threshold() {
     // `warn_above = 50`: the schema carries 50, and 51 is past it.
-    let user = array(&array_stat("embed", None, Some(50), 1, 51), None);
+    let user = array(&array_stat(Pattern::Embed, None, Some(50), 1, 51), None);
     assert_eq!(rules_of(&user), [("rule 3", Severity::Warning)]);
     assert!(user[0].figure.contains("(50)"), "{}", user[0].figure);
-    assert!(array(&array_stat("embed", None, Some(50), 1, 50), None).is_empty());
+    assert!(array(&array_stat(Pattern::Embed, None, Some(50), 1, 50), None).is_empty());
     // `warn_above = 500` raises it above what would pass the default.
-    assert!(array(&array_stat("embed", None, Some(500), 1, 250), None).is_empty());
+    assert!(array(&array_stat(Pattern::Embed, None, Some(500), 1, 250), None).is_empty());
 }
 
 #[test]
 fn an_acknowledged_rule_3_keeps_its_severity_and_says_so() {
-    let found = array(&array_stat("subset", Some(1000), Some(200), 250, 250), Some("allow_large"));
+    let found = array(&array_stat(Pattern::Subset, Some(1000), Some(200), 250, 250), Some("allow_large"));
     assert_eq!(rules_of(&found), [("rule 3", Severity::Warning)]);
     assert!(found[0].figure.contains("(200), acknowledged with `allow_large`;"), "{}", found[0].figure);
 }
@@ -136,7 +137,11 @@ fn side(collection: &'static str, field: &'static str, acknowledged: bool) -> Ba
 }
 
 fn ids(collection: &str, field: &str, max: u64) -> ArrayStat {
-    ArrayStat { collection: collection.into(), field: field.into(), ..array_stat("references", None, None, 1, max) }
+    ArrayStat {
+        collection: collection.into(),
+        field: field.into(),
+        ..array_stat(Pattern::ChildReferences, None, None, 1, max)
+    }
 }
 
 #[test]
@@ -154,12 +159,12 @@ fn balance_warns_from_the_threshold() {
     assert!(findings[1].figure.ends_with("acknowledged with `allow_two_way`"), "{}", findings[1].figure);
 }
 
-fn ref_stat(kind: &str, missing: u64) -> RefStat {
+fn ref_stat(kind: Missing, missing: u64) -> RefStat {
     RefStat {
         collection: "tasks".into(),
         field: "owner".into(),
         target: "people".into(),
-        kind: kind.into(),
+        kind,
         coverage: all(3),
         ids_checked: 2,
         missing_ids: missing,
@@ -170,11 +175,11 @@ fn ref_stat(kind: &str, missing: u64) -> RefStat {
 
 #[test]
 fn dangling_and_orphans_are_counted_from_one_missing_id() {
-    assert!(reference(&ref_stat("dangling", 0)).is_none());
-    let dangling = reference(&ref_stat("dangling", 1)).expect("one missing");
+    assert!(reference(&ref_stat(Missing::Dangling, 0)).is_none());
+    let dangling = reference(&ref_stat(Missing::Dangling, 1)).expect("one missing");
     assert_eq!((dangling.rule.as_str(), dangling.field.as_str()), ("dangling", "tasks.owner"));
     assert!(dangling.figure.starts_with("1 of 2 referenced ids do not exist in `people`"), "{}", dangling.figure);
-    let orphans = reference(&ref_stat("orphans", 2)).expect("two missing");
+    let orphans = reference(&ref_stat(Missing::Orphans, 2)).expect("two missing");
     assert_eq!(orphans.rule, "orphans");
     assert!(orphans.figure.starts_with("2 children of 2 missing `people` parents"), "{}", orphans.figure);
     assert!(orphans.fix.contains("`on_delete = cascade` on `owner`"));
