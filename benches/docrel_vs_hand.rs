@@ -26,7 +26,7 @@ mod cases {
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
 use docrel::mongodb::options::{UpdateManyModel, UpdateOneModel, WriteModel};
 use docrel::mongodb::{Collection, Database, Namespace};
-use docrel::{Document, Embedded, Filter, RoundTrips, View};
+use docrel::{client::RoundTrips, Document, Embedded, Filter, View};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -392,7 +392,7 @@ impl Timing {
 
     /// Prints the way's JSON line; round trips and bytes are those counted
     /// since `mark` (its one monitored run).
-    fn report(mut self, case: &str, way: &str, docs: usize, trips: &RoundTrips, mark: docrel::Mark) -> Stat {
+    fn report(mut self, case: &str, way: &str, docs: usize, trips: &RoundTrips, mark: docrel::client::Mark) -> Stat {
         let runs = self.walls.len();
         let min = self.walls.iter().copied().fold(f64::MAX, f64::min);
         let max = self.walls.iter().copied().fold(0.0, f64::max);
@@ -793,7 +793,7 @@ async fn populate_cases(b: &Bench, o: &Opts) -> docrel::Result<()> {
                     .parts
                     .with_parents(Product::repo(&db).find(Filter::all()).limit(n as u64).view::<ProductCard>())
                     .view::<PartLine>()
-                    .strategy(docrel::Strategy::Lookup)
+                    .strategy(docrel::load::Strategy::Lookup)
                     .await?;
                 assert_eq!(parts.of(0).len(), cards[0].parts.len());
                 Ok(())
@@ -880,12 +880,12 @@ async fn seed_logs(db: &Database, hosts: usize, host_msgs: usize) -> docrel::Res
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> docrel::Result<()> {
     let o = Opts::parse();
-    let uri = std::env::var(docrel::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
+    let uri = std::env::var(docrel::client::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
     // No tracing subscriber here, so no command event handler either: the
     // hand-written ways run on a client like the driver's own.
     let plain = docrel::connect(&uri).await?;
     let trips = RoundTrips::new();
-    let mut opts = docrel::options(&uri).await?;
+    let mut opts = docrel::client::options(&uri).await?;
     trips.install(&mut opts);
     let monitored = docrel::connect_with(&uri, opts).await?;
     let name = format!("docrel_bench_{}", std::process::id());

@@ -8,9 +8,9 @@
 //! report is also written to `schema.md` in the current directory.
 
 use docrel::bson::{doc, oid::ObjectId};
-use docrel::fanout;
+use docrel::check;
+use docrel::check::Report;
 use docrel::mongodb::Database;
-use docrel::scan::Report;
 use std::io::{IsTerminal, Write};
 
 /// The catalog example's types (its `main` is not used here).
@@ -54,7 +54,7 @@ fn counts(r: &Report) -> String {
 
 pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin> {
     log.title("admin: the schema report, the indexes, and a repair of stale copies");
-    let report = docrel::report::schema_report();
+    let report = docrel::admin::report::schema_report();
     println!("{report}");
 
     let indexes = log
@@ -108,7 +108,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     })
     .await?;
 
-    let before = log.step("verify the copies of parts", fanout::verify::<Part>(db).run()).await?;
+    let before = log.step("verify the copies of parts", check::copies::<Part>().verify(db).run()).await?;
     log.show(counts(&before));
 
     let total = log
@@ -119,7 +119,8 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     let repaired = log
         .step(
             &format!("repair them, {BATCH} products per batch"),
-            fanout::repair::<Part>(db)
+            check::copies::<Part>()
+                .repair(db)
                 .batch(BATCH)
                 .on_progress(|p| {
                     progress.push(p.report.scanned);
@@ -138,7 +139,7 @@ pub async fn scenario(db: &Database, log: &common::Log) -> docrel::Result<Admin>
     let repaired = repaired?;
     log.show(counts(&repaired));
 
-    let after = log.step("verify again", fanout::verify::<Part>(db).run()).await?;
+    let after = log.step("verify again", check::copies::<Part>().verify(db).run()).await?;
     log.show(counts(&after));
     Ok(Admin { report, indexes, before, repaired, after, progress })
 }

@@ -8,7 +8,7 @@
 //! start and left in place at the end for inspection.
 
 use docrel::bson::{oid::ObjectId, DateTime};
-use docrel::{Document, Filter, RoundTrips, View};
+use docrel::{client::RoundTrips, Document, Filter, View};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -99,9 +99,9 @@ async fn main() {
 }
 
 async fn run() -> docrel::Result<()> {
-    let uri = std::env::var(docrel::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
+    let uri = std::env::var(docrel::client::URI_VARIABLE).unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
     let trips = RoundTrips::new();
-    let mut options = docrel::options(&uri).await?;
+    let mut options = docrel::client::options(&uri).await?;
     trips.install(&mut options);
     let client = docrel::connect_with(&uri, options).await?;
     let db = client.database(&std::env::var("DOCREL_DB").unwrap_or_else(|_| "docrel_demo".into()));

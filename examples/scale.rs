@@ -17,7 +17,7 @@
 
 use docrel::bson::{doc, oid::ObjectId, DateTime, Document as BsonDoc};
 use docrel::mongodb::Database;
-use docrel::{Document, RoundTrips};
+use docrel::{client::RoundTrips, Document};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -85,7 +85,7 @@ async fn insert_raw(db: &Database, collection: &str, n: usize, make: impl Fn(usi
     }
 }
 
-fn line(case: &str, n: usize, trips: &RoundTrips, mark: docrel::Mark, before_kib: u64, started: Instant) {
+fn line(case: &str, n: usize, trips: &RoundTrips, mark: docrel::client::Mark, before_kib: u64, started: Instant) {
     let commands = trips.commands_since(mark);
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
     for c in &commands {
@@ -110,8 +110,8 @@ async fn main() -> docrel::Result<()> {
     let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
     let named: Vec<&str> = args.iter().map(String::as_str).filter(|a| a.parse::<usize>().is_err()).collect();
     let runs = |case: &str| named.is_empty() || named.contains(&case);
-    let uri = std::env::var(docrel::URI_VARIABLE).expect("MONGODB_URI");
-    let mut options = docrel::options(&uri).await?;
+    let uri = std::env::var(docrel::client::URI_VARIABLE).expect("MONGODB_URI");
+    let mut options = docrel::client::options(&uri).await?;
     let trips = RoundTrips::new();
     trips.install(&mut options);
     let client = docrel::connect_with(&uri, options).await?;
@@ -155,7 +155,7 @@ async fn repair(db: &Database, trips: &RoundTrips, n: usize) -> docrel::Result<(
     let before = status_kib("VmRSS:");
     reset_peak();
     let (mark, started) = (trips.mark(), Instant::now());
-    let report = docrel::fanout::repair::<Supplier>(db).run().await?;
+    let report = docrel::check::copies::<Supplier>().repair(db).run().await?;
     line("repair", n, trips, mark, before, started);
     assert_eq!(report.fixed, n as u64, "{report:?}");
     Ok(())

@@ -13,7 +13,7 @@
 
 use docrel::bson::{oid::ObjectId, DateTime};
 use docrel::mongodb::Database;
-use docrel::{Document, Filter, LinkOutcome, View};
+use docrel::{relations::LinkOutcome, Document, Filter, View};
 use serde::{Deserialize, Serialize};
 
 #[path = "common/mod.rs"]

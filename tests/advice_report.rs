@@ -35,7 +35,7 @@ struct Kit {
 
 #[test]
 fn the_registry_reports_relationships_bounds_and_advice() {
-    let report = docrel::registry::advice_report();
+    let report = docrel::schema::registry::advice_report();
     let kit: Vec<&str> = report
         .lines()
         .skip_while(|l| !l.starts_with("Kit (`kits`)"))

@@ -8,8 +8,9 @@
 //! save, transactional) send their fan-outs in one `bulkWrite` after it.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
+use docrel::check;
 use docrel::testing::TestDb;
-use docrel::{fanout, Document, Embedded};
+use docrel::{Document, Embedded};
 use serde::{Deserialize, Serialize};
 
 /// The fail point is the server's: one test of this binary holds it at a time.
@@ -104,7 +105,7 @@ async fn version(t: &TestDb, part: ObjectId) -> docrel::Result<Bson> {
 
 /// The commands sent since `mark`, and every copy of the part named `name`
 /// at the part's version.
-async fn renamed(t: &TestDb, part: ObjectId, name: &str, mark: docrel::Mark) -> docrel::Result<Vec<String>> {
+async fn renamed(t: &TestDb, part: ObjectId, name: &str, mark: docrel::client::Mark) -> docrel::Result<Vec<String>> {
     let sent = t.trips.commands_since(mark);
     let v = version(t, part).await?;
     let stored = copies(t, part).await?;
@@ -132,7 +133,7 @@ async fn a_rename_copied_into_three_collections_is_one_round_trip() -> docrel::R
     let mark = t.trips.mark();
     Part::repo(&t.db).update_by_id(&part.id, Part::fields().name.set("hex bolt".into())).await?;
     assert_eq!(renamed(&t, part.id, "hex bolt", mark).await?, ["bulkWrite"]);
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -167,7 +168,7 @@ async fn a_batch_whose_source_matched_nothing_leaves_no_version_the_source_never
     assert!(v.as_i64().unwrap() > ahead, "the other way wrote the source past the other writer's version: {v}");
     let stored = copies(&t, part.id).await?;
     assert!(stored.iter().all(|(name, record)| name == "hex bolt" && *record == v), "{stored:?} at {v}");
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -199,7 +200,7 @@ async fn every_source_write_sends_its_fan_outs_in_one_batch() -> docrel::Result<
     repo.update_many(f.id.eq(part.id), f.name.set("many".into())).await?;
     let sent = renamed(&t, part.id, "many", mark).await?;
     assert_eq!(sent, ["find bf_parts", "update bf_parts", "find bf_parts", "bulkWrite"]);
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -241,7 +242,7 @@ async fn a_refused_statement_of_the_batch_names_its_target() -> docrel::Result<(
         other => panic!("a fan-out error, not {other}"),
     }
     validator(false).await?;
-    let report = fanout::repair::<Part>(&t.db).run().await?;
+    let report = check::copies::<Part>().repair(&t.db).run().await?;
     assert_eq!(report.fixed, stale, "{report:?}");
     renamed(&t, part.id, "refused", t.trips.mark()).await?;
     Ok(())

@@ -3,8 +3,9 @@
 //! driver. Each failed before the consistency engine and passes now.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::check;
 use docrel::testing::TestDb;
-use docrel::{fanout, Document, Embedded, View};
+use docrel::{Document, Embedded, View};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -213,7 +214,7 @@ async fn repair_never_makes_a_copy_older() -> docrel::Result<()> {
         .update_one(doc! {"_id": p.id}, doc! {"$set": {"product_name": "newer", record.as_str(): i64::MAX}})
         .await
         .unwrap();
-    let report = fanout::repair::<Product>(&t.db).run().await?;
+    let report = check::copies::<Product>().repair(&t.db).run().await?;
     assert_eq!(report.fixed, 0, "{report:?}");
     assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "newer");
     // A copy written outside docrel at the source's own version is fixed.
@@ -222,7 +223,7 @@ async fn repair_never_makes_a_copy_older() -> docrel::Result<()> {
         .update_one(doc! {"_id": p.id}, doc! {"$set": {"product_name": "typo", record.as_str(): v}})
         .await
         .unwrap();
-    let report = fanout::repair::<Product>(&t.db).run().await?;
+    let report = check::copies::<Product>().repair(&t.db).run().await?;
     assert_eq!(report.fixed, 1, "{report:?}");
     assert_eq!(raw(&t, "parts", p.id).await.get_str("product_name").unwrap(), "alpha");
     Ok(())

@@ -188,7 +188,7 @@ async fn verify_checks_what_a_counter_can_be_checked_for() -> docrel::Result<()>
     views.record(&t.db, &home, at(0), 1.0).await?;
     views.record(&t.db, &home, at(HOUR), 1.0).await?;
     // A well-kept counter has no array to compare its count with: clean.
-    let clean = docrel::bucket_check::verify::<ViewsHour>(&t.db).run().await?;
+    let clean = docrel::check::buckets::<ViewsHour>().verify(&t.db).run().await?;
     assert!(clean.clean(), "{:?}", clean.problems);
     assert_eq!((clean.parents, clean.scanned), (1, 2));
 
@@ -202,13 +202,13 @@ async fn verify_checks_what_a_counter_can_be_checked_for() -> docrel::Result<()>
         ])
         .await
         .unwrap();
-    let found = docrel::bucket_check::verify::<ViewsHour>(&t.db).run().await?;
+    let found = docrel::check::buckets::<ViewsHour>().verify(&t.db).run().await?;
     assert_eq!((found.miscounted, found.misaligned, found.duplicates), (1, 1, 1), "{:?}", found.problems);
     assert!(found.problems.iter().any(|p| p.contains("-3")), "{:?}", found.problems);
     // Repair has nothing to recount from (the events are not stored): it
     // reports, and writes nothing.
     let before = stored(&t, "ck_views").await;
-    let repaired = docrel::bucket_check::repair::<ViewsHour>(&t.db).run().await?;
+    let repaired = docrel::check::buckets::<ViewsHour>().repair(&t.db).run().await?;
     assert_eq!((repaired.fixed, repaired.unfixable), (0, 3), "{:?}", repaired.problems);
     assert_eq!(stored(&t, "ck_views").await, before);
     Ok(())
@@ -216,7 +216,7 @@ async fn verify_checks_what_a_counter_can_be_checked_for() -> docrel::Result<()>
 
 #[tokio::test]
 async fn the_schema_report_the_indexes_and_the_doctor_know_a_counter() -> docrel::Result<()> {
-    let report = docrel::report::report_of(&[Page::schema(), ViewsHour::schema(), DownloadsDay::schema()]);
+    let report = docrel::admin::report::report_of(&[Page::schema(), ViewsHour::schema(), DownloadsDay::schema()]);
     assert!(report.contains("| ck_views | views | bucket (counter) |"), "{report}");
     assert!(report.contains("counts per 3600000 ms window per `page`, summing `seconds`"), "{report}");
     assert!(report.contains("`ck_views`: `{page: 1, start: 1}` unique"), "{report}");

@@ -2,8 +2,9 @@
 //! the reference texts, with round trips, concurrency, faults and repair.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
+use docrel::check;
 use docrel::testing::TestDb;
-use docrel::{fanout, Document, Embedded, Error, Filter};
+use docrel::{Document, Embedded, Error, Filter};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -211,7 +212,7 @@ async fn renaming_a_part_rewrites_every_copy_with_one_update_many() -> docrel::R
     Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().qty.inc(1)).await?;
     assert_eq!(t.trips.commands_since(mark), ["update parts"]);
     // Idempotent: nothing is stale, a repair finds and writes nothing.
-    let report = fanout::repair::<Part>(&t.db).run().await?;
+    let report = check::copies::<Part>().repair(&t.db).run().await?;
     assert_eq!((report.scanned, report.stale, report.fixed, report.dangling), (7, 0, 0, 0));
     Ok(())
 }
@@ -308,7 +309,7 @@ async fn a_write_that_sets_every_copied_field_needs_no_read_back() -> docrel::Re
             ("shifter 3", 78)
         );
     }
-    let report = fanout::repair::<Part>(&t.db).run().await?;
+    let report = check::copies::<Part>().repair(&t.db).run().await?;
     assert_eq!((report.stale, report.fixed), (0, 0));
     Ok(())
 }
@@ -393,7 +394,7 @@ async fn concurrent_renames_converge_on_the_final_name() -> docrel::Result<()> {
         }
     }
     assert_eq!(copies, 7);
-    let report = fanout::verify::<Part>(&t.db).run().await?;
+    let report = check::copies::<Part>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 0);
     Ok(())
 }
@@ -423,7 +424,7 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
     let renamed = Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().name.set("#5 grommet".into())).await;
     fail_point("off".into(), vec![]).await.expect("fail point off");
     renamed?;
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0, "the other way rewrote every copy");
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0, "the other way rewrote every copy");
     let holders: Vec<&Product> = c.holders.iter().collect();
     for h in holders {
         assert!(copied_names(&raw(&t, "products", h.id).await).contains(&"#5 grommet".to_owned()));
@@ -434,10 +435,11 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
     Part::repo(&t.db).update_by_id(&c.parts[0].id, Part::fields().name.set("#6 grommet".into())).await?;
     t.db.collection::<BsonDoc>("products").delete_many(doc! {}).await?;
     t.db.collection::<BsonDoc>("products").insert_many(before.clone()).await?;
-    let report = fanout::verify::<Part>(&t.db).run().await?;
+    let report = check::copies::<Part>().verify(&t.db).run().await?;
     assert_eq!((report.scanned, report.stale, report.fixed), (7, 6, 0));
     let mut progress = Vec::new();
-    let report = fanout::repair::<Part>(&t.db).batch(3).on_progress(|p| progress.push(p.report.scanned)).run().await?;
+    let report =
+        check::copies::<Part>().repair(&t.db).batch(3).on_progress(|p| progress.push(p.report.scanned)).run().await?;
     assert_eq!((report.stale, report.fixed), (6, 6));
     assert_eq!(progress, [3, 6, 7]);
     let after = snapshot(&t).await;
@@ -454,7 +456,7 @@ async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result
             assert_eq!(a, b, "a product without the part is untouched");
         }
     }
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -470,15 +472,15 @@ async fn repair_is_resumable_and_reports_dangling_copies() -> docrel::Result<()>
         .unwrap();
     parts.delete_one(doc! {"_id": c.parts[2].id}).await.unwrap();
 
-    let first = fanout::repair::<Part>(&t.db).batch(2).max_batches(2).run().await?;
+    let first = check::copies::<Part>().repair(&t.db).batch(2).max_batches(2).run().await?;
     assert_eq!(first.scanned, 4);
     let checkpoint = first.checkpoint.clone().expect("stopped early");
-    let rest = fanout::repair::<Part>(&t.db).batch(2).resume(Some(checkpoint)).run().await?;
+    let rest = check::copies::<Part>().repair(&t.db).batch(2).resume(Some(checkpoint)).run().await?;
     assert_eq!(rest.checkpoint, None);
     assert_eq!(first.scanned + rest.scanned, 7);
     assert_eq!(first.stale + rest.stale, 7);
     assert_eq!(first.dangling + rest.dangling, 1, "the shifter still lists the deleted part");
-    let again = fanout::verify::<Part>(&t.db).run().await?;
+    let again = check::copies::<Part>().verify(&t.db).run().await?;
     assert_eq!((again.stale, again.dangling), (0, 1));
     assert_eq!(
         copied_names(&raw(&t, "products", c.product.id).await),
@@ -490,7 +492,7 @@ async fn repair_is_resumable_and_reports_dangling_copies() -> docrel::Result<()>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> docrel::Result<()> {
-    use docrel::fanout::{Applied, SyncWorker};
+    use docrel::denormalize::{Applied, SyncWorker};
     use std::time::{Duration, Instant};
     let t = TestDb::new("sync").await?;
     let c = catalog(&t).await?;
@@ -499,7 +501,7 @@ async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> do
 
     // The worker has a client of its own, as in a separate process: the
     // round trips counted below are the application's alone.
-    let uri = std::env::var(docrel::URI_VARIABLE).expect("MONGODB_URI");
+    let uri = std::env::var(docrel::client::URI_VARIABLE).expect("MONGODB_URI");
     let worker_db = docrel::connect(&uri).await?.database(t.db.name());
     let start_worker = |tx: tokio::sync::mpsc::UnboundedSender<Applied>| {
         let worker = SyncWorker::new(&worker_db, "catalog");
@@ -538,7 +540,7 @@ async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> do
         while let Ok(a) = rx.try_recv() {
             applied.push(a);
         }
-        if fanout::verify::<Part>(&t.db).run().await?.stale == 0 {
+        if check::copies::<Part>().verify(&t.db).run().await?.stale == 0 {
             break;
         }
         assert!(Instant::now() < deadline, "the restarted worker did not catch up");

@@ -5,7 +5,7 @@
 //! holds one test).
 
 use docrel::bson::{oid::ObjectId, DateTime};
-use docrel::deployment::pretend_wire_version;
+use docrel::client::deployment::pretend_wire_version;
 use docrel::testing::TestDb;
 use docrel::{Document, Error, View};
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ async fn old_deployments_get_one_clear_error_per_feature() -> docrel::Result<()>
     assert_eq!(t.trips.since(mark), 0, "refused before anything was sent");
     let find = Log::repo(&t.db).find(Log::fields().host.eq(1));
     let (logs, hosts) =
-        Log::rels().seen_by.with_parents(find).view::<HostName>().strategy(docrel::Strategy::Lookup).await?;
+        Log::rels().seen_by.with_parents(find).view::<HostName>().strategy(docrel::load::Strategy::Lookup).await?;
     assert_eq!(
         (logs.len(), hosts.one(0).map(|h| h.name.as_str())),
         (1, Some("www")),

@@ -614,7 +614,7 @@ fn the_checker_tells_existing_names_from_missing_ones() {
         "Error::Connect",
         "Misuse::ShardKey",
         "Part::repo(&db).insert(&part).session(&mut s)",
-        "docrel::fanout::repair::<Part>(&db).run()",
+        "docrel::check::copies::<Part>().repair(&db).run()",
         "rels().x.load::<V>(&db, &parents)",
         "LinkOutcome.transactional",
         "updateMany({product: id})",

@@ -6,8 +6,9 @@
 //! read back with the raw driver.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
+use docrel::check;
 use docrel::testing::TestDb;
-use docrel::{fanout, Document, Embedded, Error, View};
+use docrel::{Document, Embedded, Error, View};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -175,13 +176,13 @@ async fn copies_inside_elements_are_filled_on_insert_and_follow_every_rename() -
     assert_eq!(t.trips.commands_since(mark), ["update er_users"]);
 
     // Verify sees a copy written behind docrel's back; repair rewrites it.
-    assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<User>().verify(&t.db).run().await?.stale, 0);
     let posts = t.db.collection::<BsonDoc>("er_posts");
     posts.update_one(doc! {"_id": first.id}, doc! {"$set": {"comments.1.author_name": "B0B"}}).await?;
-    assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 1);
-    fanout::repair::<User>(&t.db).run().await?;
+    assert_eq!(check::copies::<User>().verify(&t.db).run().await?.stale, 1);
+    check::copies::<User>().repair(&t.db).run().await?;
     assert_eq!(stored_comments(&raw_post(&t.db, first.id).await?)[1], (bob, "bob".into()));
-    assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<User>().verify(&t.db).run().await?.stale, 0);
 
     // The fan-out finds the posts through the index on the elements' ids.
     let indexes = posts.list_index_names().await?;
@@ -211,7 +212,7 @@ async fn a_comment_pushed_later_gets_its_copy_and_referrers_are_found_by_element
     assert_eq!(stored_comments(&raw_post(&t.db, other.id).await?), [(ids[0], "ann".into())], "filled on save");
     User::repo(&t.db).update_by_id(&ids[1], User::fields().name.set("Bob".into())).await?;
     assert_eq!(stored_comments(&raw_post(&t.db, post.id).await?)[1], (ids[1], "Bob".into()));
-    assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<User>().verify(&t.db).run().await?.stale, 0);
     // One element's reference moved by its position: its copy follows.
     let moved = docrel::Update::<Post>::raw(doc! {"$set": {"comments.0.author": ids[1]}});
     Post::repo(&t.db).update_by_id(&post.id, moved).await?;
@@ -281,8 +282,8 @@ fn the_schema_carries_the_element_references_and_publishes_them() {
     assert_eq!(author.copies.iter().map(|c| (c.field, c.source_field)).collect::<Vec<_>>(), [("author_name", "name")]);
     let pages = Page::schema();
     let edits = &pages.relation("edits").unwrap().elements[0];
-    assert_eq!((edits.field, edits.optional, edits.on_delete), ("editor", true, docrel::OnDelete::Pull));
-    assert!(Page::schema().relation("notes").unwrap().elements[0].on_delete == docrel::OnDelete::Restrict);
+    assert_eq!((edits.field, edits.optional, edits.on_delete), ("editor", true, docrel::schema::OnDelete::Pull));
+    assert!(Page::schema().relation("notes").unwrap().elements[0].on_delete == docrel::schema::OnDelete::Restrict);
 
     // The stored form keeps them, so a program that links neither type obeys them.
     let stored = docrel::schema::stored::program().into_iter().find(|t| t.collection == "er_posts").unwrap();

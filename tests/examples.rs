@@ -457,7 +457,7 @@ async fn admin_reports_and_repairs_stale_copies() -> docrel::Result<()> {
 #[test]
 fn the_schema_report_of_the_examples_is_pinned() {
     use docrel::Document;
-    let report = docrel::report::report_of(&[
+    let report = docrel::admin::report::report_of(&[
         catalog::Part::schema(),
         catalog::Product::schema(),
         logging::Host::schema(),

@@ -8,9 +8,10 @@
 //! back with the raw driver.
 
 use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
+use docrel::check;
 use docrel::schema::stored::{self, StoredType};
 use docrel::testing::TestDb;
-use docrel::{fanout, Document};
+use docrel::Document;
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -93,7 +94,7 @@ async fn a_program_linking_only_users_keeps_copies_inside_another_programs_eleme
     User::repo(&t.db).update_by_id(&ann, User::fields().name.set("Ann".into())).await?;
     let stored = posts.find_one(doc! {"_id": post}).await?.expect("the post");
     assert_eq!(authors(&stored), [(ann, "Ann".into()), (bob, "bob".into()), (ann, "Ann".into())]);
-    assert_eq!(fanout::verify::<User>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<User>().verify(&t.db).run().await?.stale, 0);
 
     // A delete here pulls the other program's elements that refer to it.
     assert!(User::repo(&t.db).delete_by_id(&ann).await?);

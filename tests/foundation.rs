@@ -205,11 +205,11 @@ async fn a_document_that_does_not_fit_names_collection_id_and_field() -> docrel:
 async fn a_document_above_16_mib_is_refused_and_nothing_is_written() -> docrel::Result<()> {
     let t = TestDb::new("too_large").await?;
     let mut part = grommet();
-    part.name = "x".repeat(docrel::MAX_DOCUMENT_BYTES);
+    part.name = "x".repeat(docrel::schema::MAX_DOCUMENT_BYTES);
     let mark = t.trips.mark();
     let err = Part::repo(&t.db).insert(&part).await.unwrap_err();
     assert!(
-        matches!(err, Error::DocumentTooLarge { collection: "parts", bytes, .. } if bytes > docrel::MAX_DOCUMENT_BYTES)
+        matches!(err, Error::DocumentTooLarge { collection: "parts", bytes, .. } if bytes > docrel::schema::MAX_DOCUMENT_BYTES)
     );
     assert_eq!(t.trips.since(mark), 0, "refused before any round trip");
     // In a batch, one oversize document stops the whole batch: nothing lost, nothing half-written.

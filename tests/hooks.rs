@@ -1,12 +1,12 @@
-//! Lifecycle hooks (issue 30, item 10): `impl docrel::Hooks for Part` runs
+//! Lifecycle hooks (issue 30, item 10): `impl docrel::repository::Hooks for Part` runs
 //! before every insert, update and delete of a `Part` made through its
 //! repository, inside docrel's write plan, and after each committed write;
 //! a refusal writes nothing. Documents are read back with the raw driver.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
-use docrel::hooks::{Committed, Write};
+use docrel::repository::{Committed, Write};
 use docrel::testing::TestDb;
-use docrel::{Document, Embedded, Error, Filter, Hooks, Misuse, Update};
+use docrel::{repository::Hooks, Document, Embedded, Error, Filter, Misuse, Update};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
@@ -217,7 +217,7 @@ async fn after_commit_waits_for_the_callers_commit() -> docrel::Result<()> {
     parts.update_by_id(&a.id, Part::fields().qty.set(3)).session(&mut s).await?;
     parts.insert(&b).session(&mut s).await?;
     assert!(!take().iter().any(|l| l.starts_with("after")), "nothing is committed yet");
-    docrel::commit(&mut s).await?;
+    docrel::repository::commit(&mut s).await?;
     let after: Vec<String> = take().into_iter().filter(|l| l.starts_with("after")).collect();
     assert_eq!(after, ["after Insert 1 1", "after UpdateById 1 1", "after Insert 1 1"]);
     assert_eq!(stored(&t, "hk_parts").await.len(), 2);
@@ -225,8 +225,8 @@ async fn after_commit_waits_for_the_callers_commit() -> docrel::Result<()> {
     // Aborted: the writes are gone, and so are their after-commit hooks.
     s.start_transaction().await.map_err(driver)?;
     parts.insert(&part("c", 1)).session(&mut s).await?;
-    docrel::abort(&mut s).await?;
-    docrel::commit(&mut s).await.ok();
+    docrel::repository::abort(&mut s).await?;
+    docrel::repository::commit(&mut s).await.ok();
     assert!(!take().iter().any(|l| l.starts_with("after")));
     assert_eq!(stored(&t, "hk_parts").await.len(), 2);
 

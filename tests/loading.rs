@@ -393,7 +393,7 @@ async fn the_lookup_strategy_is_one_round_trip_with_the_same_result() -> docrel:
     assert_eq!(t.trips.commands_since(mark), ["find products", "find parts"]);
     let mark = t.trips.mark();
     let (cards2, parts2) =
-        Product::rels().parts.with_parents(find()).view::<PartLine>().strategy(docrel::Strategy::Lookup).await?;
+        Product::rels().parts.with_parents(find()).view::<PartLine>().strategy(docrel::load::Strategy::Lookup).await?;
     assert_eq!(t.trips.commands_since(mark), ["aggregate products"]);
     assert_eq!(cards.iter().map(|c| &c.name).collect::<Vec<_>>(), cards2.iter().map(|c| &c.name).collect::<Vec<_>>());
     for i in 0..cards.len() {
@@ -406,7 +406,7 @@ async fn the_lookup_strategy_is_one_round_trip_with_the_same_result() -> docrel:
         .parts
         .with_parents(CatalogProduct::repo(&t.db).find(Filter::all()).view::<CatalogCard>())
         .view::<PartLine>()
-        .strategy(docrel::Strategy::Lookup)
+        .strategy(docrel::load::Strategy::Lookup)
         .await?;
     assert_eq!(t.trips.since(mark), 1);
     for (i, card) in cat.iter().enumerate() {

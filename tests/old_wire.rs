@@ -5,9 +5,10 @@
 //! binary pretends MongoDB 7.0, wire version 21).
 
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
-use docrel::deployment::pretend_wire_version;
+use docrel::check;
+use docrel::client::deployment::pretend_wire_version;
 use docrel::testing::TestDb;
-use docrel::{fanout, Document, Embedded, Error};
+use docrel::{Document, Embedded, Error};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -110,11 +111,11 @@ async fn before_8_0_a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> doc
     let stale = names(&t, "ow_products").await.into_iter().chain(names(&t, "ow_bins").await);
     assert!(stale.into_iter().all(|n| n == "#4 grommet"), "no copy was rewritten");
 
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 4);
-    assert_eq!(fanout::repair::<Part>(&t.db).run().await?.fixed, 4);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 4);
+    assert_eq!(check::copies::<Part>().repair(&t.db).run().await?.fixed, 4);
     assert_eq!(names(&t, "ow_products").await, ["#6 grommet"; 3]);
     assert_eq!(names(&t, "ow_bins").await, ["#6 grommet"]);
-    assert_eq!(fanout::verify::<Part>(&t.db).run().await?.stale, 0);
+    assert_eq!(check::copies::<Part>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 

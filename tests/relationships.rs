@@ -406,7 +406,7 @@ async fn long_id_lists_are_split_into_bounded_chunks() -> docrel::Result<()> {
         spares: vec![],
     }];
     let mark = t.trips.mark();
-    let loaded = docrel::join_chunked(&t.db, Product::rels().parts.of::<PartName>(&products), 2).await?;
+    let loaded = docrel::load::join_chunked(&t.db, Product::rels().parts.of::<PartName>(&products), 2).await?;
     assert_eq!(t.trips.since(mark), 3, "5 ids in chunks of 2");
     assert_eq!(loaded.of(0).map(|p| p.id).collect::<Vec<_>>(), products[0].parts);
     Ok(())

@@ -1,6 +1,6 @@
 //! Nothing unbounded in one request: a cascade delete and a delete of many
 //! documents with `on_delete` rules read, pull and delete in pages of
-//! `docrel::on_delete::BATCH` ids, and a repair writes each page of holders
+//! `docrel::relations::on_delete::BATCH` ids, and a repair writes each page of holders
 //! with one `update` command, seen in the recorded commands. (The
 //! 100,000-document runs with their peak memory are `examples/scale.rs`.)
 
@@ -82,7 +82,7 @@ fn count(commands: &[String], name: &str) -> usize {
 #[tokio::test]
 async fn a_cascade_deletes_page_by_page() -> docrel::Result<()> {
     let t = TestDb::new("scale_cascade").await?;
-    let batch = docrel::on_delete::BATCH;
+    let batch = docrel::relations::on_delete::BATCH;
     let n = 2 * batch + batch / 2;
     Host::repo(&t.db).insert_many(&[Host { id: 1, name: "www".into() }, Host { id: 2, name: "db".into() }]).await?;
     let msgs: Vec<LogMsg> = (0..n).map(|_| LogMsg { id: ObjectId::new(), time: DateTime::now(), host: 1 }).collect();
@@ -140,7 +140,7 @@ async fn a_repair_writes_each_page_of_holders_in_one_command() -> docrel::Result
     }
 
     let mark = t.trips.mark();
-    let report = docrel::fanout::repair::<Supplier>(&t.db).batch(100).run().await?;
+    let report = docrel::check::copies::<Supplier>().repair(&t.db).batch(100).run().await?;
     let commands = t.trips.commands_since(mark);
     assert_eq!((report.scanned, report.stale), (255, 255), "{report:?}");
     assert_eq!(report.fixed, 500, "250 parts, and 5 kits × 50 copies: {report:?}");
@@ -164,7 +164,7 @@ async fn a_repair_writes_each_page_of_holders_in_one_command() -> docrel::Result
             assert_eq!(r.name, format!("renamed {}", r.id), "kit {}", kit.id);
         }
     }
-    let again = docrel::fanout::verify::<Supplier>(&t.db).run().await?;
+    let again = docrel::check::copies::<Supplier>().verify(&t.db).run().await?;
     assert_eq!((again.scanned, again.stale, again.dangling), (255, 0, 0));
     Ok(())
 }
@@ -191,7 +191,7 @@ struct Event {
 #[tokio::test]
 async fn moving_many_holders_to_another_source_pages_and_refreshes_each_page() -> docrel::Result<()> {
     let t = TestDb::new("scale_holders").await?;
-    let batch = docrel::on_delete::BATCH;
+    let batch = docrel::relations::on_delete::BATCH;
     let n = 2 * batch + batch / 2;
     let servers = [Server { id: 1, name: "alpha".into() }, Server { id: 2, name: "beta".into() }];
     Server::repo(&t.db).insert_many(&servers).await?;

@@ -5,9 +5,9 @@
 //! the link-time registry alone.
 #![allow(clippy::duplicate_mod, reason = "each example includes examples/common as a module of its own")]
 
-use docrel::fanout::{Shape, Target};
-use docrel::graph::{graph, Graph};
-use docrel::{Document, OnDelete};
+use docrel::schema::graph::{graph, Graph};
+use docrel::schema::graph::{Shape, Target};
+use docrel::{schema::OnDelete, Document};
 
 #[allow(dead_code)]
 #[path = "../examples/blog.rs"]
@@ -143,7 +143,7 @@ fn two_types_on_one_collection_are_reported() {
     let names: Vec<_> = types.iter().map(|s| s.module.rsplit("::").next().unwrap_or("")).collect();
     assert_eq!(names, ["catalog", "reviews"]);
     // A graph of one example alone sees no sharing.
-    let alone = Graph::build(docrel::registry::schemas().filter(|s| s.module.ends_with("::catalog")));
+    let alone = Graph::build(docrel::schema::registry::schemas().filter(|s| s.module.ends_with("::catalog")));
     assert!(alone.shared_collections().is_empty());
     assert_eq!(alone.targets_of("parts").len(), 1);
 }

@@ -264,7 +264,7 @@ async fn reads_in_the_transaction_see_its_writes() -> docrel::Result<()> {
     assert_eq!(latest.of(0).map(|r| r.review_id).collect::<Vec<_>>(), [1]);
     let joined = docrel::join(&t.db, supplier.of::<SupplierName>(parts)).session(&mut s).await?;
     assert_eq!(joined.one(0).map(|x| x.name.as_str()), Some("Bolt Co"));
-    for strategy in [docrel::Strategy::Separate, docrel::Strategy::Lookup] {
+    for strategy in [docrel::load::Strategy::Separate, docrel::load::Strategy::Lookup] {
         let find = Part::repo(&t.db).find(Part::fields().supplier.eq(2));
         let (found, loaded) =
             supplier.with_parents(find).view::<SupplierName>().strategy(strategy).session(&mut s).await?;

@@ -95,7 +95,7 @@ async fn connect(label: &str) -> docrel::Result<(docrel::mongodb::Database, Reco
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI: run with scripts/test");
     let recorder = Recorder::default();
     let sink = recorder.clone();
-    let mut options = docrel::options(&uri).await?;
+    let mut options = docrel::client::options(&uri).await?;
     options.command_event_handler = Some(EventHandler::callback(move |e| {
         if let CommandEvent::Started(s) = e {
             sink.0.lock().unwrap().push((s.command_name.clone(), s.command.clone()));
@@ -109,7 +109,7 @@ async fn connect(label: &str) -> docrel::Result<(docrel::mongodb::Database, Reco
 
 /// The shard key (stored names) of a collection, from the linked schemas.
 fn shard_key_of(collection: &str) -> Option<&'static [&'static str]> {
-    docrel::registry::schemas().find(|s| s.collection == collection).map(|s| s.shard_key)
+    docrel::schema::registry::schemas().find(|s| s.collection == collection).map(|s| s.shard_key)
 }
 
 /// Whether `filter` fixes `field` by equality, at its top level or in a
@@ -211,7 +211,7 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
         .await
         .unwrap();
     let before_repair = recorder.0.lock().unwrap().len();
-    let report = docrel::fanout::repair::<Part>(&db).run().await?;
+    let report = docrel::check::copies::<Part>().repair(&db).run().await?;
     assert_eq!((report.stale, report.fixed), (1, 1), "{report:?}");
     assert!(recorder.0.lock().unwrap().len() > before_repair);
 
@@ -237,7 +237,7 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
         Page::rels().msgs.append(&db, &1, &Msg { text: format!("m{i}") }).await?;
     }
     db.collection::<BsonDoc>("sk_pages").update_many(doc! {}, doc! {"$set": {"count": 0}}).await.unwrap();
-    let report = docrel::bucket_check::repair::<Page>(&db).run().await?;
+    let report = docrel::check::buckets::<Page>().repair(&db).run().await?;
     assert_eq!(report.fixed, 3, "{report:?}");
     // A cascade from the product to its order, by document.
     assert!(products.delete(&renamed).await?);
@@ -288,7 +288,7 @@ async fn every_single_document_write_carries_the_shard_key() -> docrel::Result<(
     assert!(indexes("sk_parts").await.iter().any(|i| i.keys == doc! {"tenant": 1, "_id": 1}));
 
     // The schema report lists the keys.
-    let report = docrel::report::schema_report();
+    let report = docrel::admin::report::schema_report();
     let section = report.split("## Shard keys").nth(1).and_then(|s| s.split("\n## ").next()).unwrap_or_default();
     assert!(section.contains("- `sk_parts`: `{tenant: 1, _id: 1}`"), "{report}");
     assert!(section.contains("- `sk_pages`: `{host: 1}`"), "{report}");

@@ -78,7 +78,7 @@ struct Line {
 /// the same), which the fail point does not hold.
 async fn other_client(t: &TestDb, app: &str) -> docrel::Result<docrel::mongodb::Database> {
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI");
-    let mut options = docrel::options(&uri).await?;
+    let mut options = docrel::client::options(&uri).await?;
     options.app_name = Some(app.into());
     let other = docrel::connect_with(&uri, options).await?.database(t.db.name());
     docrel::schema::set_lease_for(&other, docrel::testing::TEST_LEASE);
@@ -138,7 +138,7 @@ async fn a_holder_inserted_while_its_sources_insert_many_commits_gets_their_valu
 
     let (copy, stored) = first_copy(&t, product.id).await;
     assert_eq!(copy, "bolt", "{stored}");
-    let report = docrel::fanout::verify::<Part>(&t.db).run().await?;
+    let report = docrel::check::copies::<Part>().verify(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
     Ok(())
 }
@@ -166,7 +166,7 @@ async fn holders_inserted_many_while_their_source_is_inserted_get_its_value() ->
         let (copy, stored) = first_copy(&t, id).await;
         assert_eq!(copy, "bolt", "{stored}");
     }
-    let report = docrel::fanout::verify::<Part>(&t.db).run().await?;
+    let report = docrel::check::copies::<Part>().verify(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
     Ok(())
 }
@@ -209,7 +209,7 @@ async fn messages_inserted_while_their_host_changes(held: &str, name: &str) -> d
     for h in &hosts {
         assert!(Host::rels().latest.check(&t.db, &h.id).await?, "the subset of {}", h.id);
     }
-    let report = docrel::fanout::verify::<Host>(&t.db).run().await?;
+    let report = docrel::check::copies::<Host>().verify(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
     Ok(sent)
 }

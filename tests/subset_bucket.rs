@@ -474,7 +474,7 @@ async fn a_busy_hour_spills_into_more_buckets_of_the_same_hour() -> docrel::Resu
     assert_eq!(times(middle), (3..11).map(|i| i * 1000).collect::<Vec<_>>());
     let latest = rels.latest(&t.db, &sensor.id).await?.expect("a bucket");
     assert_eq!(latest.start.timestamp_millis() - hour, 3_600_000);
-    let report = docrel::bucket_check::verify::<ReadingHour>(&t.db).run().await?;
+    let report = docrel::check::buckets::<ReadingHour>().verify(&t.db).run().await?;
     assert!(report.clean(), "{report:?}");
 
     // Concurrent writers into one busy hour: no bucket over 5, none twice, no reading lost.
@@ -507,7 +507,7 @@ async fn a_busy_hour_spills_into_more_buckets_of_the_same_hour() -> docrel::Resu
             .collect();
     assert_eq!(counts, [5; 8], "40 readings in 8 full buckets of the hour");
     assert_eq!(rels.all(&t.db, &other.id).await?.len(), 40);
-    assert!(docrel::bucket_check::verify::<ReadingHour>(&t.db).run().await?.clean());
+    assert!(docrel::check::buckets::<ReadingHour>().verify(&t.db).run().await?.clean());
 
     // A sensor that does not exist: refused, and no bucket is left behind.
     let ghost = ObjectId::new();

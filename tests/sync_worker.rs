@@ -5,7 +5,7 @@
 //! outcome is read back with the raw driver.
 
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
-use docrel::fanout::{Applied, HistoryLost, SyncWorker};
+use docrel::denormalize::{Applied, HistoryLost, SyncWorker};
 use docrel::mongodb::change_stream::event::{ChangeStreamEvent, ResumeToken};
 use docrel::testing::TestDb;
 use docrel::{Document, Error, View};
@@ -230,7 +230,7 @@ async fn stored(t: &TestDb, name: &str) -> ResumeToken {
 async fn replayed_after(t: &TestDb, token: ResumeToken) -> usize {
     let mut stream =
         t.db.watch()
-            .pipeline([doc! {"$match": {"ns.coll": {"$ne": docrel::fanout::SYNC_COLLECTION}}}])
+            .pipeline([doc! {"$match": {"ns.coll": {"$ne": docrel::denormalize::SYNC_COLLECTION}}}])
             .resume_after(token)
             .await
             .unwrap();
@@ -348,7 +348,7 @@ async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()
     assert_eq!(worker, "lost");
     assert!(sources.contains("authors") && sources.contains("comments"), "{sources}");
     let message = err.to_string();
-    assert!(message.contains("docrel::fanout::repair") && message.contains("RepairAndContinue"), "{message}");
+    assert!(message.contains("docrel::check::copies") && message.contains("RepairAndContinue"), "{message}");
     assert_eq!(stored(&t, "lost").await, before, "the lost position stays stored, so a restart reports it again");
 
     // The stream fails for good while followed (280 ChangeStreamFatalError).
@@ -409,7 +409,7 @@ async fn after_an_invalidate_the_worker_goes_on_after_it() -> docrel::Result<()>
     t.db.drop().await.unwrap();
     w.ready().await;
     let entry =
-        t.db.collection::<BsonDoc>(docrel::fanout::SYNC_COLLECTION).find_one(doc! {"_id": "inv"}).await.unwrap();
+        t.db.collection::<BsonDoc>(docrel::denormalize::SYNC_COLLECTION).find_one(doc! {"_id": "inv"}).await.unwrap();
     assert_eq!(entry.and_then(|e| e.get_bool("start_after").ok()), Some(true));
     w.stop().await?;
 
@@ -517,7 +517,7 @@ async fn a_worker_stopped_while_it_retries_an_event_replays_it_at_the_next_start
     w.stop().await?;
     fail_point_off(&t).await;
     assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "Ursula");
-    let letters = t.db.collection::<BsonDoc>(docrel::fanout::DEAD_LETTER_COLLECTION);
+    let letters = t.db.collection::<BsonDoc>(docrel::denormalize::DEAD_LETTER_COLLECTION);
     assert_eq!(letters.count_documents(doc! {}).await.unwrap(), 0, "a transient error is no dead letter");
 
     // Stopped before the event was applied, it replays it.

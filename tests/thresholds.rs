@@ -55,7 +55,7 @@ struct Book {
     authors: Vec<i32>,
 }
 
-fn threshold(schema: &docrel::Schema, field: &str) -> Option<u32> {
+fn threshold(schema: &docrel::schema::Schema, field: &str) -> Option<u32> {
     schema.relation(field).expect("a relation").warn_above
 }
 
@@ -69,7 +69,7 @@ fn the_schema_carries_each_arrays_threshold_and_the_defaults_are_the_runtimes() 
     // The derive's balance advice starts at the runtime's number: a side of
     // up to 1,000 ids is advised against, one of up to 999 is not.
     assert_eq!(TWO_WAY_WARN_FROM, 1000);
-    let balance = |s: &docrel::Schema| s.advice.iter().any(|a| a.rule == "docrel_relationship_balance");
+    let balance = |s: &docrel::schema::Schema| s.advice.iter().any(|a| a.rule == "docrel_relationship_balance");
     assert!(balance(Author::schema()), "max = TWO_WAY_WARN_FROM: advised (and acknowledged)");
     assert!(!balance(Book::schema()), "max = TWO_WAY_WARN_FROM - 1: not advised");
     let _ = (Journal::fields(), Shelf::fields(), Author::fields(), Book::fields());

@@ -209,8 +209,8 @@ async fn a_users_own_command_monitor_keeps_its_events() -> docrel::Result<()> {
     // one can leave the other's spans unrecorded.
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(Seen::default()));
     let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI: run through scripts/test");
-    // `docrel::options` already counts round trips for the spans.
-    let mut options = docrel::options(&uri).await?;
+    // `docrel::client::options` already counts round trips for the spans.
+    let mut options = docrel::client::options(&uri).await?;
     let mine = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = mine.clone();
     options.command_event_handler = Some(docrel::mongodb::event::EventHandler::callback(move |e| {
@@ -219,7 +219,7 @@ async fn a_users_own_command_monitor_keeps_its_events() -> docrel::Result<()> {
         }
     }));
     // A round-trip counter installed after it goes in front of it, not instead of it.
-    let trips = docrel::RoundTrips::new();
+    let trips = docrel::client::RoundTrips::new();
     trips.install(&mut options);
     let client = docrel::connect_with(&uri, options).await?;
     let db = client.database(&format!("t_tracing_monitor_{}", std::process::id()));

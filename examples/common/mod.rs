@@ -5,8 +5,8 @@
 //! It lives in a subfolder so that cargo does not take it for an example of
 //! its own; each example includes it with `#[path = "common/mod.rs"]`.
 
+use docrel::client::RoundTrips;
 use docrel::mongodb::Database;
-use docrel::RoundTrips;
 use std::future::IntoFuture;
 use std::sync::Mutex;
 
@@ -61,9 +61,9 @@ impl Log {
 /// the database of `DOCREL_DB`, by default `docrel_<example>`, dropping it
 /// first so that every run starts from nothing.
 pub async fn open(example: &str) -> docrel::Result<(Database, Log)> {
-    let uri = std::env::var(docrel::URI_VARIABLE).unwrap_or_else(|_| DEFAULT_URI.to_owned());
+    let uri = std::env::var(docrel::client::URI_VARIABLE).unwrap_or_else(|_| DEFAULT_URI.to_owned());
     let trips = RoundTrips::new();
-    let mut options = docrel::options(&uri).await?;
+    let mut options = docrel::client::options(&uri).await?;
     trips.install(&mut options);
     let client = docrel::connect_with(&uri, options).await?;
     let name = std::env::var("DOCREL_DB").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| format!("docrel_{example}"));

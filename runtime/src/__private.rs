@@ -4,9 +4,11 @@ pub use crate::bson_compat;
 pub use crate::error::{Error, Result};
 pub use crate::id::{DocId, GeneratedId};
 pub use crate::schema::document::{
-    field_key, Advice, BucketSpec, Carries, Copy, ElemCopy, ElemRef, FieldInfo, IndexCollation, IndexSpec, LinkKind,
+    field_key, Advice, BucketSpec, Carries, ElemCopy, ElemRef, FieldInfo, IndexCollation, IndexSpec, LinkKind,
     OnDelete, PartialFilter, Relation, RelationKind, Schema, SubsetSpec,
 };
+// The descriptor of a top-level copy, under the short name the derive writes.
+pub use crate::schema::document::FieldCopy as Copy;
 pub use crate::schema::elements::{ElementsOf, NoElements};
 pub use crate::schema::entries::{embed_relation, link_field, plain_field, ref_relation};
 pub use crate::schema::registry::Registered;
@@ -18,13 +20,14 @@ pub use serde;
 // The facade's items, so that generated code names everything through the
 // one alias `use ::docrel::__private as __docrel;`: shorter paths are fewer
 // tokens for every derive to emit and rustc to read.
+pub use crate::patterns::{Bucket, Counter, Subset};
+pub use crate::relations::{EmbedArray, ParentRef, RefInElement, RefMany, RefOne};
 pub use crate::repository::hooks::{FoundHooks, HookProbe, NoHooks};
+pub use crate::repository::Repository;
 pub use crate::schema::shard::routes_by_id;
 use crate::schema::shard::str_eq;
-pub use crate::{
-    Bucket, Counter, Document, EmbedArray, Embedded, Field, Handles, ParentRef, RefInElement, RefMany, RefOne,
-    Repository, RoutedById, Subset, View,
-};
+pub use crate::schema::{Handles, RoutedById};
+pub use crate::{Document, Embedded, Field, View};
 pub use core::option::Option::{None, Some};
 use std::marker::PhantomData;
 

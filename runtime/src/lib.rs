@@ -6,24 +6,24 @@
 //!
 //! | layer | modules | what lives there |
 //! |---|---|---|
-//! | facade | [`Repository`], `client`, `testing` | the write lifecycle: each write calls the hooks of the capabilities |
-//! | admin | [`admin`] | the schema report, the doctor, verify/repair of everything, the command line |
-//! | relations | `relations` | handles, loaders, joins, two-way writes, `on_delete` |
-//! | denormalize | `denormalize` (public as [`fanout`]) | fan-out, fill, verify/repair, sync worker |
-//! | patterns | `patterns` | subset, bucket |
-//! | store | `store` | field handles, filters, updates, `Find`, decoding, BSON paths |
-//! | schema | `schema` | descriptors, the registry, the schema graph, indexes |
+//! | facade | [`repository`], `testing` | the write lifecycle: each write calls the hooks of the capabilities |
+//! | admin | [`admin`], [`check`] | the schema report, the doctor, verify/repair of everything, the command line |
+//! | relations | [`relations`], [`load`] | handles, loaders, joins, two-way writes, `on_delete` |
+//! | denormalize | [`denormalize`] | fan-out, fill, verify/repair, sync worker |
+//! | patterns | [`patterns`] | subset, bucket, counter |
+//! | store | [`query`] | field handles, filters, updates, `Find`, decoding, BSON paths |
+//! | schema | [`schema`], [`client`] | descriptors, the registry, the schema graph, indexes; connecting |
 //! | base | `error`, `id`, [`bson_compat`] | errors, id types, the bson 2/3 differences |
 
 pub mod admin;
 pub mod bson_compat;
-mod client;
-mod denormalize;
+pub mod client;
+pub mod denormalize;
 mod error;
 mod id;
-mod patterns;
-mod relations;
-mod repository;
+pub mod patterns;
+pub mod relations;
+pub mod repository;
 pub mod schema;
 mod store;
 #[cfg(feature = "testing")]
@@ -32,56 +32,39 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
-/// Denormalized copies: fan-out, verify/repair, the sync worker.
-pub mod fanout {
-    pub use crate::denormalize::fanout::targets_of;
-    pub use crate::denormalize::*;
+/// Verify and repair of derived data: one [`Check`](check::Check) per
+/// kind (copies, two-way references, subsets, buckets, dead letters), run
+/// on the one scan engine ([`Scan`](check::Scan)).
+pub mod check {
+    pub use crate::admin::check::{buckets, copies, dead_letters, inverse, named, subsets, Check, CheckKind};
+    pub use crate::patterns::bucket_check::{bucket_arrays, BucketArray};
+    pub use crate::relations::inverse_check::{pairs, Pair, Shape as PairShape, Side};
+    pub use crate::store::scan::{Checkpoint, Progress, Report, Scan, PROBLEMS_LISTED};
 }
-pub use admin::report;
-/// Verify and repair of bucket documents: counts, sizes, pages (I4).
-pub use patterns::bucket_check;
-/// Verify and repair of two-way references: both sides agree (I2).
-pub use relations::inverse_check;
-pub use schema::handles::Handles;
-pub use schema::{graph, indexes, registry, shard};
-/// Verify and repair of derived data: the one engine behind the scans of
-/// copies, two-way references, subsets and buckets.
-pub use store::scan;
 
-pub use client::connect::{options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
-/// What the deployment supports, and the minimum versions.
-pub use client::deployment;
-pub use client::monitor::{Mark, RoundTrips};
-pub use client::trace;
-/// The `on_delete` rules' paging and their bound on cycles.
-pub mod on_delete {
-    pub use crate::relations::on_delete::{BATCH, MAX_CYCLE_DOCUMENTS};
+/// Loading related documents: joins of several relations at once, the
+/// loaders' requests and strategies, and what they return.
+pub mod load {
+    pub use crate::relations::join::{
+        join_chunked, Children, Join, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
+    };
+    pub use crate::relations::loaded::Loaded;
+    pub use crate::relations::with_parents::{Strategy, WithParents, WithParentsIn};
 }
-pub use error::{Error, Misuse, Result, MAX_DOCUMENT_BYTES};
+
+/// Filters, sorts, updates and reads beyond the four at the root
+/// ([`Field`], [`Filter`], [`Update`], [`Sort`]): the `Find` builders, the
+/// bounds of comparisons, regex escaping.
+pub mod query {
+    pub use crate::store::field::{Each, Whole};
+    pub use crate::store::{escape_regex, DateLike, Element, Find, FindIn, Holds, Text};
+}
+
+pub use error::{Error, Misuse, Result};
 pub use id::{DocId, GeneratedId};
 pub use mongodb;
 pub use mongodb::bson;
-pub use patterns::bucket::{Appended, Bucket};
-pub use patterns::counter::{Counter, WindowCount};
-pub use patterns::subset::Subset;
-pub use relations::elements::{EachRef, Elements, EmbedArray, RefInElement};
-pub use relations::handles::{ParentRef, RefMany, RefOne};
-pub use relations::join::{
-    join, join_chunked, Children, Join, JoinSet, Latest, Load, Referenced, Referrers, Request, DEFAULT_CHUNK,
-};
-pub use relations::loaded::Loaded;
-pub use relations::two_way::{LinkOutcome, LinkWrite};
-pub use relations::with_parents::{Strategy, WithParents, WithParentsIn};
-pub use repository::hooks::{abort, commit, Hooks};
-pub use repository::{
-    connect, connect_from_env, connect_with, hooks, ops, Call, Operation, Repository, UpdateOutcome, UpsertOutcome,
-};
-pub use schema::document::{
-    field_key, Carries, Copy, Document, ElemCopy, ElemRef, Embedded, FieldInfo, IndexCollation, IndexSpec, LinkKind,
-    OnDelete, PartialFilter, Relation, RelationKind, RoutedById, Schema, View, TIME_BUCKET_SIZE,
-};
-pub use store::{escape_regex, DateLike, Element, Field, Filter, Find, FindIn, Holds, Sort, Text, Update};
-/// The two kinds of [`Holds`]: values of the field itself, or of its elements.
-pub mod holds {
-    pub use crate::store::field::{Each, Whole};
-}
+pub use relations::join::join;
+pub use repository::connect::{connect, connect_from_env, connect_with};
+pub use schema::document::{Document, Embedded, View};
+pub use store::{Field, Filter, Sort, Update};

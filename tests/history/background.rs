@@ -5,7 +5,7 @@ use super::gate::{Class, Gate, ALL_GROUPS};
 use super::schema::Part;
 use super::universe::Universe;
 use docrel::bson::{doc, Bson};
-use docrel::fanout::{Applied, SyncWorker};
+use docrel::denormalize::{Applied, SyncWorker};
 use docrel::mongodb::Database;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -133,7 +133,7 @@ pub struct Reaper(tokio::task::JoinHandle<()>);
 
 impl Reaper {
     pub async fn start(db_name: &str) -> Result<Reaper, String> {
-        let uri = std::env::var(docrel::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
+        let uri = std::env::var(docrel::client::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
         let client = docrel::connect(&uri).await.map_err(|e| e.to_string())?;
         let coll = client.database(db_name).collection::<docrel::bson::Document>("_history_reaper");
         Ok(Reaper(tokio::spawn(async move {

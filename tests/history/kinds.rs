@@ -162,8 +162,8 @@ kinds! {
         ["Repository::update_many", "Field::inc"];
     Session = 3, "2-4 operations in a user session (.session(&mut s)): a transaction committed or aborted, or none",
         ["Call::session", "LinkWrite::session"];
-    Repair = 1, "fanout::repair::<T>(&db).run(), concurrently with the rest", [];
-    Verify = 1, "fanout::verify::<T>(&db).run()", [];
+    Repair = 1, "check::copies::<T>().repair(&db).run(), concurrently with the rest", [];
+    Verify = 1, "check::copies::<T>().verify(&db).run()", [];
     FaultOn = 3, "configureFailPoint failCommand (closeConnection or an errorCode) on this client's appName", [];
     FaultOff = 2, "configureFailPoint failCommand off", [];
 }

@@ -166,8 +166,8 @@ fn line_writer(mut output: impl Write + Send + 'static) -> (std_mpsc::Sender<Str
 /// history's fail points hit it too, reporting each operation's commands
 /// to it (`monitor.rs`).
 pub async fn connect_like(db: &str) -> Result<Database, String> {
-    let uri = std::env::var(docrel::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
-    let mut opts = docrel::options(&uri).await.map_err(|e| e.to_string())?;
+    let uri = std::env::var(docrel::client::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
+    let mut opts = docrel::client::options(&uri).await.map_err(|e| e.to_string())?;
     opts.app_name = Some(db.to_owned());
     super::monitor::install(&mut opts);
     let client = docrel::connect_with(&uri, opts).await.map_err(|e| e.to_string())?;
@@ -177,8 +177,8 @@ pub async fn connect_like(db: &str) -> Result<Database, String> {
 /// A client of the server that no fail point of a history targets (its
 /// appName is not a database's).
 pub async fn janitor() -> Result<docrel::mongodb::Client, String> {
-    let uri = std::env::var(docrel::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
-    let mut opts = docrel::options(&uri).await.map_err(|e| e.to_string())?;
+    let uri = std::env::var(docrel::client::URI_VARIABLE).map_err(|_| "MONGODB_URI is not set".to_owned())?;
+    let mut opts = docrel::client::options(&uri).await.map_err(|e| e.to_string())?;
     opts.app_name = Some("history-janitor".to_owned());
     docrel::connect_with(&uri, opts).await.map_err(|e| e.to_string())
 }

@@ -1,6 +1,6 @@
 //! One repair pass over everything derived, with what docrel's public API
 //! offers: the contract's (b) says this restores I1–I5 after a call
-//! returned `Err` (copies by `fanout::repair`, subsets by `rebuild`,
+//! returned `Err` (copies by `check::copies(..).repair`, subsets by `rebuild`,
 //! two-way references by `inverse_check::repair_all`, bucket counts by
 //! `bucket_check::repair_all`).
 
@@ -8,7 +8,7 @@ use super::schema::{CommentPage, Item, Part, Person, Product};
 use docrel::bson::{doc, Bson};
 use docrel::mongodb::Database;
 
-/// Repairs every denormalized copy (one `fanout::repair` per source),
+/// Repairs every denormalized copy (one `check::copies(..).repair` per source),
 /// rebuilds the subset of every parent, repairs the two-way references and
 /// the buckets; returns what each step reported.
 pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
@@ -16,17 +16,17 @@ pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
     // Copies of Part::name (products.parts[].pname), Product::name
     // (parts.productName), Person::name (tasks.owner_name), Item::name
     // (reviews.item_name).
-    let part = docrel::fanout::repair::<Part>(db).run().await?;
+    let part = docrel::check::copies::<Part>().repair(db).run().await?;
     out.push(format!("repair parts: stale {} fixed {} dangling {}", part.stale, part.fixed, part.dangling));
-    let product = docrel::fanout::repair::<Product>(db).run().await?;
+    let product = docrel::check::copies::<Product>().repair(db).run().await?;
     out.push(format!("repair products: stale {} fixed {} dangling {}", product.stale, product.fixed, product.dangling));
-    let person = docrel::fanout::repair::<Person>(db).run().await?;
+    let person = docrel::check::copies::<Person>().repair(db).run().await?;
     out.push(format!("repair people: stale {} fixed {} dangling {}", person.stale, person.fixed, person.dangling));
     // reviews.item_name.
-    let item = docrel::fanout::repair::<Item>(db).run().await?;
+    let item = docrel::check::copies::<Item>().repair(db).run().await?;
     out.push(format!("repair items: stale {} fixed {} dangling {}", item.stale, item.fixed, item.dangling));
     // Every source of copies in this binary must have been repaired above.
-    let sources = docrel::graph::graph().sources();
+    let sources = docrel::schema::graph::graph().sources();
     if sources != ["items", "parts", "people", "products"] {
         return Err(docrel::Error::Invalid {
             what: docrel::Misuse::Application("repair_everything"),
@@ -46,12 +46,12 @@ pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
         rebuilt.push(format!("{id}:{n}"));
     }
     out.push(format!("rebuild items.reviews: {}", rebuilt.join(" ")));
-    let inverse = docrel::inverse_check::repair::<Person>(db).run().await?;
+    let inverse = docrel::check::inverse::<Person>().repair(db).run().await?;
     out.push(format!(
         "repair two-way references: mismatched {} dangling {} fixed {} unfixable {} {:?}",
         inverse.mismatched, inverse.dangling, inverse.fixed, inverse.unfixable, inverse.problems
     ));
-    let buckets = docrel::bucket_check::repair::<CommentPage>(db).run().await?;
+    let buckets = docrel::check::buckets::<CommentPage>().repair(db).run().await?;
     out.push(format!(
         "repair buckets: miscounted {} fixed {} unfixable {} {:?}",
         buckets.miscounted, buckets.fixed, buckets.unfixable, buckets.problems

@@ -430,7 +430,7 @@ async fn judge(
             // Pending references left at the end: the two-way repair must
             // clear them (it pulls an id whose document does not exist).
             outcome.notes.push(format!("{} pending references at the end, first: {first}", pending.len()));
-            let r = docrel::inverse_check::repair::<Person>(db).run().await;
+            let r = docrel::check::inverse::<Person>().repair(db).run().await;
             let r = r.map_err(|e| format!("the two-way repair of pending references failed: {e}"))?;
             outcome.repair.push(format!("two-way repair: dangling {} fixed {}", r.dangling, r.fixed));
             let repaired = Snapshot::read(db).await?;
@@ -471,7 +471,7 @@ async fn accept_reported_dangling(
     if left == 0 {
         return Ok(());
     }
-    let verify = docrel::inverse_check::verify::<Person>(db).run().await;
+    let verify = docrel::check::inverse::<Person>().verify(db).run().await;
     let reported = verify.map_err(|e| format!("the two-way verify failed: {e}"))?.dangling;
     if reported >= left {
         notes.push(format!("{left} task(s) owned by a person never inserted: dangling, and verify reports {reported}"));

@@ -90,7 +90,7 @@ async fn renamed_everywhere(t: &TestDb, ann: &Author) -> docrel::Result<()> {
     for id in [1, 2] {
         assert!(Post::rels().recent.check(&t.db, &id).await?, "post {id}'s subset checks");
     }
-    let report = docrel::fanout::verify::<Author>(&t.db).run().await?;
+    let report = docrel::check::copies::<Author>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 0, "{:?}", report.problems);
     Ok(())
 }
@@ -154,7 +154,7 @@ async fn compose_a_transactional_move_refreshes_the_copies_in_its_transaction() 
     for id in [1, 2] {
         assert!(Post::rels().recent.check(&t.db, &id).await?, "post {id}'s subset checks");
     }
-    assert_eq!(docrel::fanout::verify::<Author>(&t.db).run().await?.stale, 0);
+    assert_eq!(docrel::check::copies::<Author>().verify(&t.db).run().await?.stale, 0);
     Ok(())
 }
 
@@ -178,7 +178,7 @@ async fn compose_the_sync_worker_carries_a_rename_into_the_summaries() -> docrel
             "fullDocument": now,
         })
         .expect("a change event");
-    docrel::fanout::SyncWorker::new(&t.db, "compose").apply_event(&event).await?;
+    docrel::denormalize::SyncWorker::new(&t.db, "compose").apply_event(&event).await?;
     renamed_everywhere(&t, &ann).await
 }
 
@@ -207,21 +207,21 @@ async fn compose_verify_of_the_source_reports_a_stale_summary_and_repair_fixes_i
     let (ann, _) = blog(&t).await?;
     let posts = t.db.collection::<BsonDoc>("compose_posts");
     posts.update_one(doc! {"_id": 1}, doc! {"$set": {"recent.0.author_name": "typo"}}).await.unwrap();
-    let report = docrel::fanout::verify::<Author>(&t.db).run().await?;
+    let report = docrel::check::copies::<Author>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 1, "{:?}", report.problems);
     assert!(report.problems.iter().any(|p| p.contains("compose_posts.recent")), "{:?}", report.problems);
-    let report = docrel::fanout::repair::<Author>(&t.db).run().await?;
+    let report = docrel::check::copies::<Author>().repair(&t.db).run().await?;
     assert_eq!((report.stale, report.fixed), (1, 1), "{:?}", report.problems);
     assert_eq!(recent_names(&t, 1).await, ["Ann", "Bob", "Ann"]);
-    assert!(docrel::fanout::verify::<Author>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<Author>().verify(&t.db).run().await?.clean());
     // A stale copy in a comment is repaired, and its summary with it.
     let comments = t.db.collection::<BsonDoc>("compose_comments");
     comments.update_one(doc! {"post": 2}, doc! {"$set": {"author_name": "typo"}}).await.unwrap();
     posts.update_one(doc! {"_id": 2}, doc! {"$set": {"recent.0.author_name": "typo"}}).await.unwrap();
-    let report = docrel::fanout::repair::<Author>(&t.db).run().await?;
+    let report = docrel::check::copies::<Author>().repair(&t.db).run().await?;
     assert!(report.fixed >= 1, "{report:?}");
     assert_eq!(recent_names(&t, 2).await, ["Ann"]);
-    assert!(docrel::fanout::verify::<Author>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<Author>().verify(&t.db).run().await?.clean());
     let _ = ann;
     Ok(())
 }
@@ -286,13 +286,13 @@ async fn compose_a_copy_of_a_copy_follows_its_first_source() -> docrel::Result<(
         let recorded = stored.get_document("_docrel").unwrap().get_document("copies").unwrap();
         assert_eq!(recorded.get_document("b").unwrap().get_i64(b.id.to_hex()).unwrap(), b_version);
     }
-    assert!(docrel::fanout::verify::<B>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<B>().verify(&t.db).run().await?.clean());
     // verify of the first source covers the second level too.
     let cs_coll = t.db.collection::<BsonDoc>("compose_c");
     cs_coll.update_one(doc! {"_id": cs[1].id}, doc! {"$set": {"b_a_name": "typo"}}).await.unwrap();
-    let report = docrel::fanout::verify::<A>(&t.db).run().await?;
+    let report = docrel::check::copies::<A>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 1, "{:?}", report.problems);
-    docrel::fanout::repair::<A>(&t.db).run().await?;
+    docrel::check::copies::<A>().repair(&t.db).run().await?;
     assert_eq!(raw(&t, "compose_c", cs[1].id).await.unwrap().get_str("b_a_name").unwrap(), "third");
     Ok(())
 }
@@ -485,7 +485,7 @@ async fn compose_a_move_without_before_image_rebuilds_the_old_parent() -> docrel
             "fullDocument": now,
         })
         .expect("a change event");
-    docrel::fanout::SyncWorker::new(&t.db, "compose_move").apply_event(&event).await?;
+    docrel::denormalize::SyncWorker::new(&t.db, "compose_move").apply_event(&event).await?;
     assert_eq!(board_ids(&t, 2).await, [pin.id]);
     assert!(board_ids(&t, 1).await.is_empty(), "the old parent lets the moved child go");
     Ok(())

@@ -115,10 +115,10 @@ async fn copies_whose_reference_is_gone_are_reported_and_cleared() -> docrel::Re
     let racks = t.db.collection::<BsonDoc>("del_racks");
     racks.update_one(doc! {"_id": rack.id}, doc! {"$set": {"hosts": []}}).await.unwrap();
 
-    let report = docrel::fanout::verify::<DelHost>(&t.db).run().await?;
+    let report = docrel::check::copies::<DelHost>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 2, "{report:?}");
     assert!(report.problems.iter().any(|p| p.contains("host") && p.contains("refers to none")), "{report:?}");
-    let report = docrel::fanout::repair::<DelHost>(&t.db).run().await?;
+    let report = docrel::check::copies::<DelHost>().repair(&t.db).run().await?;
     assert_eq!(report.fixed, 2, "{report:?}");
     let stored = raw(&t, "del_msgs", msg.id).await.unwrap();
     assert!(!stored.contains_key("ipaddr") && records(&stored, "host").is_none(), "{stored}");
@@ -127,7 +127,7 @@ async fn copies_whose_reference_is_gone_are_reported_and_cleared() -> docrel::Re
     let stored = raw(&t, "del_msgs", kept.id).await.unwrap();
     assert_eq!(stored.get_str("ipaddr").unwrap(), "10.0.0.3");
     assert!(records(&stored, "host").is_some());
-    let report = docrel::fanout::verify::<DelHost>(&t.db).run().await?;
+    let report = docrel::check::copies::<DelHost>().verify(&t.db).run().await?;
     assert_eq!(report.found(), 0, "{report:?}");
     Ok(())
 }

@@ -7,7 +7,7 @@
 use crate::raw;
 use crate::sync::start;
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
-use docrel::fanout::{HistoryLost, SyncWorker};
+use docrel::denormalize::{HistoryLost, SyncWorker};
 use docrel::testing::TestDb;
 use docrel::{Document, Error, View};
 use serde::{Deserialize, Serialize};
@@ -323,7 +323,7 @@ async fn a_source_inserted_behind_its_earlier_records_fills_its_holders() -> doc
     let (copy, record, version) = shoe_and_brand(&t, 1, brand.id).await;
     assert_eq!(copy, "Bolt", "the insert returned Ok with the copy stale");
     assert!(version > ahead && record == version, "record {record}, version {version}, ahead {ahead}");
-    assert!(docrel::fanout::verify::<LoBrand>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<LoBrand>().verify(&t.db).run().await?.clean());
     LoBrand::repo(&t.db).update_by_id(&brand.id, LoBrand::fields().name.set("Crown".into())).await?;
     assert_eq!(shoe_and_brand(&t, 1, brand.id).await.0, "Crown");
     Ok(())
@@ -349,7 +349,7 @@ async fn a_refresh_moves_past_a_record_ahead_of_its_source() -> docrel::Result<(
     let (copy, record, version) = shoe_and_brand(&t, 1, brand.id).await;
     assert_eq!(copy, "Acme", "the update returned Ok with the copy stale");
     assert!(version > ahead && record == version, "record {record}, version {version}, ahead {ahead}");
-    assert!(docrel::fanout::verify::<LoBrand>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<LoBrand>().verify(&t.db).run().await?.clean());
     Ok(())
 }
 
@@ -392,7 +392,7 @@ async fn latest(t: &TestDb, thread: i32) -> Vec<String> {
 /// The dead letters as stored, in the order they were written.
 async fn dead_letters(t: &TestDb) -> Vec<BsonDoc> {
     use futures::TryStreamExt;
-    let found = t.db.collection::<BsonDoc>(docrel::fanout::DEAD_LETTER_COLLECTION).find(doc! {}).await;
+    let found = t.db.collection::<BsonDoc>(docrel::denormalize::DEAD_LETTER_COLLECTION).find(doc! {}).await;
     found.expect("find").try_collect().await.expect("letters")
 }
 
@@ -455,7 +455,7 @@ async fn a_repair_after_lost_history_that_fails_is_a_dead_letter() -> docrel::Re
 
     t.db.run_command(doc! {"collMod": "lo_threads", "validator": {}}).await.expect("collMod");
     replies.update_one(doc! {"_id": 2}, doc! {"$set": {"text": "shorter"}}).await.expect("raw edit");
-    let report = docrel::fanout::repair_dead_letters(&t.db).run().await?;
+    let report = docrel::check::dead_letters().repair(&t.db).run().await?;
     assert_eq!((report.dead_letters, report.fixed), (2, 2), "{report:?}");
     assert_eq!(latest(&t, 1).await, ["second", "short"]);
     assert_eq!(latest(&t, 2).await, ["shorter"]);
@@ -492,7 +492,7 @@ struct LoTask {
 async fn more_new_documents_than_a_page_are_linked_back_a_page_at_a_time() -> docrel::Result<()> {
     let t = TestDb::new("lo_link_back").await?;
     let (_client, db, commands) = crate::security::watched(&t, "").await?;
-    let page = docrel::on_delete::BATCH as i32;
+    let page = docrel::relations::on_delete::BATCH as i32;
     let last = page + 100;
     LoTask::repo(&db).insert_many(&[LoTask { id: 1, owner: Some(0) }, LoTask { id: 2, owner: Some(last) }]).await?;
     let owners: Vec<LoOwner> = (0..=last).map(|id| LoOwner { id, tasks: vec![] }).collect();

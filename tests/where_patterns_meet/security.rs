@@ -53,7 +53,7 @@ pub(crate) async fn watched(t: &TestDb, extra: &str) -> docrel::Result<(Client, 
     };
     let commands = Commands::default();
     let log = commands.0.clone();
-    let mut options = docrel::options(&uri).await?;
+    let mut options = docrel::client::options(&uri).await?;
     options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
         if let CommandEvent::Started(started) = event {
             let command: BsonDoc = started.command.clone();
@@ -112,7 +112,7 @@ async fn a_password_with_uri_characters_is_never_printed() {
             format!("mongodb://ann:{password}@127.0.0.1:27017"),
             format!("mongodb+srv://ann:{password}@cluster.example.com/?retryWrites=true"),
         ] {
-            let shown = docrel::redact(&uri);
+            let shown = docrel::client::redact(&uri);
             assert!(!shown.contains("SECRET") && !shown.contains("a{c}b"), "{uri} shown as {shown}");
             assert!(shown.contains("example.com") || shown.contains("127.0.0.1:27017"), "the host stays: {shown}");
             assert!(shown.starts_with("mongodb") && shown.contains("ann"), "the user stays: {shown}");
@@ -120,7 +120,7 @@ async fn a_password_with_uri_characters_is_never_printed() {
             if uri.starts_with("mongodb+srv") {
                 continue; // parsing looks the name up in DNS
             }
-            if let Err(e) = docrel::options(&uri).await {
+            if let Err(e) = docrel::client::options(&uri).await {
                 for text in [e.to_string(), format!("{e:?}")] {
                     assert!(!text.contains("SECRET"), "{uri}: the error prints the password: {text}");
                 }
@@ -130,9 +130,9 @@ async fn a_password_with_uri_characters_is_never_printed() {
         }
     }
     // Every `@` before the host is user info, whatever follows it.
-    assert_eq!(docrel::redact("mongodb://u:p?x@y@h:1/db?w=1"), "mongodb://u:***@h:1/db?w=1");
-    assert_eq!(docrel::redact("mongodb://u:p@h:1/db?w=1"), "mongodb://u:***@h:1/db?w=1");
-    assert_eq!(docrel::redact("mongodb://h:1/db?w=1"), "mongodb://h:1/db?w=1");
+    assert_eq!(docrel::client::redact("mongodb://u:p?x@y@h:1/db?w=1"), "mongodb://u:***@h:1/db?w=1");
+    assert_eq!(docrel::client::redact("mongodb://u:p@h:1/db?w=1"), "mongodb://u:***@h:1/db?w=1");
+    assert_eq!(docrel::client::redact("mongodb://h:1/db?w=1"), "mongodb://h:1/db?w=1");
 }
 
 // ---- item 17c: string ids are values, never expressions ---------------------------------------
@@ -232,7 +232,7 @@ struct SecLine {
 async fn inserts_of_more_than_a_page_read_a_page_at_a_time() -> docrel::Result<()> {
     let t = TestDb::new("sec_pages").await?;
     let (_client, db, commands) = watched(&t, "").await?;
-    let page = docrel::on_delete::BATCH as i32;
+    let page = docrel::relations::on_delete::BATCH as i32;
     let n = page + 150;
     SecFeed::repo(&db).insert(&SecFeed { id: 1, newest: vec![] }).await?;
     SecLine::repo(&db).ensure_indexes().await?;
@@ -274,11 +274,11 @@ async fn referrers_of_many_targets_are_read_a_chunk_at_a_time() -> docrel::Resul
         (0..60).map(|i| SecLine { id: i, n: i, host: i % 30, ip: String::new(), feed: 2 }).collect();
     SecLine::repo(&db).insert_many(&lines).await?;
     // Targets that exist and many that do not: more than a chunk of them.
-    let targets: Vec<i32> = (0..docrel::DEFAULT_CHUNK as i32 + 10).rev().collect();
+    let targets: Vec<i32> = (0..docrel::load::DEFAULT_CHUNK as i32 + 10).rev().collect();
     let mark = commands.mark();
     let found = SecLine::rels().host.referrers_of_many(&db, &targets).await?;
-    let long = over(&commands.since(mark), docrel::DEFAULT_CHUNK);
-    assert!(long.is_empty(), "reads with more than {} ids: {long:?}", docrel::DEFAULT_CHUNK);
+    let long = over(&commands.since(mark), docrel::load::DEFAULT_CHUNK);
+    assert!(long.is_empty(), "reads with more than {} ids: {long:?}", docrel::load::DEFAULT_CHUNK);
     for (i, target) in targets.iter().enumerate() {
         let mut got: Vec<i32> = found.of(i).map(|l| l.id).collect();
         got.sort();
@@ -358,7 +358,7 @@ async fn reads_that_decide_writes_go_to_the_primary() -> docrel::Result<()> {
     let rename = SecHost::fields().ip.set("10.2.0.2".into());
     SecHost::repo(&db).update_many(SecHost::fields().id.eq(1), rename).await?;
     t.db.collection::<BsonDoc>("sec_lines").update_one(doc! {"_id": 1}, doc! {"$set": {"ip": "stale"}}).await.unwrap();
-    let report = docrel::fanout::repair::<SecHost>(&db).run().await?;
+    let report = docrel::check::copies::<SecHost>().repair(&db).run().await?;
     assert_eq!(report.fixed, 1);
     let err = SecHost::repo(&db).delete_by_id(&1).await.unwrap_err();
     assert!(matches!(err, Error::StillReferenced { .. }), "{err}");

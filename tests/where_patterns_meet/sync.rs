@@ -3,7 +3,7 @@
 use crate::raw;
 use docrel::admin::{run, Console, Exit};
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
-use docrel::fanout::SyncWorker;
+use docrel::denormalize::SyncWorker;
 use docrel::testing::TestDb;
 use docrel::{Document, View};
 use serde::{Deserialize, Serialize};
@@ -211,7 +211,7 @@ async fn a_poison_event_becomes_a_dead_letter_and_the_worker_goes_on() -> docrel
     // While the cause stands, re-applying it fails the same way: the
     // letter stays, with the new failure in the report. The admin
     // `repair` counts the refused copy as one it cannot fix and goes on.
-    let report = docrel::fanout::repair_dead_letters(&t.db).run().await?;
+    let report = docrel::check::dead_letters().repair(&t.db).run().await?;
     assert_eq!((report.dead_letters, report.fixed, report.unfixable), (1, 0, 1), "{report:?}");
     assert!(report.problems[0].contains("re-applying it failed") && report.problems[0].contains("validation"));
     let (exit, out) = admin(&t, &["repair"]).await;
@@ -345,15 +345,15 @@ async fn a_record_ahead_of_a_restored_source_is_repaired() -> docrel::Result<()>
         .replace_one(doc! {"_id": ursula.id}, doc! {"name": "restored", "_docrel": {"v": 5_i64}})
         .await
         .expect("raw restore");
-    let report = docrel::fanout::verify::<Writer>(&t.db).run().await?;
+    let report = docrel::check::copies::<Writer>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 1, "{report:?}");
-    let report = docrel::fanout::repair::<Writer>(&t.db).run().await?;
+    let report = docrel::check::copies::<Writer>().repair(&t.db).run().await?;
     assert_eq!((report.stale, report.fixed), (1, 1), "{report:?}");
     assert_eq!(writer_name(&t, novel.id).await, "restored");
     let (record, version) = versions(&t, ursula.id, novel.id).await;
     assert_eq!(record, version, "the record is the source's version");
     assert!(version > 5);
-    assert!(docrel::fanout::verify::<Writer>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<Writer>().verify(&t.db).run().await?.clean());
 
     // A fan-out of the version before the restore, applied late, is refused.
     SyncWorker::new(&t.db, "late").apply_event(&old_event).await?;
@@ -380,13 +380,13 @@ async fn a_record_ahead_of_a_reinserted_source_is_reported_and_repaired() -> doc
     let behind = record - 60_000_000;
     coll.insert_one(doc! {"_id": ursula.id, "name": "Ursula", "_docrel": {"v": behind}}).await.expect("raw insert");
 
-    let report = docrel::fanout::verify::<Writer>(&t.db).run().await?;
+    let report = docrel::check::copies::<Writer>().verify(&t.db).run().await?;
     assert_eq!(report.stale, 1, "a record ahead of its source: {report:?}");
-    let report = docrel::fanout::repair::<Writer>(&t.db).run().await?;
+    let report = docrel::check::copies::<Writer>().repair(&t.db).run().await?;
     assert_eq!((report.stale, report.fixed), (1, 1), "{report:?}");
     let (record, version) = versions(&t, ursula.id, novel.id).await;
     assert_eq!(record, version);
-    assert!(docrel::fanout::verify::<Writer>(&t.db).run().await?.clean());
+    assert!(docrel::check::copies::<Writer>().verify(&t.db).run().await?.clean());
 
     Writer::repo(&t.db).update_by_id(&ursula.id, Writer::fields().name.set("after".into())).await?;
     assert_eq!(writer_name(&t, novel.id).await, "after");

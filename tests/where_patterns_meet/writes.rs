@@ -304,7 +304,7 @@ async fn a_repair_goes_on_past_a_refused_holder() -> docrel::Result<()> {
     .await
     .expect("validator");
 
-    let report = docrel::fanout::repair::<Vendor>(&t.db).run().await?;
+    let report = docrel::check::copies::<Vendor>().repair(&t.db).run().await?;
     // (The page's write may have rewritten the other holder before the
     // refusal, so `fixed` counts it or not; what is stored says.)
     assert_eq!((report.stale, report.unfixable), (2, 1), "{report:?}");

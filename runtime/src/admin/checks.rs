@@ -2,7 +2,7 @@
 //! `verify` and `repair` commands run it: denormalized copies (I1),
 //! two-way references (I2), subsets (I3) and buckets (I4), then the
 //! events the sync worker could not apply (its dead letters), one job after
-//! another, one batch at a time on the scan engine ([`crate::store::scan`]),
+//! another, one batch at a time on the scan engine ([`crate::check::Scan`]),
 //! with progress against a known total and, for a repair, the engine's
 //! checkpoint saved after every batch in [`CHECKPOINT_COLLECTION`] so that
 //! a stopped repair resumes where it was.
@@ -12,6 +12,7 @@
 //! the array the server holds, a subset rebuilt under its change counter),
 //! so a batch done twice, after a stop in its middle, fixes nothing twice.
 
+use crate::admin::check::CheckKind;
 use crate::bson_compat;
 use crate::denormalize::repair as copies;
 use crate::denormalize::sync::dead_letter_check;
@@ -37,44 +38,6 @@ pub struct Job {
     /// What kind of derived data it checks.
     pub kind: CheckKind,
     parts: Parts,
-}
-
-/// The kinds of derived data a verify or repair checks, each a job per
-/// source, pair or array (in JSON, one lowercase word).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum CheckKind {
-    /// The denormalized copies of one source (I1).
-    #[default]
-    Copies,
-    /// The two sides of one two-way reference (I2).
-    Inverse,
-    /// One subset's summaries (I3).
-    Subset,
-    /// One bucket array's counts, sizes and pages (I4).
-    Bucket,
-    /// The sync workers' dead letters.
-    Sync,
-}
-
-impl CheckKind {
-    /// The kind's one word: `copies`, `inverse`, `subset`, `bucket`, `sync`.
-    pub fn word(self) -> &'static str {
-        match self {
-            CheckKind::Copies => "copies",
-            CheckKind::Inverse => "inverse",
-            CheckKind::Subset => "subset",
-            CheckKind::Bucket => "bucket",
-            CheckKind::Sync => "sync",
-        }
-    }
-}
-
-impl std::fmt::Display for CheckKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.word())
-    }
 }
 
 impl std::fmt::Debug for Job {

@@ -18,6 +18,7 @@
 
 pub mod change;
 pub mod change_preview;
+pub(crate) mod check;
 pub mod checks;
 #[cfg(feature = "admin")]
 pub mod cli;

@@ -25,7 +25,7 @@ use crate::schema::registry::describe;
 ///     time: docrel::bson::DateTime,
 /// }
 ///
-/// let report = docrel::report::report_of(&[Host::schema(), LogMsg::schema()]);
+/// let report = docrel::admin::report::report_of(&[Host::schema(), LogMsg::schema()]);
 /// assert!(report.contains("| logmsg | host | one-to-squillions (parent reference) |"));
 /// assert!(report.contains("hosts ||--o{ logmsg : \"host\""));
 /// assert!(report.contains("`logmsg`: `{host: 1, time: -1}`"));
@@ -206,7 +206,7 @@ fn entities(schemas: &[&Schema]) -> Vec<String> {
 /// #[derive(Document, Serialize, Deserialize)]
 /// #[document(collection = "log-msgs")]
 /// struct LogMsg { #[serde(rename = "_id")] id: ObjectId }
-/// let diagram = docrel::report::mermaid(&[LogMsg::schema()]);
+/// let diagram = docrel::admin::report::mermaid(&[LogMsg::schema()]);
 /// assert!(diagram.starts_with("erDiagram\n    log_msgs {\n"));
 /// ```
 pub fn mermaid(schemas: &[&Schema]) -> String {

@@ -22,7 +22,7 @@ pub async fn connect(uri: &str) -> Result<Client> {
 /// Parses `uri` into client options with docrel's default server selection
 /// timeout and, when a `tracing` subscriber records docrel's `DEBUG` spans
 /// at this point, round-trip counting for them
-/// ([`crate::trace::count_round_trips`]; install the subscriber first, or
+/// ([`crate::client::trace::count_round_trips`]; install the subscriber first, or
 /// call that yourself); adjust them (for example to
 /// add command monitoring of your own, which keeps receiving every event) and
 /// pass them to [`connect_with`](crate::connect_with).
@@ -76,7 +76,7 @@ pub async fn connect_from_env() -> Result<Client> {
 /// more than needed, never less.
 ///
 /// ```
-/// use docrel::redact;
+/// use docrel::client::redact;
 /// assert_eq!(redact("mongodb://u:pw@h:1/db?tlsCertificateKeyFilePassword=s3&w=1"),
 ///            "mongodb://u:***@h:1/db?tlsCertificateKeyFilePassword=***&w=1");
 /// assert_eq!(redact("mongodb://u:p?w/d@h:1/db"), "mongodb://u:***@h:1/db");

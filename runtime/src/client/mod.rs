@@ -1,7 +1,10 @@
 //! Connecting to a deployment, counting the round trips a client makes, and
 //! the spans docrel's operations run in.
 
-pub mod connect;
+pub(crate) mod connect;
 pub mod deployment;
-pub mod monitor;
+pub(crate) mod monitor;
 pub mod trace;
+
+pub use connect::{options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};
+pub use monitor::{Mark, RoundTrips};

@@ -22,7 +22,7 @@
 //!
 //! Round trips are counted from the driver's command events, which fire
 //! inside the operation's task. Clients made by [`crate::connect`] and
-//! [`crate::options`] count them already; for a client
+//! [`crate::client::options`] count them already; for a client
 //! built from options of your own, call [`count_round_trips`] on the
 //! options first. Without it the `round_trips` field stays empty rather
 //! than reading 0.
@@ -50,13 +50,13 @@ static INSTALLED: AtomicU64 = AtomicU64::new(0);
 /// `round_trips` field of its span. A handler already on the options (the
 /// user's own command monitoring) keeps receiving every event.
 ///
-/// [`crate::connect`] and [`crate::options`] call this;
+/// [`crate::connect`] and [`crate::client::options`] call this;
 /// call it yourself only on options you build without them.
 ///
 /// ```
 /// use docrel::mongodb::options::ClientOptions;
 /// let mut options = ClientOptions::default();
-/// docrel::trace::count_round_trips(&mut options);
+/// docrel::client::trace::count_round_trips(&mut options);
 /// assert!(options.command_event_handler.is_some());
 /// ```
 pub fn count_round_trips(options: &mut ClientOptions) {

@@ -8,7 +8,6 @@ use crate::denormalize::copies::{
     catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
 };
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::Document;
 use crate::schema::graph::{graph, Target};
 use crate::store::page::Page;
 use crate::store::path::id_key;
@@ -20,60 +19,15 @@ use mongodb::Database;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Reports the stale and dangling copies of `T`'s documents without
-/// writing anything.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// # use docrel::{Document, bson::oid::ObjectId};
-/// # use serde::{Deserialize, Serialize};
-/// #[derive(Document, Serialize, Deserialize)]
-/// #[document(collection = "hosts")]
-/// struct Host { #[serde(rename = "_id")] id: i32, ipaddr: String }
-///
-/// #[derive(Document, Serialize, Deserialize)]
-/// #[document(collection = "logmsg")]
-/// struct LogMsg {
-///     #[serde(rename = "_id")] id: ObjectId,
-///     #[parent_ref(to = Host)] host: i32,
-///     #[denormalize(from = Host::ipaddr, via = host)] ipaddr: String,
-/// }
-///
-/// let report = docrel::fanout::verify::<Host>(&db).run().await?;
-/// assert_eq!((report.scanned, report.stale), (0, 0));
-/// # Ok(()) });
-/// ```
-pub fn verify<T: Document>(db: &Database) -> Scan<'_> {
-    scan(db, T::COLLECTION, false)
+/// A repair of the copies of a source named at run time: what the sync
+/// worker and a dead letter's repair run (the public entry is
+/// `docrel::check::copies`).
+pub(crate) fn repair_collection<'a>(db: &'a Database, source: &str) -> Result<Scan<'a>> {
+    let source = known_source(source)?;
+    Ok(Scan::new(db, "repair", source, parts(source), true))
 }
 
-/// Reports the stale and dangling copies of `T`'s documents and rewrites
-/// the stale ones from their sources (idempotent: a second run finds
-/// nothing stale). A dangling copy (its source is gone) is reported and
-/// left: there is nothing to rewrite it from. Copies and version records
-/// left for a reference that is gone (a single reference cleared, an
-/// element no longer in its array) are counted stale and removed.
-pub fn repair<T: Document>(db: &Database) -> Scan<'_> {
-    scan(db, T::COLLECTION, true)
-}
-
-/// [`verify`] of a source named by its collection (for command lines);
-/// [`Error::UnknownSource`] when no registered type copies from it.
-pub fn verify_collection<'a>(db: &'a Database, source: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, known_source(source)?, false))
-}
-
-/// [`repair`] of a source named by its collection (for command lines);
-/// [`Error::UnknownSource`] when no registered type copies from it.
-pub fn repair_collection<'a>(db: &'a Database, source: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, known_source(source)?, true))
-}
-
-fn scan<'a>(db: &'a Database, source: &'static str, fix: bool) -> Scan<'a> {
-    Scan::new(db, "repair", source, parts(source), fix)
-}
-
-fn known_source(source: &str) -> Result<&'static str> {
+pub(crate) fn known_source(source: &str) -> Result<&'static str> {
     let sources = graph().sources();
     sources
         .iter()

@@ -182,7 +182,7 @@ pub enum Error {
     /// failed part of the way (for example the server went away).
     #[error(
         "document {id} of `{source_collection}` was written, but its copies in `{target}` (through `{path}`) could \
-         not be rewritten: {cause}. Those copies are stale until fixed: run `docrel::fanout::repair` for \
+         not be rewritten: {cause}. Those copies are stale until fixed: run `docrel::check::copies::<T>().repair(&db)` for \
          `{source_collection}` (targets already rewritten: [{done}])"
     )]
     FanOut {
@@ -283,7 +283,7 @@ pub enum Error {
     #[error(
         "sync worker `{worker}` cannot resume its change stream on database `{database}`: {}. Changes made \
          while it was behind may never have reached their denormalized copies and subsets: run \
-         `docrel::fanout::repair` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
+         `docrel::check::copies::<T>().repair(&db)` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
          again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both",
         said(source)
     )]

@@ -193,7 +193,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// exist is refused and leaves no bucket). Never more than `size` per
     /// bucket, never one page twice, no element lost, under any concurrency
     /// (given `ensure_indexes`). A time bucket holds at most `size`
-    /// elements too ([`crate::TIME_BUCKET_SIZE`] when it declares none): a
+    /// elements too ([`crate::schema::TIME_BUCKET_SIZE`] when it declares none): a
     /// busy window goes on in a second bucket of the same window, and
     /// [`Bucket::all`] and [`Bucket::range`] read them in order.
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {

@@ -25,11 +25,11 @@
 //! checkpoint (the last parent done) and idempotent.
 
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::{BucketSpec, Document, Relation, RelationKind, Schema};
+use crate::schema::document::{BucketSpec, Relation, RelationKind, Schema};
 use crate::schema::graph::all_types;
 use crate::store::page::after;
 use crate::store::primary;
-use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
+use crate::store::scan::{count, At, Parts, Report, ScanPart};
 use crate::store::session::{collect_aggregate, plain};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -79,7 +79,7 @@ impl BucketArray {
 ///     count: i32,
 ///     #[bucket(size = 50)] comments: Vec<String>,
 /// }
-/// let arrays = docrel::bucket_check::bucket_arrays();
+/// let arrays = docrel::check::bucket_arrays();
 /// assert!(arrays.iter().any(|a| a.label() == "comment_pages.comments"));
 /// ```
 pub fn bucket_arrays() -> Vec<BucketArray> {
@@ -94,70 +94,16 @@ pub fn bucket_arrays() -> Vec<BucketArray> {
     out
 }
 
-/// Reports the bucket documents of `B` that break I4, without writing.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// # use docrel::{Document, bson::{doc, oid::ObjectId}};
-/// # use serde::{Deserialize, Serialize};
-/// # #[derive(Document, Serialize, Deserialize)]
-/// # #[document(collection = "posts")]
-/// # struct Post { #[serde(rename = "_id")] id: i32 }
-/// #[derive(Document, Serialize, Deserialize)]
-/// #[document(collection = "comment_pages")]
-/// struct CommentPage {
-///     #[serde(rename = "_id")] id: ObjectId,
-///     #[parent_ref(to = Post)] post: i32,
-///     page: i32,
-///     count: i32,
-///     #[bucket(size = 2)] comments: Vec<String>,
-/// }
-/// // Written behind docrel's back: a count of 5 for 1 comment, and no page 2.
-/// db.collection("comment_pages").insert_many([
-///     doc! {"post": 1, "page": 1, "count": 5, "comments": ["hi"]},
-///     doc! {"post": 1, "page": 3, "count": 1, "comments": ["late"]},
-/// ]).await.unwrap();
-///
-/// let found = docrel::bucket_check::verify::<CommentPage>(&db).run().await?;
-/// assert_eq!((found.miscounted, found.gaps), (1, 1));
-/// let repaired = docrel::bucket_check::repair::<CommentPage>(&db).run().await?;
-/// assert_eq!((repaired.fixed, repaired.unfixable), (1, 1)); // the gap stays, reported
-/// # Ok(()) });
-/// ```
-pub fn verify<B: Document>(db: &Database) -> Scan<'_> {
-    scan(db, arrays_of(B::COLLECTION), false)
-}
-
-/// Like [`verify`], and recounts every `count` that differs from its array.
-pub fn repair<B: Document>(db: &Database) -> Scan<'_> {
-    scan(db, arrays_of(B::COLLECTION), true)
-}
-
-/// [`verify`] of the bucket arrays of a collection named at run time; an
-/// error naming the known ones when it has none.
-pub fn verify_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, known(collection)?, false))
-}
-
-/// [`repair`] of the bucket arrays of a collection named at run time.
-pub fn repair_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, known(collection)?, true))
-}
-
-fn scan(db: &Database, arrays: Vec<BucketArray>, fix: bool) -> Scan<'_> {
-    Scan::new(db, "verify_buckets", "", arrays.into_iter().flat_map(parts).collect(), fix)
-}
-
 /// The parts of a scan of one bucket array: the array itself.
 pub(crate) fn parts(array: BucketArray) -> Parts {
     vec![Arc::new(array)]
 }
 
-fn arrays_of(collection: &str) -> Vec<BucketArray> {
+pub(crate) fn arrays_of(collection: &str) -> Vec<BucketArray> {
     bucket_arrays().into_iter().filter(|a| a.schema.collection == collection).collect()
 }
 
-fn known(collection: &str) -> Result<Vec<BucketArray>> {
+pub(crate) fn known(collection: &str) -> Result<Vec<BucketArray>> {
     let found = arrays_of(collection);
     if found.is_empty() {
         let mut known: Vec<&str> = bucket_arrays().iter().map(|a| a.schema.collection).collect();

@@ -2,11 +2,15 @@
 //! collection, children stored in pages or time windows, and counts per
 //! time window.
 
-pub mod bucket;
-pub mod bucket_check;
+pub(crate) mod bucket;
+pub(crate) mod bucket_check;
 mod bucket_opened;
-pub mod counter;
-pub mod subset;
+pub(crate) mod counter;
+pub(crate) mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
 mod subset_rebuild;
+
+pub use bucket::{Appended, Bucket};
+pub use counter::{Counter, WindowCount};
+pub use subset::Subset;

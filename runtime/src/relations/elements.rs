@@ -35,7 +35,7 @@ type Types<P, E, F> = PhantomData<fn() -> (P, E, F)>;
 /// An embedded array of `E` elements on documents `P` (`#[embed]` on
 /// `comments: Vec<Comment>`): name one reference its elements hold with
 /// [`EmbedArray::each`] to load or look up through it. `F` is the field's
-/// type and `K` its key ([`crate::field_key`] of its name).
+/// type and `K` its key ([`crate::schema::field_key`] of its name).
 pub struct EmbedArray<P, E, F, const K: u64> {
     index: usize,
     _types: Types<P, E, F>,
@@ -137,7 +137,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
     /// to, as the view `V`, to run alone ([`Self::load`]) or with other
     /// relations in one [`crate::join`]. Each parent's documents
     /// come in its elements' order (an element without a reference has
-    /// none; one whose document is gone is in [`crate::Loaded::missing`]).
+    /// none; one whose document is gone is in [`crate::load::Loaded::missing`]).
     pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [impl Carries<P, K, Value = F> + Sync]) -> Referenced<'p, T, V>
     where
         F: 'p,

@@ -17,7 +17,7 @@ macro_rules! handle {
         $(#[$doc])*
         ///
         /// `F` is the type of the reference field and `K` its key
-        /// ([`crate::field_key`] of its name): the loaders take as parents
+        /// ([`crate::schema::field_key`] of its name): the loaders take as parents
         /// any type that [`Carries`] it, the document or a view of it.
         pub struct $name<P, T: Document, F, const K: u64> {
             /// The relationship's index in `P`'s schema: the handle reads the
@@ -177,7 +177,7 @@ macro_rules! loaders {
             }
 
             /// Reads the parents of `find` and their related documents
-            /// together, by the [`Strategy`](crate::Strategy) chosen with
+            /// together, by the [`Strategy`](crate::load::Strategy) chosen with
             /// [`WithParents::strategy`]: the find then one `$in` (two round
             /// trips, the default), or one aggregate with a `$lookup` (one
             /// round trip). The parents are read as the find's view, which
@@ -185,7 +185,7 @@ macro_rules! loaders {
             ///
             /// ```
             /// # docrel::testing::doc_test(|db| async move {
-            /// use docrel::{Document, Filter, Strategy, View, bson::oid::ObjectId};
+            /// use docrel::{Document, Filter, load::Strategy, View, bson::oid::ObjectId};
             /// use serde::{Deserialize, Serialize};
             ///
             /// #[derive(Document, Serialize, Deserialize)]
@@ -290,7 +290,7 @@ impl<P: Document, T: Document, F, const K: u64> RefMany<P, T, F, K> {
     /// and, for a two-way reference, `parent` to the other side: an inverse
     /// array gets it with `$addToSet`, an inverse single reference is moved
     /// (the previous holder's array loses it). Both sides in one transaction
-    /// when the deployment supports one ([`LinkOutcome::transactional`](crate::LinkOutcome::transactional)).
+    /// when the deployment supports one ([`LinkOutcome::transactional`](crate::relations::LinkOutcome::transactional)).
     /// Await it, or run it in your own session with [`LinkWrite::session`].
     pub fn link<'a>(&self, db: &'a Database, parent: &P::Id, target: &T::Id) -> LinkWrite<'a> {
         LinkWrite::new(db, P::schema(), self.relation(), parent.to_bson(), target.to_bson(), false)

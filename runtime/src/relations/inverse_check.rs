@@ -40,11 +40,11 @@
 //! read and the fix: repair on a quiet database, or run verify again after.
 
 use crate::error::{show_id, Error, Result};
-use crate::schema::document::{Document, Relation, RelationKind, Schema};
+use crate::schema::document::{Relation, RelationKind, Schema};
 use crate::schema::graph::all_types;
 use crate::schema::graph::graph;
 use crate::store::page::Page;
-use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
+use crate::store::scan::{count, At, Parts, Report, ScanPart};
 use crate::store::session::{collect, plain};
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -170,10 +170,10 @@ impl Pair {
 ///     #[serde(rename = "_id")] id: ObjectId,
 ///     #[reference(to = Person, inverse = tasks)] owner: ObjectId,
 /// }
-/// let pairs = docrel::inverse_check::pairs();
+/// let pairs = docrel::check::pairs();
 /// let pair = pairs.iter().find(|p| p.involves("people")).unwrap();
 /// assert_eq!(pair.label(), "people.tasks <-> tasks.owner");
-/// assert_eq!(pair.shape, docrel::inverse_check::Shape::OneToMany);
+/// assert_eq!(pair.shape, docrel::check::PairShape::OneToMany);
 /// ```
 pub fn pairs() -> Vec<Pair> {
     let mut out: Vec<Pair> = Vec::new();
@@ -201,67 +201,12 @@ pub fn pairs() -> Vec<Pair> {
     out
 }
 
-/// Reports the two-way references of `T` (declared on it or pointing at
-/// it) whose sides disagree, without writing anything.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// # use docrel::{Document, bson::{doc, oid::ObjectId}};
-/// # use serde::{Deserialize, Serialize};
-/// #[derive(Document, Serialize, Deserialize)]
-/// #[document(collection = "people")]
-/// struct Person {
-///     #[serde(rename = "_id")] id: i32,
-///     #[reference(many, to = Task, inverse = owner, max = 500)] tasks: Vec<i32>,
-/// }
-/// #[derive(Document, Serialize, Deserialize)]
-/// #[document(collection = "tasks")]
-/// struct Task {
-///     #[serde(rename = "_id")] id: i32,
-///     #[reference(to = Person, inverse = tasks)] owner: i32,
-/// }
-/// // Written behind docrel's back: task 7 names person 1, who does not list it.
-/// db.collection("people").insert_one(doc! {"_id": 1, "tasks": []}).await.unwrap();
-/// db.collection("tasks").insert_one(doc! {"_id": 7, "owner": 1}).await.unwrap();
-///
-/// let found = docrel::inverse_check::verify::<Person>(&db).run().await?;
-/// assert_eq!((found.mismatched, found.fixed), (1, 0));
-/// let fixed = docrel::inverse_check::repair::<Person>(&db).run().await?;
-/// assert_eq!(fixed.fixed, 1); // task.owner is the truth: 7 was added to person 1
-/// assert!(docrel::inverse_check::verify::<Task>(&db).run().await?.clean());
-/// # Ok(()) });
-/// ```
-pub fn verify<T: Document>(db: &Database) -> Scan<'_> {
-    scan(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), false)
-}
-
-/// Like [`verify`], and fixes what it can (see the module docs for which
-/// side wins).
-pub fn repair<T: Document>(db: &Database) -> Scan<'_> {
-    scan(db, pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect(), true)
-}
-
-/// [`verify`] of the pairs involving a collection named at run time (for
-/// command lines); an error naming the known ones when none does.
-pub fn verify_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, pairs_of(collection)?, false))
-}
-
-/// [`repair`] of the pairs involving a collection named at run time.
-pub fn repair_collection<'a>(db: &'a Database, collection: &str) -> Result<Scan<'a>> {
-    Ok(scan(db, pairs_of(collection)?, true))
-}
-
-fn scan(db: &Database, pairs: Vec<Pair>, fix: bool) -> Scan<'_> {
-    Scan::new(db, "verify_inverses", "", pairs.into_iter().flat_map(parts).collect(), fix)
-}
-
 /// The parts of a scan of one pair: side `a`, then side `b`.
 pub(crate) fn parts(pair: Pair) -> Parts {
     vec![Arc::new(SideScan { pair, side: 0 }), Arc::new(SideScan { pair, side: 1 })]
 }
 
-fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
+pub(crate) fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
     let all = pairs();
     let found: Vec<Pair> = all.iter().copied().filter(|p| p.involves(collection)).collect();
     if found.is_empty() {

@@ -36,7 +36,7 @@ use std::sync::{Mutex, OnceLock};
 /// sides), which run those types' rules, not their hooks. `after_commit`
 /// runs once per write that committed and wrote something: at once for a
 /// call without a session (or in a session outside a transaction); for a
-/// call in the caller's transaction, when [`crate::commit`] commits it
+/// call in the caller's transaction, when [`crate::repository::commit`] commits it
 /// (never, if it aborts). It cannot fail the write, which is done: it
 /// should not panic, and should hand slow work to a task.
 ///
@@ -312,7 +312,7 @@ pub(super) async fn after<T: Document>(cx: &mut Cx<'_>, write: Write, ids: Vec<T
 /// let mut s = db.client().start_session().await.map_err(driver)?;
 /// s.start_transaction().await.map_err(driver)?;
 /// Part::repo(&db).insert(&Part { id: ObjectId::new(), name: "bolt".into() }).session(&mut s).await?;
-/// docrel::commit(&mut s).await?; // Part's after-commit hooks, if any, run now
+/// docrel::repository::commit(&mut s).await?; // Part's after-commit hooks, if any, run now
 /// # Ok(()) });
 /// ```
 pub async fn commit(session: &mut ClientSession) -> Result<()> {

@@ -1,18 +1,19 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
-mod connect;
+pub(crate) mod connect;
 mod delete;
 mod documents;
-pub mod hooks;
+pub(crate) mod hooks;
 mod landed;
 mod repo;
 mod update;
 mod upsert;
 
 pub use crate::denormalize::write::{UpdateOutcome, UpsertOutcome};
-pub use connect::{connect, connect_from_env, connect_with};
-pub use repo::{ops, Call, Operation, Repository};
+pub use crate::schema::repository::Repository;
+pub use hooks::{abort, commit, Committed, HookTable, Hooks, Write};
+pub use repo::{ops, Call, Operation};
 
 /// The id of `doc`, for `call`, a write that names the stored document by
 /// it: a document whose `Option` id is still `None` was never stored, and

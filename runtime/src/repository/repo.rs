@@ -31,7 +31,7 @@ impl<T: Document> Repository<T> {
 
     /// This repository in deferred mode: writes of copied fields still
     /// version the source, but leave the fan-out to a
-    /// [`SyncWorker`](crate::fanout::SyncWorker) following the change stream (the write
+    /// [`SyncWorker`](crate::denormalize::SyncWorker) following the change stream (the write
     /// costs no extra round trip; the copies follow shortly after).
     pub fn deferred_fan_out(mut self) -> Self {
         self.deferred = true;
@@ -308,7 +308,7 @@ impl<T: Document> Repository<T> {
     ///
     /// A type sharded on more than `_id` updates one document with
     /// [`Repository::update_one`] and a filter on its whole shard key
-    /// instead (see [`crate::RoutedById`]).
+    /// instead (see [`crate::schema::RoutedById`]).
     // A boxed future, not an `async fn`: rustc reports an unmet bound of an
     // `async fn` three times (the call, its future, the `.await`), of a
     // plain `fn` with a concrete return type once.
@@ -388,10 +388,10 @@ impl<T: Document> Repository<T> {
     }
 
     /// Deletes the document with this id, applying the `on_delete` rules of
-    /// every reference to `T` (see [`crate::OnDelete`]). Returns whether it
+    /// every reference to `T` (see [`crate::schema::OnDelete`]). Returns whether it
     /// existed. A type sharded on more than `_id` deletes with
     /// [`Repository::delete`] or [`Repository::delete_one`] instead (see
-    /// [`crate::RoutedById`]).
+    /// [`crate::schema::RoutedById`]).
     pub fn delete_by_id<'a>(&'a self, id: &'a T::Id) -> Call<'a, T, ops::DeleteById<'a, T>>
     where
         T: RoutedById,

@@ -92,7 +92,7 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
         Repository::on(db, Self::COLLECTION)
     }
 
-    /// The type's lifecycle hooks when it implements `docrel::Hooks` (the
+    /// The type's lifecycle hooks when it implements `docrel::repository::Hooks` (the
     /// derive finds out), type-erased: the schema layer cannot name them.
     /// Not public API.
     #[doc(hidden)]
@@ -114,7 +114,7 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// #[document(collection = "orders", shard_key(tenant, id))]
 /// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
 ///
-/// async fn pay(repo: &docrel::Repository<Order>, id: &ObjectId) -> docrel::Result<()> {
+/// async fn pay(repo: &docrel::repository::Repository<Order>, id: &ObjectId) -> docrel::Result<()> {
 ///     // error[E0277]: `Order` is sharded on more than `_id`
 ///     repo.update_by_id(id, Order::fields().total.set(0)).await?;
 ///     Ok(())
@@ -134,7 +134,7 @@ pub trait Document: View<Of = Self> + Serialize + DeserializeOwned + Send + Sync
 /// #[document(collection = "orders", shard_key(tenant, id))]
 /// struct Order { #[serde(rename = "_id")] id: ObjectId, tenant: String, total: i64 }
 ///
-/// async fn pay(repo: &docrel::Repository<Order>, order: &Order) -> docrel::Result<()> {
+/// async fn pay(repo: &docrel::repository::Repository<Order>, order: &Order) -> docrel::Result<()> {
 ///     let key = Order::fields().tenant.eq(order.tenant.as_str()).and(Order::fields().id.eq(order.id));
 ///     repo.update_one(key, Order::fields().total.set(0)).await?;
 ///     Ok(())
@@ -195,7 +195,7 @@ pub trait View: DeserializeOwned + Send + Sync + Unpin + 'static {
 /// a view without the field does not compile:
 ///
 /// ```
-/// use docrel::{Carries, Document, View, bson::oid::ObjectId};
+/// use docrel::{schema::Carries, Document, View, bson::oid::ObjectId};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Document, Serialize, Deserialize)]
@@ -216,7 +216,7 @@ pub trait View: DeserializeOwned + Send + Sync + Unpin + 'static {
 /// #[view(of = Product)]
 /// struct ProductCard { name: String, parts: Vec<ObjectId> }
 ///
-/// fn parts_of<Q: Carries<Product, { docrel::field_key("parts") }, Value = Vec<ObjectId>>>(q: &Q) -> usize {
+/// fn parts_of<Q: Carries<Product, { docrel::schema::field_key("parts") }, Value = Vec<ObjectId>>>(q: &Q) -> usize {
 ///     q.carried().len()
 /// }
 /// assert_eq!(parts_of(&ProductCard { name: "shifter".into(), parts: vec![ObjectId::new()] }), 1);
@@ -268,7 +268,7 @@ pub struct Schema {
     /// `#[document(index)]`, `unique` and `text` on fields.
     pub indexes: &'static [IndexSpec],
     /// Its top-level denormalized copies (`#[denormalize(from = .., via = ..)]`).
-    pub copies: &'static [Copy],
+    pub copies: &'static [FieldCopy],
     /// The rules of thumb its attributes were checked against.
     pub advice: &'static [Advice],
     /// The stored names of its shard key (`#[document(shard_key(..))]`), in
@@ -452,7 +452,7 @@ impl BucketSpec {
 /// A top-level field that copies a field of the document a single
 /// reference leads to (`parts.product_name` from `Product::name` via `product`).
 #[derive(Debug)]
-pub struct Copy {
+pub struct FieldCopy {
     /// The stored name of the copy.
     pub field: &'static str,
     /// The source collection.
@@ -481,8 +481,7 @@ pub struct ElemCopy {
 
 /// A single reference held by each element of an embedded array
 /// (`posts.comments[].author`), with the copies the element makes through
-/// it; the runtime keeps it as an array keyed by the element's field (see
-/// [`crate::schema::elements`]).
+/// it; the runtime keeps it as an array keyed by the element's field.
 #[derive(Debug)]
 pub struct ElemRef {
     /// The stored name of the reference inside the element.

@@ -19,7 +19,7 @@ inventory::collect!(Registered);
 /// #[document(collection = "hosts")]
 /// struct Host { #[serde(rename = "_id")] id: i64, name: String }
 ///
-/// assert!(docrel::registry::schemas().any(|s| s.collection == "hosts"));
+/// assert!(docrel::schema::registry::schemas().any(|s| s.collection == "hosts"));
 /// ```
 pub fn schemas() -> impl Iterator<Item = &'static Schema> {
     inventory::iter::<Registered>.into_iter().map(|r| r.0)
@@ -97,7 +97,7 @@ pub fn describe(rel: &Relation) -> String {
 ///     #[serde(rename = "_id")] id: String,
 ///     #[embed(allow_unbounded)] addresses: Vec<String>,
 /// }
-/// let report = docrel::registry::advice_report();
+/// let report = docrel::schema::registry::advice_report();
 /// assert!(report.contains("Patron (`patrons`)"));
 /// assert!(report.contains("addresses: embed, unbounded"));
 /// assert!(report.contains("docrel_rule_3_unbounded_embed on `addresses`: acknowledged"));

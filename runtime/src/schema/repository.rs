@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 ///
 /// ```
 /// # docrel::testing::doc_test(|db| async move {
-/// use docrel::{Document, Repository, bson::oid::ObjectId};
+/// use docrel::{Document, repository::Repository, bson::oid::ObjectId};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Document, Serialize, Deserialize, Debug, PartialEq)]

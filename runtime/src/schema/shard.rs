@@ -17,9 +17,9 @@ use mongodb::bson::{Bson, Document as BsonDoc};
 /// written by its `_id` alone and still reach one shard.
 ///
 /// ```
-/// assert!(docrel::shard::routes_by_id(&[]));
-/// assert!(docrel::shard::routes_by_id(&["_id"]));
-/// assert!(!docrel::shard::routes_by_id(&["tenant", "_id"]));
+/// assert!(docrel::schema::shard::routes_by_id(&[]));
+/// assert!(docrel::schema::shard::routes_by_id(&["_id"]));
+/// assert!(!docrel::schema::shard::routes_by_id(&["tenant", "_id"]));
 /// ```
 pub const fn routes_by_id(key: &[&str]) -> bool {
     match key {

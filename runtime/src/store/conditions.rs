@@ -35,7 +35,7 @@ fn needs_eq(value: &Bson) -> bool {
 /// options, `x` included (whitespace and `#` are escaped too).
 ///
 /// ```
-/// assert_eq!(docrel::escape_regex("1+1=2? (yes)"), r"1\+1=2\?\ \(yes\)");
+/// assert_eq!(docrel::query::escape_regex("1+1=2? (yes)"), r"1\+1=2\?\ \(yes\)");
 /// ```
 pub fn escape_regex(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);

@@ -14,7 +14,7 @@ use crate::store::session::{collect, plain, primary};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Collection};
 
-/// How many ids a page of a write holds (`docrel::on_delete::BATCH`).
+/// How many ids a page of a write holds (`docrel::relations::on_delete::BATCH`).
 pub const ID_PAGE: usize = 1000;
 
 /// `ids` a page of at most [`ID_PAGE`] at a time: what a write reads or

@@ -1,7 +1,6 @@
 //! Verify and repair of derived data, one engine for every kind of it:
-//! denormalized copies ([`crate::fanout::verify`]), two-way references
-//! ([`crate::inverse_check::verify`]), buckets
-//! ([`crate::bucket_check::verify`]) and, through the admin tool, subsets.
+//! denormalized copies, two-way references, subsets, buckets and dead
+//! letters, each a [`crate::check::Check`].
 //!
 //! A [`Scan`] goes through its parts in order (a target of copies, one
 //! side of a two-way reference, a subset, a bucket array) and reads each a
@@ -164,8 +163,8 @@ pub(crate) type Parts = Vec<Arc<dyn ScanPart>>;
 type OnProgress<'a> = Box<dyn FnMut(&Progress<'_>) + Send + Sync + 'a>;
 
 /// A verify or repair of derived data, batch by batch, with progress,
-/// resumable; from `verify`/`repair` of [`crate::fanout`],
-/// [`crate::inverse_check`] and [`crate::bucket_check`].
+/// resumable; from [`Check::verify`](crate::check::Check::verify) and
+/// [`Check::repair`](crate::check::Check::repair).
 #[must_use = "a Scan does nothing until run"]
 pub struct Scan<'a> {
     db: &'a Database,

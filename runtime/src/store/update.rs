@@ -446,11 +446,11 @@ impl<D: Document, V> Field<D, V> {
 }
 
 /// Updates of an array field. A push into a bounded array is guarded when
-/// it is written (see [`crate::Repository::update_by_id`]).
+/// it is written (see [`crate::repository::Repository::update_by_id`]).
 impl<D: Document, E> Field<D, Vec<E>> {
     /// `{$push: {path: {$each: elements}}}`. Through docrel, a push into a
     /// bounded array only happens while the array has room for every element
-    /// (see [`crate::Repository::update_by_id`]).
+    /// (see [`crate::repository::Repository::update_by_id`]).
     pub fn push(&self, elements: impl IntoIterator<Item = E>) -> Update<D>
     where
         E: Serialize,

@@ -14,7 +14,7 @@ use super::schema::*;
 use docrel::bson::doc;
 use docrel::mongodb::error::{ErrorKind, WriteFailure};
 use docrel::mongodb::{ClientSession, Database};
-use docrel::{Call, Document, Error, LinkWrite, Repository};
+use docrel::{relations::LinkWrite, repository::Call, repository::Repository, Document, Error};
 
 /// What operations run against.
 #[derive(Clone)]
@@ -96,11 +96,11 @@ pub fn classify(e: &Error) -> Res {
     }
 }
 
-fn outcome(o: docrel::UpdateOutcome) -> String {
+fn outcome(o: docrel::repository::UpdateOutcome) -> String {
     format!("matched {} modified {}", o.matched, o.modified)
 }
 
-fn link(o: docrel::LinkOutcome) -> String {
+fn link(o: docrel::relations::LinkOutcome) -> String {
     format!("changed {} transactional {}", o.changed, o.transactional)
 }
 
@@ -131,16 +131,16 @@ pub async fn fail_point(db: &Database, fault: Option<&Fault>) -> docrel::Result<
 /// callback is `Send` but not `Sync`, across awaits), so it cannot be
 /// awaited inside a spawned task: it runs here on the worker's thread,
 /// which tokio hands over to blocking meanwhile (multi-thread runtime).
-fn scan(db: &Database, source: Source, fix: bool) -> docrel::Result<docrel::scan::Report> {
+fn scan(db: &Database, source: Source, fix: bool) -> docrel::Result<docrel::check::Report> {
     tokio::task::block_in_place(|| {
         tokio::runtime::Handle::current().block_on(async {
             match (source, fix) {
-                (Source::Part, true) => docrel::fanout::repair::<Part>(db).run().await,
-                (Source::Part, false) => docrel::fanout::verify::<Part>(db).run().await,
-                (Source::Product, true) => docrel::fanout::repair::<Product>(db).run().await,
-                (Source::Product, false) => docrel::fanout::verify::<Product>(db).run().await,
-                (Source::Person, true) => docrel::fanout::repair::<Person>(db).run().await,
-                (Source::Person, false) => docrel::fanout::verify::<Person>(db).run().await,
+                (Source::Part, true) => docrel::check::copies::<Part>().repair(db).run().await,
+                (Source::Part, false) => docrel::check::copies::<Part>().verify(db).run().await,
+                (Source::Product, true) => docrel::check::copies::<Product>().repair(db).run().await,
+                (Source::Product, false) => docrel::check::copies::<Product>().verify(db).run().await,
+                (Source::Person, true) => docrel::check::copies::<Person>().repair(db).run().await,
+                (Source::Person, false) => docrel::check::copies::<Person>().verify(db).run().await,
             }
         })
     })

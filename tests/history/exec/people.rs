@@ -8,7 +8,7 @@ use crate::history::op::Op;
 use crate::history::schema::*;
 use crate::history::universe::*;
 use docrel::bson::oid::ObjectId;
-use docrel::Repository;
+use docrel::repository::Repository;
 
 /// Runs `op` if it is an operation on people or tasks.
 pub async fn run(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<String>> {

@@ -6,7 +6,7 @@ use crate::history::op::Op;
 use crate::history::schema::*;
 use crate::history::universe::*;
 use docrel::bson::{oid::ObjectId, DateTime};
-use docrel::{Filter, Repository, Update};
+use docrel::{repository::Repository, Filter, Update};
 
 /// Runs `op` if it is an operation on items, reviews, posts or comments.
 pub async fn run(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<String>> {

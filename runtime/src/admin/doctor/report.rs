@@ -349,6 +349,10 @@ impl DoctorReport {
     }
 }
 
+fn array_word<S: serde::Serializer>(pattern: &Pattern, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(pattern.array_word())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,8 +375,4 @@ mod tests {
         let aged: Vec<(i64, u64)> = (0..8).rev().map(|t| (t, t as u64)).collect();
         assert_eq!(trend(aged), Some(vec![0.5, 2.5, 4.5, 6.5]), "oldest quarter first");
     }
-}
-
-fn array_word<S: serde::Serializer>(pattern: &Pattern, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(pattern.array_word())
 }

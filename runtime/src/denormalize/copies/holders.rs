@@ -246,7 +246,7 @@ fn not_past(source: &'static str, target: &Target, id: &Bson, record: i64) -> Er
         message: format!(
             "copies of {source} {} in `{}` (through `{}`) record version {record}, ahead of the source's (it was \
              restored or rewritten outside docrel, or inserted again by a clock behind), and the source changed \
-             while docrel moved its version past them: those copies are stale; run `docrel::fanout::repair` \
+             while docrel moved its version past them: those copies are stale; run `docrel::check::copies::<T>().repair(&db)` \
              for `{source}`",
             crate::error::show_id(id),
             target.collection,

@@ -43,7 +43,7 @@ pub struct Applied {
 ///     "truncatedArrays": [{"field": "tags", "newSize": 1}],
 /// })
 /// .unwrap();
-/// assert_eq!(docrel::fanout::touched_fields(&d), ["_docrel.v", "note", "tags"]);
+/// assert_eq!(docrel::denormalize::touched_fields(&d), ["_docrel.v", "note", "tags"]);
 /// ```
 pub fn touched_fields(description: &UpdateDescription) -> Vec<String> {
     let updated = description.updated_fields.keys().cloned();

@@ -20,26 +20,12 @@ use crate::error::{show_id, Error, Result};
 use crate::patterns::subset::subsets_of;
 use crate::store::page::Page;
 use crate::store::primary;
-use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
+use crate::store::scan::{count, At, Parts, Report, ScanPart};
 use crate::store::session::Cx;
 use futures::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::sync::Arc;
-
-/// Reports the events sync workers could not apply (their dead letters),
-/// without writing anything.
-pub fn verify_dead_letters(db: &Database) -> Scan<'_> {
-    Scan::new(db, "verify", DEAD_LETTER_COLLECTION, parts(None), false)
-}
-
-/// Re-applies the effect of each dead letter (the copies of its document
-/// rewritten from it, the subsets it belongs to rebuilt) and removes the
-/// letter; a letter whose cause still stands stays, counted as
-/// `unfixable`, with the new reason in the report's problems.
-pub fn repair_dead_letters(db: &Database) -> Scan<'_> {
-    Scan::new(db, "repair", DEAD_LETTER_COLLECTION, parts(None), true)
-}
 
 /// The part of a scan of the dead letters of `collection` (all when `None`).
 pub(crate) fn parts(collection: Option<&str>) -> Parts {

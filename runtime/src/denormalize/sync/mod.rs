@@ -53,7 +53,6 @@ mod watched;
 
 pub use apply::{touched_fields, Applied};
 pub use dead_letter::DEAD_LETTER_COLLECTION;
-pub use dead_letter_check::{repair_dead_letters, verify_dead_letters};
 
 use crate::bson_compat;
 use crate::error::{Error, Result};
@@ -88,7 +87,7 @@ pub enum HistoryLost {
     #[default]
     Fail,
     /// Open the stream from the present, repair the copies of every source
-    /// ([`crate::denormalize::repair::repair_collection`]) and rebuild every
+    /// (as [`crate::check::copies`] does) and rebuild every
     /// subset, then save the new position and go on. Writes made during the
     /// repair are in the new stream, so none is missed. A part of the
     /// repair that fails for good (a parent whose validator refuses its
@@ -148,7 +147,7 @@ type OnReady = Arc<dyn Fn() + Send + Sync>;
 ///
 /// ```no_run
 /// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
-/// use docrel::fanout::{HistoryLost, SyncWorker};
+/// use docrel::denormalize::{HistoryLost, SyncWorker};
 /// // Runs until the task is dropped or it fails; restarted, it resumes from its token.
 /// SyncWorker::new(&db, "catalog-sync")
 ///     .on_history_lost(HistoryLost::RepairAndContinue)
@@ -162,7 +161,7 @@ type OnReady = Arc<dyn Fn() + Send + Sync>;
 ///
 /// ```
 /// # docrel::testing::doc_test(|db| async move {
-/// use docrel::fanout::SyncWorker;
+/// use docrel::denormalize::SyncWorker;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 ///

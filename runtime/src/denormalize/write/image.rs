@@ -60,6 +60,6 @@ mod tests {
         let err = image("an updated", "parts", &raw, None).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("the image of an updated document of `parts`"), "{text}");
-        assert!(text.contains("was written") && text.contains("docrel::fanout::repair"), "{text}");
+        assert!(text.contains("was written") && text.contains("docrel::check::copies"), "{text}");
     }
 }

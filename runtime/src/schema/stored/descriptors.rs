@@ -9,7 +9,7 @@
 
 use super::form::{on_delete_of, Key, StoredKind, StoredType};
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, ElemRef, FieldInfo, IndexCollation, IndexSpec, LinkKind, PartialFilter, Relation,
+    BucketSpec, ElemCopy, ElemRef, FieldCopy, FieldInfo, IndexCollation, IndexSpec, LinkKind, PartialFilter, Relation,
     RelationKind, Schema, SubsetSpec,
 };
 use std::time::Duration;
@@ -43,7 +43,7 @@ pub(crate) fn schema(t: &StoredType) -> &'static Schema {
         copies: slice(
             t.copies
                 .iter()
-                .map(|c| Copy {
+                .map(|c| FieldCopy {
                     field: text(&c.field),
                     source: text(&c.source),
                     source_type: text(&c.source_type),

@@ -3,7 +3,7 @@
 //! schema can be compared rule by rule.
 
 use crate::schema::document::{
-    BucketSpec, Copy, ElemCopy, ElemRef, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation,
+    BucketSpec, ElemCopy, ElemRef, FieldCopy, FieldInfo, IndexSpec, LinkKind, OnDelete, PartialFilter, Relation,
     RelationKind, Schema, SubsetSpec,
 };
 use serde::{Deserialize, Serialize};
@@ -376,8 +376,8 @@ impl From<&ElemRef> for StoredElemRef {
     }
 }
 
-impl From<&Copy> for StoredCopy {
-    fn from(c: &Copy) -> Self {
+impl From<&FieldCopy> for StoredCopy {
+    fn from(c: &FieldCopy) -> Self {
         StoredCopy {
             field: c.field.to_owned(),
             source: c.source.to_owned(),
