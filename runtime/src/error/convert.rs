@@ -48,3 +48,18 @@ impl From<mongodb::bson::error::Error> for Error {
         Error::Bson { message: e.to_string() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Error;
+
+    /// A full `#[reference(many, max = 10)]` array is named by its bound,
+    /// not by an attribute it does not have.
+    #[test]
+    fn a_full_array_is_named_by_its_bound_not_by_the_embed_attribute() {
+        let full = Error::EmbedFull { collection: "posts", id: "1".into(), field: "tags", max: 10, len: 11 };
+        let text = full.to_string();
+        assert!(!text.contains("#[embed"), "a reference array is no embed: {text}");
+        assert!(text.contains("max = 10") && text.contains("`posts.tags`") && text.contains("nothing was written"), "{text}");
+    }
+}

@@ -132,9 +132,11 @@ pub enum Error {
         max: usize,
     },
 
-    /// A bounded embedded array is full, or a write would make it pass its bound.
+    /// A bounded array (an `#[embed]` or a `#[reference(many)]` with `max`)
+    /// is full, or a write would make it pass its bound. The message names
+    /// the bound, not the attribute: both kinds of array have one.
     #[error(
-        "`{collection}.{field}` of document {id} holds at most {max} elements (`#[embed(max = {max})]`) \
+        "`{collection}.{field}` of document {id} holds at most {max} elements (its declared `max = {max}`) \
          and this write would make it {len}; nothing was written. Remove elements first, or raise the bound"
     )]
     EmbedFull {

@@ -109,7 +109,7 @@ fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson_
                 id,
                 rust_type,
                 path: ".".into(),
-                message: e.to_string(),
+                message: without_value(&e.to_string()),
             }
         }
     };
@@ -120,13 +120,33 @@ fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson_
             id,
             rust_type,
             path: e.path().to_string(),
-            message: e.into_inner().to_string(),
+            message: without_value(&e.into_inner().to_string()),
         },
         // The two deserializers disagree: report the fast path's words.
         Ok(_) => {
-            Error::Decode { collection: collection.into(), id, rust_type, path: ".".into(), message: fast.to_string() }
+            let message = without_value(&fast.to_string());
+            Error::Decode { collection: collection.into(), id, rust_type, path: ".".into(), message }
         }
     }
+}
+
+/// serde's words without the stored value they quote: a mistyped field may
+/// hold a secret (a token where a number was expected), and an error ends
+/// up in logs. `invalid type: string "sk_live_..", expected i64` becomes
+/// `invalid type: string, expected i64`; an unknown variant loses its name.
+fn without_value(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            let Some((found, expected)) = rest.split_once(", expected ") else { break };
+            let kind = found.split(['"', '`']).next().unwrap_or(found).trim_end();
+            return format!("{prefix}{kind}, expected {expected}");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let tail = rest.split_once('`').map_or("", |(_, tail)| tail);
+        return format!("unknown variant{tail}");
+    }
+    message.to_owned()
 }
 
 #[cfg(test)]
@@ -162,6 +182,23 @@ mod tests {
         // An `_id` of another type, or not first, stays.
         assert!(leading_object_id(&rawdoc! {"_id": "a", "name": "b"}).is_none());
         assert!(leading_object_id(&rawdoc! {"name": "b", "_id": id}).is_none());
+    }
+
+    #[test]
+    fn a_decode_error_names_the_field_and_the_type_but_not_the_stored_value() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Account {
+            #[allow(dead_code)]
+            balance: i64,
+        }
+        let doc = rawdoc! {"_id": 1, "balance": "sk_live_0123456789"};
+        let err = decode_view::<Account>("accounts", &doc, None, None, &mut Vec::new()).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("sk_live"), "the stored value is not echoed: {text}");
+        assert!(text.contains("`balance`") && text.contains("string") && text.contains("i64"), "{text}");
+        assert_eq!(without_value("unknown variant `s3cr3t`, expected `a` or `b`"), "unknown variant, expected `a` or `b`");
+        assert_eq!(without_value("invalid value: integer `-4`, expected u32"), "invalid value: integer, expected u32");
+        assert_eq!(without_value("missing field `name`"), "missing field `name`");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! derive or from `&'static str` names in the program ([`Field::at`]),
 //! never from data.
 
-use super::field::{to_bson, Element, Field, Holds, Text};
+use super::field::{to_bson, Compares, Element, Field, Holds, Orders, Text};
 use super::query::{Filter, Sort};
 use mongodb::bson::{doc, Bson};
 use serde::Serialize;
@@ -105,45 +105,45 @@ impl<D, V> Field<D, V> {
     /// assert_eq!(f.into_document()?, doc! {"name": {"$eq": "bolt"}});
     /// # Ok::<(), docrel::Error>(())
     /// ```
-    pub fn eq<T: Serialize>(&self, value: T) -> Filter
+    pub fn eq<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialEq<T>,
+        V: Compares<T, K>,
     {
         self.op("$eq", &value)
     }
     /// `{path: {$ne: value}}`: `qty.ne(7)`. Also matches documents without
     /// the field.
-    pub fn ne<T: Serialize>(&self, value: T) -> Filter
+    pub fn ne<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialEq<T>,
+        V: Compares<T, K>,
     {
         self.op("$ne", &value)
     }
     /// `{path: {$gt: value}}`.
-    pub fn gt<T: Serialize>(&self, value: T) -> Filter
+    pub fn gt<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialOrd<T>,
+        V: Orders<T, K>,
     {
         self.op("$gt", &value)
     }
     /// `{path: {$gte: value}}`.
-    pub fn gte<T: Serialize>(&self, value: T) -> Filter
+    pub fn gte<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialOrd<T>,
+        V: Orders<T, K>,
     {
         self.op("$gte", &value)
     }
     /// `{path: {$lt: value}}`.
-    pub fn lt<T: Serialize>(&self, value: T) -> Filter
+    pub fn lt<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialOrd<T>,
+        V: Orders<T, K>,
     {
         self.op("$lt", &value)
     }
     /// `{path: {$lte: value}}`.
-    pub fn lte<T: Serialize>(&self, value: T) -> Filter
+    pub fn lte<T: Serialize, K>(&self, value: T) -> Filter
     where
-        V: PartialOrd<T>,
+        V: Orders<T, K>,
     {
         self.op("$lte", &value)
     }
@@ -262,9 +262,9 @@ impl<D, E> Field<D, Vec<E>> {
     /// assert_eq!(f.into_document()?, doc! {"tags": {"$eq": "rust"}});
     /// # Ok::<(), docrel::Error>(())
     /// ```
-    pub fn contains<T: Serialize>(&self, element: T) -> Filter
+    pub fn contains<T: Serialize, K>(&self, element: T) -> Filter
     where
-        E: PartialEq<T>,
+        E: Compares<T, K>,
     {
         self.op("$eq", &element)
     }

@@ -108,6 +108,52 @@ impl<V: PartialEq<T>, T> Holds<T, Whole> for V {}
 impl<E: PartialEq<T>, T> Holds<T, Each> for Vec<E> {}
 impl<E: PartialEq<T>, T> Holds<T, Each> for Option<E> {}
 
+/// Values a field of type `Self` is compared with ([`Field::eq`],
+/// [`Field::ne`], `contains` on an array's elements): a value of its own
+/// type (`V: PartialEq<T>`, so `&str` for a `String`), or a reference to
+/// one (`name.eq(&title)`, `owner.eq(&Some(id))`), still checked against
+/// the field's type at compile time. `K` is [`ByValue`] or [`ByRef`],
+/// inferred: it only keeps the two cases apart.
+///
+/// ```
+/// use docrel::{Document, bson::{doc, oid::ObjectId}};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Document, Serialize, Deserialize)]
+/// # #[document(collection = "tasks")]
+/// # struct Task { #[serde(rename = "_id")] id: i32, title: String, owner: Option<ObjectId> }
+/// let (title, owner) = (String::from("ship"), Some(ObjectId::new()));
+/// let f = Task::fields();
+/// assert_eq!(f.title.eq(&title).into_document()?, doc! {"title": {"$eq": "ship"}});
+/// assert_eq!(f.title.eq("ship").into_document()?, f.title.eq(title).into_document()?);
+/// assert_eq!(f.owner.eq(&owner).into_document()?, doc! {"owner": {"$eq": owner}});
+/// # Ok::<(), docrel::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` cannot be compared with a `{T}`",
+    label = "not a value of the field's type, nor a reference to one",
+    note = "comparisons take a value of the field's type (`&str` for a `String`), or a reference to one"
+)]
+pub trait Compares<T, K> {}
+/// [`Compares`] with a value.
+pub struct ByValue;
+/// [`Compares`] with a reference to a value.
+pub struct ByRef;
+impl<V: PartialEq<T>, T> Compares<T, ByValue> for V {}
+// `T: Sized` (implied) keeps `&str` for a `String` on the by-value side
+// alone (`String: PartialEq<str>` would match here too otherwise).
+impl<V: PartialEq<T>, T> Compares<&T, ByRef> for V {}
+
+/// Values a field of type `Self` is ordered against ([`Field::gt`] and the
+/// others): a value of its own type, or a reference to one.
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` cannot be ordered against a `{T}`",
+    label = "not a value of the field's type, nor a reference to one",
+    note = "comparisons take a value of the field's type, or a reference to one"
+)]
+pub trait Orders<T, K> {}
+impl<V: PartialOrd<T>, T> Orders<T, ByValue> for V {}
+impl<V: PartialOrd<T>, T> Orders<&T, ByRef> for V {}
+
 /// A value as BSON, its encoding error naming the path it was meant for.
 pub(crate) fn to_bson<V: Serialize + ?Sized>(path: &str, value: &V) -> Result<Bson> {
     bson_compat::to_bson(value)

@@ -21,7 +21,7 @@ pub mod transaction;
 pub mod update;
 
 pub use conditions::escape_regex;
-pub use field::{Element, Field, Holds, Text};
+pub use field::{ByRef, ByValue, Compares, Element, Field, Holds, Orders, Text};
 pub use find::{Find, FindIn};
 pub(crate) use page::{id_page, ID_PAGE};
 pub use query::{Filter, Sort};

@@ -98,10 +98,21 @@ impl Page<'_> {
 
 /// `filter` narrowed to the documents whose `key` comes after `after`: the
 /// condition of a keyset page (`_id` here; a bucket scan pages by parent).
+///
+/// "After" is the sort's order, which runs across BSON types (numbers,
+/// then strings, objects, binary, ObjectIds, booleans, dates, ..), while
+/// `$gt` compares within the type of its operand only: `{_id: {$gt: 7}}`
+/// matches no string `_id`. So the condition is `$gt` within the type, or
+/// any value of a type the sort puts later (`$type`, which indexes serve).
 pub(crate) fn after(filter: &BsonDoc, key: &str, after: Option<&Bson>) -> BsonDoc {
     let Some(after) = after else { return filter.clone() };
-    let past = doc! { key: {"$gt": after.clone()} };
-    if filter.contains_key(key) {
+    let later = later_types(after);
+    let past = if later.is_empty() {
+        doc! { key: {"$gt": after.clone()} }
+    } else {
+        doc! {"$or": [{ key: {"$gt": after.clone()} }, { key: {"$type": later} }]}
+    };
+    if filter.contains_key(key) || filter.contains_key("$or") {
         doc! {"$and": [filter.clone(), past]}
     } else {
         let mut narrowed = filter.clone();
@@ -110,18 +121,59 @@ pub(crate) fn after(filter: &BsonDoc, key: &str, after: Option<&Bson>) -> BsonDo
     }
 }
 
+/// The BSON types the sort order puts after `value`'s type, as `$type`
+/// codes: the brackets of MongoDB's comparison order from the one after
+/// `value`'s (numbers of every width are one bracket, strings and symbols
+/// another). Arrays, regexes and undefined are never an `_id`, but a
+/// bucket's parent could be any value: every bracket is listed.
+fn later_types(value: &Bson) -> Vec<i32> {
+    const BRACKETS: &[&[i32]] = &[
+        &[-1],             // MinKey
+        &[6, 10],          // undefined, null
+        &[1, 16, 18, 19],  // double, int, long, decimal
+        &[2, 14],          // string, symbol
+        &[3],              // object
+        &[4],              // array
+        &[5],              // binary
+        &[7],              // ObjectId
+        &[8],              // boolean
+        &[9],              // date
+        &[17],             // timestamp
+        &[11],             // regex
+        &[127],            // MaxKey
+    ];
+    let code = value.element_type() as i32;
+    let code = if code == 255 { -1 } else { code };
+    let Some(at) = BRACKETS.iter().position(|b| b.contains(&code)) else { return Vec::new() };
+    BRACKETS[at + 1..].iter().flat_map(|b| b.iter().copied()).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::after;
-    use mongodb::bson::doc;
+    use super::{after, later_types};
+    use mongodb::bson::{doc, Bson};
 
     #[test]
     fn a_page_starts_after_the_last_key_whatever_the_filter_says() {
         let filter = doc! {"owner": {"$in": [1, 2]}};
         assert_eq!(after(&filter, "_id", None), filter);
-        assert_eq!(after(&filter, "_id", Some(&7.into())), doc! {"owner": {"$in": [1, 2]}, "_id": {"$gt": 7}});
+        let past_7 = doc! {"$or": [{"_id": {"$gt": 7}}, {"_id": {"$type": later_types(&7.into())}}]};
+        let mut expected = filter.clone();
+        expected.extend(past_7.clone());
+        assert_eq!(after(&filter, "_id", Some(&7.into())), expected);
         // A filter on the key itself keeps its condition next to the page's.
         let on_id = doc! {"_id": {"$lt": 9}};
-        assert_eq!(after(&on_id, "_id", Some(&7.into())), doc! {"$and": [{"_id": {"$lt": 9}}, {"_id": {"$gt": 7}}]});
+        assert_eq!(after(&on_id, "_id", Some(&7.into())), doc! {"$and": [{"_id": {"$lt": 9}}, past_7]});
+        // Nothing sorts after MaxKey: the page's condition is `$gt` alone.
+        assert_eq!(after(&doc! {}, "_id", Some(&Bson::MaxKey)), doc! {"_id": {"$gt": Bson::MaxKey}});
+    }
+
+    #[test]
+    fn a_page_after_a_number_goes_on_to_strings_and_object_ids() {
+        let later = later_types(&Bson::Int32(7));
+        assert!(later.contains(&2) && later.contains(&7), "strings and ObjectIds sort after numbers: {later:?}");
+        assert!(!later.contains(&16) && !later.contains(&1), "numbers are the same bracket: {later:?}");
+        assert_eq!(later_types(&Bson::String("a".into()))[0], 3, "objects come right after strings");
+        assert!(later_types(&Bson::ObjectId(mongodb::bson::oid::ObjectId::new())).starts_with(&[8, 9]));
     }
 }
