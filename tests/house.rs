@@ -6,6 +6,11 @@
 //!
 //! Functions are measured from their signature to their closing brace
 //! (attributes and doc comments excluded), with syn's span locations.
+//!
+//! The macros name types from the syntax tree, never by printing tokens
+//! and patching the text: what `TokenStream`'s `Display` puts between
+//! tokens is not a promise, and a name patched with `.replace(' ', "")`
+//! is wrong as soon as a type has a space of its own (`&'a mut T`, `dyn A + B`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -471,4 +476,123 @@ fn the_checker_sees_what_it_is_about() {
     // The real sources are read: the runtime has files, functions and imports.
     let report = read_crate(Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src"));
     assert!(report.edges > 100, "only {} imports between the runtime's files", report.edges);
+}
+
+/// String surgery on types in one file of the macros: text patched after
+/// `to_string()` (`.replace(' ', "")`), and a type printed from its tokens
+/// (`ty.to_token_stream().to_string()`, `quote!(#elem).to_string()`).
+/// Unit tests (`#[cfg(test)] mod`) may print what they assert.
+struct Surgery<'a> {
+    file: &'a str,
+    found: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for Surgery<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let test_only = m
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|arg| arg == "test"));
+        if !test_only {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        let line = call.method.span().start().line;
+        let method = call.method.to_string();
+        let receiver_is = |name: &str| matches!(&*call.receiver, syn::Expr::MethodCall(r) if r.method == name);
+        if method.starts_with("replace") && receiver_is("to_string") {
+            self.found.push(format!("{}:{line}: `to_string().{method}(..)`", self.file));
+        }
+        if method == "to_string" && printed_type(&call.receiver) {
+            self.found.push(format!("{}:{line}: a type printed from its tokens", self.file));
+        }
+        syn::visit::visit_expr_method_call(self, call);
+    }
+}
+
+/// Tokens of a type: `ty.to_token_stream()`, `ToTokens::to_token_stream(&f.ty)`,
+/// `quote!(#elem)`.
+fn printed_type(e: &syn::Expr) -> bool {
+    use syn::Expr;
+    match e {
+        Expr::MethodCall(m) if m.method == "to_token_stream" || m.method == "into_token_stream" => {
+            names_a_type(&m.receiver)
+        }
+        Expr::Call(c) => {
+            let to_tokens = matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "to_token_stream"));
+            to_tokens && c.args.first().is_some_and(names_a_type)
+        }
+        Expr::Macro(m) if m.mac.path.segments.last().is_some_and(|s| s.ident == "quote") => {
+            let tokens: Vec<proc_macro2::TokenTree> = m.mac.tokens.clone().into_iter().collect();
+            matches!(tokens.as_slice(), [proc_macro2::TokenTree::Punct(p), proc_macro2::TokenTree::Ident(name)]
+                if p.as_char() == '#' && is_type_name(&name.to_string()))
+        }
+        _ => false,
+    }
+}
+
+/// An expression named as the macros name a `syn::Type`: `ty`, `f.ty`,
+/// `subset.elem`, `&id_ty`.
+fn names_a_type(e: &syn::Expr) -> bool {
+    use syn::Expr;
+    match e {
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| is_type_name(&s.ident.to_string())),
+        Expr::Field(f) => matches!(&f.member, syn::Member::Named(name) if is_type_name(&name.to_string())),
+        Expr::Reference(r) => names_a_type(&r.expr),
+        _ => false,
+    }
+}
+
+fn is_type_name(name: &str) -> bool {
+    ["ty", "elem"].iter().any(|t| name == *t || name.ends_with(&format!("_{t}")))
+}
+
+fn surgery(file: &str, text: &str) -> Vec<String> {
+    let ast = syn::parse_file(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut surgery = Surgery { file, found: Vec::new() };
+    surgery.visit_file(&ast);
+    surgery.found
+}
+
+#[test]
+fn no_string_surgery_on_types_in_the_macros() {
+    // The checker first: it finds each form, and lets a unit test print.
+    let sample = r#"
+        fn f() {
+            let a = subset.elem.to_token_stream().to_string().replace(' ', "");
+            let b = quote!(#ty).to_string();
+            let c = quote::ToTokens::to_token_stream(&f.id_ty).to_string();
+            let d = name.to_string()
+                .replacen('_', "-", 1);
+            let fine = (ident.to_string(), quote!(#doc).to_string(), text.replace('{', "{{"));
+        }
+        #[cfg(test)]
+        mod tests {
+            fn g() { assert_eq!(quote!(#elem).to_string(), "PartRef"); }
+        }
+    "#;
+    let lines: Vec<String> = surgery("t.rs", sample).iter().map(|f| f.split(": ").next().unwrap().to_owned()).collect();
+    assert_eq!(lines, ["t.rs:3", "t.rs:3", "t.rs:4", "t.rs:5", "t.rs:7"], "{:?}", surgery("t.rs", sample));
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("macros/src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    assert!(files.len() > 20, "only {} files under macros/src", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).expect("read a source file");
+            surgery(&path.strip_prefix(&root).expect("under root").display().to_string(), &text)
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "take the name from the syntax tree (`internals::ty::type_name`, `path_name`), \
+         not from printed tokens:\n{}",
+        found.join("\n")
+    );
 }
