@@ -6,6 +6,11 @@
 //!
 //! Functions are measured from their signature to their closing brace
 //! (attributes and doc comments excluded), with syn's span locations.
+//!
+//! The macros name types from the syntax tree, never by printing tokens
+//! and patching the text: what `TokenStream`'s `Display` puts between
+//! tokens is not a promise, and a name patched with `.replace(' ', "")`
+//! is wrong as soon as a type has a space of its own (`&'a mut T`, `dyn A + B`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -473,99 +478,123 @@ fn the_checker_sees_what_it_is_about() {
     assert!(report.edges > 100, "only {} imports between the runtime's files", report.edges);
 }
 
-/// The names a crate root makes public: its `pub` items and the leaves of
-/// its `pub use`s (a glob of the runtime counts the runtime's root), minus
-/// what is `#[doc(hidden)]`. A derive and the trait of the same name are
-/// one name to a reader.
-fn public_names(file: &Path, out: &mut BTreeSet<String>) {
-    let text = std::fs::read_to_string(file).expect("read a crate root");
-    let ast = syn::parse_file(&text).expect("a crate root parses");
-    let hidden = |attrs: &[syn::Attribute]| {
-        attrs.iter().any(
-            |a| matches!(&a.meta, syn::Meta::List(l) if l.path.is_ident("doc") && l.tokens.to_string() == "hidden"),
-        )
-    };
-    fn leaves(tree: &syn::UseTree, file: &Path, out: &mut BTreeSet<String>) {
-        match tree {
-            syn::UseTree::Path(p) if p.ident == "docrel_runtime" && matches!(*p.tree, syn::UseTree::Glob(_)) => {
-                public_names(&file.parent().unwrap().join("../runtime/src/lib.rs"), out)
-            }
-            syn::UseTree::Path(p) => leaves(&p.tree, file, out),
-            syn::UseTree::Name(n) => drop(out.insert(n.ident.to_string())),
-            syn::UseTree::Rename(r) => drop(out.insert(r.rename.to_string())),
-            syn::UseTree::Glob(_) => panic!("{}: a glob re-export hides what the root holds", file.display()),
-            syn::UseTree::Group(g) => g.items.iter().for_each(|t| leaves(t, file, out)),
+/// String surgery on types in one file of the macros: text patched after
+/// `to_string()` (`.replace(' ', "")`), and a type printed from its tokens
+/// (`ty.to_token_stream().to_string()`, `quote!(#elem).to_string()`).
+/// Unit tests (`#[cfg(test)] mod`) may print what they assert.
+struct Surgery<'a> {
+    file: &'a str,
+    found: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for Surgery<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let test_only = m
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|arg| arg == "test"));
+        if !test_only {
+            syn::visit::visit_item_mod(self, m);
         }
     }
-    for item in &ast.items {
-        let public = |vis: &syn::Visibility| matches!(vis, syn::Visibility::Public(_));
-        match item {
-            syn::Item::Use(u) if public(&u.vis) && !hidden(&u.attrs) => leaves(&u.tree, file, out),
-            syn::Item::Mod(m) if public(&m.vis) && !hidden(&m.attrs) => drop(out.insert(m.ident.to_string())),
-            syn::Item::Fn(f) if public(&f.vis) && !hidden(&f.attrs) => drop(out.insert(f.sig.ident.to_string())),
-            syn::Item::Struct(s) if public(&s.vis) && !hidden(&s.attrs) => drop(out.insert(s.ident.to_string())),
-            syn::Item::Enum(e) if public(&e.vis) && !hidden(&e.attrs) => drop(out.insert(e.ident.to_string())),
-            syn::Item::Const(c) if public(&c.vis) && !hidden(&c.attrs) => drop(out.insert(c.ident.to_string())),
-            syn::Item::Trait(t) if public(&t.vis) && !hidden(&t.attrs) => drop(out.insert(t.ident.to_string())),
-            _ => {}
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        let line = call.method.span().start().line;
+        let method = call.method.to_string();
+        let receiver_is = |name: &str| matches!(&*call.receiver, syn::Expr::MethodCall(r) if r.method == name);
+        if method.starts_with("replace") && receiver_is("to_string") {
+            self.found.push(format!("{}:{line}: `to_string().{method}(..)`", self.file));
         }
+        if method == "to_string" && printed_type(&call.receiver) {
+            self.found.push(format!("{}:{line}: a type printed from its tokens", self.file));
+        }
+        syn::visit::visit_expr_method_call(self, call);
     }
 }
 
-/// A user reads the root of `docrel` in one screen: at most 40 names, and
-/// none that shadows a name of the prelude under `use docrel::*`.
+/// Tokens of a type: `ty.to_token_stream()`, `ToTokens::to_token_stream(&f.ty)`,
+/// `quote!(#elem)`.
+fn printed_type(e: &syn::Expr) -> bool {
+    use syn::Expr;
+    match e {
+        Expr::MethodCall(m) if m.method == "to_token_stream" || m.method == "into_token_stream" => {
+            names_a_type(&m.receiver)
+        }
+        Expr::Call(c) => {
+            let to_tokens = matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "to_token_stream"));
+            to_tokens && c.args.first().is_some_and(names_a_type)
+        }
+        Expr::Macro(m) if m.mac.path.segments.last().is_some_and(|s| s.ident == "quote") => {
+            let tokens: Vec<proc_macro2::TokenTree> = m.mac.tokens.clone().into_iter().collect();
+            matches!(tokens.as_slice(), [proc_macro2::TokenTree::Punct(p), proc_macro2::TokenTree::Ident(name)]
+                if p.as_char() == '#' && is_type_name(&name.to_string()))
+        }
+        _ => false,
+    }
+}
+
+/// An expression named as the macros name a `syn::Type`: `ty`, `f.ty`,
+/// `subset.elem`, `&id_ty`.
+fn names_a_type(e: &syn::Expr) -> bool {
+    use syn::Expr;
+    match e {
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| is_type_name(&s.ident.to_string())),
+        Expr::Field(f) => matches!(&f.member, syn::Member::Named(name) if is_type_name(&name.to_string())),
+        Expr::Reference(r) => names_a_type(&r.expr),
+        _ => false,
+    }
+}
+
+fn is_type_name(name: &str) -> bool {
+    ["ty", "elem"].iter().any(|t| name == *t || name.ends_with(&format!("_{t}")))
+}
+
+fn surgery(file: &str, text: &str) -> Vec<String> {
+    let ast = syn::parse_file(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut surgery = Surgery { file, found: Vec::new() };
+    surgery.visit_file(&ast);
+    surgery.found
+}
+
 #[test]
-fn the_public_root_fits_one_screen() {
-    let mut names = BTreeSet::new();
-    public_names(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"), &mut names);
-    assert!(names.contains("Document") && names.contains("schema"), "the root was read: {names:?}");
-    assert!(names.len() <= 40, "{} public names at the root of docrel (at most 40): {names:?}", names.len());
-    let prelude = ["Copy", "Clone", "Option", "Some", "None", "Ok", "Err", "Vec", "String", "Box", "Default", "Drop"];
-    let shadowing: Vec<&&str> = prelude.iter().filter(|p| names.contains(**p)).collect();
-    assert!(shadowing.is_empty(), "names at the root shadow the prelude: {shadowing:?}");
-}
-
-/// The patterns' words, each of which a relationship's kind once travelled
-/// as: a comparison with one of them means a pattern decided by a string
-/// again, where `schema::Pattern` (or the admin's `CheckKind`) should be
-/// compared.
-const PATTERN_WORDS: &[&str] =
-    &["embed", "subset", "references", "bucket", "counter", "parent", "two-way", "orphans", "dangling", "copies"];
-
-/// Each comparison of a value with a pattern's word in `text` (comments
-/// and the test modules' assertions on rendered text excepted).
-fn pattern_comparisons(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
-        for word in PATTERN_WORDS {
-            let quoted = format!("\"{word}\"");
-            let compared =
-                [format!("== {quoted}"), format!("!= {quoted}"), format!("{quoted} =="), format!("{quoted} !=")];
-            if compared.iter().any(|c| line.contains(c.as_str())) {
-                out.push(line.to_owned());
-            }
+fn no_string_surgery_on_types_in_the_macros() {
+    // The checker first: it finds each form, and lets a unit test print.
+    let sample = r#"
+        fn f() {
+            let a = subset.elem.to_token_stream().to_string().replace(' ', "");
+            let b = quote!(#ty).to_string();
+            let c = quote::ToTokens::to_token_stream(&f.id_ty).to_string();
+            let d = name.to_string()
+                .replacen('_', "-", 1);
+            let fine = (ident.to_string(), quote!(#doc).to_string(), text.replace('{', "{{"));
         }
-    }
-    out
-}
+        #[cfg(test)]
+        mod tests {
+            fn g() { assert_eq!(quote!(#elem).to_string(), "PartRef"); }
+        }
+    "#;
+    let lines: Vec<String> = surgery("t.rs", sample).iter().map(|f| f.split(": ").next().unwrap().to_owned()).collect();
+    assert_eq!(lines, ["t.rs:3", "t.rs:3", "t.rs:4", "t.rs:5", "t.rs:7"], "{:?}", surgery("t.rs", sample));
 
-#[test]
-fn no_pattern_kind_is_compared_as_a_string() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("macros/src");
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src"), &mut files);
-    let mut found = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read a source file");
-        found.extend(pattern_comparisons(&text).into_iter().map(|l| format!("{}: {l}", file.display())));
-    }
+    rust_files(&root, &mut files);
+    files.sort();
+    assert!(files.len() > 20, "only {} files under macros/src", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).expect("read a source file");
+            surgery(&path.strip_prefix(&root).expect("under root").display().to_string(), &text)
+        })
+        .collect();
     assert!(
         found.is_empty(),
-        "patterns compared as strings (compare `schema::Pattern` instead):\n{}",
+        "take the name from the syntax tree (`internals::ty::type_name`, `path_name`), \
+         not from printed tokens:\n{}",
         found.join("\n")
     );
-    // The check sees what it is about.
-    assert_eq!(
-        pattern_comparisons("let x = a.kind != \"subset\" && y;\n// a == \"bucket\""),
-        ["let x = a.kind != \"subset\" && y;"]
-    );
 }
+
+mod root;

@@ -2,7 +2,7 @@
 //! (registered at link time), the typed field handles and relation handles,
 //! and the checks against the other types the attributes name.
 
-use super::{stored_name, with_crate, Checked, CollectionOf, Opt};
+use super::{stored_name, Checked, CollectionOf, Opt};
 use crate::internals::model::{
     Bucket, Element, IdField, Model, ModelRelation, OnDelete, RelationKind, SortKey, Subset,
 };
@@ -30,48 +30,43 @@ pub fn expand(m: &Model) -> TokenStream {
     let aliases = checked.decls();
     let stored_self = super::stored_self(ident);
 
-    let out = quote! {
-        #advice_methods
+    let items = quote! {
+        #[allow(unused_imports)]
+        use __docrel::NoElements as _;
+        #stored_self
+        #aliases
 
-        #[allow(unused_qualifications)]
-        const _: () = {
-            use ::docrel::__private as __docrel;
-            #[allow(unused_imports)]
-            use __docrel::NoElements as _;
-            #stored_self
-            #aliases
+        #fields
 
-            #fields
+        #rels
 
-            #rels
-
-            static __DOCREL_SCHEMA: __docrel::Schema = __docrel::Schema {
-                rust_name: #rust_name,
-                module: ::core::module_path!(),
-                collection: #collection,
-                fields: <#ident>::__DOCREL_LINKS,
-                relations: &[#(#relations),*],
-                indexes: &[#(#indexes),*],
-                copies: &[#(#copies),*],
-                advice: &[#(#advice),*],
-                shard_key: &[#(#shard_key),*],
-            };
-
-            #warnings
-
-            #copy_checks
-            #element_checks
-            #inverse_checks
-            #subset_checks
-
-            __docrel::inventory::submit! {
-                __docrel::Registered(&__DOCREL_SCHEMA)
-            }
-
-            #impls
+        static __DOCREL_SCHEMA: __docrel::Schema = __docrel::Schema {
+            rust_name: #rust_name,
+            module: ::core::module_path!(),
+            collection: #collection,
+            fields: <#ident>::__DOCREL_LINKS,
+            relations: &[#(#relations),*],
+            indexes: &[#(#indexes),*],
+            copies: &[#(#copies),*],
+            advice: &[#(#advice),*],
+            shard_key: &[#(#shard_key),*],
         };
+
+        #warnings
+
+        #copy_checks
+        #element_checks
+        #inverse_checks
+        #subset_checks
+
+        __docrel::inventory::submit! {
+            __docrel::Registered(&__DOCREL_SCHEMA)
+        }
+
+        #impls
     };
-    with_crate(out, m.krate.as_ref())
+    let out = super::wrap_in_const(m.krate.as_ref(), items);
+    quote!(#advice_methods #out)
 }
 
 /// `View` (of itself, unprojected) and `Document`.

@@ -3,7 +3,7 @@
 //! of each field.
 
 use super::copies::elem_copy;
-use super::{with_crate, Checked};
+use super::Checked;
 use crate::internals::model::EmbeddedModel;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -28,30 +28,25 @@ pub fn expand(m: &EmbeddedModel) -> TokenStream {
     });
     let (advice_methods, warnings) = super::warn::warnings(ident, &m.advice, &mut checked);
     let aliases = checked.decls();
-    let out = quote! {
-        #advice_methods
+    let items = quote! {
+        #aliases
 
-        #[allow(unused_qualifications)]
-        const _: () = {
-            use ::docrel::__private as __docrel;
-            #aliases
+        #warnings
+        #ref_checks
+        #handles
 
-            #warnings
-            #ref_checks
-            #handles
+        #[automatically_derived]
+        impl __docrel::Embedded for #ident {
+            const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
+            #refs_const
+        }
 
-            #[automatically_derived]
-            impl __docrel::Embedded for #ident {
-                const COPIES: &'static [__docrel::ElemCopy] = &[#(#descriptors),*];
-                #refs_const
-            }
-
-            #[allow(non_upper_case_globals)]
-            #[doc(hidden)]
-            impl #ident {
-                #(#stored_names)*
-            }
-        };
+        #[allow(non_upper_case_globals)]
+        #[doc(hidden)]
+        impl #ident {
+            #(#stored_names)*
+        }
     };
-    with_crate(out, m.krate.as_ref())
+    let out = super::wrap_in_const(m.krate.as_ref(), items);
+    quote!(#advice_methods #out)
 }

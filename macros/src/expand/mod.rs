@@ -4,12 +4,15 @@
 //! Hygiene: everything a derive generates sits inside one `const _: () =
 //! { .. };` block (its handle types too, so they never clash with the
 //! user's), except the advice methods, which are inherent methods of the
-//! user's type so that rustc prints their shortest path (see `warn.rs`).
-//! Local names start with `__docrel`/`__Docrel`; docrel is reached through
-//! one alias per block, `use ::docrel::__private as __docrel;` (short paths
-//! are fewer tokens to emit and parse, for every document), the rest by
-//! absolute path; `::docrel` becomes the path of
-//! `#[document(crate = "..")]` when given. The block allows
+//! user's type so that rustc prints their shortest path (see `warn.rs`):
+//! the alias does not reach them, so they name nothing of docrel. Local
+//! names start with `__docrel`/`__Docrel`.
+//! docrel is reached through one alias, `__docrel`, of its hidden module
+//! (`__private`), which [`wrap_in_const`] declares at the head of the block:
+//! short paths are fewer tokens to emit and parse, for every document, and
+//! `#[document(crate = "..")]` changes that one path rather than every
+//! token. `::core`, there whatever the user names their dependencies, is
+//! the one crate named by absolute path. The block allows
 //! `unused_qualifications`, which a library may deny: its paths stay
 //! qualified where the user's module imports the same name (`Serialize`,
 //! `Document`), and the checks spanned at the user's tokens would otherwise
@@ -31,6 +34,24 @@ use proc_macro2::{Spacing, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
+
+/// `items` in the derive's one `const _: () = { .. };` block, under the
+/// alias `__docrel` of docrel's hidden module, reached from the root
+/// `::docrel` or from the path of `crate = ".."`: the one place that names
+/// the crate, as serde_derive's `wrap_in_const` does.
+pub fn wrap_in_const(krate: Option<&Path>, items: TokenStream) -> TokenStream {
+    let krate = match krate {
+        Some(krate) => krate.to_token_stream(),
+        None => quote!(::docrel),
+    };
+    quote! {
+        #[allow(unused_qualifications)]
+        const _: () = {
+            use #krate::__private as __docrel;
+            #items
+        };
+    }
+}
 
 /// `__docrel::Some(v)` or `__docrel::None`, appended to the stream it is
 /// interpolated in token by token: building it as a stream of its own
@@ -269,76 +290,4 @@ fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
             tt
         })
         .collect()
-}
-
-/// `tokens` with every `::docrel` path starting at `krate` instead.
-pub fn with_crate(tokens: TokenStream, krate: Option<&Path>) -> TokenStream {
-    match krate {
-        Some(krate) => replace_crate(tokens, &krate.to_token_stream()),
-        None => tokens,
-    }
-}
-
-fn replace_crate(tokens: TokenStream, krate: &TokenStream) -> TokenStream {
-    let tts: Vec<TokenTree> = tokens.into_iter().collect();
-    let mut out = Vec::with_capacity(tts.len());
-    let mut i = 0;
-    while i < tts.len() {
-        let continues_a_path = continues_a_path(&out);
-        if let (TokenTree::Punct(a), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(name))) =
-            (&tts[i], tts.get(i + 1), tts.get(i + 2))
-        {
-            if a.as_char() == ':'
-                && a.spacing() == Spacing::Joint
-                && b.as_char() == ':'
-                && name == "docrel"
-                && !continues_a_path
-            {
-                out.extend(krate.clone());
-                i += 3;
-                continue;
-            }
-        }
-        match &tts[i] {
-            TokenTree::Group(g) => {
-                let mut group = proc_macro2::Group::new(g.delimiter(), replace_crate(g.stream(), krate));
-                group.set_span(g.span());
-                out.push(TokenTree::Group(group));
-            }
-            other => out.push(other.clone()),
-        }
-        i += 1;
-    }
-    out.into_iter().collect()
-}
-
-/// Whether a `::` after `out` continues a path (`a::docrel`) rather than
-/// starting one: after a name, but not after a keyword (`as ::docrel`) or a
-/// lifetime (`&'static ::docrel`).
-fn continues_a_path(out: &[TokenTree]) -> bool {
-    let Some((TokenTree::Ident(name), before)) = out.split_last() else { return false };
-    let lifetime = matches!(before.last(), Some(TokenTree::Punct(p)) if p.as_char() == '\'');
-    let name = name.to_string();
-    // syn refuses keywords as names, path roots (`crate`, `self`) included.
-    let segment =
-        matches!(name.as_str(), "crate" | "self" | "super" | "Self") || syn::parse_str::<Ident>(&name).is_ok();
-    !lifetime && segment
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_crate;
-    use quote::quote;
-
-    #[test]
-    fn the_crate_path_replaces_docrel_at_the_root_of_paths_only() {
-        let krate: syn::Path = syn::parse_quote!(my::docrel_again);
-        let out = with_crate(
-            quote!(::docrel::Field<a::docrel::X, (::docrel::Y)> as ::docrel::Z -> ::docrel::W, if ::docrel::U, &'static ::docrel::V),
-            Some(&krate),
-        );
-        let expected = quote!(my::docrel_again::Field<a::docrel::X, (my::docrel_again::Y)> as my::docrel_again::Z
-            -> my::docrel_again::W, if my::docrel_again::U, &'static my::docrel_again::V);
-        assert_eq!(out.to_string(), expected.to_string());
-    }
 }

@@ -5,7 +5,7 @@
 use super::{stored_name, Checked};
 use crate::internals::model::{Model, RelationKind, StoredName, Subset};
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{quote, quote_spanned};
 
 /// One check per sort key and `key` of each subset of `m`, reported at
 /// the name as written in the attribute: the child has a field of that
@@ -14,7 +14,7 @@ pub fn checks(m: &Model, checked: &mut Checked) -> TokenStream {
     let mut out = TokenStream::new();
     for rel in &m.relations {
         let RelationKind::Embed { subset: Some(subset), .. } = &rel.kind else { continue };
-        let view = subset.elem.to_token_stream().to_string().replace(' ', "");
+        let view = &subset.elem_name;
         let (field, child) = (rel.ident.to_string(), &subset.child.name);
         let names = "write its stored or Rust field names, comma-separated, `-` for descending";
         for key in &subset.sort {
@@ -55,11 +55,10 @@ fn check(
     let stored = stored_name(name, checked);
     let links = quote_spanned!(*span=> <#child>::__DOCREL_LINKS);
     let named = quote_spanned!(*span=> __docrel::names_field(#links, #written));
-    let view_name = subset.elem.to_token_stream().to_string().replace(' ', "");
     let label = format!("not a field of `{}`", subset.child.name);
     let known = super::holds(*span, &unknown, &label, named.clone());
     // An unknown name is the error above, not this one too.
     let held = quote_spanned!(*span=> !#named || __docrel::view_holds(<#view as __docrel::View>::PROJECTION, #stored));
-    let held = super::holds(*span, &missing, &format!("not held by `{view_name}`"), held);
+    let held = super::holds(*span, &missing, &format!("not held by `{}`", subset.elem_name), held);
     quote!(#known #held)
 }

@@ -2,7 +2,7 @@
 //! field checked at compile time to be a field of the document it views,
 //! with the same type and the same stored name.
 
-use super::{with_crate, Checked};
+use super::Checked;
 use crate::internals::model::ViewModel;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -42,23 +42,19 @@ pub fn expand(m: &ViewModel) -> TokenStream {
         }
     });
     let aliases = checked.decls();
-    let out = quote! {
-        #[allow(unused_qualifications)]
-        const _: () = {
-            use ::docrel::__private as __docrel;
-            #aliases
+    let items = quote! {
+        #aliases
 
-            #(#checks)*
+        #(#checks)*
 
-            #(#carries)*
+        #(#carries)*
 
-            #[automatically_derived]
-            impl __docrel::View for #ident {
-                type Of = #of;
-                const PROJECTION: ::core::option::Option<&'static [&'static str]> =
-                    __docrel::Some(&[#(#names),*]);
-            }
-        };
+        #[automatically_derived]
+        impl __docrel::View for #ident {
+            type Of = #of;
+            const PROJECTION: ::core::option::Option<&'static [&'static str]> =
+                __docrel::Some(&[#(#names),*]);
+        }
     };
-    with_crate(out, m.krate.as_ref())
+    super::wrap_in_const(m.krate.as_ref(), items)
 }

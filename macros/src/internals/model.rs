@@ -201,6 +201,8 @@ pub struct Subset<'a> {
     pub child: Target,
     /// The summary type, a `View` of the child.
     pub elem: &'a Type,
+    /// The summary type as written, for the errors about what it holds.
+    pub elem_name: String,
     /// Stored names of the child.
     pub sort: Vec<SortKey<'a>>,
     pub keep_last: bool,

@@ -6,7 +6,7 @@ use super::attr::{Bound, BucketAttr, EmbedAttr, OnDeleteAttr, ParentRefAttr, Ref
 use super::bucket::{bucket_field, bucket_parent, window_ms};
 use super::ctxt::{error_at, Ctxt};
 use super::model::{Bucket, Element, ModelRelation, OnDelete, RelationKind, SortKey, StoredName, Subset, Target};
-use super::ty::{array_element, is_id_type, option_inner, vec_element};
+use super::ty::{array_element, is_id_type, option_inner, type_name, vec_element};
 use darling::util::{Flag, SpannedValue};
 use proc_macro2::Span;
 use syn::{Ident, LitStr, Type};
@@ -139,6 +139,7 @@ fn subset<'a>(child: &syn::Path, elem: &'a syn::Type, attr: &EmbedAttr, cx: &Ctx
     Some(Subset {
         child: Target::new(child),
         elem,
+        elem_name: type_name(elem),
         sort,
         keep_last: attr.keep.as_ref().is_some_and(|k| k == "last"),
         key: attr.key.as_ref().map(|key| field_of_child(key.to_string().trim_start_matches("r#"), key.span())),
