@@ -597,4 +597,5 @@ fn no_string_surgery_on_types_in_the_macros() {
     );
 }
 
+#[path = "house/root.rs"]
 mod root;

@@ -57,7 +57,9 @@ pub mod load {
 /// bounds of comparisons, regex escaping.
 pub mod query {
     pub use crate::store::field::{Each, Whole};
-    pub use crate::store::{escape_regex, ByRef, ByValue, Compares, DateLike, Element, Find, FindIn, Holds, Orders, Text};
+    pub use crate::store::{
+        escape_regex, ByRef, ByValue, Compares, DateLike, Element, Find, FindIn, Holds, Orders, Text,
+    };
 }
 
 pub use error::{Error, Misuse, Result};

@@ -100,3 +100,4 @@ fn no_pattern_kind_is_compared_as_a_string() {
         pattern_comparisons("let x = a.kind != \"subset\" && y;\n// a == \"bucket\""),
         ["let x = a.kind != \"subset\" && y;"]
     );
+}

@@ -24,11 +24,14 @@ use std::future::Future;
 use tokio::net::TcpListener;
 
 // ANCHOR: prepare
-/// Startup work, once per process before serving: the indexes the schema
-/// declares (the unique `partno`; the multikey `parts.id` that the rename's
-/// fan-out and the delete rule query). Creating an index that exists is a
-/// no-op, so every instance of the service can run it.
+/// Startup work, once per process before serving: the schema published in
+/// the database, so other programs writing there follow this one's rules
+/// (a rename of a part by another service reaches the products' copies
+/// here), and the indexes the schema declares (the unique `partno`; the
+/// multikey `parts.id` that the rename's fan-out and the delete rule
+/// query). Both are idempotent, so every instance of the service runs them.
 pub async fn prepare(db: &Database) -> docrel::Result<()> {
+    docrel::schema::publish(db).await?;
     schema::Part::repo(db).ensure_indexes().await?;
     schema::Product::repo(db).ensure_indexes().await?;
     Ok(())

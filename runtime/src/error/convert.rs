@@ -60,6 +60,9 @@ mod tests {
         let full = Error::EmbedFull { collection: "posts", id: "1".into(), field: "tags", max: 10, len: 11 };
         let text = full.to_string();
         assert!(!text.contains("#[embed"), "a reference array is no embed: {text}");
-        assert!(text.contains("max = 10") && text.contains("`posts.tags`") && text.contains("nothing was written"), "{text}");
+        assert!(
+            text.contains("max = 10") && text.contains("`posts.tags`") && text.contains("nothing was written"),
+            "{text}"
+        );
     }
 }

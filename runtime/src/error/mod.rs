@@ -321,6 +321,9 @@ pub enum Error {
         lease: std::time::Duration,
         /// Why confirming it failed.
         reason: String,
+        /// Whether that failure may pass (the server unreachable or
+        /// electing a primary): the write may succeed when run again.
+        transient: bool,
     },
 }
 
@@ -480,6 +483,7 @@ impl Error {
         match self {
             Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => true,
             Error::FanOut { cause, .. } => cause.is_transient(),
+            Error::SchemaLease { transient, .. } => *transient,
             Error::Driver { source, .. } => {
                 source.contains_label("TransientTransactionError")
                     || source.contains_label("RetryableWriteError")
@@ -498,6 +502,7 @@ impl Error {
                 Failure::Passing
             }
             Error::FanOut { cause, .. } => cause.failure(),
+            Error::SchemaLease { transient: true, .. } => Failure::Passing,
             Error::Driver { source, .. } => driver::failure(source),
             _ => Failure::Other,
         }

@@ -153,6 +153,16 @@ fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     }
 }
 
+/// The first number inside `value` that is NaN or infinite.
+fn not_finite(value: &Bson) -> Option<f64> {
+    match value {
+        Bson::Double(d) if !d.is_finite() => Some(*d),
+        Bson::Document(d) => d.values().find_map(not_finite),
+        Bson::Array(a) => a.iter().find_map(not_finite),
+        _ => None,
+    }
+}
+
 impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
     fn spec(&self) -> Result<&'static BucketSpec> {
         self.relation().bucket.as_ref().ok_or_else(|| Error::Invalid {
@@ -163,10 +173,19 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
     fn element(&self, element: &E) -> Result<Bson> {
         let spec = self.spec()?;
-        let value = bson_compat::to_bson(element).map_err(|e| Error::Encode {
-            what: format!("an element of `{}`", self.relation().field),
-            message: e.to_string(),
-        })?;
+        let field = self.relation().field;
+        let value = crate::store::field::stored_value(field, element)?;
+        // A number that is none (NaN) or unbounded poisons every count and
+        // sum made of the elements: refused here as a counter's `add` refuses it.
+        if let Some(bad) = not_finite(&value) {
+            return Err(Error::Invalid {
+                what: crate::error::Misuse::BucketElement,
+                message: format!(
+                    "an element of `{}.{field}` holds {bad}, which is not a finite number; nothing was written",
+                    B::COLLECTION
+                ),
+            });
+        }
         if let Some(max) = spec.max_bytes {
             let bytes =
                 bson_compat::to_vec(&doc! {"e": &value}).map(|v| v.len().saturating_sub(8)).unwrap_or(usize::MAX);

@@ -7,7 +7,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
-use crate::schema::graph::graph;
+use crate::schema::graph::{graph, SubsetTarget};
 use crate::store::path::id_key;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
@@ -179,6 +179,50 @@ struct Frame {
     /// Whether its pulls and its cascades into leaves went as one
     /// `bulkWrite` ([`batch`]); `None` until the walk applies the frame.
     bulked: Option<bool>,
+    /// The subsets whose summaries carry what the frame's pulls clear, and
+    /// the parents keeping them: read before the pulls, rebuilt after.
+    summaries: Vec<(&'static SubsetTarget, Vec<Bson>)>,
+}
+
+impl Frame {
+    fn new(collection: &'static str, ids: Vec<Bson>) -> Frame {
+        Frame { collection, ids, rel: 0, after: None, bulked: None, summaries: Vec::new() }
+    }
+}
+
+/// For each pull from the references to `ids` of `collection` whose
+/// referrers are summarized in a subset that holds the reference or a copy
+/// made through it, that subset and the parents of the referrers (one
+/// `distinct` each). Read before the pulls: after them the referrers no
+/// longer name `ids`. A rename reaches such summaries through the copies'
+/// chain; a pull clears those same copies, so it owes them the same.
+async fn summaries_pulled(
+    cx: &mut Cx<'_>,
+    collection: &'static str,
+    ids: &[Bson],
+) -> Result<Vec<(&'static SubsetTarget, Vec<Bson>)>> {
+    let mut out = Vec::new();
+    for &(schema, rel) in graph().references_to(collection) {
+        if rule(rel) != OnDelete::Pull {
+            continue;
+        }
+        for subset in crate::patterns::subset::subsets_of(schema.collection) {
+            let cleared = crate::denormalize::copies::cleared_through(schema, rel.field);
+            let carried = subset.fields().is_none_or(|f| f.iter().any(|f| *f == rel.field || cleared.contains_key(*f)));
+            if !carried {
+                continue;
+            }
+            let referrers = cx.db.collection::<BsonDoc>(schema.collection);
+            let filter = doc! { rel.id_path(): {"$in": ids} };
+            let parents = in_session!(
+                referrers.distinct(subset.parent_field, filter).selection_criteria(primary()),
+                cx.session()
+            )
+            .map_err(|e| Error::driver("distinct", schema.collection, e))?;
+            out.push((subset, parents.into_iter().filter(|p| *p != Bson::Null).collect()));
+        }
+    }
+    Ok(out)
 }
 
 /// The documents on a cycle the walk has reached, by collection and id key.
@@ -221,14 +265,20 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
     let mut visited = Visited::new(MAX_CYCLE_DOCUMENTS);
     let mut deleted = 0u64;
     let ids = visited.admit(root, ids.to_vec()).ok_or_else(|| runaway(root, ids.len(), mode, 0))?;
-    let mut stack = vec![Frame { collection: root, ids, rel: 0, after: None, bulked: None }];
+    let mut stack = vec![Frame::new(root, ids)];
     while let Some(top) = stack.last_mut() {
         if mode == Mode::Apply && top.bulked.is_none() {
+            top.summaries = summaries_pulled(cx, top.collection, &top.ids).await?;
             top.bulked = Some(batch(cx, top.collection, &top.ids).await?);
         }
         let bulked = top.bulked == Some(true);
         let Some(&(schema, rel)) = graph().references_to(top.collection).get(top.rel) else {
             let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
+            for (subset, parents) in &done.summaries {
+                for parent in parents {
+                    subset.rebuild_in(cx, parent).await?;
+                }
+            }
             // The root's documents are the caller's to delete.
             if mode == Mode::Apply && !stack.is_empty() {
                 deleted += crate::patterns::subset_delete::delete(cx, done.collection, &done.ids).await?;
@@ -249,7 +299,7 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
                         .ok_or_else(|| runaway(root, stack[0].ids.len(), mode, deleted))?;
                     if !fresh.is_empty() {
                         let collection = schema.collection;
-                        stack.push(Frame { collection, ids: fresh, rel: 0, after: None, bulked: None });
+                        stack.push(Frame::new(collection, fresh));
                     }
                     continue;
                 }

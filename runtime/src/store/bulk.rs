@@ -55,8 +55,8 @@ pub(crate) fn delete_many(cx: &Cx<'_>, collection: &str, filter: BsonDoc) -> Wri
 
 /// Sends `models` as one ordered `bulkWrite` with per-statement results,
 /// in the session of `cx` when it has one (a transaction's batch joins
-/// it). Outside a session it carries the database's write concern, which
-/// a client-level command does not inherit. The server answers with a
+/// it). Outside a transaction it carries the database's write concern,
+/// which a client-level command does not inherit. The server answers with a
 /// result per statement: for a batch whose every statement's count
 /// matters, and few statements.
 pub(crate) async fn send(
@@ -65,8 +65,8 @@ pub(crate) async fn send(
 ) -> std::result::Result<VerboseBulkWriteResult, mongodb::error::Error> {
     let client = cx.db.client().clone();
     let mut sent = client.bulk_write(models).ordered(true).verbose_results();
-    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
-        sent = sent.write_concern(wc.clone());
+    if let Some(wc) = cx.write_concern().await {
+        sent = sent.write_concern(wc);
     }
     match cx.session() {
         Some(s) => sent.session(s).await,
@@ -83,8 +83,8 @@ pub(crate) async fn send_summary(
 ) -> std::result::Result<SummaryBulkWriteResult, mongodb::error::Error> {
     let client = cx.db.client().clone();
     let mut sent = client.bulk_write(models).ordered(true);
-    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
-        sent = sent.write_concern(wc.clone());
+    if let Some(wc) = cx.write_concern().await {
+        sent = sent.write_concern(wc);
     }
     match cx.session() {
         Some(s) => sent.session(s).await,

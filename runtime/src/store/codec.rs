@@ -196,7 +196,10 @@ mod tests {
         let text = err.to_string();
         assert!(!text.contains("sk_live"), "the stored value is not echoed: {text}");
         assert!(text.contains("`balance`") && text.contains("string") && text.contains("i64"), "{text}");
-        assert_eq!(without_value("unknown variant `s3cr3t`, expected `a` or `b`"), "unknown variant, expected `a` or `b`");
+        assert_eq!(
+            without_value("unknown variant `s3cr3t`, expected `a` or `b`"),
+            "unknown variant, expected `a` or `b`"
+        );
         assert_eq!(without_value("invalid value: integer `-4`, expected u32"), "invalid value: integer, expected u32");
         assert_eq!(without_value("missing field `name`"), "missing field `name`");
     }

@@ -154,6 +154,37 @@ pub trait Orders<T, K> {}
 impl<V: PartialOrd<T>, T> Orders<T, ByValue> for V {}
 impl<V: PartialOrd<T>, T> Orders<&T, ByRef> for V {}
 
+/// A value to store at `path`, refused when it holds a field no query
+/// could address: a `$`-prefixed name anywhere inside it (`{"$where": ..}`
+/// from user input, say). The server accepts such names since 5.0, but
+/// filters, projections and updates read them as operators, so nothing
+/// could find, change or remove that field again.
+pub(crate) fn stored_value<V: Serialize + ?Sized>(path: &str, value: &V) -> Result<Bson> {
+    let bson = to_bson(path, value)?;
+    if let Some(name) = operator_like_name(&bson) {
+        return Err(Error::Invalid {
+            what: crate::error::Misuse::Update,
+            message: format!(
+                "the value for `{path}` holds a field named `{name}`: a name starting with `$` is read as an \
+                 operator by every query, so the field could never be found, changed or removed; nothing was \
+                 written. Rename the field, or keep such text as a value rather than a name"
+            ),
+        });
+    }
+    Ok(bson)
+}
+
+/// The first `$`-prefixed field name inside `value`, at any depth.
+pub(crate) fn operator_like_name(value: &Bson) -> Option<&str> {
+    match value {
+        Bson::Document(d) => {
+            d.iter().find_map(|(k, v)| if k.starts_with('$') { Some(k.as_str()) } else { operator_like_name(v) })
+        }
+        Bson::Array(a) => a.iter().find_map(operator_like_name),
+        _ => None,
+    }
+}
+
 /// A value as BSON, its encoding error naming the path it was meant for.
 pub(crate) fn to_bson<V: Serialize + ?Sized>(path: &str, value: &V) -> Result<Bson> {
     bson_compat::to_bson(value)

@@ -128,19 +128,19 @@ pub(crate) fn after(filter: &BsonDoc, key: &str, after: Option<&Bson>) -> BsonDo
 /// bucket's parent could be any value: every bracket is listed.
 fn later_types(value: &Bson) -> Vec<i32> {
     const BRACKETS: &[&[i32]] = &[
-        &[-1],             // MinKey
-        &[6, 10],          // undefined, null
-        &[1, 16, 18, 19],  // double, int, long, decimal
-        &[2, 14],          // string, symbol
-        &[3],              // object
-        &[4],              // array
-        &[5],              // binary
-        &[7],              // ObjectId
-        &[8],              // boolean
-        &[9],              // date
-        &[17],             // timestamp
-        &[11],             // regex
-        &[127],            // MaxKey
+        &[-1],            // MinKey
+        &[6, 10],         // undefined, null
+        &[1, 16, 18, 19], // double, int, long, decimal
+        &[2, 14],         // string, symbol
+        &[3],             // object
+        &[4],             // array
+        &[5],             // binary
+        &[7],             // ObjectId
+        &[8],             // boolean
+        &[9],             // date
+        &[17],            // timestamp
+        &[11],            // regex
+        &[127],           // MaxKey
     ];
     let code = value.element_type() as i32;
     let code = if code == 255 { -1 } else { code };

@@ -31,6 +31,21 @@ impl<'a> Cx<'a> {
     pub(crate) fn has_session(&self) -> bool {
         self.session.is_some()
     }
+
+    /// The database's write concern, for a command that does not inherit
+    /// it (a client-level `bulkWrite`, a command run as such), when the
+    /// command may carry one: outside a session, or in a caller's session
+    /// that is not in a transaction (inside one, the server refuses a
+    /// write concern on a statement; the commit carries the transaction's).
+    pub(crate) async fn write_concern(&mut self) -> Option<mongodb::options::WriteConcern> {
+        let wc = self.db.write_concern()?.clone();
+        if let Some(s) = self.session.as_deref_mut() {
+            if crate::store::transaction::in_transaction(s).await {
+                return None;
+            }
+        }
+        Some(wc)
+    }
 }
 
 /// Runs a driver action, in `session` when given:

@@ -20,7 +20,7 @@
 //! (aggregation-pipeline updates are not offered).
 
 use super::bounds::{check, Problem};
-use super::field::{to_bson, Element, Field};
+use super::field::{stored_value, to_bson, Element, Field};
 use super::query::Filter;
 use crate::error::{Error, Result};
 use crate::schema::document::Document;
@@ -351,7 +351,7 @@ impl<D: Document, V> Field<D, V> {
     where
         V: Serialize,
     {
-        self.update("$set", to_bson(self.path(), &value))
+        self.update("$set", stored_value(self.path(), &value))
     }
 
     /// `{$setOnInsert: {path: value}}`: written only when the update inserts
@@ -373,7 +373,7 @@ impl<D: Document, V> Field<D, V> {
     where
         V: Serialize,
     {
-        self.update("$setOnInsert", to_bson(self.path(), &value))
+        self.update("$setOnInsert", stored_value(self.path(), &value))
     }
 
     /// `{$min: {path: value}}`: stores `value` when it is less than the
@@ -456,7 +456,7 @@ impl<D: Document, E> Field<D, Vec<E>> {
         E: Serialize,
     {
         let elements: Vec<E> = elements.into_iter().collect();
-        self.update("$push", to_bson(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
+        self.update("$push", stored_value(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
     }
 
     /// `{$addToSet: {path: {$each: elements}}}`: adds the elements not there
@@ -467,7 +467,7 @@ impl<D: Document, E> Field<D, Vec<E>> {
         E: Serialize,
     {
         let elements: Vec<E> = elements.into_iter().collect();
-        self.update("$addToSet", to_bson(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
+        self.update("$addToSet", stored_value(self.path(), &elements).map(|v| Bson::Document(doc! {"$each": v})))
     }
 
     /// `{$pull: {path: {$eq: element}}}`: removes every element equal to this

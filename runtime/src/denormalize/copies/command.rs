@@ -12,11 +12,10 @@ use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
 /// different sources and do not depend on each other); its `nModified`.
 pub(super) async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: Vec<BsonDoc>) -> Result<u64> {
     let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
-    // A command run as such gets none of the database's defaults. Not in a
-    // session: it may be in a transaction, where a write concern is refused
-    // (the driver does not say whether it is).
-    if let (Some(wc), false) = (cx.db.write_concern(), cx.has_session()) {
-        if let Ok(wc) = crate::bson_compat::to_bson(wc) {
+    // A command run as such gets none of the database's defaults; not in a
+    // transaction, where a write concern is refused.
+    if let Some(wc) = cx.write_concern().await {
+        if let Ok(wc) = crate::bson_compat::to_bson(&wc) {
             command.insert("writeConcern", wc);
         }
     }

@@ -94,5 +94,9 @@ pub(crate) async fn hold(db: &Database) -> Result<()> {
         since: since.map_or_else(|| "never".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
         lease,
         reason: e.to_string(),
+        // An unreachable server (an election, a cut) passes; a schema of a
+        // newer docrel does not. The sync worker retries the one and
+        // dead-letters only the other.
+        transient: e.is_transient(),
     })
 }

@@ -28,6 +28,11 @@ pub struct Obeyed {
     /// ones: a rule declared differently, or a stored rule this program
     /// does not declare. This program acts on its own declarations there.
     pub differences: Vec<String>,
+    /// Rules this program declares that the stored schema lacks (it never
+    /// published them, or published an older version): other programs do
+    /// not follow them, so another program's rename leaves this one's
+    /// copies stale. [`super::publish`] at start-up fixes it.
+    pub unpublished: Vec<String>,
 }
 
 /// The stored types one database adds to the graph, by collection, with
@@ -61,6 +66,7 @@ fn obeyed() -> &'static Mutex<BTreeMap<String, Followed>> {
 /// ```
 pub async fn obey(db: &Database) -> Result<Obeyed> {
     let stored = load(db).await?;
+    let stored_types = stored.clone();
     let ours = program();
     let mut out = Obeyed::default();
     let mut extra = BTreeMap::new();
@@ -85,14 +91,41 @@ pub async fn obey(db: &Database) -> Result<Obeyed> {
             extra.insert(t.collection.clone(), (fingerprint(&more), more));
         }
     }
-    if newly_said(db.name(), &out.differences) {
-        for d in &out.differences {
+    out.unpublished = unpublished(&stored_types, &ours);
+    let said: Vec<String> = out.differences.iter().chain(&out.unpublished).cloned().collect();
+    if newly_said(db.name(), &said) {
+        for d in &said {
             tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
         }
     }
     install(db.name(), extra);
     confirmed(db.name());
     Ok(out)
+}
+
+/// This program's rules that `stored` lacks, by collection, in words: the
+/// copies and relations other programs would not follow.
+fn unpublished(stored: &[StoredType], ours: &[StoredType]) -> Vec<String> {
+    let mut out = Vec::new();
+    for mine in ours {
+        let theirs = stored.iter().find(|t| t.collection == mine.collection);
+        let has_relation = |f: &str| theirs.is_some_and(|t| t.relations.iter().any(|r| r.field == f));
+        let has_copy = |f: &str| theirs.is_some_and(|t| t.copies.iter().any(|c| c.field == f));
+        let relations =
+            mine.relations.iter().filter(|r| !has_relation(&r.field)).map(|r| format!("relation `{}`", r.field));
+        let copies = mine.copies.iter().filter(|c| !has_copy(&c.field)).map(|c| format!("copy `{}`", c.field));
+        let missing: Vec<String> = copies.chain(relations).collect();
+        if !missing.is_empty() {
+            out.push(format!(
+                "`{}`: this program declares {} which the schema published in the database lacks: other programs \
+                 do not follow them (their renames leave these copies stale). Publish at start-up: \
+                 `docrel::schema::publish(&db)`",
+                mine.collection,
+                missing.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 /// Whether `differences` differ from what the last obey of `database`

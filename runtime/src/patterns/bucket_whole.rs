@@ -1,0 +1,51 @@
+//! A bucket document written whole (an insert, a replace, a save) is held
+//! to what an append keeps: no more elements than the bucket's bound, a
+//! `count` equal to the array's length, and no element that is not a
+//! finite number where a number is. An append checks these as it writes;
+//! a whole document is checked here before anything is sent, so a bad one
+//! is refused rather than found later by a verify.
+
+use crate::error::{show_id, Error, Misuse, Result};
+use crate::schema::document::{RelationKind, Schema};
+use mongodb::bson::{Bson, Document as BsonDoc};
+
+/// Refuses `doc` (a document of `schema`, as it would be stored) when a
+/// bucket array of it breaks I4: over its bound, or miscounted.
+pub(crate) fn check(schema: &Schema, doc: &BsonDoc) -> Result<()> {
+    for rel in schema.relations.iter().filter(|r| r.kind == RelationKind::Bucket) {
+        let Some(spec) = rel.bucket.as_ref().filter(|b| !b.counter) else { continue };
+        let Ok(elements) = doc.get_array(rel.field) else { continue };
+        let id = doc.get("_id").map_or_else(|| "(new)".to_owned(), show_id);
+        let refuse = |why: String| Error::Invalid {
+            what: Misuse::BucketElement,
+            message: format!(
+                "bucket document {id} of `{}` {why}; nothing was written. Write buckets with \
+                 `rels().{}.append(..)`, which opens the next bucket when one is full",
+                schema.collection, rel.rust_field
+            ),
+        };
+        if let Some(bound) = spec.bound().filter(|b| elements.len() > *b as usize) {
+            return Err(refuse(format!(
+                "holds {} elements in `{}`, above its bound of {bound}",
+                elements.len(),
+                rel.field
+            )));
+        }
+        let count = doc.get(spec.count).and_then(as_count);
+        if count != Some(elements.len() as i64) {
+            let stored =
+                doc.get(spec.count).map_or_else(|| "no count".to_owned(), |c| format!("`{}: {c}`", spec.count));
+            return Err(refuse(format!("has {stored} for {} elements in `{}`", elements.len(), rel.field)));
+        }
+    }
+    Ok(())
+}
+
+fn as_count(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        Bson::Double(d) if d.fract() == 0.0 => Some(*d as i64),
+        _ => None,
+    }
+}
