@@ -9,4 +9,4 @@ pub mod counter;
 pub mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
-mod subset_rebuild;
+pub(crate) mod subset_rebuild;

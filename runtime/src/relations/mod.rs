@@ -8,4 +8,5 @@ pub mod join;
 pub mod loaded;
 pub mod on_delete;
 pub mod two_way;
+pub(crate) mod two_way_new;
 pub mod with_parents;

@@ -5,7 +5,6 @@ mod connect;
 mod delete;
 mod documents;
 pub mod hooks;
-mod landed;
 mod repo;
 mod update;
 mod upsert;

@@ -18,7 +18,7 @@ use mongodb::Collection;
 pub(crate) struct UpdatePlan<'u, T> {
     pub(super) raw: &'u Collection<RawDocumentBuf>,
     pub(super) update: &'u Update<T>,
-    mode: Mode,
+    pub(super) mode: Mode,
     /// It changes a field something is derived from: a copy elsewhere or a
     /// subset summary (then the write versions the source and fans out).
     derived: bool,
