@@ -16,8 +16,10 @@ mod landed;
 mod outcome;
 mod put;
 mod replace;
+mod route;
 mod sides;
 mod update;
+mod update_ways;
 mod upsert;
 
 pub(crate) use insert::{InsertPlan, Inserted};

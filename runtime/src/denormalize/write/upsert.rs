@@ -46,7 +46,7 @@ impl<T: Document> UpdatePlan<'_, T> {
         }
         let mut retried = false;
         loop {
-            let outcome = self.run(cx, filter.clone(), Scope::One, None).await?;
+            let outcome = self.run(cx, filter.clone(), Scope::One).await?;
             if outcome.matched > 0 {
                 return Ok(Upserted::Updated(outcome));
             }
