@@ -49,8 +49,8 @@ use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use crate::denormalize::copies::past_records_ahead;
 pub use crate::denormalize::copies::VERSION_PATH;
 pub(crate) use crate::denormalize::copies::{
-    after_image, apply_to, apply_to_all, first_version, inc_version, replace_outcome, replace_version,
-    stamp_first_version, stamped, stamped_by_id, version_of, version_projection, Guard, Values,
+    after_image, apply_to, apply_to_all, first_version, inc_version, replace_outcome, replace_version, stamp,
+    stamp_first_version, stampable, version_of, version_projection, Guard, Values,
 };
 
 /// Every target path of the copies of `source` (a collection), from the

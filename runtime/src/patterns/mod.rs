@@ -10,7 +10,7 @@ pub(crate) mod counter;
 pub(crate) mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
-mod subset_rebuild;
+pub(crate) mod subset_rebuild;
 
 pub use bucket::{Appended, Bucket};
 pub use counter::{Counter, WindowCount};

@@ -187,3 +187,31 @@ impl SubsetTarget {
         self.too_large(bytes, &done)
     }
 }
+
+/// Rebuilds the subsets that new parents of `schema` (their `ids`) keep:
+/// a new parent starts with empty subsets, and children written before it
+/// (naming it while it did not exist) would otherwise never be summarized.
+/// One `distinct` per subset and page of ids finds the parents that have
+/// children; only those are rebuilt.
+pub(crate) async fn rebuild_kept(
+    cx: &mut Cx<'_>,
+    schema: &'static crate::schema::document::Schema,
+    ids: &[Bson],
+) -> Result<()> {
+    for subset in crate::schema::graph::graph().subsets_kept_by(schema) {
+        let children = cx.db.collection::<BsonDoc>(subset.spec.child);
+        for page in crate::store::page::id_pages(ids) {
+            let with_children = in_session!(
+                children
+                    .distinct(subset.parent_field, doc! { subset.parent_field: {"$in": page} })
+                    .selection_criteria(primary()),
+                cx.session()
+            )
+            .map_err(|e| Error::driver("distinct", subset.spec.child, e))?;
+            for parent in with_children {
+                subset.rebuild_in(cx, &parent).await?;
+            }
+        }
+    }
+    Ok(())
+}

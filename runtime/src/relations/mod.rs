@@ -8,6 +8,7 @@ pub(crate) mod join;
 pub(crate) mod loaded;
 pub mod on_delete;
 pub(crate) mod two_way;
+pub(crate) mod two_way_inserted;
 pub(crate) mod with_parents;
 
 pub use elements::{EachRef, Elements, EmbedArray, RefInElement};

@@ -5,7 +5,6 @@ pub(crate) mod connect;
 mod delete;
 mod documents;
 pub(crate) mod hooks;
-mod landed;
 mod repo;
 mod update;
 mod upsert;

@@ -34,7 +34,7 @@ impl<T: Document> Repository<T> {
     /// [`SyncWorker`](crate::denormalize::SyncWorker) following the change stream (the write
     /// costs no extra round trip; the copies follow shortly after).
     pub fn deferred_fan_out(mut self) -> Self {
-        self.deferred = true;
+        self.mode = Mode::Deferred;
         self
     }
 
@@ -44,7 +44,10 @@ impl<T: Document> Repository<T> {
     /// update is refused with [`Error::Invalid`]). It costs one more round
     /// trip (`commitTransaction`), and a large fan-out makes a large transaction.
     pub fn transactional_fan_out(mut self) -> Self {
-        self.transactional = true;
+        // Deferred mode fans out nothing to commit: it stays deferred.
+        if self.mode != Mode::Deferred {
+            self.mode = Mode::Transactional;
+        }
         self
     }
 
@@ -65,7 +68,7 @@ impl<T: Document> Repository<T> {
 
     /// How this repository's writes fan out.
     pub(super) fn mode(&self) -> Mode {
-        Mode { deferred: self.deferred, transactional: self.transactional }
+        self.mode
     }
 
     pub(super) fn err(&self, operation: &'static str) -> impl FnOnce(mongodb::error::Error) -> Error {

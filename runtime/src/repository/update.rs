@@ -57,7 +57,7 @@ impl<T: Document> Repository<T> {
             hooks::before_update(&mut update, &filter, write)?;
             let mut cx = Cx::new(&self.db, session);
             let plan = UpdatePlan::new(&self.raw, &update, self.mode())?;
-            let outcome = plan.run(&mut cx, filter, Scope::of(many), None).await?;
+            let outcome = plan.run(&mut cx, filter, Scope::of(many)).await?;
             hooks::after::<T>(&mut cx, write, Vec::new(), outcome.matched).await;
             Ok(outcome)
         };

@@ -1,11 +1,11 @@
-//! Upserts: the repository checks the filter's routing, hands the write to
-//! its plan ([`crate::denormalize::write::UpdatePlan::upsert`]), and when
-//! the plan inserted, owes the new document's surroundings what any insert
-//! owes them.
+//! Upserts: the repository checks the filter's routing and hands the write
+//! to its plan ([`crate::denormalize::write::UpdatePlan::upsert`]) in one
+//! call, with the two-way side a document it inserts owes, which the
+//! plan's layer cannot reach itself.
 
 use super::hooks::{self, Write};
 use crate::client::trace::Op;
-use crate::denormalize::write::{DocumentPlan, UpdatePlan, UpsertOutcome, Upserted};
+use crate::denormalize::write::{UpdatePlan, UpsertOutcome, Upserted};
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::Document;
@@ -29,18 +29,14 @@ impl<T: Document> Repository<T> {
                 crate::schema::shard::check_routed(T::schema(), &filter, "upsert")?;
                 hooks::before_update(&mut update, &filter, Write::Upsert)?;
                 let cx = &mut Cx::new(&self.db, session);
-                let new = match UpdatePlan::new(&self.raw, &update, self.mode())?.upsert(cx, filter).await? {
+                let plan = UpdatePlan::new(&self.raw, &update, self.mode())?;
+                let new = match plan.upsert(cx, filter, &crate::relations::two_way_inserted::SIDES).await? {
                     Upserted::Updated(o) => {
                         hooks::after::<T>(cx, Write::Upsert, Vec::new(), o.matched).await;
                         return Ok(UpsertOutcome { matched: o.matched, modified: o.modified, upserted_id: None });
                     }
                     Upserted::Inserted(new) => new,
                 };
-                let plan = DocumentPlan::of(T::schema());
-                if plan.owes(true) {
-                    self.after_insert(std::slice::from_ref(&new), super::documents::Around::Now(None), &plan, cx)
-                        .await?;
-                }
                 let id = id_of::<T>(&new)?;
                 hooks::after::<T>(cx, Write::Upsert, vec![id.clone()], 1).await;
                 Ok(UpsertOutcome { matched: 0, modified: 0, upserted_id: Some(id) })

@@ -30,20 +30,13 @@ use std::marker::PhantomData;
 pub struct Repository<T> {
     pub(crate) db: Database,
     pub(crate) raw: Collection<RawDocumentBuf>,
-    pub(crate) deferred: bool,
-    pub(crate) transactional: bool,
+    pub(crate) mode: Mode,
     _doc: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for Repository<T> {
     fn clone(&self) -> Self {
-        Repository {
-            db: self.db.clone(),
-            raw: self.raw.clone(),
-            deferred: self.deferred,
-            transactional: self.transactional,
-            _doc: PhantomData,
-        }
+        Repository { db: self.db.clone(), raw: self.raw.clone(), mode: self.mode, _doc: PhantomData }
     }
 }
 
@@ -57,12 +50,21 @@ impl<T> Repository<T> {
     /// The repository of the documents of `collection` in `db`, of type
     /// `T` (`Repository::new` and `Document::repo` name the collection).
     pub(crate) fn on(db: &Database, collection: &str) -> Self {
-        Repository {
-            db: db.clone(),
-            raw: db.collection(collection),
-            deferred: false,
-            transactional: false,
-            _doc: PhantomData,
-        }
+        Repository { db: db.clone(), raw: db.collection(collection), mode: Mode::Immediate, _doc: PhantomData }
     }
+}
+
+/// How a repository's writes fan out: one mode, so which of
+/// `deferred_fan_out()` and `transactional_fan_out()` wins when both are
+/// asked for is said once, where the mode is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Mode {
+    /// The write and its fan-out, one after the other.
+    #[default]
+    Immediate,
+    /// Copies are left to the sync worker: the write only versions the
+    /// source. Wins over `Transactional`: there is no fan-out to commit.
+    Deferred,
+    /// A write and its copies' fan-out commit together.
+    Transactional,
 }

@@ -120,16 +120,32 @@ pub(crate) fn next_stamp() -> i64 {
     now.max(prev + 1)
 }
 
-/// A single write that needs no read-back: the write of a source by its
-/// `_id`, made only of a `$set` of every derived field ([`known_values`]).
-/// The version it writes is stamped here ([`next_stamp`]) and the write
+/// Whether the write of `set` where `filter` matches can be stamped (see
+/// [`stamp`]): a source with copies elsewhere (it carries a version), a
+/// filter by a plain `_id` that names no operator and no version, and a
+/// `$set` that gives every derived field literally ([`known_values`]).
+pub(crate) fn stampable(source: &str, filter: &BsonDoc, set: &OnlySet<'_>) -> bool {
+    let plain_id = match filter.get("_id") {
+        None => false,
+        Some(Bson::Document(d)) => !d.keys().any(|k| k.starts_with('$')),
+        Some(_) => true,
+    };
+    plain_id
+        && !filter.contains_key(VERSION_PATH)
+        && !filter.keys().any(|k| k.starts_with('$'))
+        && !graph().targets_of(source).is_empty()
+        && sets_derived(source, set)
+}
+
+/// A single write that needs no read-back, of a write [`stampable`]: the
+/// version it writes is stamped here ([`next_stamp`]) and the write
 /// applies only where the stored version is below the stamp, so each
 /// successful write still moves the version on and the version still tells
 /// the values; both are known without reading the document back, which
 /// makes the write a plain `update` (some servers answer `findAndModify` by
-/// scanning the collection). Returns the filter, the update and the source
-/// as the fan-out reads it (`_id`, version, the derived `values`); `None`
-/// for any other write.
+/// scanning the collection). Returns the filter, the update and the stamp;
+/// the fan-out reads the values from `set` itself ([`fan_out_source`]) or
+/// from the image [`after_image`] builds of them.
 ///
 /// A stamped write that matches nothing (no such document, one never
 /// versioned, or a version at or above the stamp: this client's clock
@@ -137,37 +153,8 @@ pub(crate) fn next_stamp() -> i64 {
 /// (`findAndModify` with `$inc`), which tells those apart. Only a `$set`
 /// qualifies because of that second write: after a retry whose first
 /// attempt did land, it writes the same values again, at a later version.
-pub(crate) fn stamped(filter: &BsonDoc, body: &BsonDoc, values: &BsonDoc) -> Option<(BsonDoc, BsonDoc, BsonDoc)> {
-    let id = match filter.get("_id")? {
-        Bson::Document(d) if d.keys().any(|k| k.starts_with('$')) => return None,
-        id => id.clone(),
-    };
-    if filter.contains_key(VERSION_PATH) || filter.keys().any(|k| k.starts_with('$')) {
-        return None;
-    }
-    let only_version_inc =
-        |v: &Bson| matches!(v, Bson::Document(inc) if inc.len() == 1 && inc.contains_key(VERSION_PATH));
-    // A source with copies elsewhere: its update carries the `$inc` of its
-    // version (a subset child, versioned by nothing, does not).
-    if !body.get("$inc").is_some_and(only_version_inc) || !body.iter().all(|(op, _)| op == "$set" || op == "$inc") {
-        return None;
-    }
-    let set = body.get_document("$set").ok()?.clone();
-    let (filter, update, stamp) = stamp_write(filter.clone(), set);
-    Some((filter, update, after_image(id, stamp, values.clone())))
-}
-
-/// The stamped write of one source by its `_id` (see [`stamped`]), built
-/// from the `$set` of an update that is nothing else: every derived field
-/// must be set in it literally ([`known_values`]), and the source must
-/// carry a version. Returns the filter, the update and the stamp; the
-/// fan-out reads the values from `set` itself ([`fan_out_source`]), so no
-/// image of the source is built.
-pub(crate) fn stamped_by_id(source: &str, id: &Bson, set: OnlySet<'_>) -> Option<(BsonDoc, BsonDoc, i64)> {
-    if graph().targets_of(source).is_empty() || !sets_derived(source, &set) {
-        return None;
-    }
-    Some(stamp_write(doc! {"_id": id.clone()}, set.to_doc()))
+pub(crate) fn stamp(filter: BsonDoc, set: OnlySet<'_>) -> (BsonDoc, BsonDoc, i64) {
+    stamp_write(filter, set.to_doc())
 }
 
 /// Whether `set` (a `$set`) gives every field derived from `source`
@@ -187,7 +174,7 @@ pub(crate) fn after_image(id: Bson, stamp: i64, values: BsonDoc) -> BsonDoc {
 }
 
 /// A stamped write of `set` to the source where `filter` matches: the
-/// filter and the update with the stamp (see [`stamped`]), and the stamp.
+/// filter and the update with the stamp (see [`stamp`]), and the stamp.
 fn stamp_write(mut filter: BsonDoc, mut set: BsonDoc) -> (BsonDoc, BsonDoc, i64) {
     let stamp = next_stamp();
     filter.insert(VERSION_PATH, doc! {"$lt": stamp});

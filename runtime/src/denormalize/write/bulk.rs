@@ -38,8 +38,9 @@ pub(crate) struct Bulked {
 
 /// Sends the stamped update `filter`/`update` of the source `id` in
 /// `source` with the fan-outs of `values` to every target, in one
-/// `bulkWrite`; `None` when the deployment has none (before MongoDB 8.0, or
-/// a client docrel did not connect), and the caller goes the other way.
+/// `bulkWrite` (the route decided the deployment has one: MongoDB 8.0+ on
+/// a client docrel connected); `None` when it had no answer, and the caller
+/// goes the other way.
 pub(crate) async fn stamped(
     cx: &mut Cx<'_>,
     source: &'static str,
@@ -48,9 +49,6 @@ pub(crate) async fn stamped(
     stamp: i64,
     values: &(impl Values + ?Sized),
 ) -> Result<Option<Bulked>> {
-    if !bulk::available() {
-        return Ok(None);
-    }
     let targets = graph().targets_of(source);
     let mut models: Vec<WriteModel> = Vec::with_capacity(targets.len() + 1);
     models.push(bulk::update_one(cx, source, filter, update));

@@ -9,14 +9,21 @@
 
 mod bulk;
 mod document;
+mod encode;
 mod image;
+mod insert;
+mod landed;
 mod outcome;
+mod put;
 mod replace;
+mod route;
+mod sides;
 mod update;
+mod update_ways;
 mod upsert;
 
-pub(crate) use document::DocumentPlan;
-pub(crate) use replace::replace_image;
+pub(crate) use insert::{InsertPlan, Inserted};
+pub(crate) use sides::{Linking, TwoWaySides};
 pub(crate) use update::UpdatePlan;
 pub(crate) use upsert::Upserted;
 

@@ -31,23 +31,13 @@ pub struct UpsertOutcome<I> {
 
 /// How a repository's writes fan out (its `deferred_fan_out()` and
 /// `transactional_fan_out()`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Mode {
-    /// Copies are left to the sync worker: the write only versions the source.
-    pub(crate) deferred: bool,
-    /// A write by id and its copies' fan-out commit together.
-    pub(crate) transactional: bool,
-}
+pub(crate) use crate::schema::repository::Mode;
 
 /// What an update applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
     /// The first matching document.
     One,
-    /// The first matching document, whose stamped write (see
-    /// [`crate::denormalize::fanout::stamped`]) was tried already and matched nothing:
-    /// the write reads back instead of trying again.
-    OneUnstamped,
     /// Every matching document.
     Many,
 }
@@ -59,10 +49,6 @@ impl Scope {
         } else {
             Scope::One
         }
-    }
-
-    pub(super) fn many(self) -> bool {
-        self == Scope::Many
     }
 }
 

@@ -41,12 +41,12 @@ pub(crate) async fn replace_image<T: Document>(
         return replace_summarized::<T>(cx, raw, filter, new, upsert, mode, plan).await;
     }
     let stamp = fanout::first_version();
-    if mode.transactional && !mode.deferred {
+    if mode == Mode::Transactional {
         return Box::pin(replace_in_transaction::<T>(cx, raw, filter, new, upsert, plan, stamp)).await;
     }
     let Some(after) = write_image::<T>(cx, raw, filter, &new, upsert, plan, stamp).await? else { return Ok(None) };
     let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
-    if changed && !mode.deferred {
+    if changed && mode != Mode::Deferred {
         fanout::fan_out(cx, T::COLLECTION, &after, None).await?;
     }
     Ok(Some(created))
@@ -79,7 +79,7 @@ async fn replace_in_transaction<T: Document>(
         })
     })
     .await
-    .map_err(super::update::no_transactions)?;
+    .map_err(super::update_ways::no_transactions)?;
     let Some(after) = after else { return Ok(None) };
     let (created, changed) = fanout::replace_outcome(fanout::version_of(&after), stamp);
     if changed {
@@ -147,7 +147,7 @@ async fn replace_summarized<T: Document>(
         Some(fields) => fields.iter().filter(|f| lookup(old, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect(),
         None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
     };
-    if !touched.is_empty() && !mode.deferred {
+    if !touched.is_empty() && mode != Mode::Deferred {
         let before = before.as_ref();
         crate::patterns::subset::after_change(cx, T::COLLECTION, before, &new, Some(&touched)).await?;
     }

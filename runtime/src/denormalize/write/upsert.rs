@@ -4,7 +4,9 @@
 //! equalities and the update, which then owes what any insert owes.
 
 use super::document::DocumentPlan;
+use super::insert::{Around, InsertPlan};
 use super::outcome::{Scope, UpdateOutcome};
+use super::sides::TwoWaySides;
 use super::update::UpdatePlan;
 use crate::denormalize::{fanout, fill};
 use crate::error::{show_id, Error, Result};
@@ -29,8 +31,14 @@ impl<T: Document> UpdatePlan<'_, T> {
     /// matches nothing, [`UpdatePlan::insert_new`] inserts, and the copies
     /// the new document holds are filled from their sources. An insert
     /// refused as a duplicate key (a matching document inserted meanwhile)
-    /// tries the update once more.
-    pub(crate) async fn upsert(&self, cx: &mut Cx<'_>, filter: BsonDoc) -> Result<Upserted> {
+    /// tries the update once more. A document inserted then owes what any
+    /// insert owes (its two-way side through `sides`).
+    pub(crate) async fn upsert(
+        &self,
+        cx: &mut Cx<'_>,
+        filter: BsonDoc,
+        sides: &'static dyn TwoWaySides,
+    ) -> Result<Upserted> {
         let owed = DocumentPlan::of(T::schema());
         let bounded = self.update.pushes().iter().any(|p| p.max.is_some());
         if !bounded && !owed.fills && !owed.owes(true) {
@@ -38,7 +46,7 @@ impl<T: Document> UpdatePlan<'_, T> {
         }
         let mut retried = false;
         loop {
-            let outcome = self.run(cx, filter.clone(), Scope::One, None).await?;
+            let outcome = self.run(cx, filter.clone(), Scope::One).await?;
             if outcome.matched > 0 {
                 return Ok(Upserted::Updated(outcome));
             }
@@ -52,6 +60,10 @@ impl<T: Document> UpdatePlan<'_, T> {
                     if owed.fills {
                         let id = new.get("_id").cloned().unwrap_or(Bson::Null);
                         Box::pin(fill::refresh(cx, T::schema(), &[id])).await?;
+                    }
+                    if owed.owes(true) {
+                        let plan = InsertPlan::<T>::new(self.raw, self.mode, sides);
+                        Box::pin(plan.after_insert(std::slice::from_ref(&new), Around::Now(None), cx)).await?;
                     }
                     return Ok(Upserted::Inserted(new));
                 }
