@@ -77,3 +77,38 @@ async fn no_write_stores_a_field_named_like_an_operator() -> docrel::Result<()> 
     assert_eq!(raw(&t, "bi_devices", 1).await.unwrap().get_array("notes").unwrap().len(), 1);
     Ok(())
 }
+
+/// Count pages of ten comments, written whole by the repository.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "bi_pages")]
+struct Page {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[parent_ref(to = Device)]
+    device: i32,
+    page: i32,
+    count: i32,
+    #[bucket(size = 10)]
+    lines: Vec<String>,
+}
+
+/// A bucket document inserted whole is held to its bound and its count, as
+/// an append is (before: a page of 11 lines with `count: 5` was stored, and
+/// only a verify found it).
+#[tokio::test]
+async fn a_bucket_document_inserted_whole_is_checked_as_an_append_is() -> docrel::Result<()> {
+    let t = TestDb::new("bi_whole").await?;
+    device(&t).await?;
+    let page = |count, n: usize| Page { id: ObjectId::new(), device: 1, page: 1, count, lines: vec!["l".into(); n] };
+    let over = Page::repo(&t.db).insert(&page(11, 11)).await.unwrap_err();
+    assert!(
+        over.to_string().contains("above its bound of 10") && over.to_string().contains("nothing was written"),
+        "{over}"
+    );
+    let miscounted = Page::repo(&t.db).insert(&page(5, 3)).await.unwrap_err();
+    assert!(miscounted.to_string().contains("`count: 5` for 3 elements"), "{miscounted}");
+    assert_eq!(t.db.collection::<BsonDoc>("bi_pages").count_documents(doc! {}).await.unwrap(), 0);
+    Page::repo(&t.db).insert(&page(3, 3)).await?;
+    assert!(docrel::check::buckets::<Page>().verify(&t.db).run().await?.clean());
+    Ok(())
+}

@@ -9,9 +9,26 @@ use crate::error::{show_id, Error, Misuse, Result};
 use crate::schema::document::{RelationKind, Schema};
 use mongodb::bson::{Bson, Document as BsonDoc};
 
+/// Refuses `docs` (documents of `schema`) when a bucket array of one
+/// breaks I4; nothing to do (and nothing encoded) for a type with no
+/// bucket array, so other documents pay nothing.
+pub(crate) fn check_all<T: serde::Serialize>(schema: &Schema, docs: &[T]) -> Result<()> {
+    if !schema.relations.iter().any(|r| r.bucket.as_ref().is_some_and(|b| !b.counter)) {
+        return Ok(());
+    }
+    for d in docs {
+        let doc = crate::bson_compat::to_document(d).map_err(|e| Error::Encode {
+            what: format!("a document of `{}`", schema.collection),
+            message: e.to_string(),
+        })?;
+        check(schema, &doc)?;
+    }
+    Ok(())
+}
+
 /// Refuses `doc` (a document of `schema`, as it would be stored) when a
 /// bucket array of it breaks I4: over its bound, or miscounted.
-pub(crate) fn check(schema: &Schema, doc: &BsonDoc) -> Result<()> {
+fn check(schema: &Schema, doc: &BsonDoc) -> Result<()> {
     for rel in schema.relations.iter().filter(|r| r.kind == RelationKind::Bucket) {
         let Some(spec) = rel.bucket.as_ref().filter(|b| !b.counter) else { continue };
         let Ok(elements) = doc.get_array(rel.field) else { continue };

@@ -40,6 +40,7 @@ pub(super) async fn encode_all<T: Document>(
     for d in docs {
         d.check_bounds()?;
     }
+    crate::patterns::bucket_whole::check_all(T::schema(), docs)?;
     // An `Option` id that is `None` is made here, before anything is
     // filled or written, so that everything the insert owes knows it.
     let fresh: Vec<Option<T::Id>> =
