@@ -95,3 +95,29 @@ async fn a_pull_reaches_the_summaries_that_carry_its_copy() -> docrel::Result<()
     assert!(report.clean(), "{:?}", report.problems);
     Ok(())
 }
+
+/// `insert(..).returning()` reads the document back on the primary when
+/// what the insert owed changed it after the write (here: the recipe's
+/// subset, kept from comments that were there first), whatever the
+/// client's read preference (before: a secondary read, and `NotFound`
+/// after a successful insert where the secondary lagged).
+#[tokio::test]
+async fn an_insert_returning_reads_back_on_the_primary() -> docrel::Result<()> {
+    let t = TestDb::new("cp_returning").await?;
+    let ann = User { id: ObjectId::new(), name: "Ann".into() };
+    User::repo(&t.db).insert(&ann).await?;
+    let early = Comment { id: ObjectId::new(), recipe: 9, author: Some(ann.id), author_name: None, at: 1 };
+    Comment::repo(&t.db).insert(&early).await?;
+    let (_client, db, sent) = crate::watched(&t, "readPreference=secondaryPreferred").await?;
+    let recipe = Recipe::repo(&db).insert(&Recipe { id: 9, newest: vec![] }).returning().await?;
+    assert_eq!(recipe.newest.len(), 1, "the kept subset, as stored: {recipe:?}");
+    let sent = sent.lock().unwrap().clone();
+    let reads: Vec<&(String, docrel::bson::Document)> =
+        sent.iter().filter(|(name, c)| name == "find" && c.get_str("find") == Ok("cp_recipes")).collect();
+    assert!(!reads.is_empty(), "the insert read its document back: {sent:?}");
+    for (_, command) in reads {
+        let mode = command.get_document("$readPreference").ok().and_then(|r| r.get_str("mode").ok());
+        assert_ne!(mode, Some("secondaryPreferred"), "the read-back goes to the primary: {command}");
+    }
+    Ok(())
+}

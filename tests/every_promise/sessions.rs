@@ -3,12 +3,9 @@
 //! do not inherit it from the client as the driver's helpers do.
 
 use docrel::bson::{oid::ObjectId, Document as BsonDoc};
-use docrel::mongodb::event::command::CommandEvent;
-use docrel::mongodb::event::EventHandler;
 use docrel::testing::TestDb;
 use docrel::Document;
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "ss_makers")]
@@ -29,25 +26,10 @@ struct Tool {
     maker_name: String,
 }
 
-/// The commands a client with `w=majority` sent, by name, with their write concern.
-type Sent = Arc<Mutex<Vec<(String, Option<BsonDoc>)>>>;
-
 #[tokio::test]
 async fn a_fan_out_in_a_callers_session_carries_the_write_concern() -> docrel::Result<()> {
     let t = TestDb::new("ss_wc").await?;
-    let base = std::env::var("MONGODB_URI").expect("MONGODB_URI");
-    let uri = if base.contains('?') { format!("{base}&w=majority") } else { format!("{base}/?w=majority") };
-    let sent: Sent = Arc::default();
-    let log = sent.clone();
-    let mut options = docrel::client::options(&uri).await?;
-    options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
-        if let CommandEvent::Started(s) = event {
-            let wc = s.command.get_document("writeConcern").ok().cloned();
-            log.lock().unwrap().push((s.command_name.clone(), wc));
-        }
-    }));
-    let client = docrel::connect_with(&uri, options).await?;
-    let db = client.database(t.db.name());
+    let (client, db, sent) = crate::watched(&t, "w=majority").await?;
     let maker = Maker { id: ObjectId::new(), name: "Acme".into() };
     Maker::repo(&db).insert(&maker).await?;
     Tool::repo(&db).insert(&Tool { id: ObjectId::new(), maker: maker.id, maker_name: String::new() }).await?;
@@ -55,10 +37,11 @@ async fn a_fan_out_in_a_callers_session_carries_the_write_concern() -> docrel::R
     sent.lock().unwrap().clear();
     Maker::repo(&db).update_by_id(&maker.id, Maker::fields().name.set("Acme Ltd".into())).session(&mut session).await?;
     let sent = sent.lock().unwrap().clone();
-    let writes: Vec<&(String, Option<BsonDoc>)> =
+    let writes: Vec<&(String, BsonDoc)> =
         sent.iter().filter(|(name, _)| matches!(name.as_str(), "bulkWrite" | "update" | "findAndModify")).collect();
     assert!(!writes.is_empty(), "the rename wrote: {sent:?}");
-    let bare: Vec<&String> = writes.iter().filter(|(_, wc)| wc.is_none()).map(|(name, _)| name).collect();
+    let bare: Vec<&String> =
+        writes.iter().filter(|(_, c)| !c.contains_key("writeConcern")).map(|(name, _)| name).collect();
     assert!(bare.is_empty(), "every write carries the write concern, none of {bare:?} does: {sent:?}");
     let stored = t.db.collection::<BsonDoc>("ss_tools").find_one(docrel::bson::doc! {}).await.unwrap().unwrap();
     assert_eq!(stored.get_str("maker_name").unwrap(), "Acme Ltd");

@@ -284,6 +284,6 @@ impl CheckKind {
 
 impl std::fmt::Display for CheckKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.word())
+        f.pad(self.word())
     }
 }

@@ -10,9 +10,9 @@ use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::read_sources;
 use crate::denormalize::copies::VERSION_PATH;
 use crate::denormalize::fanout::{apply_to, version_of, Guard};
-use crate::error::Result;
+use crate::error::{show_id, Error, Result};
 use crate::schema::document::Schema;
-use crate::schema::graph::{graph, Shape};
+use crate::schema::graph::{graph, Shape, Target};
 use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::Cx;
@@ -37,11 +37,23 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
 /// collection for the whole batch. A reference to a source that does not
-/// exist leaves the copy as given, with no record. Pass what it returns to
-/// [`confirm`] after the write.
+/// exist is refused ([`dangling`]): its copies would have nothing to be
+/// copied from, and the caller's placeholders would be stored as if they
+/// were copies. Pass what it returns to [`confirm`] after the write.
 pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
     let held = graph().held_by(schema);
     let sources = read_sources(cx, &held, docs).await?;
+    for doc in docs.iter() {
+        for (source, target) in &held {
+            if let Some(id) =
+                target.held_copies(doc).into_iter().map(|(id, _)| id).find(|id| sources.get(source, id).is_none())
+            {
+                let holder =
+                    doc.get("_id").map_or_else(|| "a new document".into(), |id| format!("document {}", show_id(id)));
+                return Err(dangling(schema, holder, source, target, id));
+            }
+        }
+    }
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
         for (source, target) in &held {
@@ -94,6 +106,54 @@ pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [B
         bookkeeping.insert("copies", records);
     }
     Ok(sources)
+}
+
+/// Refuses an update that points a reference through which copies come
+/// (`$set` of a top-level `via`) at a source that does not exist, before
+/// anything is written: the refresh after the write would find nothing to
+/// copy, and the holder would keep the old source's copies as the new
+/// one's. One read per such reference set; none for any other update.
+pub(crate) async fn sources_exist(cx: &mut Cx<'_>, schema: &'static Schema, body: &BsonDoc) -> Result<()> {
+    let Some(Bson::Document(set)) = body.get("$set") else { return Ok(()) };
+    for (source, target) in graph().held_by(schema) {
+        let Shape::Top { via } = target.shape else { continue };
+        let Some(id) = set.get(via).filter(|id| **id != Bson::Null) else { continue };
+        let sources = cx.db.collection::<BsonDoc>(source);
+        let found = crate::store::session::in_session!(
+            sources
+                .find_one(doc! {"_id": id.clone()})
+                .projection(doc! {"_id": 1})
+                .selection_criteria(crate::store::primary()),
+            cx.session()
+        )
+        .map_err(|e| Error::driver("find", source, e))?;
+        if found.is_none() {
+            return Err(dangling(schema, "the updated documents".into(), source, target, id));
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a document whose reference (at the top, or in an
+/// element) names a source that does not exist, when copies come through it.
+fn dangling(schema: &Schema, holder: String, source: &str, target: &Target, id: &Bson) -> Error {
+    let via = match target.shape {
+        Shape::Top { via } => via.to_owned(),
+        Shape::Array { array, key } => format!("{array}[].{key}"),
+    };
+    let copies: Vec<&str> = target.fields.iter().map(|(copy, _)| *copy).collect();
+    Error::Invalid {
+        what: crate::error::Misuse::Copy,
+        message: format!(
+            "`{}.{via}` of {} names {} in `{source}`, which does not exist: its copies ({}) would have \
+             nothing to be copied from, so nothing was written. Write the referred document first, or leave the \
+             reference out (an `Option` set to `None`)",
+            schema.collection,
+            holder,
+            show_id(id),
+            copies.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {
@@ -236,6 +296,17 @@ pub(crate) fn touched_holdings<S: AsRef<str>>(schema: &'static Schema, touched: 
     })
 }
 
+/// The condition of a pull of `element` that ignores its copies: each
+/// other field equal (`$eq`, so a value that looks like an operator is
+/// compared, not run).
+fn but_copies(element: &BsonDoc, target: &Target) -> BsonDoc {
+    element
+        .iter()
+        .filter(|(k, _)| !target.fields.iter().any(|(copy, _)| copy == k))
+        .map(|(k, v)| (k.clone(), Bson::Document(doc! {"$eq": v.clone()})))
+        .collect()
+}
+
 /// The ids of the elements a `$pull` of `pulled` removes from an array of
 /// copies keyed by `key`, and whether the pull is to be rewritten by id: a
 /// whole element (its copies may be stale, so it is pulled by its id), or
@@ -261,8 +332,13 @@ fn pulled_ids(element: &BsonDoc, key: &str) -> (Vec<Bson>, bool) {
 /// removal of their version records, in the same atomic write, so the
 /// records do not outgrow the array. Pulls by condition (whose ids cannot
 /// be known before the write) leave their records to the next repair. A
-/// pull of a whole element becomes a pull by its id: its copies are
-/// docrel's to keep, and may differ from the caller's.
+/// pull of a whole element becomes a pull of the elements equal to it in
+/// every field but its copies: those are docrel's to keep, and may differ
+/// from the caller's. Not a pull by the element's reference alone, which
+/// would take every element naming the same document (all of one author's
+/// comments, both lines of one part). A record is shared by the elements
+/// naming one document, so it goes only where the reference is the
+/// element's identity (`{id, ..}` elements of a reference array).
 pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
     let Some(Bson::Document(pulls)) = body.get("$pull") else { return };
     let mut unset = BsonDoc::new();
@@ -283,20 +359,25 @@ pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
         if ids.is_empty() {
             continue;
         }
-        for id in &ids {
-            unset.insert(target.version_path(id), "");
+        let identity = schema.relations.iter().any(|r| r.field == array && r.is_reference());
+        if identity {
+            for id in &ids {
+                unset.insert(target.version_path(id), "");
+            }
         }
         if rewrite {
-            rewrites.push((array, doc! { key: {"$in": ids} }));
+            if let Some(element) = pulled.and_then(Bson::as_document) {
+                rewrites.push((array, but_copies(element, target)));
+            }
+        }
+    }
+    if let Some(Bson::Document(pulls)) = body.get_mut("$pull") {
+        for (array, condition) in rewrites {
+            pulls.insert(array, condition);
         }
     }
     if unset.is_empty() {
         return;
-    }
-    if let Some(Bson::Document(pulls)) = body.get_mut("$pull") {
-        for (array, by_id) in rewrites {
-            pulls.insert(array, by_id);
-        }
     }
     match body.get_mut("$unset") {
         Some(Bson::Document(existing)) => existing.extend(unset),

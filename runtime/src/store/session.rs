@@ -40,7 +40,7 @@ impl<'a> Cx<'a> {
     pub(crate) async fn write_concern(&mut self) -> Option<mongodb::options::WriteConcern> {
         let wc = self.db.write_concern()?.clone();
         if let Some(s) = self.session.as_deref_mut() {
-            if crate::store::transaction::in_transaction(s).await {
+            if in_transaction(s).await {
                 return None;
             }
         }
@@ -50,6 +50,22 @@ impl<'a> Cx<'a> {
 
 /// Runs a driver action, in `session` when given:
 /// `in_session!(coll.update_one(f, u), session.as_deref_mut())`.
+/// Whether the caller's session is in a transaction. The driver keeps that
+/// to itself, so it is asked to start one: it refuses while one is in
+/// progress, and one it does start is only local state (no command is sent
+/// until the first operation), dropped again at once.
+pub(crate) async fn in_transaction(session: &mut ClientSession) -> bool {
+    match session.start_transaction().await {
+        Ok(()) => {
+            let _ = session.abort_transaction().await;
+            false
+        }
+        Err(e) => {
+            matches!(&*e.kind, mongodb::error::ErrorKind::Transaction { message, .. } if message.contains("in progress"))
+        }
+    }
+}
+
 macro_rules! in_session {
     ($action:expr, $session:expr) => {
         match $session {

@@ -5,6 +5,7 @@
 //! applied twice; the driver gives up after 120 s of retries.
 
 use crate::error::{Error, Result};
+pub(crate) use crate::store::session::in_transaction;
 use crate::store::session::Cx;
 use mongodb::{ClientSession, Database};
 use std::future::Future;
@@ -65,22 +66,6 @@ pub(crate) async fn run_or_join<R>(cx: &mut Cx<'_>, what: &'static str, body: &m
         body(s).await
     } else {
         run_in(s, db.name(), what, body).await
-    }
-}
-
-/// Whether the caller's session is in a transaction. The driver keeps that
-/// to itself, so it is asked to start one: it refuses while one is in
-/// progress, and one it does start is only local state (no command is sent
-/// until the first operation), dropped again at once.
-pub(crate) async fn in_transaction(session: &mut ClientSession) -> bool {
-    match session.start_transaction().await {
-        Ok(()) => {
-            let _ = session.abort_transaction().await;
-            false
-        }
-        Err(e) => {
-            matches!(&*e.kind, mongodb::error::ErrorKind::Transaction { message, .. } if message.contains("in progress"))
-        }
     }
 }
 

@@ -243,7 +243,7 @@ pub enum Missing {
 
 impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Missing::Dangling => "dangling",
             Missing::Orphans => "orphans",
         })

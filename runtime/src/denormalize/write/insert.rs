@@ -240,6 +240,10 @@ impl<'r, T: Document> InsertPlan<'r, T> {
 }
 
 impl<T: Document> Inserted<T> {
+    fn err_find(e: mongodb::error::Error) -> Error {
+        Error::driver("find", T::COLLECTION, e)
+    }
+
     /// The insert of no document.
     pub(crate) fn none() -> Self {
         Inserted { ids: Vec::new(), first: None }
@@ -256,10 +260,16 @@ impl<T: Document> Inserted<T> {
             // By the id written: the caller's, or the one generated.
             let id = written.get("_id").ok().flatten().map(bson::Bson::try_from).transpose();
             let id = id.ok().flatten().unwrap_or(bson::Bson::Null);
-            let find = crate::store::find::Find::<T, T>::new(raw.clone(), doc! {"_id": id.clone()});
-            let mut found = find.all_in(cx.session()).await?;
+            // On the primary, whatever the client's read preference: a
+            // secondary may not have the insert yet (it said NotFound).
+            let read = raw
+                .find_one(doc! {"_id": id.clone()})
+                .projection(doc! { crate::store::find::BOOKKEEPING: 0 })
+                .selection_criteria(crate::store::primary());
+            let found = crate::store::session::in_session!(read, cx.session()).map_err(Self::err_find)?;
             let id = crate::error::show_id(&id);
-            return found.pop().ok_or(Error::NotFound { collection: T::COLLECTION, id });
+            let found = found.ok_or(Error::NotFound { collection: T::COLLECTION, id })?;
+            return crate::store::codec::decode::<T>(T::COLLECTION, &found);
         }
         let mut written = bson::Document::try_from(written.as_ref())
             .map_err(|e| Error::Encode { what: "a document".into(), message: e.to_string() })?;

@@ -107,6 +107,9 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     /// stamped write is made once: a batch left unanswered is sent again
     /// alone, at the same stamp. `id` is the document's when by id.
     async fn write(&self, cx: &mut Cx<'_>, filter: BsonDoc, target: Target, id: Option<Bson>) -> Result<UpdateOutcome> {
+        if self.holdings {
+            fill::sources_exist(cx, T::schema(), &self.update.to_document()?).await?;
+        }
         let mut facts = self.facts(&filter, target)?;
         let mut stamped = None;
         loop {
@@ -376,10 +379,25 @@ fn touched_two_way<T: Document>(update: &Update<T>) -> Option<&'static Relation>
 }
 
 /// What is wrong with an update that writes a field docrel keeps itself: a
-/// subset (kept from the children) or a bucket's elements or count (kept by
-/// its appends). `None` for any other update.
+/// copy (kept from its source), a subset (kept from the children) or a
+/// bucket's elements or count (kept by its appends). `None` for any other
+/// update.
 fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
     let overlaps = |field: &str| update.touched().any(|t| crate::store::path::overlaps(field, t));
+    // A top-level copy follows its source: a write of it would be undone by
+    // the next refresh (it was, silently: the update returned Ok).
+    if let Some(copy) = T::schema().copies.iter().find(|c| overlaps(c.field)) {
+        return Some(format!(
+            "`{}.{}` is a copy of `{}.{}` that docrel keeps through `{}`: it changes when its source does, so \
+             nothing was written. Update the source instead, or point `{}` at another document",
+            T::COLLECTION,
+            copy.field,
+            copy.source,
+            copy.source_field,
+            copy.via,
+            copy.via
+        ));
+    }
     for rel in graph().relations_of(T::schema()) {
         if let Some(subset) = &rel.subset {
             if overlaps(rel.field) {
