@@ -78,7 +78,7 @@ impl TestDb {
         // a test's round-trip counts start after it; and hold it for the
         // test's life: no other program publishes to this database, and a
         // re-read would land in the middle of a test's counts.
-        crate::schema::stored::obey(&db).await?;
+        crate::schema::stored::obey_saying(&db, false).await?;
         crate::schema::stored::set_lease_for(&db, TEST_LEASE);
         if let Ok(mut map) = counters().lock() {
             map.insert(name, trips.clone());

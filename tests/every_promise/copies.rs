@@ -54,23 +54,6 @@ async fn a_write_of_a_copy_is_refused_and_says_where_the_copy_comes_from() -> do
     Ok(())
 }
 
-/// Before: the insert returned Ok and stored the caller's placeholder (`""`)
-/// as if it were the copy, with no version record.
-#[tokio::test]
-async fn an_insert_naming_a_source_that_does_not_exist_is_refused() -> docrel::Result<()> {
-    let t = TestDb::new("cc_dangling_insert").await?;
-    let nowhere = ObjectId::new();
-    let device = Device { id: ObjectId::new(), site: nowhere, site_name: String::new() };
-    let err = Device::repo(&t.db).insert(&device).await.unwrap_err();
-    let text = err.to_string();
-    assert!(
-        text.contains(&nowhere.to_hex()) && text.contains("does not exist") && text.contains("nothing was written"),
-        "{text}"
-    );
-    assert!(raw(&t, "cc_devices", device.id).await.is_none(), "nothing was written");
-    Ok(())
-}
-
 /// Before: moving a device to a site that does not exist returned Ok and
 /// kept the old site's name as the copy, as if it were the new site's.
 #[tokio::test]

@@ -37,23 +37,12 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
 /// collection for the whole batch. A reference to a source that does not
-/// exist is refused ([`dangling`]): its copies would have nothing to be
-/// copied from, and the caller's placeholders would be stored as if they
-/// were copies. Pass what it returns to [`confirm`] after the write.
+/// exist leaves the copy as given, with no record: `verify` reports it
+/// dangling (a test, or a program, may write a holder before its source).
+/// Pass what it returns to [`confirm`] after the write.
 pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
     let held = graph().held_by(schema);
     let sources = read_sources(cx, &held, docs).await?;
-    for doc in docs.iter() {
-        for (source, target) in &held {
-            if let Some(id) =
-                target.held_copies(doc).into_iter().map(|(id, _)| id).find(|id| sources.get(source, id).is_none())
-            {
-                let holder =
-                    doc.get("_id").map_or_else(|| "a new document".into(), |id| format!("document {}", show_id(id)));
-                return Err(dangling(schema, holder, source, target, id));
-            }
-        }
-    }
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
         for (source, target) in &held {

@@ -26,6 +26,8 @@ pub use form::{
 pub(crate) use lease::hold;
 pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
+#[cfg(feature = "testing")]
+pub(crate) use obey::obey_saying;
 pub use obey::{confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
 pub use retract::retract;
