@@ -121,12 +121,9 @@ fn field<'a>(c: &'a Closed, name: &str) -> &'a str {
 
 #[tokio::test]
 async fn every_operation_is_one_span_with_its_round_trips() -> docrel::Result<()> {
-    let t = TestDb::new("tracing_spans").await?;
-    // Published as a service does at start-up (web-service guide): a
-    // program that never publishes is warned, once, at its first write.
-    docrel::schema::publish(&t.db).await?;
     let seen = Seen::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(seen.clone()));
+    let t = TestDb::new("tracing_spans").await?;
     let db = &t.db;
 
     // Each step: run one operation, then compare the span it left with the

@@ -42,8 +42,8 @@ use std::sync::{Mutex, OnceLock};
 ///
 /// ```
 /// # docrel::testing::doc_test(|db| async move {
-/// use docrel::hooks::{Committed, Write};
-/// use docrel::{Document, Error, Hooks, Misuse, Update, bson::{oid::ObjectId, Document as BsonDoc, DateTime}};
+/// use docrel::repository::{Committed, Write};
+/// use docrel::{Document, Error, repository::Hooks, Misuse, Update, bson::{oid::ObjectId, Document as BsonDoc, DateTime}};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Document, Serialize, Deserialize)]

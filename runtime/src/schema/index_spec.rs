@@ -15,7 +15,7 @@ use std::time::Duration;
 /// An index a document type declares.
 ///
 /// ```
-/// use docrel::{Document, IndexSpec, bson::{doc, oid::ObjectId, DateTime}};
+/// use docrel::{Document, schema::IndexSpec, bson::{doc, oid::ObjectId, DateTime}};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Document, Serialize, Deserialize)]
