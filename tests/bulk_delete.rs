@@ -63,3 +63,31 @@ async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<
     assert!(Author::repo(&t.db).get(&ann.id).await?.is_none());
     Ok(())
 }
+
+/// Rules that stop after the delete say the delete stands (issue 38,
+/// review item 10): before, the error was the batch's alone, and the docs
+/// said a delete run again would finish the work, which finds nothing to
+/// delete.
+#[tokio::test]
+async fn rules_that_stop_after_the_delete_say_the_delete_stands() -> docrel::Result<()> {
+    let t = TestDb::new("bulk_delete_unfinished").await?;
+    let (ann, _) = seed(&t).await?;
+    let admin = t.client.database("admin");
+    let fail_point = |mode: Bson| {
+        admin.run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": mode,
+            "data": {"failCommands": ["bulkWrite"], "errorCode": 2, "appName": t.db.name()},
+        })
+    };
+    fail_point(doc! {"times": 1}.into()).await.expect("the embedded server runs with --enable-test-commands");
+    let deleted = Author::repo(&t.db).delete_by_id(&ann.id).await;
+    fail_point("off".into()).await.expect("fail point off");
+    let e = deleted.expect_err("the batch failed");
+    assert!(matches!(e, docrel::Error::RulesUnfinished { deleted: 1, .. }), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("were deleted") && text.contains("The delete stands") && text.contains("dr_posts"), "{text}");
+    assert!(Author::repo(&t.db).get(&ann.id).await?.is_none(), "the author is gone, as the error says");
+    assert!(!Author::repo(&t.db).delete_by_id(&ann.id).await?, "running it again finds nothing to delete");
+    Ok(())
+}

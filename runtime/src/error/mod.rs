@@ -301,6 +301,24 @@ pub enum Error {
         source: Box<mongodb::error::Error>,
     },
 
+    /// A delete removed its documents, then their `on_delete` rules
+    /// stopped part way. The delete stands (nothing undoes it, and running
+    /// it again finds nothing to delete); the rules' remaining writes were
+    /// not made.
+    #[error(
+        "{deleted} document(s) of `{collection}` were deleted, then their `on_delete` rules stopped: {cause}. The \
+         delete stands and running it again finds nothing to delete; what the rules had not reached yet (references \
+         to the deleted documents, their children) is as it was: `verify` and `doctor` name it"
+    )]
+    RulesUnfinished {
+        /// The collection deleted from.
+        collection: &'static str,
+        /// How many documents the delete removed.
+        deleted: u64,
+        /// Why the rules stopped.
+        cause: Box<Error>,
+    },
+
     /// This process could not confirm the schema published in the
     /// database within its lease, so it refuses docrel writes there rather
     /// than write without a rule another program may have added (a copy, a
@@ -471,6 +489,7 @@ impl Error {
             Error::Invalid { .. } => "Invalid",
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
             Error::SchemaLease { .. } => "SchemaLease",
+            Error::RulesUnfinished { .. } => "RulesUnfinished",
             Error::Bson { .. } => "Bson",
         }
     }
@@ -484,6 +503,7 @@ impl Error {
             Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => true,
             Error::FanOut { cause, .. } => cause.is_transient(),
             Error::SchemaLease { transient, .. } => *transient,
+            Error::RulesUnfinished { cause, .. } => cause.is_transient(),
             Error::Driver { source, .. } => {
                 source.contains_label("TransientTransactionError")
                     || source.contains_label("RetryableWriteError")

@@ -96,7 +96,8 @@ impl<T: Document> Repository<T> {
             return Ok(false);
         }
         if rules {
-            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await?;
+            let applied = crate::relations::on_delete::apply_checked(cx, T::COLLECTION, ids).await;
+            applied.map_err(|e| unfinished::<T>(1, e))?;
         }
         Ok(true)
     }
@@ -153,7 +154,8 @@ impl<T: Document> Repository<T> {
                 true => page,
                 false => self.gone(page, cx).await?,
             };
-            crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await?;
+            let applied = crate::relations::on_delete::apply_checked(cx, T::COLLECTION, &gone).await;
+            applied.map_err(|e| unfinished::<T>(deleted, e))?;
         }
         Ok(deleted)
     }
@@ -174,4 +176,10 @@ impl<T: Document> Repository<T> {
             stored.iter().flatten().map(crate::store::path::id_key).collect();
         Ok(ids.into_iter().filter(|id| !stored.contains(&crate::store::path::id_key(id))).collect())
     }
+}
+
+/// The error of `on_delete` rules that failed after `deleted` documents
+/// were deleted: it says the delete stands.
+fn unfinished<T: Document>(deleted: u64, cause: Error) -> Error {
+    Error::RulesUnfinished { collection: T::COLLECTION, deleted, cause: Box::new(cause) }
 }
