@@ -42,21 +42,27 @@ async fn a_delete_many_sends_one_batch_per_page() -> docrel::Result<()> {
     Ok(())
 }
 
+/// The server refuses this test's `bulkWrite`s (code 2) as `mode` says.
+async fn refuse_bulk_writes(t: &TestDb, mode: Bson) {
+    let command = doc! {
+        "configureFailPoint": "failCommand",
+        "mode": mode,
+        "data": {"failCommands": ["bulkWrite"], "errorCode": 2, "appName": t.db.name()},
+    };
+    t.client
+        .database("admin")
+        .run_command(command)
+        .await
+        .expect("the embedded server runs with --enable-test-commands");
+}
+
 #[tokio::test]
 async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<()> {
     let t = TestDb::new("bulk_delete_refused").await?;
     let (ann, _) = seed(&t).await?;
-    let admin = t.client.database("admin");
-    let fail_point = |mode: Bson| {
-        admin.run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": mode,
-            "data": {"failCommands": ["bulkWrite"], "errorCode": 2, "appName": t.db.name()},
-        })
-    };
-    fail_point(doc! {"times": 1}.into()).await.expect("the embedded server runs with --enable-test-commands");
+    refuse_bulk_writes(&t, doc! {"times": 1}.into()).await;
     let deleted = Author::repo(&t.db).delete_by_id(&ann.id).await;
-    fail_point("off".into()).await.expect("fail point off");
+    refuse_bulk_writes(&t, "off".into()).await;
     let e = deleted.expect_err("the batch failed");
     assert!(e.to_string().contains("bulkWrite") && e.to_string().contains("dr_posts"), "{e}");
     // The author is deleted and its rules are not: verify names what is left.
@@ -72,17 +78,9 @@ async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<
 async fn rules_that_stop_after_the_delete_say_the_delete_stands() -> docrel::Result<()> {
     let t = TestDb::new("bulk_delete_unfinished").await?;
     let (ann, _) = seed(&t).await?;
-    let admin = t.client.database("admin");
-    let fail_point = |mode: Bson| {
-        admin.run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": mode,
-            "data": {"failCommands": ["bulkWrite"], "errorCode": 2, "appName": t.db.name()},
-        })
-    };
-    fail_point(doc! {"times": 1}.into()).await.expect("the embedded server runs with --enable-test-commands");
+    refuse_bulk_writes(&t, doc! {"times": 1}.into()).await;
     let deleted = Author::repo(&t.db).delete_by_id(&ann.id).await;
-    fail_point("off".into()).await.expect("fail point off");
+    refuse_bulk_writes(&t, "off".into()).await;
     let e = deleted.expect_err("the batch failed");
     assert!(matches!(e, docrel::Error::RulesUnfinished { deleted: 1, .. }), "{e}");
     let text = e.to_string();

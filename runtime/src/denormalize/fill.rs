@@ -117,32 +117,21 @@ pub(crate) async fn sources_exist(cx: &mut Cx<'_>, schema: &'static Schema, body
         )
         .map_err(|e| Error::driver("find", source, e))?;
         if found.is_none() {
-            return Err(dangling(schema, "the updated documents".into(), source, target, id));
+            let copies: Vec<String> = target.fields.iter().map(|(copy, _)| format!("`{copy}`")).collect();
+            return Err(Error::Invalid {
+                what: crate::error::Misuse::Copy,
+                message: format!(
+                    "`{}.{via}` of the updated documents names {} in `{source}`, which does not exist: its copies \
+                     ({}) would have nothing to be copied from, so nothing was written. Write the referred document \
+                     first, or leave the reference out (an `Option` set to `None`)",
+                    schema.collection,
+                    show_id(id),
+                    copies.join(", ")
+                ),
+            });
         }
     }
     Ok(())
-}
-
-/// The refusal of a document whose reference (at the top, or in an
-/// element) names a source that does not exist, when copies come through it.
-fn dangling(schema: &Schema, holder: String, source: &str, target: &Target, id: &Bson) -> Error {
-    let via = match target.shape {
-        Shape::Top { via } => via.to_owned(),
-        Shape::Array { array, key } => format!("{array}[].{key}"),
-    };
-    let copies: Vec<&str> = target.fields.iter().map(|(copy, _)| *copy).collect();
-    Error::Invalid {
-        what: crate::error::Misuse::Copy,
-        message: format!(
-            "`{}.{via}` of {} names {} in `{source}`, which does not exist: its copies ({}) would have \
-             nothing to be copied from, so nothing was written. Write the referred document first, or leave the \
-             reference out (an `Option` set to `None`)",
-            schema.collection,
-            holder,
-            show_id(id),
-            copies.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-        ),
-    }
 }
 
 fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {

@@ -146,7 +146,7 @@ impl Seen {
 }
 
 /// A stored count as an integer (a whole double counts).
-pub(super) fn as_i64(v: Option<&Bson>) -> Option<i64> {
+pub(crate) fn as_i64(v: Option<&Bson>) -> Option<i64> {
     match v? {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),

@@ -7,7 +7,7 @@
 
 use crate::error::{show_id, Error, Misuse, Result};
 use crate::schema::document::{RelationKind, Schema};
-use mongodb::bson::{Bson, Document as BsonDoc};
+use mongodb::bson::Document as BsonDoc;
 
 /// Refuses `docs` (documents of `schema`) when a bucket array of one
 /// breaks I4; nothing to do (and nothing encoded) for a type with no
@@ -48,7 +48,7 @@ fn check(schema: &Schema, doc: &BsonDoc) -> Result<()> {
                 rel.field
             )));
         }
-        let count = doc.get(spec.count).and_then(as_count);
+        let count = super::bucket_check::as_i64(doc.get(spec.count));
         if count != Some(elements.len() as i64) {
             let stored =
                 doc.get(spec.count).map_or_else(|| "no count".to_owned(), |c| format!("`{}: {c}`", spec.count));
@@ -56,13 +56,4 @@ fn check(schema: &Schema, doc: &BsonDoc) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn as_count(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        Bson::Double(d) if d.fract() == 0.0 => Some(*d as i64),
-        _ => None,
-    }
 }

@@ -206,8 +206,8 @@ async fn summaries_pulled(
         if rule(rel) != OnDelete::Pull {
             continue;
         }
+        let cleared = crate::denormalize::copies::cleared_through(schema, rel.field);
         for subset in crate::patterns::subset::subsets_of(schema.collection) {
-            let cleared = crate::denormalize::copies::cleared_through(schema, rel.field);
             let carried = subset.fields().is_none_or(|f| f.iter().any(|f| *f == rel.field || cleared.contains_key(*f)));
             if !carried {
                 continue;

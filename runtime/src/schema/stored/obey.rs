@@ -72,8 +72,8 @@ pub async fn obey(db: &Database) -> Result<Obeyed> {
 /// (a test's own database, which no other program writes, has none to say).
 pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obeyed> {
     let stored = load(db).await?;
-    let stored_types = stored.clone();
     let ours = program();
+    let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
     let mut extra = BTreeMap::new();
     for t in stored {
@@ -97,7 +97,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
             extra.insert(t.collection.clone(), (fingerprint(&more), more));
         }
     }
-    out.unpublished = unpublished_rules(&stored_types, &ours);
+    out.unpublished = missing;
     let unsaid: &[String] = if unpublished { &out.unpublished } else { &[] };
     let said: Vec<String> = out.differences.iter().chain(unsaid).cloned().collect();
     if newly_said(db.name(), &said) {
