@@ -135,16 +135,21 @@ fn explain<T: DeserializeOwned>(collection: &str, raw: &RawDocument, fast: bson_
 /// up in logs. `invalid type: string "sk_live_..", expected i64` becomes
 /// `invalid type: string, expected i64`; an unknown variant loses its name.
 fn without_value(message: &str) -> String {
+    // bson 3 wraps serde's words ("BSON error. Kind: ... Message: invalid
+    // type: ..."), so they are found where they start, not only at the front.
     for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
+        if let Some(at) = message.find(prefix) {
+            let (head, rest) = message.split_at(at + prefix.len());
             let Some((found, expected)) = rest.split_once(", expected ") else { break };
             let kind = found.split(['"', '`']).next().unwrap_or(found).trim_end();
-            return format!("{prefix}{kind}, expected {expected}");
+            return format!("{head}{kind}, expected {expected}");
         }
     }
-    if let Some(rest) = message.strip_prefix("unknown variant `") {
+    if let Some(at) = message.find("unknown variant `") {
+        let (head, rest) = message.split_at(at);
+        let rest = &rest["unknown variant `".len()..];
         let tail = rest.split_once('`').map_or("", |(_, tail)| tail);
-        return format!("unknown variant{tail}");
+        return format!("{head}unknown variant{tail}");
     }
     message.to_owned()
 }
@@ -202,6 +207,10 @@ mod tests {
         );
         assert_eq!(without_value("invalid value: integer `-4`, expected u32"), "invalid value: integer, expected u32");
         assert_eq!(without_value("missing field `name`"), "missing field `name`");
+        assert_eq!(
+            without_value("BSON error. Message: invalid type: string \"sk\", expected i64."),
+            "BSON error. Message: invalid type: string, expected i64."
+        );
     }
 
     #[test]
