@@ -169,3 +169,51 @@ async fn a_program_with_a_plain_owner_keeps_the_two_way_reference_another_declar
     assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), Vec::<ObjectId>::new());
     Ok(())
 }
+
+/// Issue 38, review 4: the rules a database's published schema adds are
+/// that database's. A process obeying B's rules in one database writes a
+/// second database, where nobody published them, by this program's own
+/// rules alone: a rename there rewrites no copy of B's, a delete cascades
+/// into no sticker and pulls no part, and a check there finds none of B's
+/// derived data. Before, one graph served the whole process.
+#[tokio::test]
+async fn the_rules_published_in_one_database_never_run_in_another() -> docrel::Result<()> {
+    let with_rules = TestDb::new("fleet_ruled").await?;
+    stored::publish_types(&with_rules.db, &b_schema()).await?;
+    docrel::schema::obey(&with_rules.db).await?;
+    let without = TestDb::new("fleet_unruled").await?;
+    let obeyed = docrel::schema::obey(&without.db).await?;
+    assert!(obeyed.stored_only.is_empty(), "{:?}", obeyed.stored_only);
+
+    let t = &without;
+    Bin::repo(&t.db).insert(&Bin { id: 1 }).await?;
+    let nut = Part { id: ObjectId::new(), code: 2, name: "nut".into(), rank: 7, bin: 1 };
+    Part::repo(&t.db).insert(&nut).await?;
+    let product = ObjectId::new();
+    let products = t.db.collection::<BsonDoc>("fl_products");
+    products.insert_one(doc! {"_id": product, "parts": [{"id": nut.id, "name": "nut"}]}).await.expect("insert");
+    let sticker = ObjectId::new();
+    t.db.collection::<BsonDoc>("fl_stickers").insert_one(doc! {"_id": sticker, "part": nut.id}).await.expect("insert");
+
+    // No subset of B's in this database: the bin keeps no `top`.
+    assert_eq!(raw(t, "fl_bins", 1).await.unwrap(), doc! {"_id": 1});
+    Part::repo(&t.db).update_by_id(&nut.id, Part::fields().name.set("hex nut".to_owned())).await?;
+    assert_eq!(names(&raw(t, "fl_products", product).await.unwrap(), "parts"), ["nut"]);
+    assert!(docrel::check::named(docrel::check::CheckKind::Copies, "fl_parts").is_err());
+    let report = docrel::admin::checks::verify(&t.db, None)?.run(|| false, |_, _| {}).await?;
+    assert!(!report.jobs.iter().any(|j| j.name.contains("fl_parts")), "{:?}", report.jobs);
+    assert!(Part::repo(&t.db).delete_by_id(&nut.id).await?);
+    assert!(raw(t, "fl_stickers", sticker).await.is_some());
+    assert_eq!(names(&raw(t, "fl_products", product).await.unwrap(), "parts"), ["nut"]);
+
+    // The database with the rules still follows them, after all that.
+    let t = &with_rules;
+    Bin::repo(&t.db).insert(&Bin { id: 1 }).await?;
+    Part::repo(&t.db).insert(&nut).await?;
+    let products = t.db.collection::<BsonDoc>("fl_products");
+    products.insert_one(doc! {"_id": product, "parts": [{"id": nut.id, "name": "nut"}]}).await.expect("insert");
+    Part::repo(&t.db).update_by_id(&nut.id, Part::fields().name.set("hex nut".to_owned())).await?;
+    assert_eq!(names(&raw(t, "fl_products", product).await.unwrap(), "parts"), ["hex nut"]);
+    assert_eq!(names(&raw(t, "fl_bins", 1).await.unwrap(), "top"), ["hex nut"]);
+    Ok(())
+}

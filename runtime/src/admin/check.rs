@@ -11,11 +11,12 @@ use crate::denormalize::DEAD_LETTER_COLLECTION;
 use crate::error::{Error, Misuse, Result};
 use crate::patterns::bucket_check::{self, arrays_of, known as bucket_arrays_in};
 use crate::patterns::subset_check;
-use crate::relations::inverse_check::{self, pairs, pairs_of};
+use crate::relations::inverse_check::{self, pairs_in, pairs_of};
 use crate::schema::document::Document;
-use crate::schema::graph::graph;
+use crate::schema::graph::{self, Graph};
 use crate::store::scan::{Parts, Scan};
 use mongodb::Database;
+use std::sync::Arc;
 
 /// What a verify or repair scans: one kind of derived data of one
 /// collection (or the dead letters). Build it from a type
@@ -53,8 +54,12 @@ pub struct Check {
     /// kind was traced as before there was one entry.
     op: [&'static str; 2],
     subject: &'static str,
-    parts: Parts,
+    /// The parts of the scan in the schema graph of the database it runs
+    /// on: a database's stored types are known only there.
+    parts: Recipe,
 }
+
+type Recipe = Arc<dyn Fn(&'static Graph) -> Parts + Send + Sync>;
 
 impl std::fmt::Debug for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,7 +75,7 @@ impl Check {
 
     /// Reports what is wrong, without writing anything.
     pub fn verify<'a>(&self, db: &'a Database) -> Scan<'a> {
-        Scan::new(db, self.op[0], self.subject, self.parts.clone(), false)
+        Scan::new(db, self.op[0], self.subject, (self.parts)(graph::of(db)), false)
     }
 
     /// Reports what is wrong and fixes what has one right answer (each
@@ -78,24 +83,35 @@ impl Check {
     /// source, the single side of a two-way reference wins, a count is
     /// recounted, a subset rebuilt, a dead letter re-applied).
     pub fn repair<'a>(&self, db: &'a Database) -> Scan<'a> {
-        Scan::new(db, self.op[1], self.subject, self.parts.clone(), true)
+        Scan::new(db, self.op[1], self.subject, (self.parts)(graph::of(db)), true)
     }
 
     fn copies_of(source: &'static str) -> Check {
-        Check { kind: CheckKind::Copies, op: ["repair"; 2], subject: source, parts: copies_parts(source) }
+        let parts = Arc::new(move |g| copies_parts(g, source));
+        Check { kind: CheckKind::Copies, op: ["repair"; 2], subject: source, parts }
     }
 
-    fn inverse_of(pairs: Vec<inverse_check::Pair>) -> Check {
-        let parts = pairs.into_iter().flat_map(inverse_check::parts).collect();
+    /// The pairs involving `collection`.
+    fn inverse_of(collection: &str) -> Check {
+        let collection = collection.to_owned();
+        let parts = Arc::new(move |g| {
+            let pairs = pairs_in(g).into_iter().filter(|p| p.involves(&collection));
+            pairs.flat_map(inverse_check::parts).collect()
+        });
         Check { kind: CheckKind::Inverse, op: ["verify_inverses"; 2], subject: "", parts }
     }
 
-    fn buckets_of(arrays: Vec<bucket_check::BucketArray>) -> Check {
-        let parts = arrays.into_iter().flat_map(bucket_check::parts).collect();
+    /// The bucket arrays of `collection`.
+    fn buckets_of(collection: &str) -> Check {
+        let collection = collection.to_owned();
+        let parts = Arc::new(move |g| arrays_of(g, &collection).into_iter().flat_map(bucket_check::parts).collect());
         Check { kind: CheckKind::Bucket, op: ["verify_buckets"; 2], subject: "", parts }
     }
 
-    fn subsets_of(parts: Parts) -> Check {
+    /// The subsets kept in `parent`.
+    fn subsets_of(parent: &str) -> Check {
+        let parent = parent.to_owned();
+        let parts = Arc::new(move |g| subset_parts(g, &parent));
         Check { kind: CheckKind::Subset, op: ["verify_subsets"; 2], subject: "", parts }
     }
 }
@@ -141,7 +157,7 @@ pub fn copies<T: Document>() -> Check {
 /// # Ok(()) });
 /// ```
 pub fn inverse<T: Document>() -> Check {
-    Check::inverse_of(pairs().into_iter().filter(|p| p.involves(T::COLLECTION)).collect())
+    Check::inverse_of(T::COLLECTION)
 }
 
 /// The bucket documents of `B` (I4): counts, sizes, pages and windows. A
@@ -177,14 +193,14 @@ pub fn inverse<T: Document>() -> Check {
 /// # Ok(()) });
 /// ```
 pub fn buckets<B: Document>() -> Check {
-    Check::buckets_of(arrays_of(B::COLLECTION))
+    Check::buckets_of(B::COLLECTION)
 }
 
 /// The subsets kept in the documents of `P` (I3): each parent's summaries
 /// are the newest (or highest) of its children, in order. A repair
 /// rebuilds a wrong subset from the children.
 pub fn subsets<P: Document>() -> Check {
-    Check::subsets_of(subset_parts(P::COLLECTION))
+    Check::subsets_of(P::COLLECTION)
 }
 
 /// The events the sync workers could not apply (their dead letters). A
@@ -196,7 +212,7 @@ pub fn dead_letters() -> Check {
         kind: CheckKind::Sync,
         op: ["verify", "repair"],
         subject: DEAD_LETTER_COLLECTION,
-        parts: dead_letter_parts(None),
+        parts: Arc::new(|g| dead_letter_parts(g, None)),
     }
 }
 
@@ -206,36 +222,44 @@ pub fn dead_letters() -> Check {
 /// the collections that have such data when this one has none; `Sync`
 /// takes the dead letters of the workers watching `collection`.
 pub fn named(kind: CheckKind, collection: &str) -> Result<Check> {
+    named_in(graph::graph(), kind, collection)
+}
+
+/// [`named`], knowing the collections of the schema graph `g` (a
+/// database's, with the types other programs published there).
+pub(crate) fn named_in(g: &'static Graph, kind: CheckKind, collection: &str) -> Result<Check> {
     Ok(match kind {
-        CheckKind::Copies => Check::copies_of(known_source(collection)?),
-        CheckKind::Inverse => Check::inverse_of(pairs_of(collection)?),
-        CheckKind::Bucket => Check::buckets_of(bucket_arrays_in(collection)?),
-        CheckKind::Subset => {
-            let parts = subset_parts(collection);
-            if parts.is_empty() {
-                return Err(no_subsets(collection));
-            }
-            Check::subsets_of(parts)
+        CheckKind::Copies => Check::copies_of(known_source(g, collection)?),
+        CheckKind::Inverse => {
+            pairs_of(g, collection)?;
+            Check::inverse_of(collection)
         }
-        CheckKind::Sync => Check {
-            kind,
-            op: ["verify", "repair"],
-            subject: DEAD_LETTER_COLLECTION,
-            parts: dead_letter_parts(Some(collection)),
-        },
+        CheckKind::Bucket => {
+            bucket_arrays_in(g, collection)?;
+            Check::buckets_of(collection)
+        }
+        CheckKind::Subset => {
+            if subset_parts(g, collection).is_empty() {
+                return Err(no_subsets(g, collection));
+            }
+            Check::subsets_of(collection)
+        }
+        CheckKind::Sync => {
+            let scope = collection.to_owned();
+            let parts = Arc::new(move |g| dead_letter_parts(g, Some(&scope)));
+            Check { kind, op: ["verify", "repair"], subject: DEAD_LETTER_COLLECTION, parts }
+        }
     })
 }
 
 /// The parts of the subsets kept in `parent`, in the graph's order.
-fn subset_parts(parent: &str) -> Parts {
-    let g = graph();
+fn subset_parts(g: &'static Graph, parent: &str) -> Parts {
     let children = g.subset_children();
     let targets = children.iter().flat_map(|child| g.subsets_of(child)).filter(|t| t.parent == parent);
     targets.flat_map(subset_check::parts).collect()
 }
 
-fn no_subsets(collection: &str) -> Error {
-    let g = graph();
+fn no_subsets(g: &'static Graph, collection: &str) -> Error {
     let mut known: Vec<&str> =
         g.subset_children().iter().flat_map(|child| g.subsets_of(child)).map(|t| t.parent).collect();
     known.sort_unstable();

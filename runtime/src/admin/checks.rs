@@ -19,7 +19,7 @@ use crate::denormalize::sync::dead_letter_check;
 use crate::error::{Error, Result};
 use crate::patterns::{bucket_check, subset_check};
 use crate::relations::inverse_check;
-use crate::schema::graph::graph;
+use crate::schema::graph::{graph, Graph};
 use crate::store::primary;
 use crate::store::scan::{Checkpoint, Parts, Report, Scan};
 use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
@@ -73,17 +73,16 @@ impl Job {
 
 /// The collections a verify or repair can be limited to (sorted).
 pub fn known_collections() -> Vec<&'static str> {
-    known_collections_of(&all_jobs(None))
+    known_collections_of(&all_jobs(graph(), None))
 }
 
 /// Every job; the dead letters limited to those of `scope` when given.
-fn all_jobs(scope: Option<&str>) -> Vec<Job> {
-    let g = graph();
+fn all_jobs(g: &'static Graph, scope: Option<&str>) -> Vec<Job> {
     let mut out = Vec::new();
     for source in g.sources() {
-        out.push(Job::new(format!("copies from {source}"), CheckKind::Copies, copies::parts(source)));
+        out.push(Job::new(format!("copies from {source}"), CheckKind::Copies, copies::parts(g, source)));
     }
-    for pair in inverse_check::pairs() {
+    for pair in inverse_check::pairs_in(g) {
         out.push(Job::new(format!("inverse {}", pair.label()), CheckKind::Inverse, inverse_check::parts(pair)));
     }
     for child in g.subset_children() {
@@ -92,11 +91,11 @@ fn all_jobs(scope: Option<&str>) -> Vec<Job> {
             out.push(Job::new(name, CheckKind::Subset, subset_check::parts(target)));
         }
     }
-    for array in bucket_check::bucket_arrays() {
+    for array in bucket_check::arrays_in(g) {
         out.push(Job::new(format!("buckets {}", array.label()), CheckKind::Bucket, bucket_check::parts(array)));
     }
     // Last: a repair re-applies the letters after everything else is true.
-    out.push(Job::new("dead letters of the sync workers".into(), CheckKind::Sync, dead_letter_check::parts(scope)));
+    out.push(Job::new("dead letters of the sync workers".into(), CheckKind::Sync, dead_letter_check::parts(g, scope)));
     out
 }
 
@@ -123,7 +122,13 @@ fn all_jobs(scope: Option<&str>) -> Vec<Job> {
 /// assert!(err.to_string().contains("hosts"));
 /// ```
 pub fn jobs(collection: Option<&str>) -> Result<Vec<Job>> {
-    let all = all_jobs(collection);
+    jobs_in(graph(), collection)
+}
+
+/// [`jobs`] of the schema graph `g` (a database's, with the types other
+/// programs published there).
+fn jobs_in(g: &'static Graph, collection: Option<&str>) -> Result<Vec<Job>> {
+    let all = all_jobs(g, collection);
     let Some(c) = collection else { return Ok(all) };
     let out: Vec<Job> = all.iter().filter(|j| j.collections().any(|x| x == c)).cloned().collect();
     if out.is_empty() {
@@ -253,13 +258,13 @@ impl std::fmt::Debug for Run<'_> {
 /// # Ok(()) });
 /// ```
 pub fn verify<'a>(db: &'a Database, collection: Option<&str>) -> Result<Run<'a>> {
-    Ok(Run::new(db, collection, jobs(collection)?, false))
+    Ok(Run::new(db, collection, jobs_in(crate::schema::graph::of(db), collection)?, false))
 }
 
 /// A repair of the jobs of [`jobs`]`(collection)`, resuming the checkpoint
 /// of an earlier repair of the same scope unless [`Run::restart`].
 pub fn repair<'a>(db: &'a Database, collection: Option<&str>) -> Result<Run<'a>> {
-    Ok(Run::new(db, collection, jobs(collection)?, true))
+    Ok(Run::new(db, collection, jobs_in(crate::schema::graph::of(db), collection)?, true))
 }
 
 /// Where a saved checkpoint stood.

@@ -5,7 +5,6 @@
 
 use crate::admin::report::{entity_of, module_name};
 use crate::schema::document::{RelationKind, Schema};
-use crate::schema::graph::all_types;
 use crate::schema::registry::describe;
 
 /// Escapes text for HTML and SVG.
@@ -191,14 +190,19 @@ pub(crate) fn page(title: &str, body: &str) -> String {
 
 /// The schema as one HTML page: the diagram, then the Markdown report.
 pub fn schema_page() -> String {
-    let schemas = all_types();
+    schema_page_of(&crate::schema::graph::graph().types())
+}
+
+/// [`schema_page`] of `schemas` (a database's types, with those other
+/// programs published there).
+pub(crate) fn schema_page_of(schemas: &[&'static Schema]) -> String {
     let body = format!(
         "<h1>Schema</h1><p class='sub'>{} document types; boxes are types (a collection two types share is drawn \
          twice, outlined in orange), arrows are references, parent references and subsets (dashed).</p>{}\
          <h2>Report</h2><pre>{}</pre>",
         schemas.len(),
-        schema_svg(&schemas),
-        escape(&crate::admin::report::schema_report())
+        schema_svg(schemas),
+        escape(&crate::admin::report::report_of(schemas))
     );
     page("docrel schema", &body)
 }

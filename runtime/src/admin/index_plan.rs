@@ -88,9 +88,9 @@ pub(crate) struct Present {
 
 /// Every index the types of `collection` declare or their relationships
 /// need, each key pattern once (unique when any type needs it unique).
-pub(crate) fn needed(collection: &str) -> Result<Vec<Needed>> {
+pub(crate) fn needed(g: &'static crate::schema::graph::Graph, collection: &str) -> Result<Vec<Needed>> {
     let mut needed: Vec<Needed> = Vec::new();
-    for s in all_types().into_iter().filter(|s| s.collection == collection) {
+    for s in g.types().into_iter().filter(|s| s.collection == collection) {
         for model in needed_by(s)? {
             let shape = Shape::of(&model);
             match needed.iter_mut().find(|n| n.shape.keys == shape.keys) {
@@ -161,11 +161,11 @@ fn judge(needed: &Needed, found: Option<&Present>) -> (Action, Option<String>, S
 /// ```
 pub async fn plan(db: &Database) -> Result<IndexPlan> {
     let existing = existing_collections(db).await?;
-    let mut collections: Vec<&'static str> = all_types().iter().map(|s| s.collection).collect();
+    let mut collections: Vec<&'static str> = all_types(db).iter().map(|s| s.collection).collect();
     collections.dedup();
     let mut changes = Vec::new();
     for collection in collections {
-        let needed = needed(collection)?;
+        let needed = needed(crate::schema::graph::of(db), collection)?;
         let present =
             if existing.iter().any(|c| c == collection) { present(db, collection).await? } else { Vec::new() };
         for n in &needed {

@@ -4,7 +4,6 @@
 //! compile-time rules, and a Mermaid diagram of the collections and links.
 
 use crate::schema::document::{RelationKind, Schema};
-use crate::schema::graph::all_types;
 use crate::schema::registry::describe;
 
 /// The Markdown schema report of the document types in `schemas` (all
@@ -30,7 +29,7 @@ use crate::schema::registry::describe;
 /// assert!(report.contains("hosts ||--o{ logmsg : \"host\""));
 /// assert!(report.contains("`logmsg`: `{host: 1, time: -1}`"));
 /// ```
-pub fn report_of(schemas: &[&Schema]) -> String {
+pub fn report_of(schemas: &[&'static Schema]) -> String {
     let mut out = String::from("# Schema\n\n## Relationships\n\n");
     relationships(schemas, &mut out);
     out.push_str("\n## Copied fields and their fan-outs\n\n");
@@ -105,7 +104,9 @@ fn relationships(schemas: &[&Schema], out: &mut String) {
 }
 
 /// The fan-outs of each source collection, once per collection.
-fn fanouts(schemas: &[&Schema], out: &mut String) {
+fn fanouts(schemas: &[&'static Schema], out: &mut String) {
+    // The fan-outs among exactly these types.
+    let g = crate::schema::graph::Graph::build(schemas.iter().copied());
     let mut sources: Vec<&str> = schemas.iter().map(|s| s.collection).collect();
     sources.dedup();
     let mut seen = Vec::new();
@@ -115,7 +116,7 @@ fn fanouts(schemas: &[&Schema], out: &mut String) {
             continue;
         }
         seen.push(source);
-        for target in crate::denormalize::fanout::targets_of(source) {
+        for target in g.targets_of(source) {
             let fields: Vec<String> = target.fields.iter().map(|(c, src)| format!("{src} -> {c}")).collect();
             out.push_str(&format!(
                 "- `{}` -> `{}` through `{}`: {}\n",
@@ -251,5 +252,5 @@ pub fn mermaid(schemas: &[&Schema]) -> String {
 
 /// The Markdown schema report of every document type linked into the program.
 pub fn schema_report() -> String {
-    report_of(&all_types())
+    report_of(&crate::schema::graph::graph().types())
 }

@@ -42,11 +42,12 @@ pub async fn options(uri: &str) -> Result<ClientOptions> {
 }
 
 /// [`connect`] with prepared options.
-pub async fn connect_with(uri: &str, options: ClientOptions) -> Result<Client> {
-    let hosts: Vec<String> = options.hosts.iter().map(|h| h.to_string()).collect();
+pub async fn connect_with(uri: &str, mut options: ClientOptions) -> Result<Client> {
+    crate::client::kept::prepare(&mut options);
     let client = Client::with_options(options).map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
+    crate::client::kept::forget(&client);
     // `hello` answers as a ping would, and says what the deployment supports.
-    crate::client::deployment::learn(&client, hosts.join(","), redact(uri)).await?;
+    crate::client::deployment::learn(&client, redact(uri)).await?;
     Ok(client)
 }
 

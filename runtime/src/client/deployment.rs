@@ -12,10 +12,10 @@
 //! | `Strategy::Lookup` on a sharded cluster (`$lookup` into a sharded collection) | MongoDB 5.1 | 14 |
 //! | a source update and its fan-outs in one round trip (client `bulkWrite`; older servers send one command per collection) | MongoDB 8.0 | 25 |
 
+use crate::client::kept;
 use crate::error::{Error, Result};
 use mongodb::Client;
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The oldest server docrel works with: MongoDB 4.2 (wire version 8).
 pub const MIN_WIRE_VERSION: i32 = 8;
@@ -80,70 +80,74 @@ fn release(wire: i32) -> &'static str {
     }
 }
 
-fn known() -> &'static Mutex<HashMap<String, Deployment>> {
-    static KNOWN: OnceLock<Mutex<HashMap<String, Deployment>>> = OnceLock::new();
-    KNOWN.get_or_init(Default::default)
-}
+/// What `hello` said about the deployment a client talks to, kept with
+/// that client ([`crate::client::kept`]).
+#[derive(Default)]
+struct Learned(Mutex<Option<Deployment>>);
 
 /// Tests: the wire version every `hello` is taken to report.
 static PRETEND: Mutex<Option<i32>> = Mutex::new(None);
 
-/// Asks the deployment at `hosts` what it is (one `hello` through `client`),
-/// remembers it, and fails if it is older than docrel needs. `redacted_uri`
-/// names the deployment in the error, its secrets already hidden by the
-/// caller, which owns the URI.
-pub(crate) async fn learn(client: &Client, hosts: String, redacted_uri: String) -> Result<Deployment> {
+/// Asks the deployment behind `client` what it is (one `hello`), keeps it
+/// with the client, and fails if it is older than docrel needs.
+/// `redacted_uri` names the deployment in the error, its secrets already
+/// hidden by the caller, which owns the URI.
+pub(crate) async fn learn(client: &Client, redacted_uri: String) -> Result<Deployment> {
     let hello = client
         .database("admin")
         .run_command(mongodb::bson::doc! {"hello": 1})
         .await
         .map_err(|e| Error::Connect { uri: redacted_uri, source: Box::new(e) })?;
-    let pretended = PRETEND.lock().unwrap_or_else(|p| p.into_inner()).or_else(pretended_by_env);
     let deployment = Deployment {
-        max_wire_version: pretended.unwrap_or_else(|| hello.get_i32("maxWireVersion").unwrap_or(0)),
+        max_wire_version: hello.get_i32("maxWireVersion").unwrap_or(0),
         sharded: hello.get_str("msg").is_ok_and(|m| m == "isdbgrid"),
         replica_set: hello.get_str("setName").is_ok(),
     };
-    deployment.require(DOCREL)?;
-    known().lock().unwrap_or_else(|p| p.into_inner()).insert(hosts, deployment);
-    Ok(deployment)
+    pretended(deployment).require(DOCREL)?;
+    // What the server said is kept; a pretended version applies when read.
+    *kept::of_client::<Learned>(client).0.lock().unwrap_or_else(|p| p.into_inner()) = Some(deployment);
+    Ok(pretended(deployment))
 }
 
-/// Checks `feature` against the deployment this process connected to.
+/// What `client`'s deployment said at [`crate::connect`], with the wire
+/// version a test pretends; `None` for a client built without docrel.
+fn learned(client: &Client) -> Option<Deployment> {
+    let said = *kept::of_client::<Learned>(client).0.lock().unwrap_or_else(|p| p.into_inner());
+    said.map(pretended)
+}
+
+fn pretended(mut deployment: Deployment) -> Deployment {
+    let pretend = *PRETEND.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(wire) = pretend.or_else(pretended_by_env) {
+        deployment.max_wire_version = wire;
+    }
+    deployment
+}
+
+/// Checks `feature` against the deployment `client` talks to.
 ///
-/// The driver's `Client` does not say which deployment it talks to, so the
-/// check is made when this process connected (with [`crate::connect`] or
-/// [`crate::connect_with`]) to exactly one deployment, which is the common
-/// case; a process that talks to several, or built its client without
-/// docrel, gets the server's own error instead.
-pub(crate) fn require(feature: Feature) -> Result<()> {
-    match the_one() {
-        Some(only) => only.require(feature),
+/// Known for a client made by [`crate::connect`] or [`crate::connect_with`],
+/// which ask the server once; a client built without docrel gets the
+/// server's own error instead.
+pub(crate) fn require(client: &Client, feature: Feature) -> Result<()> {
+    match learned(client) {
+        Some(known) => known.require(feature),
         None => Ok(()),
     }
 }
 
-/// Whether the deployment this process connected to has `feature`; false
-/// when it is not known (see [`require`]), so an optional way is taken only
-/// where it is sure to work.
-pub(crate) fn supports(feature: Feature) -> bool {
-    the_one().is_some_and(|only| only.max_wire_version >= feature.wire)
+/// Whether the deployment `client` talks to has `feature`; false when it
+/// is not known (see [`require`]), so an optional way is taken only where
+/// it is sure to work.
+pub(crate) fn supports(client: &Client, feature: Feature) -> bool {
+    learned(client).is_some_and(|known| known.max_wire_version >= feature.wire)
 }
 
 /// [`require`] on a sharded cluster only.
-pub(crate) fn require_when_sharded(feature: Feature) -> Result<()> {
-    match the_one() {
-        Some(only) if only.sharded => only.require(feature),
+pub(crate) fn require_when_sharded(client: &Client, feature: Feature) -> Result<()> {
+    match learned(client) {
+        Some(known) if known.sharded => known.require(feature),
         _ => Ok(()),
-    }
-}
-
-fn the_one() -> Option<Deployment> {
-    let map = known().lock().unwrap_or_else(|p| p.into_inner());
-    let mut all = map.values();
-    match (all.next(), all.next()) {
-        (Some(only), None) => Some(*only),
-        _ => None,
     }
 }
 
@@ -157,12 +161,11 @@ fn pretended_by_env() -> Option<i32> {
     std::env::var("DOCREL_PRETEND_WIRE_VERSION").ok()?.parse().ok()
 }
 
-/// Tests only: makes docrel take every `hello` it reads from now on (at
-/// connect) as reporting `max_wire_version`, and forget the deployments
-/// it knew; `None` ends it. The way to see the errors of an old server
-/// without one. Process-wide: use it in a test binary of its own.
+/// Tests only: makes docrel take every deployment it connected to, or
+/// connects to, as reporting `max_wire_version`; `None` ends it. The way to
+/// see the errors of an old server without one. Process-wide: use it in a
+/// test binary of its own.
 #[cfg(feature = "testing")]
 pub fn pretend_wire_version(max_wire_version: Option<i32>) {
     *PRETEND.lock().unwrap_or_else(|p| p.into_inner()) = max_wire_version;
-    known().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }

@@ -3,6 +3,7 @@
 
 pub(crate) mod connect;
 pub mod deployment;
+pub(crate) mod kept;
 pub(crate) mod monitor;
 pub mod trace;
 

@@ -19,7 +19,7 @@
 
 use super::copies::{send_all, version_of, Guard, VERSION_PATH};
 use crate::error::{Error, Result};
-use crate::schema::graph::{graph, SubsetTarget, Target};
+use crate::schema::graph::{SubsetTarget, Target};
 use crate::store::page::Page;
 use crate::store::session::{in_session, Cx};
 use crate::store::{primary, ID_PAGE};
@@ -46,7 +46,7 @@ pub(crate) async fn follow(cx: &mut Cx<'_>, target: &'static Target, filter: Bso
     if !target.carries() {
         return Ok(());
     }
-    let g = graph();
+    let g = cx.graph;
     // A chain without a cycle is never longer than the schema has targets.
     let limit = g.sources().iter().map(|s| g.targets_of(s).len()).sum::<usize>() + 1;
     let mut levels = vec![(target, filter, 1usize)];

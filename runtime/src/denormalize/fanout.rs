@@ -41,7 +41,7 @@
 use crate::denormalize::chain;
 pub(crate) use crate::denormalize::chain::Reach;
 use crate::error::{show_id, Error, Result};
-use crate::schema::graph::{graph, Shape, Target};
+use crate::schema::graph::{Graph, Shape, Target};
 use crate::store::path::id_key;
 use crate::store::session::{collect, in_session, plain, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -55,14 +55,17 @@ pub(crate) use crate::denormalize::copies::{
 
 /// Every target path of the copies of `source` (a collection), from the
 /// schema graph.
-pub fn targets_of(source: &str) -> &'static [Target] {
-    graph().targets_of(source)
+pub fn targets_of(g: &'static Graph, source: &str) -> &'static [Target] {
+    g.targets_of(source)
 }
 
 /// Whether a write of the `touched` paths of a `source` document changes a
 /// field something is derived from (a copy elsewhere, a subset summary).
-pub(crate) fn touches_derived<S: AsRef<str>>(source: &str, touched: impl IntoIterator<Item = S>) -> bool {
-    let g = graph();
+pub(crate) fn touches_derived<S: AsRef<str>>(
+    g: &'static Graph,
+    source: &str,
+    touched: impl IntoIterator<Item = S>,
+) -> bool {
     if !g.has_derived(source) {
         return false;
     }
@@ -72,8 +75,8 @@ pub(crate) fn touches_derived<S: AsRef<str>>(source: &str, touched: impl IntoIte
 
 /// The projection that reads what is derived from a source, and its
 /// version; `None` reads the whole document.
-pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
-    let mut p: BsonDoc = graph().derived_fields(source)?.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
+pub(crate) fn source_projection(g: &'static Graph, source: &str) -> Option<BsonDoc> {
+    let mut p: BsonDoc = g.derived_fields(source)?.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
     p.insert(VERSION_PATH, 1);
     Some(p)
 }
@@ -84,14 +87,13 @@ pub(crate) fn source_projection(source: &str) -> Option<BsonDoc> {
 /// when some derived field is not set that way (left as stored, changed by
 /// another operator, nested, or unknown to the schema): then the write
 /// reads them back ([`source_projection`]).
-pub(crate) fn known_values(source: &str, body: &BsonDoc) -> Option<BsonDoc> {
-    set_values(source, body.get_document("$set").ok()?)
+pub(crate) fn known_values(g: &'static Graph, source: &str, body: &BsonDoc) -> Option<BsonDoc> {
+    set_values(g, source, body.get_document("$set").ok()?)
 }
 
 /// [`known_values`] from the `$set` of the update.
-pub(crate) fn set_values(source: &str, set: &(impl Values + ?Sized)) -> Option<BsonDoc> {
-    graph()
-        .derived_fields(source)?
+pub(crate) fn set_values(g: &'static Graph, source: &str, set: &(impl Values + ?Sized)) -> Option<BsonDoc> {
+    g.derived_fields(source)?
         .iter()
         .map(|f| if f.contains('.') { None } else { set.value(f).map(|v| ((*f).to_owned(), v.clone())) })
         .collect()
@@ -134,10 +136,10 @@ pub(crate) async fn after_commit(
     touched: Option<&[String]>,
 ) -> Result<()> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
-    for target in touched_targets(source, touched) {
+    for target in touched_targets(cx.graph, source, touched) {
         chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::Summaries).await?;
     }
-    if !graph().subsets_of(source).is_empty() {
+    if !cx.graph.subsets_of(source).is_empty() {
         Box::pin(crate::patterns::subset::after_change(cx, source, None, source_doc, touched)).await?;
     }
     Ok(())
@@ -158,9 +160,9 @@ pub(crate) async fn fan_out_source(
 }
 
 /// The targets of `source` that copy a field in `touched` (all when `None`).
-fn touched_targets(source: &str, touched: Option<&[String]>) -> Vec<&'static Target> {
+fn touched_targets(g: &'static Graph, source: &str, touched: Option<&[String]>) -> Vec<&'static Target> {
     let copies = |target: &&Target| touched.is_none_or(|t| target.source_fields().any(|f| touches_copies_one(f, t)));
-    targets_of(source).iter().filter(copies).collect()
+    targets_of(g, source).iter().filter(copies).collect()
 }
 
 /// The fan-out of [`fan_out_source`], following the chains of the copies
@@ -175,7 +177,7 @@ async fn fan_out_reaching(
     reach: Reach,
 ) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
-    let targets = touched_targets(source, touched);
+    let targets = touched_targets(cx.graph, source, touched);
     // On MongoDB 8.0+ every target's statement in one round trip.
     let batched = apply_to_all(cx, &targets, id, values, version).await.map_err(|(k, e)| {
         let done: Vec<&str> = targets[..k].iter().map(|t| t.collection).collect();
@@ -221,7 +223,7 @@ fn failed(source: &'static str, id: &Bson, target: &Target, done: String, cause:
 /// path and page of ids, and one update per target path and referenced new
 /// document.
 pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
-    let targets = targets_of(source);
+    let targets = targets_of(cx.graph, source);
     if targets.is_empty() || docs.is_empty() {
         return Ok(());
     }
@@ -292,7 +294,7 @@ pub(crate) async fn fan_out(
     let report = fan_out_copies(cx, source, source_doc, touched, Reach::All).await?;
     // Boxed, and only for a source that is summarized somewhere: its future
     // would otherwise make every fan-out's as large.
-    if !graph().subsets_of(source).is_empty() {
+    if !cx.graph.subsets_of(source).is_empty() {
         Box::pin(crate::patterns::subset::after_change(cx, source, None, source_doc, touched)).await?;
     }
     Ok(report)

@@ -12,7 +12,7 @@ use crate::denormalize::copies::VERSION_PATH;
 use crate::denormalize::fanout::{apply_to, version_of, Guard};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::Schema;
-use crate::schema::graph::{graph, Shape, Target};
+use crate::schema::graph::{Graph, Shape, Target};
 use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup, overlaps};
 use crate::store::session::Cx;
@@ -41,7 +41,7 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
 /// dangling (a test, or a program, may write a holder before its source).
 /// Pass what it returns to [`confirm`] after the write.
 pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
-    let held = graph().held_by(schema);
+    let held = cx.graph.held_by(schema);
     let sources = read_sources(cx, &held, docs).await?;
     for doc in docs.iter_mut() {
         let mut records = BsonDoc::new();
@@ -104,7 +104,7 @@ pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [B
 /// one's. One read per such reference set; none for any other update.
 pub(crate) async fn sources_exist(cx: &mut Cx<'_>, schema: &'static Schema, body: &BsonDoc) -> Result<()> {
     let Some(Bson::Document(set)) = body.get("$set") else { return Ok(()) };
-    for (source, target) in graph().held_by(schema) {
+    for (source, target) in cx.graph.held_by(schema) {
         let Shape::Top { via } = target.shape else { continue };
         let Some(id) = set.get(via).filter(|id| **id != Bson::Null) else { continue };
         let sources = cx.db.collection::<BsonDoc>(source);
@@ -157,7 +157,7 @@ pub(crate) async fn confirm(
     docs: &[BsonDoc],
     filled: Sources,
 ) -> Result<bool> {
-    let held = graph().held_by(schema);
+    let held = cx.graph.held_by(schema);
     let mut rewrote = false;
     let now = read_sources(cx, &held, docs).await?;
     for (source, target) in &held {
@@ -213,7 +213,7 @@ pub(crate) async fn insert_and_push(
     docs: &[BsonDoc],
     filled: Option<&Sources>,
 ) -> Result<bool> {
-    let guards = push_guards(schema, docs, filled);
+    let guards = push_guards(cx.graph, schema, docs, filled);
     let none = Default::default();
     let all = crate::patterns::subset::insert_and_push(cx, schema.collection, docs, guards.as_ref().unwrap_or(&none));
     Ok(all.await? && guards.is_some())
@@ -232,14 +232,15 @@ pub(crate) async fn insert_and_push(
 /// parent collection and id; `None` when a copy has no such push, or its
 /// source was not found (then [`confirm`] runs after the commit).
 fn push_guards(
+    g: &'static Graph,
     schema: &'static Schema,
     docs: &[BsonDoc],
     filled: Option<&Sources>,
 ) -> Option<crate::patterns::subset::Guards> {
     let filled = filled?;
-    let subsets = crate::patterns::subset::subsets_of(schema.collection);
+    let subsets = g.subsets_of(schema.collection);
     let mut guards = crate::patterns::subset::Guards::new();
-    for (source, target) in graph().held_by(schema) {
+    for (source, target) in g.held_by(schema) {
         let Shape::Top { via } = target.shape else { return None };
         if !subsets.iter().any(|s| s.parent == source && s.parent_field == via) {
             return None;
@@ -260,8 +261,12 @@ fn push_guards(
 
 /// Whether a write of the `touched` paths of a `schema` document changes
 /// the references or the copies it holds.
-pub(crate) fn touched_holdings<S: AsRef<str>>(schema: &'static Schema, touched: impl IntoIterator<Item = S>) -> bool {
-    let held = graph().held_by(schema);
+pub(crate) fn touched_holdings<S: AsRef<str>>(
+    g: &'static Graph,
+    schema: &'static Schema,
+    touched: impl IntoIterator<Item = S>,
+) -> bool {
+    let held = g.held_by(schema);
     if held.is_empty() {
         return false;
     }
@@ -317,11 +322,11 @@ fn pulled_ids(element: &BsonDoc, key: &str) -> (Vec<Bson>, bool) {
 /// comments, both lines of one part). A record is shared by the elements
 /// naming one document, so it goes only where the reference is the
 /// element's identity (`{id, ..}` elements of a reference array).
-pub(crate) fn prune_pulled(schema: &'static Schema, body: &mut BsonDoc) {
+pub(crate) fn prune_pulled(g: &'static Graph, schema: &'static Schema, body: &mut BsonDoc) {
     let Some(Bson::Document(pulls)) = body.get("$pull") else { return };
     let mut unset = BsonDoc::new();
     let mut rewrites = Vec::new();
-    for (_, target) in graph().held_by(schema) {
+    for (_, target) in g.held_by(schema) {
         let Shape::Array { array, key } = target.shape else { continue };
         let pulled = match pulls.get(array) {
             // `{$eq: element}`: the value-safe form of a whole element.

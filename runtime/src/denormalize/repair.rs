@@ -8,7 +8,7 @@ use crate::denormalize::copies::{
     catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
 };
 use crate::error::{show_id, Error, Result};
-use crate::schema::graph::{graph, Target};
+use crate::schema::graph::{Graph, Target};
 use crate::store::page::Page;
 use crate::store::path::id_key;
 use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
@@ -23,12 +23,13 @@ use std::sync::Arc;
 /// worker and a dead letter's repair run (the public entry is
 /// `docrel::check::copies`).
 pub(crate) fn repair_collection<'a>(db: &'a Database, source: &str) -> Result<Scan<'a>> {
-    let source = known_source(source)?;
-    Ok(Scan::new(db, "repair", source, parts(source), true))
+    let g = crate::schema::graph::of(db);
+    let source = known_source(g, source)?;
+    Ok(Scan::new(db, "repair", source, parts(g, source), true))
 }
 
-pub(crate) fn known_source(source: &str) -> Result<&'static str> {
-    let sources = graph().sources();
+pub(crate) fn known_source(g: &'static Graph, source: &str) -> Result<&'static str> {
+    let sources = g.sources();
     sources
         .iter()
         .copied()
@@ -44,8 +45,7 @@ pub(crate) fn known_source(source: &str) -> Result<&'static str> {
 /// of their own sources), and every subset whose summaries carry a copy of
 /// the chain (a summary is checked against its children, which a repair of
 /// the copies before it has made true).
-pub(crate) fn parts(source: &'static str) -> Parts {
-    let g = graph();
+pub(crate) fn parts(g: &'static Graph, source: &'static str) -> Parts {
     let mut parts: Parts = Vec::new();
     let mut subsets: Vec<&'static crate::schema::graph::SubsetTarget> = Vec::new();
     for (source, target) in g.chain_of(source) {

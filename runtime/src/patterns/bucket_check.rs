@@ -26,7 +26,6 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{BucketSpec, Relation, RelationKind, Schema};
-use crate::schema::graph::all_types;
 use crate::store::page::after;
 use crate::store::primary;
 use crate::store::scan::{count, At, Parts, Report, ScanPart};
@@ -83,8 +82,13 @@ impl BucketArray {
 /// assert!(arrays.iter().any(|a| a.label() == "comment_pages.comments"));
 /// ```
 pub fn bucket_arrays() -> Vec<BucketArray> {
+    arrays_in(crate::schema::graph::graph())
+}
+
+/// [`bucket_arrays`] of the graph `g` (a database's, with its stored types).
+pub(crate) fn arrays_in(g: &'static crate::schema::graph::Graph) -> Vec<BucketArray> {
     let mut out = Vec::new();
-    for schema in all_types() {
+    for schema in g.types() {
         for rel in schema.relations {
             if let (RelationKind::Bucket, Some(spec)) = (rel.kind, rel.bucket.as_ref()) {
                 out.push(BucketArray { schema, rel, spec });
@@ -99,14 +103,14 @@ pub(crate) fn parts(array: BucketArray) -> Parts {
     vec![Arc::new(array)]
 }
 
-pub(crate) fn arrays_of(collection: &str) -> Vec<BucketArray> {
-    bucket_arrays().into_iter().filter(|a| a.schema.collection == collection).collect()
+pub(crate) fn arrays_of(g: &'static crate::schema::graph::Graph, collection: &str) -> Vec<BucketArray> {
+    arrays_in(g).into_iter().filter(|a| a.schema.collection == collection).collect()
 }
 
-pub(crate) fn known(collection: &str) -> Result<Vec<BucketArray>> {
-    let found = arrays_of(collection);
+pub(crate) fn known(g: &'static crate::schema::graph::Graph, collection: &str) -> Result<Vec<BucketArray>> {
+    let found = arrays_of(g, collection);
     if found.is_empty() {
-        let mut known: Vec<&str> = bucket_arrays().iter().map(|a| a.schema.collection).collect();
+        let mut known: Vec<&str> = arrays_in(g).iter().map(|a| a.schema.collection).collect();
         known.dedup();
         return Err(Error::Invalid {
             what: crate::error::Misuse::Collection,

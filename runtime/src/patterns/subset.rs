@@ -20,7 +20,7 @@
 use crate::bson_compat;
 use crate::error::{Error, Result};
 use crate::schema::document::Relation;
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 pub use crate::schema::graph::SubsetTarget;
 use crate::store::page::id_pages;
 use crate::store::path::id_key;
@@ -31,11 +31,6 @@ use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::{InsertOneModel, WriteModel};
 use mongodb::Database;
 use std::collections::HashMap;
-
-/// Every subset that summarizes `child` (a collection).
-pub fn subsets_of(child: &str) -> &'static [SubsetTarget] {
-    graph().subsets_of(child)
-}
 
 impl SubsetTarget {
     /// The subset's order, as the push's `$sort` and the rebuild's `sort`:
@@ -148,7 +143,7 @@ impl SubsetTarget {
 /// of children). On MongoDB 8.0+ they travel in one `bulkWrite` (one round
 /// trip however many parents), else one `update` each.
 async fn push_all(cx: &mut Cx<'_>, pushes: Vec<Push>) -> Result<()> {
-    if pushes.len() > 1 && crate::store::bulk::available() {
+    if pushes.len() > 1 && crate::store::bulk::available(cx.db.client()) {
         let models = pushes.iter().map(|push| push_model(cx, push, None)).collect();
         // Only single-document statements: the driver retries it as a
         // retryable write.
@@ -185,8 +180,8 @@ fn moved(target: &SubsetTarget, touched: Option<&[String]>) -> bool {
 
 /// Checks the summaries of children about to be inserted (nothing is
 /// written when one is too large).
-pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
-    for target in subsets_of(child) {
+pub(crate) fn check(g: &'static Graph, child: &str, docs: &[BsonDoc]) -> Result<()> {
+    for target in g.subsets_of(child) {
         for d in docs {
             target.summary(d)?;
         }
@@ -199,7 +194,7 @@ pub(crate) fn check(child: &str, docs: &[BsonDoc]) -> Result<()> {
 /// ([`settle`]). In a transaction no other writer sees the children before
 /// it commits, so none can move or delete them between insert and push.
 pub(crate) async fn after_insert(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
-    push_all(cx, pushes_of(child, docs)?).await?;
+    push_all(cx, pushes_of(cx.graph, child, docs)?).await?;
     let transaction = match cx.session() {
         Some(s) => crate::store::transaction::in_transaction(s).await,
         None => false,
@@ -228,9 +223,9 @@ fn push_model(cx: &Cx<'_>, (target, parent, summaries): &Push, guard: Option<&Bs
 
 /// The pushes children `docs` owe: one per parent and subset (per page of
 /// children).
-fn pushes_of(child: &str, docs: &[BsonDoc]) -> Result<Vec<Push>> {
+fn pushes_of(g: &'static Graph, child: &str, docs: &[BsonDoc]) -> Result<Vec<Push>> {
     let mut pushes = Vec::new();
-    for target in subsets_of(child) {
+    for target in g.subsets_of(child) {
         let mut by_parent: Vec<(Bson, Vec<BsonDoc>)> = Vec::new();
         let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for d in docs {
@@ -264,7 +259,7 @@ pub(crate) async fn insert_and_push(
     docs: &[BsonDoc],
     guards: &Guards,
 ) -> Result<bool> {
-    let pushes = pushes_of(child, docs)?;
+    let pushes = pushes_of(cx.graph, child, docs)?;
     let ns = crate::store::bulk::namespace(cx, child);
     let mut models: Vec<WriteModel> = Vec::with_capacity(docs.len() + pushes.len());
     for d in docs {
@@ -307,7 +302,7 @@ async fn missed(cx: &mut Cx<'_>, pushes: &[Push], matched: i64, versioned: bool)
 /// push added it there). Each parent a pushed child no longer has is
 /// rebuilt.
 async fn settle(cx: &mut Cx<'_>, child: &str, docs: &[BsonDoc]) -> Result<()> {
-    let targets = subsets_of(child);
+    let targets = cx.graph.subsets_of(child);
     if targets.is_empty() || docs.is_empty() {
         return Ok(());
     }
@@ -370,7 +365,7 @@ pub(crate) async fn after_change(
 ) -> Result<()> {
     // Every subset is rebuilt before the error of a summary left out is returned.
     let mut left_out = None;
-    for target in subsets_of(child) {
+    for target in cx.graph.subsets_of(child) {
         if let Some(t) = touched {
             if !touched_by(target, t) {
                 continue;
@@ -410,7 +405,7 @@ pub(crate) async fn after_change(
 
 /// After children were deleted: rebuild their parents' subsets.
 pub(crate) async fn after_delete(cx: &mut Cx<'_>, child: &str, parents: Vec<(usize, Bson)>) -> Result<()> {
-    let targets = subsets_of(child);
+    let targets = cx.graph.subsets_of(child);
     for (i, parent) in parents {
         if let Some(target) = targets.get(i) {
             target.rebuild_in(cx, &parent).await?;
@@ -456,9 +451,12 @@ impl<P: crate::schema::document::Document, C> Subset<P, C> {
 }
 
 impl<P: crate::schema::document::Document, C: crate::schema::document::Document> Subset<P, C> {
-    fn target(&self) -> Result<&'static SubsetTarget> {
-        subsets_of(C::COLLECTION).iter().find(|t| t.is_kept_in(P::COLLECTION, self.relation())).ok_or_else(|| {
-            Error::Invalid {
+    fn target(&self, db: &Database) -> Result<&'static SubsetTarget> {
+        crate::schema::graph::of(db)
+            .subsets_of(C::COLLECTION)
+            .iter()
+            .find(|t| t.is_kept_in(P::COLLECTION, self.relation()))
+            .ok_or_else(|| Error::Invalid {
                 what: crate::error::Misuse::Subset,
                 message: format!(
                 "`{}` summarizes `{}`, but no field of `{}` refers back to `{}`: add `#[parent_ref(to = ..)]` on it",
@@ -467,20 +465,19 @@ impl<P: crate::schema::document::Document, C: crate::schema::document::Document>
                 C::COLLECTION,
                 P::COLLECTION
             ),
-            }
-        })
+            })
     }
 
     /// Rebuilds the parent's subset from the full collection (one read, one
     /// write); returns how many summaries it holds.
     pub async fn rebuild(&self, db: &Database, parent: &P::Id) -> Result<usize> {
         crate::schema::stored::hold(db).await?;
-        self.target()?.rebuild(db, &crate::id::DocId::to_bson(parent)).await
+        self.target(db)?.rebuild(db, &crate::id::DocId::to_bson(parent)).await
     }
 
     /// Whether the parent's subset holds exactly what the full collection says.
     pub async fn check(&self, db: &Database, parent: &P::Id) -> Result<bool> {
-        let target = self.target()?;
+        let target = self.target(db)?;
         let id = crate::id::DocId::to_bson(parent);
         let expected = target.expected(db, &id).await?;
         let stored = db

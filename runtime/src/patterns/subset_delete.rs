@@ -12,7 +12,8 @@
 //! before, and one more read and delete per round a move came in.
 
 use crate::error::{Error, Result};
-use crate::patterns::subset::{after_delete, subsets_of};
+use crate::patterns::subset::after_delete;
+use crate::schema::graph::Graph;
 use crate::store::path::id_key;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
@@ -40,7 +41,7 @@ pub(crate) async fn delete_matching(
     many: bool,
 ) -> Result<u64> {
     let coll = cx.db.collection::<BsonDoc>(collection);
-    if subsets_of(collection).is_empty() {
+    if cx.graph.subsets_of(collection).is_empty() {
         let r = match many {
             true => in_session!(coll.delete_many(filter), cx.session()),
             false => in_session!(coll.delete_one(filter), cx.session()),
@@ -54,7 +55,7 @@ pub(crate) async fn delete_matching(
             break;
         }
         let pinned = match round < ROUNDS {
-            true => doc! {"$and": [filter.clone(), pin(collection, &found)]},
+            true => doc! {"$and": [filter.clone(), pin(cx.graph, collection, &found)]},
             false => filter.clone(),
         };
         let r = match many {
@@ -64,7 +65,7 @@ pub(crate) async fn delete_matching(
         .map_err(|e| Error::driver("delete", collection, e))?;
         deleted += r.deleted_count;
         if r.deleted_count > 0 {
-            after_delete(cx, collection, parents(collection, &found)).await?;
+            after_delete(cx, collection, parents(cx.graph, collection, &found)).await?;
         }
         if r.deleted_count as usize == found.len() {
             break;
@@ -77,7 +78,7 @@ pub(crate) async fn delete_matching(
 /// unless `many`), read on the primary: they decide the rebuilds.
 async fn images(cx: &mut Cx<'_>, collection: &'static str, filter: &BsonDoc, many: bool) -> Result<Vec<BsonDoc>> {
     let mut projection = doc! {"_id": 1};
-    for target in subsets_of(collection) {
+    for target in cx.graph.subsets_of(collection) {
         projection.insert(target.parent_field, 1);
     }
     let coll = cx.db.collection::<BsonDoc>(collection);
@@ -88,10 +89,11 @@ async fn images(cx: &mut Cx<'_>, collection: &'static str, filter: &BsonDoc, man
 
 /// The documents `found` with the parents they were read with: one clause
 /// per set of parents (an absent parent is pinned as absent).
-fn pin(collection: &str, found: &[BsonDoc]) -> BsonDoc {
+fn pin(g: &'static Graph, collection: &str, found: &[BsonDoc]) -> BsonDoc {
     let mut groups: Vec<(BsonDoc, Vec<Bson>)> = Vec::new();
     for d in found {
-        let key: BsonDoc = subsets_of(collection)
+        let key: BsonDoc = g
+            .subsets_of(collection)
             .iter()
             .map(|t| (t.parent_field.to_owned(), d.get(t.parent_field).cloned().unwrap_or(Bson::Null)))
             .collect();
@@ -116,10 +118,10 @@ fn pin(collection: &str, found: &[BsonDoc]) -> BsonDoc {
 }
 
 /// The parents `found` had, per subset of `collection`, once each.
-fn parents(collection: &str, found: &[BsonDoc]) -> Vec<(usize, Bson)> {
+fn parents(g: &'static Graph, collection: &str, found: &[BsonDoc]) -> Vec<(usize, Bson)> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    for (i, target) in subsets_of(collection).iter().enumerate() {
+    for (i, target) in g.subsets_of(collection).iter().enumerate() {
         for parent in found.iter().filter_map(|d| d.get(target.parent_field)).filter(|p| **p != Bson::Null) {
             if seen.insert((i, id_key(parent))) {
                 out.push((i, parent.clone()));

@@ -198,7 +198,7 @@ pub(crate) async fn rebuild_kept(
     schema: &'static crate::schema::document::Schema,
     ids: &[Bson],
 ) -> Result<()> {
-    for subset in crate::schema::graph::graph().subsets_kept_by(schema) {
+    for subset in cx.graph.subsets_kept_by(schema) {
         let children = cx.db.collection::<BsonDoc>(subset.spec.child);
         for page in crate::store::page::id_pages(ids) {
             let with_children = in_session!(

@@ -41,8 +41,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
-use crate::schema::graph::all_types;
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use crate::store::page::Page;
 use crate::store::scan::{count, At, Parts, Report, ScanPart};
 use crate::store::session::{collect, plain};
@@ -176,10 +175,15 @@ impl Pair {
 /// assert_eq!(pair.shape, docrel::check::PairShape::OneToMany);
 /// ```
 pub fn pairs() -> Vec<Pair> {
+    pairs_in(crate::schema::graph::graph())
+}
+
+/// [`pairs`] of the graph `g` (a database's, with its stored types).
+pub(crate) fn pairs_in(g: &'static Graph) -> Vec<Pair> {
     let mut out: Vec<Pair> = Vec::new();
-    for schema in all_types() {
+    for schema in g.types() {
         for rel in schema.relations.iter().filter(|r| r.inverse.is_some()) {
-            let Some((other_schema, other_rel)) = graph().inverse_of(rel) else { continue };
+            let Some((other_schema, other_rel)) = g.inverse_of(rel) else { continue };
             let here = Side { schema, rel };
             let there = Side { schema: other_schema, rel: other_rel };
             let seen = out.iter().any(|p| {
@@ -206,8 +210,8 @@ pub(crate) fn parts(pair: Pair) -> Parts {
     vec![Arc::new(SideScan { pair, side: 0 }), Arc::new(SideScan { pair, side: 1 })]
 }
 
-pub(crate) fn pairs_of(collection: &str) -> Result<Vec<Pair>> {
-    let all = pairs();
+pub(crate) fn pairs_of(g: &'static Graph, collection: &str) -> Result<Vec<Pair>> {
+    let all = pairs_in(g);
     let found: Vec<Pair> = all.iter().copied().filter(|p| p.involves(collection)).collect();
     if found.is_empty() {
         let mut known: Vec<&str> = all.iter().flat_map(|p| [p.a.collection(), p.b.collection()]).collect();

@@ -7,7 +7,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
-use crate::schema::graph::{graph, SubsetTarget};
+use crate::schema::graph::{Graph, SubsetTarget};
 use crate::store::path::id_key;
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
@@ -28,8 +28,8 @@ pub const MAX_CYCLE_DOCUMENTS: usize = 100_000;
 pub const BATCH: usize = crate::store::ID_PAGE;
 
 /// Whether deleting a document of `collection` has anything to apply.
-pub(crate) fn has_rules(collection: &str) -> bool {
-    graph().references_to(collection).iter().any(|(_, r)| rule(r) != OnDelete::Nothing)
+pub(crate) fn has_rules(g: &'static Graph, collection: &str) -> bool {
+    g.references_to(collection).iter().any(|(_, r)| rule(r) != OnDelete::Nothing)
 }
 
 /// Applies the rules for `ids` of `collection`, already [`check`]ed (a
@@ -45,7 +45,8 @@ pub(crate) fn has_rules(collection: &str) -> bool {
 /// one's, are written again after them ([`relink_returned`]).
 pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
     // A `restrict` was checked before the delete and writes nothing after it.
-    let writes = graph()
+    let writes = cx
+        .graph
         .references_to(collection)
         .iter()
         .any(|(_, r)| !matches!(rule(r), OnDelete::Nothing | OnDelete::Restrict));
@@ -74,7 +75,7 @@ pub(crate) async fn apply_checked(cx: &mut Cx<'_>, collection: &'static str, ids
 /// read, for the types whose two-way references the rules pull; nothing
 /// otherwise.
 async fn relink_returned(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
-    let g = graph();
+    let g = cx.graph;
     // The two-way references of the deleted documents whose other side a rule pulled.
     let pulled: Vec<(&'static Schema, &'static Relation)> = g
         .references_to(collection)
@@ -117,27 +118,23 @@ async fn relink_returned(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]
 /// reaches more than [`MAX_CYCLE_DOCUMENTS`] documents on a cycle. Reads
 /// nothing when no rule below could refuse.
 pub(crate) async fn check(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<()> {
-    if ids.is_empty() || !may_refuse(collection) {
+    if ids.is_empty() || !may_refuse(cx.graph, collection) {
         return Ok(());
     }
     walk(cx, collection, ids, Mode::Check).await
 }
 
 /// The collections whose documents a cascade from `collection` deletes.
-fn cascades_from(collection: &str) -> impl Iterator<Item = &'static str> + '_ {
-    graph()
-        .references_to(collection)
-        .iter()
-        .filter(|(_, rel)| rule(rel) == OnDelete::Cascade)
-        .map(|(s, _)| s.collection)
+fn cascades_from<'a>(g: &'a Graph, collection: &'a str) -> impl Iterator<Item = &'static str> + 'a {
+    g.references_to(collection).iter().filter(|(_, rel)| rule(rel) == OnDelete::Cascade).map(|(s, _)| s.collection)
 }
 
 /// `collection` and every collection a cascade from it reaches.
-fn closure(collection: &'static str) -> Vec<&'static str> {
+fn closure(g: &'static Graph, collection: &'static str) -> Vec<&'static str> {
     let mut seen = vec![collection];
     let mut i = 0;
     while let Some(&c) = seen.get(i) {
-        for next in cascades_from(c) {
+        for next in cascades_from(g, c) {
             if !seen.contains(&next) {
                 seen.push(next);
             }
@@ -149,16 +146,16 @@ fn closure(collection: &'static str) -> Vec<&'static str> {
 
 /// Whether a cascade from `collection` can come back to it: its documents
 /// are remembered so a cycle in the data is followed once.
-fn on_cycle(collection: &'static str) -> bool {
-    cascades_from(collection).any(|next| closure(next).contains(&collection))
+fn on_cycle(g: &'static Graph, collection: &'static str) -> bool {
+    cascades_from(g, collection).any(|next| closure(g, next).contains(&collection))
 }
 
 /// Whether the rules from `collection` may refuse: a `restrict` reachable,
 /// or a cycle (which may pass [`MAX_CYCLE_DOCUMENTS`]).
-fn may_refuse(collection: &'static str) -> bool {
-    closure(collection)
+fn may_refuse(g: &'static Graph, collection: &'static str) -> bool {
+    closure(g, collection)
         .into_iter()
-        .any(|c| on_cycle(c) || graph().references_to(c).iter().any(|(_, rel)| rule(rel) == OnDelete::Restrict))
+        .any(|c| on_cycle(g, c) || g.references_to(c).iter().any(|(_, rel)| rule(rel) == OnDelete::Restrict))
 }
 
 /// Whether a walk checks (reads only, refusing on a `restrict`) or applies.
@@ -202,12 +199,12 @@ async fn summaries_pulled(
     ids: &[Bson],
 ) -> Result<Vec<(&'static SubsetTarget, Vec<Bson>)>> {
     let mut out = Vec::new();
-    for &(schema, rel) in graph().references_to(collection) {
+    for &(schema, rel) in cx.graph.references_to(collection) {
         if rule(rel) != OnDelete::Pull {
             continue;
         }
-        let cleared = crate::denormalize::copies::cleared_through(schema, rel.field);
-        for subset in crate::patterns::subset::subsets_of(schema.collection) {
+        let cleared = crate::denormalize::copies::cleared_through(cx.graph, schema, rel.field);
+        for subset in cx.graph.subsets_of(schema.collection) {
             let carried = subset.fields().is_none_or(|f| f.iter().any(|f| *f == rel.field || cleared.contains_key(*f)));
             if !carried {
                 continue;
@@ -227,20 +224,21 @@ async fn summaries_pulled(
 
 /// The documents on a cycle the walk has reached, by collection and id key.
 struct Visited {
+    graph: &'static Graph,
     ids: HashMap<&'static str, HashSet<String>>,
     count: usize,
     limit: usize,
 }
 
 impl Visited {
-    fn new(limit: usize) -> Self {
-        Visited { ids: HashMap::new(), count: 0, limit }
+    fn new(graph: &'static Graph, limit: usize) -> Self {
+        Visited { graph, ids: HashMap::new(), count: 0, limit }
     }
 
     /// Those of `ids` not reached before (all of them off a cycle), now
     /// remembered; `None` past [`MAX_CYCLE_DOCUMENTS`].
     fn admit(&mut self, collection: &'static str, ids: Vec<Bson>) -> Option<Vec<Bson>> {
-        self.admit_on(collection, on_cycle(collection), ids)
+        self.admit_on(collection, on_cycle(self.graph, collection), ids)
     }
 
     fn admit_on(&mut self, collection: &'static str, cyclic: bool, ids: Vec<Bson>) -> Option<Vec<Bson>> {
@@ -262,7 +260,7 @@ impl Visited {
 /// deepest first, so a failure leaves what refers to them). Checking: one
 /// count per `restrict`, descending only where a rule may refuse.
 async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> Result<()> {
-    let mut visited = Visited::new(MAX_CYCLE_DOCUMENTS);
+    let mut visited = Visited::new(cx.graph, MAX_CYCLE_DOCUMENTS);
     let mut deleted = 0u64;
     let ids = visited.admit(root, ids.to_vec()).ok_or_else(|| runaway(root, ids.len(), mode, 0))?;
     let mut stack = vec![Frame::new(root, ids)];
@@ -272,7 +270,7 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
             top.bulked = Some(batch(cx, top.collection, &top.ids).await?);
         }
         let bulked = top.bulked == Some(true);
-        let Some(&(schema, rel)) = graph().references_to(top.collection).get(top.rel) else {
+        let Some(&(schema, rel)) = cx.graph.references_to(top.collection).get(top.rel) else {
             let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
             for (subset, parents) in &done.summaries {
                 for parent in parents {
@@ -288,9 +286,9 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
         match (mode, rule(rel)) {
             (Mode::Check, OnDelete::Restrict) => restrict(cx, top.collection, schema, rel, &top.ids).await?,
             // Sent in the frame's `bulkWrite`.
-            (Mode::Apply, _) if bulked && batched(schema, rel) => {}
+            (Mode::Apply, _) if bulked && batched(cx.graph, schema, rel) => {}
             (Mode::Apply, OnDelete::Pull) => pull(cx, schema, rel, &top.ids).await?,
-            (_, OnDelete::Cascade) if mode == Mode::Apply || may_refuse(schema.collection) => {
+            (_, OnDelete::Cascade) if mode == Mode::Apply || may_refuse(cx.graph, schema.collection) => {
                 let after = top.after.take();
                 if let Some(page) = dependants(cx, schema, rel, &top.ids, after).await? {
                     top.after = page.last().cloned();
@@ -377,14 +375,14 @@ async fn dependants(
 async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> Result<()> {
     let collection = schema.collection;
     let coll = cx.db.collection::<BsonDoc>(collection);
-    let (filter, update) = pulled(schema, rel, ids);
+    let (filter, update) = pulled(cx.graph, schema, rel, ids);
     in_session!(coll.update_many(filter, update), cx.session())
         .map_err(|e| Error::driver("update_many", collection, e))?;
     Ok(())
 }
 
 /// The filter and update of [`pull`].
-fn pulled(schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (BsonDoc, BsonDoc) {
+fn pulled(g: &'static Graph, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (BsonDoc, BsonDoc) {
     let filter = doc! { rel.id_path(): {"$in": ids} };
     let update = match rel.kind {
         RelationKind::RefMany { key: Some(key), .. } => {
@@ -406,7 +404,7 @@ fn pulled(schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (Bso
         _ => {
             // The copies made through the reference, and their records, go
             // with it: they copy a document the holder no longer refers to.
-            let mut unset = crate::denormalize::copies::cleared_through(schema, rel.field);
+            let mut unset = crate::denormalize::copies::cleared_through(g, schema, rel.field);
             unset.insert(rel.field, "");
             doc! {"$unset": unset}
         }
@@ -418,17 +416,17 @@ fn pulled(schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (Bso
 /// docrel: no rule to apply to what refers to them (a `restrict` was
 /// checked before the delete) and no subset summarizing them. A cascade
 /// into such a collection is one `deleteMany` of the referrers.
-fn leaf(collection: &'static str) -> bool {
-    graph().references_to(collection).iter().all(|(_, r)| matches!(rule(r), OnDelete::Nothing | OnDelete::Restrict))
-        && crate::patterns::subset::subsets_of(collection).is_empty()
+fn leaf(g: &'static Graph, collection: &'static str) -> bool {
+    g.references_to(collection).iter().all(|(_, r)| matches!(rule(r), OnDelete::Nothing | OnDelete::Restrict))
+        && g.subsets_of(collection).is_empty()
 }
 
 /// Whether the rule of `rel` (a reference of `schema`) travels in its
 /// frame's `bulkWrite`: a pull, or a cascade into a leaf.
-fn batched(schema: &'static Schema, rel: &'static Relation) -> bool {
+fn batched(g: &'static Graph, schema: &'static Schema, rel: &'static Relation) -> bool {
     match rule(rel) {
         OnDelete::Pull => true,
-        OnDelete::Cascade => leaf(schema.collection),
+        OnDelete::Cascade => leaf(g, schema.collection),
         _ => false,
     }
 }
@@ -442,18 +440,18 @@ fn batched(schema: &'static Schema, rel: &'static Relation) -> bool {
 /// statement is idempotent; a refused one is the error of its collection,
 /// with what came before it written.
 async fn batch(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<bool> {
-    if !crate::store::bulk::available() {
+    if !crate::store::bulk::available(cx.db.client()) {
         return Ok(false);
     }
     let mut sent: Vec<&'static str> = Vec::new();
     let mut models = Vec::new();
-    for &(schema, rel) in graph().references_to(collection) {
-        if !batched(schema, rel) {
+    for &(schema, rel) in cx.graph.references_to(collection) {
+        if !batched(cx.graph, schema, rel) {
             continue;
         }
         let model = match rule(rel) {
             OnDelete::Pull => {
-                let (filter, update) = pulled(schema, rel, ids);
+                let (filter, update) = pulled(cx.graph, schema, rel, ids);
                 crate::store::bulk::update_many(cx, schema.collection, filter, update, None)
             }
             _ => crate::store::bulk::delete_many(cx, schema.collection, doc! { rel.id_path(): {"$in": ids} }),
@@ -494,7 +492,7 @@ mod tests {
 
     #[test]
     fn a_cycle_is_followed_once_and_a_runaway_refused() {
-        let mut visited = Visited::new(3);
+        let mut visited = Visited::new(crate::schema::graph::graph(), 3);
         let ids = |v: &[i32]| v.iter().map(|i| Bson::Int32(*i)).collect::<Vec<_>>();
         assert_eq!(visited.admit_on("nodes", true, ids(&[1, 2])), Some(ids(&[1, 2])));
         assert_eq!(visited.admit_on("nodes", true, ids(&[2, 1, 3])), Some(ids(&[3])), "1 and 2 were reached");

@@ -4,7 +4,7 @@
 
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{Relation, RelationKind, Schema};
-use crate::schema::graph::{graph, Shape};
+use crate::schema::graph::{Graph, Shape};
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::ReturnDocument;
@@ -59,9 +59,9 @@ impl Side {
     }
 
     /// The other side of `rel` (declared on `collection`), if it is two-way.
-    fn inverse(rel: &'static Relation) -> Result<Option<Side>> {
+    fn inverse(g: &'static Graph, rel: &'static Relation) -> Result<Option<Side>> {
         let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(None) };
-        match graph().inverse_of(rel) {
+        match g.inverse_of(rel) {
             Some((schema, r)) => Side::of(schema.collection, r).map(Some),
             None => Err(Error::Invalid {
                 what: crate::error::Misuse::Inverse,
@@ -317,9 +317,9 @@ pub(crate) async fn link(
 /// Whether `rel` is the single side of a 1:N two-way pair (`task.owner`
 /// against `person.tasks`): the side the two-way repair takes as the
 /// truth (`inverse_check.rs`), what a document says about itself.
-pub(crate) fn single_of_one_to_many(rel: &'static Relation) -> bool {
+pub(crate) fn single_of_one_to_many(g: &'static Graph, rel: &'static Relation) -> bool {
     let many = |r: &Relation| matches!(r.kind, RelationKind::RefMany { .. });
-    !many(rel) && graph().inverse_of(rel).is_some_and(|(_, inverse)| many(inverse))
+    !many(rel) && g.inverse_of(rel).is_some_and(|(_, inverse)| many(inverse))
 }
 
 /// Settles `x`, a new document, with `y`, which already lists it in the
@@ -381,7 +381,7 @@ async fn linked(
     how: How,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
-    let far = Side::inverse(rel)?;
+    let far = Side::inverse(cx.graph, rel)?;
     let op = Op::Link { how, rel, near, far, x: x.clone(), y: y.clone() };
     let outcome = run_writes(cx, "link", op).await?;
     refresh_copies(cx, schema, rel, &x, &y).await?;
@@ -399,12 +399,12 @@ async fn refresh_copies(
 ) -> Result<()> {
     // Held copies include those of stored rules the type follows.
     let through = |s: &'static Schema, field: &str| {
-        graph().held_by(s).iter().any(|(_, t)| matches!(t.shape, Shape::Top { via } if via == field))
+        cx.graph.held_by(s).iter().any(|(_, t)| matches!(t.shape, Shape::Top { via } if via == field))
     };
     if through(schema, rel.field) {
         crate::denormalize::fill::refresh(cx, schema, std::slice::from_ref(x)).await?;
     }
-    if let Some((other, inverse)) = graph().inverse_of(rel) {
+    if let Some((other, inverse)) = cx.graph.inverse_of(rel) {
         if through(other, inverse.field) {
             crate::denormalize::fill::refresh(cx, other, std::slice::from_ref(y)).await?;
         }
@@ -461,7 +461,7 @@ pub(crate) async fn unlink(
     y: Bson,
 ) -> Result<LinkOutcome> {
     let near = Side::of(schema.collection, rel)?;
-    let far = Side::inverse(rel)?;
+    let far = Side::inverse(cx.graph, rel)?;
     for side in std::iter::once(near).chain(far) {
         if !side.many && !side.optional {
             return Err(Error::Invalid {

@@ -8,7 +8,7 @@
 use crate::denormalize::write::{Linking, TwoWaySides};
 use crate::error::{Error, Result};
 use crate::schema::document::{Relation, Schema};
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use crate::store::path::id_key;
 use crate::store::session::{collect, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -21,8 +21,8 @@ pub(crate) static SIDES: NewSides = NewSides;
 pub(crate) struct NewSides;
 
 impl TwoWaySides for NewSides {
-    fn check(&self, schema: &'static Schema, docs: &[BsonDoc]) -> Result<()> {
-        listed_once(schema, docs)
+    fn check(&self, g: &'static Graph, schema: &'static Schema, docs: &[BsonDoc]) -> Result<()> {
+        listed_once(g, schema, docs)
     }
 
     fn link<'a>(
@@ -33,7 +33,7 @@ impl TwoWaySides for NewSides {
         linking: Linking,
     ) -> futures::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            for rel in graph().two_way_of(schema) {
+            for rel in cx.graph.two_way_of(schema) {
                 if linking == Linking::Both {
                     link_named(cx, schema, rel, docs).await?;
                 }
@@ -96,7 +96,7 @@ async fn link_referring(
     let coll = cx.db.collection::<RawDocumentBuf>(other);
     // A document naming new ids of several pages is read once per page.
     let mut linked: HashSet<(String, String)> = HashSet::new();
-    let single = super::two_way::single_of_one_to_many(rel);
+    let single = super::two_way::single_of_one_to_many(cx.graph, rel);
     for page in crate::store::page::id_pages(&ids) {
         let find = coll
             .find(doc! { inverse: {"$in": page} })
@@ -129,8 +129,8 @@ async fn link_referring(
 /// Refuses a document that lists one document twice in an array of
 /// two-way references: the other side refers back once, so the two could
 /// never agree (I2). Nothing is written.
-fn listed_once(schema: &'static Schema, docs: &[BsonDoc]) -> Result<()> {
-    for rel in graph().two_way_of(schema) {
+fn listed_once(g: &'static Graph, schema: &'static Schema, docs: &[BsonDoc]) -> Result<()> {
+    for rel in g.two_way_of(schema) {
         for d in docs {
             let Some(Bson::Array(ids)) = d.get(rel.field) else { continue };
             let mut seen = HashSet::with_capacity(ids.len());

@@ -113,9 +113,9 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
     async fn lookup(self, session: Option<&mut ClientSession>) -> Result<(Vec<V>, Loaded<W, T::Id>)> {
         use crate::client::deployment::{require, require_when_sharded, LOOKUP_PIPELINE, LOOKUP_SHARDED};
         if W::projection().is_some() {
-            require(LOOKUP_PIPELINE)?;
+            require(self.find.collection().client(), LOOKUP_PIPELINE)?;
         }
-        require_when_sharded(LOOKUP_SHARDED)?;
+        require_when_sharded(self.find.collection().client(), LOOKUP_SHARDED)?;
         let parts = self.find.parts();
         let batch_size = parts.read.batch_size.map_or(ONE_BATCH, crate::store::options::batch);
         let mut pipeline = parts.read.stages(parts.projection)?;

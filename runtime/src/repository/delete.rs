@@ -87,7 +87,7 @@ impl<T: Document> Repository<T> {
     /// `on_delete` rules run only once the delete matched, so a delete that
     /// finds nothing (the document changed, a stale shard key) changes nothing.
     async fn delete_found(&self, id: bson::Bson, filter: bson::Document, cx: &mut Cx<'_>) -> Result<bool> {
-        let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
+        let rules = crate::relations::on_delete::has_rules(cx.graph, T::COLLECTION);
         let ids = std::slice::from_ref(&id);
         if rules {
             crate::relations::on_delete::check(cx, T::COLLECTION, ids).await?;
@@ -121,8 +121,8 @@ impl<T: Document> Repository<T> {
 
     /// Deletes the documents `filter` matches with their rules: how many.
     async fn delete_many_found(&self, filter: bson::Document, cx: &mut Cx<'_>) -> Result<u64> {
-        let rules = crate::relations::on_delete::has_rules(T::COLLECTION);
-        if !rules && crate::patterns::subset::subsets_of(T::COLLECTION).is_empty() {
+        let rules = crate::relations::on_delete::has_rules(cx.graph, T::COLLECTION);
+        if !rules && cx.graph.subsets_of(T::COLLECTION).is_empty() {
             let r = in_session!(self.raw.delete_many(filter), cx.session()).map_err(self.err("delete_many"))?;
             return Ok(r.deleted_count);
         }

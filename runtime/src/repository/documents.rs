@@ -18,7 +18,7 @@ use mongodb::ClientSession;
 impl<T: Document> Repository<T> {
     /// The plan of this repository's writes of whole documents.
     fn documents(&self) -> InsertPlan<'_, T> {
-        InsertPlan::new(&self.raw, self.mode(), &SIDES)
+        InsertPlan::new(&self.raw, self.mode(), &SIDES, crate::schema::graph::of(&self.db))
     }
 
     pub(super) async fn insert_many_in(

@@ -29,7 +29,8 @@ impl<T: Document> Repository<T> {
             async move {
                 hooks::before_update(&mut update, &doc! {"_id": id.to_bson()}, Write::UpdateById)?;
                 let mut cx = Cx::new(&self.db, session.as_deref_mut());
-                let outcome = UpdatePlan::new(&self.raw, &update, self.mode())?.by_id(&mut cx, id.to_bson()).await?;
+                let outcome =
+                    UpdatePlan::new(&self.raw, &update, self.mode(), cx.graph)?.by_id(&mut cx, id.to_bson()).await?;
                 if outcome.matched == 0 {
                     return Err(self.explain_unmatched(id, &update, session).await?);
                 }
@@ -56,7 +57,7 @@ impl<T: Document> Repository<T> {
             let write = if many { Write::UpdateMany } else { Write::UpdateOne };
             hooks::before_update(&mut update, &filter, write)?;
             let mut cx = Cx::new(&self.db, session);
-            let plan = UpdatePlan::new(&self.raw, &update, self.mode())?;
+            let plan = UpdatePlan::new(&self.raw, &update, self.mode(), cx.graph)?;
             let outcome = plan.run(&mut cx, filter, Scope::of(many)).await?;
             hooks::after::<T>(&mut cx, write, Vec::new(), outcome.matched).await;
             Ok(outcome)

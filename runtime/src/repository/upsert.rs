@@ -29,7 +29,7 @@ impl<T: Document> Repository<T> {
                 crate::schema::shard::check_routed(T::schema(), &filter, "upsert")?;
                 hooks::before_update(&mut update, &filter, Write::Upsert)?;
                 let cx = &mut Cx::new(&self.db, session);
-                let plan = UpdatePlan::new(&self.raw, &update, self.mode())?;
+                let plan = UpdatePlan::new(&self.raw, &update, self.mode(), cx.graph)?;
                 let new = match plan.upsert(cx, filter, &crate::relations::two_way_inserted::SIDES).await? {
                     Upserted::Updated(o) => {
                         hooks::after::<T>(cx, Write::Upsert, Vec::new(), o.matched).await;

@@ -205,45 +205,49 @@ pub struct Graph {
     supplements: HashMap<&'static str, Vec<&'static Schema>>,
 }
 
-/// The graph of every document type linked into the program, and of the
-/// collections it follows from a stored schema (`schema::obey`).
+/// The graph of every document type linked into the program.
 pub fn graph() -> &'static Graph {
     static LINKED: OnceLock<Graph> = OnceLock::new();
-    match CURRENT.read().map(|g| *g) {
+    LINKED.get_or_init(|| Graph::build(schemas()))
+}
+
+/// The graph the writes to `db` follow: the linked types' ([`graph`]), and
+/// once `db`'s stored schema is obeyed (`schema::obey`, or the first write's
+/// lease), the collections and rules other programs published there. Each
+/// database of each deployment has its own: rules published in one never
+/// run in another.
+pub fn of(db: &mongodb::Database) -> &'static Graph {
+    match crate::client::kept::of_database::<Installed>(db).0.read().map(|g| *g) {
         Ok(Some(g)) => g,
-        _ => LINKED.get_or_init(|| Graph::build(schemas())),
+        _ => graph(),
     }
 }
 
-/// The graph with stored-only types, once a stored schema is obeyed.
-static CURRENT: std::sync::RwLock<Option<&'static Graph>> = std::sync::RwLock::new(None);
+/// The graph with stored-only types of one database, once its stored
+/// schema is obeyed.
+#[derive(Default)]
+struct Installed(std::sync::RwLock<Option<&'static Graph>>);
 
-/// Makes the graph that of the linked types and `stored`: descriptors of
-/// collections no linked type declares, and of the rules a linked
-/// collection's types do not declare, which their writes follow as their
-/// own ([`Graph::relations_of`]). The previous graph stays valid:
-/// a write that started with it finishes with it, and graphs live for the
+/// Makes the graph of `db` that of the linked types and `stored`:
+/// descriptors of collections no linked type declares, and of the rules a
+/// linked collection's types do not declare, which their writes follow as
+/// their own ([`Graph::relations_of`]). The previous graph stays valid: a
+/// write that started with it finishes with it, and graphs live for the
 /// process (one per stored-schema change).
-pub(crate) fn install(stored: Vec<&'static Schema>) {
+pub(crate) fn install(db: &mongodb::Database, stored: Vec<&'static Schema>) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }
     let g: &'static Graph = Box::leak(Box::new(g));
-    if let Ok(mut current) = CURRENT.write() {
+    if let Ok(mut current) = crate::client::kept::of_database::<Installed>(db).0.write() {
         *current = Some(g);
     }
 }
 
-/// Every document type of the current graph: see [`Graph::types`].
-pub fn all_types() -> Vec<&'static Schema> {
-    graph().types()
-}
-
-/// Every reference, from any document type linked into the program, whose
-/// target is `collection`, with the schema declaring it.
-pub fn references_to(collection: &str) -> impl Iterator<Item = (&'static Schema, &'static Relation)> + '_ {
-    graph().references_to(collection).iter().copied()
+/// Every document type of the graph of `db`: see [`Graph::types`].
+pub fn all_types(db: &mongodb::Database) -> Vec<&'static Schema> {
+    of(db).types()
 }
 
 /// Whether one of two stored paths is the other or lies inside it (`parts`

@@ -127,7 +127,7 @@ fn is_option(rust_type: &str) -> bool {
 /// collection: the admin tool's "ensure indexes".
 pub async fn ensure_all(db: &mongodb::Database) -> Result<Vec<(&'static str, Vec<String>)>> {
     let mut out = Vec::new();
-    for schema in crate::schema::graph::all_types() {
+    for schema in crate::schema::graph::all_types(db) {
         let models = needed_by(schema)?;
         if models.is_empty() {
             continue;

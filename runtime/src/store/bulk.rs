@@ -16,8 +16,8 @@ pub(crate) const BULK_WRITE: deployment::Feature = deployment::Feature { name: "
 
 /// Whether this process's deployment takes a client-level `bulkWrite`
 /// (MongoDB 8.0+, known from `docrel::connect`).
-pub(crate) fn available() -> bool {
-    deployment::supports(BULK_WRITE)
+pub(crate) fn available(client: &mongodb::Client) -> bool {
+    deployment::supports(client, BULK_WRITE)
 }
 
 /// The namespace of `collection` in the database of `cx`.

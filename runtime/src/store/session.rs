@@ -13,12 +13,16 @@ use mongodb::{ClientSession, Database};
 /// the session can be neither dropped nor used twice at once.
 pub(crate) struct Cx<'a> {
     pub(crate) db: &'a Database,
+    /// The schema graph of `db` when the call began: every step of one
+    /// call follows the same rules, even when a re-read of the stored
+    /// schema installs new ones meanwhile.
+    pub(crate) graph: &'static crate::schema::graph::Graph,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a> Cx<'a> {
     pub(crate) fn new(db: &'a Database, session: Option<&'a mut ClientSession>) -> Self {
-        Cx { db, session }
+        Cx { db, graph: crate::schema::graph::of(db), session }
     }
 
     /// The session, for one driver call (`in_session!(action, cx.session())`).

@@ -128,19 +128,15 @@ pub(crate) fn unsupported(e: &Error) -> bool {
     }
 }
 
-/// Databases whose server refused a transaction as a standalone, so later
-/// calls skip the attempt.
-fn standalones() -> &'static std::sync::Mutex<std::collections::HashSet<String>> {
-    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = std::sync::OnceLock::new();
-    SEEN.get_or_init(Default::default)
-}
+/// Whether a deployment's server refused a transaction as a standalone
+/// ([`crate::client::kept`]), so later calls skip the attempt.
+#[derive(Default)]
+struct Standalone(std::sync::atomic::AtomicBool);
 
 pub(crate) fn standalone(db: &Database) -> bool {
-    standalones().lock().map(|s| s.contains(db.name())).unwrap_or(false)
+    crate::client::kept::of_client::<Standalone>(db.client()).0.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) fn remember_standalone(db: &Database) {
-    if let Ok(mut s) = standalones().lock() {
-        s.insert(db.name().to_owned());
-    }
+    crate::client::kept::of_client::<Standalone>(db.client()).0.store(true, std::sync::atomic::Ordering::Relaxed);
 }

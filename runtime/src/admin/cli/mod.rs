@@ -310,7 +310,7 @@ async fn database(cli: &Cli, console: &mut Console) -> Result<Database> {
     for d in &obeyed.differences {
         console.note(&format!("note: schema difference: {d}"));
     }
-    if crate::schema::graph::all_types().is_empty() {
+    if crate::schema::graph::all_types(&db).is_empty() {
         console.note(&format!(
             "warning: no document types: this program links none and `{name}` has no published schema; publish it \
              from your program with `docrel::schema::publish(&db)`"
@@ -344,15 +344,18 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
         }
         Command::Schema { html: page, change: None } => {
             // With a database named, the report covers its published schema too.
-            if cli.db.is_some() || cli.uri.as_deref().and_then(uri_database).is_some() {
-                database(&cli, console).await?;
-            } else if crate::schema::graph::all_types().is_empty() {
+            let types = if cli.db.is_some() || cli.uri.as_deref().and_then(uri_database).is_some() {
+                crate::schema::graph::all_types(&database(&cli, console).await?)
+            } else {
+                crate::schema::graph::graph().types()
+            };
+            if types.is_empty() {
                 console.note(
                     "warning: no document types: this program links none; name a database (`--uri \
                      mongodb://host/NAME`) to report the schema published there",
                 );
             }
-            reports::schema(console, page.as_deref(), cli.json)
+            reports::schema(console, &types, page.as_deref(), cli.json)
         }
         Command::Indexes { action } => {
             let db = database(&cli, console).await?;

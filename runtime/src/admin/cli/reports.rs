@@ -5,21 +5,27 @@ use super::console::{json, write_file, Console, Exit};
 use crate::admin::doctor::{self, Severity};
 use crate::admin::{html, index_plan, report};
 use crate::error::Result;
+use crate::schema::document::Schema;
 use crate::schema::graph::all_types;
 use crate::schema::registry::describe;
 use mongodb::Database;
 use std::path::Path;
 
 /// `schema`: the report (no database needed), and its page when asked.
-pub(super) fn schema(console: &mut Console, page: Option<&Path>, as_json: bool) -> Result<Exit> {
+pub(super) fn schema(
+    console: &mut Console,
+    types: &[&'static Schema],
+    page: Option<&Path>,
+    as_json: bool,
+) -> Result<Exit> {
     if let Some(path) = page {
-        write_file(path, &html::schema_page())?;
+        write_file(path, &html::schema_page_of(types))?;
         console.note(&format!("schema page written to {}", path.display()));
     }
     if as_json {
-        console.say(&json(&schema_json()));
+        console.say(&json(&schema_json(types)));
     } else {
-        console.say(&report::schema_report());
+        console.say(&report::report_of(types));
     }
     Ok(Exit::Ok)
 }
@@ -69,7 +75,7 @@ pub(super) async fn doctor(
 ) -> Result<Exit> {
     let found = doctor::run(db, options).await?;
     if let Some(path) = page {
-        write_file(path, &doctor::doctor_page(&found))?;
+        write_file(path, &doctor::doctor_page_of(&found, &all_types(db)))?;
         console.note(&format!("doctor page written to {}", path.display()));
     }
     console.say(&if as_json { found.to_json() } else { found.to_text() });
@@ -80,8 +86,9 @@ pub(super) async fn doctor(
 }
 
 /// The schema as JSON: every type with its relationships.
-fn schema_json() -> serde_json::Value {
-    let types: Vec<serde_json::Value> = all_types()
+fn schema_json(types: &[&'static Schema]) -> serde_json::Value {
+    let markdown = report::report_of(types);
+    let types: Vec<serde_json::Value> = types
         .iter()
         .map(|s| {
             let relations: Vec<serde_json::Value> = s
@@ -110,5 +117,5 @@ fn schema_json() -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({ "types": types, "markdown": report::schema_report() })
+    serde_json::json!({ "types": types, "markdown": markdown })
 }

@@ -5,7 +5,7 @@
 use super::console::{Console, Exit, Shutdown};
 use crate::denormalize::sync::{HistoryLost, SyncWorker, DEAD_LETTER_COLLECTION, SYNC_COLLECTION};
 use crate::error::Result;
-use crate::schema::graph::graph;
+use crate::schema::graph;
 use mongodb::bson::{self, doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,7 +72,7 @@ pub(super) async fn sync(
     report_every: u64,
     repair_on_lost_history: bool,
 ) -> Result<Exit> {
-    let g = graph();
+    let g = graph::of(db);
     let sources = g.sources();
     let children = g.subset_children();
     if sources.is_empty() && children.is_empty() {

@@ -6,10 +6,9 @@
 //! draw the line at one place.
 
 use crate::denormalize::fanout::targets_of;
-use crate::relations::inverse_check::{pairs, Shape as PairShape, Side};
+use crate::relations::inverse_check::{pairs_in, Shape as PairShape, Side};
 use crate::schema::document::{RelationKind, Schema, TWO_WAY_WARN_FROM};
-use crate::schema::graph::all_types;
-use crate::schema::graph::{graph, Shape};
+use crate::schema::graph::{Graph, Shape};
 use crate::schema::pattern::Pattern;
 use std::collections::BTreeMap;
 
@@ -29,9 +28,9 @@ pub(super) struct ArrayField {
 }
 
 /// The collections of the program, each with the types stored in it.
-pub(super) fn collections() -> BTreeMap<&'static str, Vec<&'static Schema>> {
+pub(super) fn collections(g: &'static Graph) -> BTreeMap<&'static str, Vec<&'static Schema>> {
     let mut out: BTreeMap<&'static str, Vec<&'static Schema>> = BTreeMap::new();
-    for s in all_types() {
+    for s in g.types() {
         out.entry(s.collection).or_default().push(s);
     }
     out
@@ -98,11 +97,10 @@ pub(super) struct DeclaredCopy {
 }
 
 /// The copies rule 5 weighs, among the collections that exist.
-pub(super) fn copies(existing: &[String]) -> Vec<DeclaredCopy> {
-    let g = graph();
+pub(super) fn copies(g: &'static Graph, existing: &[String]) -> Vec<DeclaredCopy> {
     let mut out = Vec::new();
     for source in g.sources() {
-        for t in targets_of(source) {
+        for t in targets_of(g, source) {
             if !existing.iter().any(|c| c == source || c == t.collection) {
                 continue;
             }
@@ -135,7 +133,7 @@ pub(super) struct BalanceSide {
 }
 
 /// The two-way N:M references: the label of each pair and its two sides.
-pub(super) fn balance_pairs() -> Vec<(String, [BalanceSide; 2])> {
+pub(super) fn balance_pairs(g: &'static Graph) -> Vec<(String, [BalanceSide; 2])> {
     let side = |s: &Side| BalanceSide {
         collection: s.collection(),
         field: s.rel.field,
@@ -147,7 +145,7 @@ pub(super) fn balance_pairs() -> Vec<(String, [BalanceSide; 2])> {
         threshold: u64::from(TWO_WAY_WARN_FROM),
         acknowledged: acknowledged(s.schema, s.rel.rust_field, &["docrel_relationship_balance"]).is_some(),
     };
-    pairs()
+    pairs_in(g)
         .into_iter()
         .filter(|p| p.shape == PairShape::ManyToMany)
         .map(|p| (p.label(), [side(&p.a), side(&p.b)]))

@@ -55,6 +55,7 @@ mod text;
 
 pub use crate::schema::document::{EMBED_WARN_ABOVE, REFERENCE_WARN_ABOVE, TWO_WAY_WARN_FROM};
 pub use page::doctor_page;
+pub(crate) use page::doctor_page_of;
 pub use report::{
     ArrayStat, BalanceStat, Bin, CopyUse, Coverage, Distribution, DoctorReport, Finding, IndexStat, Options, RefStat,
     Severity, SizeStat, LOG2_FIRST,
@@ -109,8 +110,9 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
     let existing = crate::admin::index_plan::existing_collections(db).await?;
     // Rule 5 first: the doctor's own reads must not count as reads of the copies.
     rule_five(db, &existing, &mut report).await?;
-    let (present, skipped): (Vec<_>, Vec<_>) =
-        declared::collections().into_iter().partition(|(c, _)| existing.iter().any(|e| e == c));
+    let (present, skipped): (Vec<_>, Vec<_>) = declared::collections(crate::schema::graph::of(db))
+        .into_iter()
+        .partition(|(c, _)| existing.iter().any(|e| e == c));
     for (collection, types) in &present {
         shape(db, options, collection, types, &mut report).await?;
         for stat in measure::references(db, options, collection, types).await? {
@@ -123,7 +125,7 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
         let names: Vec<&str> = skipped.iter().map(|(c, _)| *c).collect();
         report.notes.push(format!("collections of the schema that do not exist yet, skipped: [{}]", names.join(", ")));
     }
-    for (pair, sides) in declared::balance_pairs() {
+    for (pair, sides) in declared::balance_pairs(crate::schema::graph::of(db)) {
         if let Some((stat, findings)) = rules::balance(&pair, &sides, &report.arrays) {
             report.findings.extend(findings);
             report.balance.push(stat);
@@ -135,7 +137,7 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
 
 /// Rule 5: writes of each copied source against reads of its holders.
 async fn rule_five(db: &Database, existing: &[String], report: &mut DoctorReport) -> Result<()> {
-    let (copies, note) = measure::copies(db, declared::copies(existing)).await?;
+    let (copies, note) = measure::copies(db, declared::copies(crate::schema::graph::of(db), existing)).await?;
     report.notes.extend(note);
     for c in copies {
         report.findings.extend(rules::copy(&c));

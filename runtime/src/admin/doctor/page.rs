@@ -7,7 +7,6 @@ use super::report::{Bin, DoctorReport, Severity, LOG2_FIRST};
 use super::text::unknown;
 use crate::admin::html::{escape, page, rich, schema_svg};
 use crate::error::MAX_DOCUMENT_BYTES;
-use crate::schema::graph::all_types;
 
 /// The SVG histogram of array lengths against the declared bound and the
 /// rule-3 threshold (vertical lines).
@@ -119,6 +118,12 @@ pub fn size_histogram(counts: &[u64]) -> String {
 /// lengths against their bounds and of document sizes against 16 MiB, the
 /// other measurements, and the schema diagram.
 pub fn doctor_page(report: &DoctorReport) -> String {
+    doctor_page_of(report, &crate::schema::graph::graph().types())
+}
+
+/// [`doctor_page`] drawing `schemas` (the examined database's types, with
+/// those other programs published there).
+pub(crate) fn doctor_page_of(report: &DoctorReport, schemas: &[&'static crate::schema::document::Schema]) -> String {
     let mut body = format!(
         "<h1>docrel doctor</h1><p class='sub'>database <code>{}</code> · {} · collections above {} documents \
          sampled</p>",
@@ -133,7 +138,7 @@ pub fn doctor_page(report: &DoctorReport) -> String {
     references(report, &mut body);
     indexes(report, &mut body);
     body.push_str("<h2>Schema</h2>");
-    body.push_str(&schema_svg(&all_types()));
+    body.push_str(&schema_svg(schemas));
     body.push_str("<h2>How it was measured</h2><ul>");
     for n in &report.notes {
         body.push_str(&format!("<li>{}</li>", rich(n)));

@@ -12,7 +12,7 @@ use super::records::{Guard, COPIES_PATH};
 use super::versions::{catch_up, version_of, VERSION_PATH};
 use crate::error::{Error, Result};
 use crate::schema::document::Schema;
-use crate::schema::graph::{graph, Shape, Target};
+use crate::schema::graph::{Shape, Target};
 use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
@@ -125,7 +125,7 @@ pub(crate) async fn read_sources(
 /// one `update` command per target with stale copies (one more with
 /// leftovers). Returns the targets where it rewrote copies.
 pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bson]) -> Result<Vec<&'static Target>> {
-    let held = graph().held_by(schema);
+    let held = cx.graph.held_by(schema);
     let mut rewritten = Vec::new();
     if held.is_empty() || ids.is_empty() {
         return Ok(rewritten);

@@ -9,7 +9,7 @@ use super::command::send_updates;
 use super::records::COPIES_PATH;
 use crate::error::Result;
 use crate::schema::document::Schema;
-use crate::schema::graph::{graph, Shape, Target};
+use crate::schema::graph::{Graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -19,9 +19,9 @@ use mongodb::bson::{doc, Bson, Document as BsonDoc};
 /// A write that clears `via` adds it, so the copies go with the reference
 /// (I1: a copy with no source has no value). Empty when nothing is copied
 /// through `via`.
-pub(crate) fn cleared_through(schema: &'static Schema, via: &str) -> BsonDoc {
+pub(crate) fn cleared_through(g: &'static Graph, schema: &'static Schema, via: &str) -> BsonDoc {
     let mut unset = BsonDoc::new();
-    for (_, target) in graph().held_by(schema) {
+    for (_, target) in g.held_by(schema) {
         if matches!(target.shape, Shape::Top { via: own } if own == via) {
             for (copy, _) in &target.fields {
                 unset.insert(*copy, "");

@@ -217,7 +217,7 @@ pub(crate) async fn apply_to_all(
     values: &(impl Values + ?Sized),
     version: i64,
 ) -> std::result::Result<Option<Vec<u64>>, (usize, Error)> {
-    if targets.len() < 2 || !crate::store::bulk::available() {
+    if targets.len() < 2 || !crate::store::bulk::available(cx.db.client()) {
         return Ok(None);
     }
     let models = targets.iter().map(|target| fan_out_model(cx, target, id, values, version)).collect();

@@ -5,7 +5,7 @@
 //! [`crate::denormalize::fanout`]).
 
 use crate::error::{Error, Result};
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use crate::store::path::{id_key, lookup};
 use crate::store::session::{in_session, Cx};
 use crate::store::update::OnlySet;
@@ -124,7 +124,7 @@ pub(crate) fn next_stamp() -> i64 {
 /// [`stamp`]): a source with copies elsewhere (it carries a version), a
 /// filter by a plain `_id` that names no operator and no version, and a
 /// `$set` that gives every derived field literally ([`known_values`]).
-pub(crate) fn stampable(source: &str, filter: &BsonDoc, set: &OnlySet<'_>) -> bool {
+pub(crate) fn stampable(g: &'static Graph, source: &str, filter: &BsonDoc, set: &OnlySet<'_>) -> bool {
     let plain_id = match filter.get("_id") {
         None => false,
         Some(Bson::Document(d)) => !d.keys().any(|k| k.starts_with('$')),
@@ -133,8 +133,8 @@ pub(crate) fn stampable(source: &str, filter: &BsonDoc, set: &OnlySet<'_>) -> bo
     plain_id
         && !filter.contains_key(VERSION_PATH)
         && !filter.keys().any(|k| k.starts_with('$'))
-        && !graph().targets_of(source).is_empty()
-        && sets_derived(source, set)
+        && !g.targets_of(source).is_empty()
+        && sets_derived(g, source, set)
 }
 
 /// A single write that needs no read-back, of a write [`stampable`]: the
@@ -159,10 +159,8 @@ pub(crate) fn stamp(filter: BsonDoc, set: OnlySet<'_>) -> (BsonDoc, BsonDoc, i64
 
 /// Whether `set` (a `$set`) gives every field derived from `source`
 /// literally: the condition of [`known_values`], without building them.
-fn sets_derived(source: &str, set: &OnlySet<'_>) -> bool {
-    graph()
-        .derived_fields(source)
-        .is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.get(f).is_some()))
+fn sets_derived(g: &'static Graph, source: &str, set: &OnlySet<'_>) -> bool {
+    g.derived_fields(source).is_some_and(|derived| derived.iter().all(|f| !f.contains('.') && set.get(f).is_some()))
 }
 
 /// The source as the fan-out reads it after a stamped write: `_id`,

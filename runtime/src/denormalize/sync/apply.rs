@@ -9,7 +9,8 @@
 use super::watched::Watched;
 use crate::denormalize::fanout::{fan_out_copies, touches_derived, version_of, Reach};
 use crate::error::{Error, Result};
-use crate::patterns::subset::{after_change, after_delete, subsets_of, SubsetTarget};
+use crate::patterns::subset::{after_change, after_delete, SubsetTarget};
+use crate::schema::graph::Graph;
 use crate::store::primary;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -67,13 +68,13 @@ pub(super) async fn apply(
         (OperationType::Insert | OperationType::Replace | OperationType::Update, _) => None,
         (OperationType::Delete, _) if child => {
             let id = event.document_key.as_ref().and_then(|k| k.get("_id")).cloned().unwrap_or(Bson::Null);
-            child_deleted(db, coll, &id, event.full_document_before_change.as_ref()).await?;
+            child_deleted(db, watched.graph, coll, &id, event.full_document_before_change.as_ref()).await?;
             return Ok(Some(Applied { source: coll, id, version: 0 }));
         }
         _ => return Ok(None),
     };
     if let Some(t) = &touched {
-        if !touches_derived(coll, t) {
+        if !touches_derived(watched.graph, coll, t) {
             return Ok(None);
         }
     }
@@ -104,8 +105,14 @@ pub(super) async fn apply(
 /// parents whose subset holds a summary with that `_id`. When neither is
 /// there (no pre-images, and summaries without `_id`), the parent is
 /// unknown and its subset stays as it is until its next change or a repair.
-async fn child_deleted(db: &Database, child: &'static str, id: &Bson, before: Option<&BsonDoc>) -> Result<()> {
-    for (i, target) in subsets_of(child).iter().enumerate() {
+async fn child_deleted(
+    db: &Database,
+    g: &'static Graph,
+    child: &'static str,
+    id: &Bson,
+    before: Option<&BsonDoc>,
+) -> Result<()> {
+    for (i, target) in g.subsets_of(child).iter().enumerate() {
         let parents = match before {
             Some(before) => {
                 before.get(target.parent_field).filter(|p| **p != Bson::Null).cloned().into_iter().collect()
@@ -140,7 +147,7 @@ pub(super) async fn holders(db: &Database, target: &SubsetTarget, id: &Bson) -> 
 /// stop the worker at every start. A transient failure ends the repair
 /// (the next start repairs again).
 pub(super) async fn rebuild_all_subsets(db: &Database, child: &str, worker: &str) -> Result<()> {
-    for target in subsets_of(child) {
+    for target in crate::schema::graph::of(db).subsets_of(child) {
         let mut cursor = db
             .collection::<BsonDoc>(target.parent)
             .find(doc! {})

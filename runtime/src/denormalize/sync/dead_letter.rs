@@ -24,7 +24,6 @@
 
 use crate::bson_compat;
 use crate::error::{Error, Result};
-use crate::patterns::subset::subsets_of;
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
 use mongodb::change_stream::event::ChangeStreamEvent;
 use mongodb::Database;
@@ -49,7 +48,14 @@ pub(super) async fn record(
     let encode = |e: bson_compat::EncodeError| Error::Encode { what: "a dead letter".into(), message: e.to_string() };
     let token = bson_compat::to_bson(&event.id).map_err(encode)?;
     let operation = bson_compat::to_bson(&event.operation_type).map_err(encode)?;
-    let letter = Letter { worker, collection, document, operation, token, parents: parents_named(collection, event) };
+    let letter = Letter {
+        worker,
+        collection,
+        document,
+        operation,
+        token,
+        parents: parents_named(crate::schema::graph::of(db), collection, event),
+    };
     letter.upsert(db, error, attempts).await
 }
 
@@ -122,9 +128,13 @@ impl Letter<'_> {
 /// images name (the document after the change, and before it where the
 /// collection keeps pre-images): the subsets a repair of the letter
 /// rebuilds, besides those of the document's parent then.
-fn parents_named(collection: &str, event: &ChangeStreamEvent<BsonDoc>) -> Vec<Bson> {
+fn parents_named(
+    g: &'static crate::schema::graph::Graph,
+    collection: &str,
+    event: &ChangeStreamEvent<BsonDoc>,
+) -> Vec<Bson> {
     let mut out = Vec::new();
-    for target in subsets_of(collection) {
+    for target in g.subsets_of(collection) {
         let images = [event.full_document.as_ref(), event.full_document_before_change.as_ref()];
         for parent in images.into_iter().flatten().filter_map(|d| d.get(target.parent_field)) {
             let named = Bson::Document(doc! {"collection": target.parent, "field": target.rel.field, "id": parent});

@@ -17,7 +17,6 @@ use super::watched::Watched;
 use crate::denormalize::copies::{apply_to, version_of, Guard};
 use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
-use crate::patterns::subset::subsets_of;
 use crate::store::page::Page;
 use crate::store::primary;
 use crate::store::scan::{count, At, Parts, Report, ScanPart};
@@ -28,8 +27,8 @@ use mongodb::Database;
 use std::sync::Arc;
 
 /// The part of a scan of the dead letters of `collection` (all when `None`).
-pub(crate) fn parts(collection: Option<&str>) -> Parts {
-    let watched = Watched::of_graph();
+pub(crate) fn parts(g: &'static crate::schema::graph::Graph, collection: Option<&str>) -> Parts {
+    let watched = Watched::of_graph(g);
     let collections = match collection {
         Some(c) => watched.find(c).into_iter().collect(),
         None => watched.all(),
@@ -135,7 +134,7 @@ async fn remove(db: &Database, letter: &BsonDoc) -> Result<bool> {
 /// parents (now, and those the event named) rebuilt. A collection nothing
 /// is derived from any more needs nothing.
 async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
-    let watched = Watched::of_graph();
+    let watched = Watched::of_graph(crate::schema::graph::of(db));
     let Some(collection) = letter.get_str("collection").ok().and_then(|c| watched.find(c)) else { return Ok(()) };
     let id = letter.get("document").cloned().unwrap_or(Bson::Null);
     let now = db
@@ -146,12 +145,12 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
         .map_err(|e| Error::driver("find", collection, e))?;
     let cx = &mut Cx::new(db, None);
     if let Some(source) = &now {
-        for target in targets_of(collection) {
+        for target in targets_of(watched.graph, collection) {
             apply_to(cx, target, &id, source, version_of(source), Guard::Refresh, None).await?;
         }
     }
     let repair = letter.get_str("operation").ok() == Some(REPAIR_OPERATION) && id == Bson::Null;
-    if repair && !targets_of(collection).is_empty() {
+    if repair && !targets_of(watched.graph, collection).is_empty() {
         // A repair after lost history that failed: the copies of the whole collection.
         let report = crate::denormalize::repair::repair_collection(db, collection)?.run().await?;
         if report.unfixable > 0 {
@@ -161,7 +160,7 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
             });
         }
     }
-    for target in subsets_of(collection) {
+    for target in watched.graph.subsets_of(collection) {
         let mut parents: Vec<Bson> = named_parents(letter, target.parent, target.rel.field);
         if let Some(p) = now.as_ref().and_then(|d| d.get(target.parent_field)).filter(|p| **p != Bson::Null) {
             if !parents.contains(p) {

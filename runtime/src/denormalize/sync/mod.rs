@@ -290,7 +290,7 @@ impl SyncWorker {
         shutdown: impl Future<Output = ()>,
         mut on_applied: impl FnMut(&Applied),
     ) -> Result<()> {
-        let watched = Watched::of_graph();
+        let watched = Watched::of_graph(crate::schema::graph::of(&self.db));
         let mut shutdown = std::pin::pin!(shutdown);
         let mut position = self.stored_position().await?;
         let mut repair = false;
@@ -466,7 +466,7 @@ impl SyncWorker {
     /// order, is harmless. It tries once: retrying, and keeping what fails
     /// for good (the worker's dead letters), are the caller's.
     pub async fn apply_event(&self, event: &ChangeStreamEvent<BsonDoc>) -> Result<Option<Applied>> {
-        apply::apply(&self.db, &Watched::of_graph(), event).await
+        apply::apply(&self.db, &Watched::of_graph(crate::schema::graph::of(&self.db)), event).await
     }
 
     /// Saves `now` unless it is what was saved last.

@@ -1,7 +1,7 @@
 //! The collections a sync worker watches, from the schema graph, and the
 //! server-side filter of its change stream.
 
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use mongodb::bson::{doc, Document as BsonDoc};
 
 /// The collections a worker watches, from the schema graph.
@@ -11,13 +11,14 @@ pub(super) struct Watched {
     pub(super) sources: Vec<&'static str>,
     /// Children of subsets.
     pub(super) children: Vec<&'static str>,
+    /// The schema graph they were read from (the database's).
+    pub(super) graph: &'static Graph,
 }
 
 impl Watched {
-    /// The sources and subset children of every registered document type.
-    pub(super) fn of_graph() -> Self {
-        let g = graph();
-        Watched { sources: g.sources(), children: g.subset_children() }
+    /// The sources and subset children of the graph `g`.
+    pub(super) fn of_graph(g: &'static Graph) -> Self {
+        Watched { sources: g.sources(), children: g.subset_children(), graph: g }
     }
 
     /// `coll` as a watched collection's static name, if it is one.

@@ -22,7 +22,7 @@
 use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::{fan_out_model, Values};
 use crate::error::{show_id, Error, Result};
-use crate::schema::graph::{graph, Target};
+use crate::schema::graph::Target;
 use crate::store::bulk;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -49,7 +49,7 @@ pub(crate) async fn stamped(
     stamp: i64,
     values: &(impl Values + ?Sized),
 ) -> Result<Option<Bulked>> {
-    let targets = graph().targets_of(source);
+    let targets = cx.graph.targets_of(source);
     let mut models: Vec<WriteModel> = Vec::with_capacity(targets.len() + 1);
     models.push(bulk::update_one(cx, source, filter, update));
     models.extend(targets.iter().map(|target| fan_out_model(cx, target, id, values, stamp)));

@@ -2,12 +2,14 @@
 //! owes the data around it, read from the schema graph once per write.
 
 use crate::schema::document::Schema;
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use mongodb::bson::{Bson, Document as BsonDoc};
 
 /// The facts a write of whole documents of one type acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct DocumentPlan {
+    /// The schema graph of the call the plan was made for.
+    pub(crate) graph: &'static Graph,
     /// It holds copies: they are filled from their sources before the
     /// write and confirmed after it.
     pub(crate) fills: bool,
@@ -25,9 +27,9 @@ pub(crate) struct DocumentPlan {
 
 impl DocumentPlan {
     /// The plan of a write of documents of `schema`.
-    pub(crate) fn of(schema: &'static Schema) -> Self {
-        let g = graph();
+    pub(crate) fn of(g: &'static Graph, schema: &'static Schema) -> Self {
         DocumentPlan {
+            graph: g,
             fills: g.holds_copies(schema),
             source: !g.targets_of(schema.collection).is_empty(),
             derived: g.has_derived(schema.collection),
@@ -52,7 +54,7 @@ impl DocumentPlan {
         if !self.keeps_subsets {
             return;
         }
-        for subset in graph().subsets_kept_by(schema) {
+        for subset in self.graph.subsets_kept_by(schema) {
             for d in docs.iter_mut() {
                 d.insert(subset.rel.field, Bson::Array(Vec::new()));
             }
@@ -71,8 +73,8 @@ impl DocumentPlan {
     /// 8.0+): when those pushes are all it owes inside the transaction (a
     /// transaction of its own, not the caller's `joined` one, reads the
     /// copies around its documents after the commit).
-    pub(crate) fn pushes_with_insert(&self, joined: bool) -> bool {
-        !joined && self.summarized && !self.two_way && !self.keeps_subsets && crate::store::bulk::available()
+    pub(crate) fn pushes_with_insert(&self, joined: bool, client: &mongodb::Client) -> bool {
+        !joined && self.summarized && !self.two_way && !self.keeps_subsets && crate::store::bulk::available(client)
     }
 
     /// Whether a replace must keep what docrel maintains (copy records,

@@ -71,9 +71,9 @@ pub(super) async fn encode_all<T: Document>(
         }
         plan.clear_kept(T::schema(), &mut plain);
     }
-    subset::check(T::COLLECTION, &plain)?;
+    subset::check(plan.graph, T::COLLECTION, &plain)?;
     if plan.two_way {
-        sides.check(T::schema(), &plain)?;
+        sides.check(plan.graph, T::schema(), &plain)?;
     }
     let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
     Ok(Encoded { raws, plain: if derived { plain } else { Vec::new() }, filled })

@@ -17,7 +17,7 @@ pub(super) fn image(
 ) -> Result<BsonDoc> {
     let mut image = BsonDoc::try_from(raw.as_ref()).map_err(|e| {
         let id = raw.get("_id").ok().flatten().and_then(|id| Bson::try_from(id).ok()).unwrap_or(Bson::Null);
-        let target = crate::denormalize::fanout::targets_of(collection).first();
+        let target = crate::schema::graph::graph().targets_of(collection).first();
         Error::FanOut {
             source_collection: collection,
             id: show_id(&id),

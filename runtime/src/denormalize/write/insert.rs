@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::id::DocId;
 use crate::patterns::{subset, subset_rebuild};
 use crate::schema::document::Document;
+use crate::schema::graph::Graph;
 use crate::store::codec::encode;
 use crate::store::session::{in_session, Cx};
 use crate::store::transaction;
@@ -61,8 +62,13 @@ pub(super) enum Around {
 }
 
 impl<'r, T: Document> InsertPlan<'r, T> {
-    pub(crate) fn new(raw: &'r Collection<RawDocumentBuf>, mode: Mode, sides: &'static dyn TwoWaySides) -> Self {
-        InsertPlan { raw, mode, facts: DocumentPlan::of(T::schema()), sides, _doc: PhantomData }
+    pub(crate) fn new(
+        raw: &'r Collection<RawDocumentBuf>,
+        mode: Mode,
+        sides: &'static dyn TwoWaySides,
+        graph: &'static Graph,
+    ) -> Self {
+        InsertPlan { raw, mode, facts: DocumentPlan::of(graph, T::schema()), sides, _doc: PhantomData }
     }
 
     /// The same plan on another handle of the collection (one a
@@ -151,7 +157,7 @@ impl<'r, T: Document> InsertPlan<'r, T> {
             let (raw, db, encoded) = (raw.clone(), db.clone(), shared.clone());
             Box::pin(async move {
                 let (cx, plan) = (&mut Cx::new(&db, Some(session)), InsertPlan::<T>::on(&raw, parts));
-                if plan.facts.pushes_with_insert(joined) {
+                if plan.facts.pushes_with_insert(joined, plan.raw.client()) {
                     let confirmed = fill::insert_and_push(cx, T::schema(), &encoded.plain, encoded.filled.as_ref());
                     return Ok((plan.facts.changes_new(), confirmed.await?));
                 }

@@ -7,7 +7,6 @@ use super::outcome::{Mode, Optional};
 use crate::denormalize::fanout;
 use crate::error::{Error, Result};
 use crate::schema::document::Document;
-use crate::schema::graph::graph;
 use crate::store::path::lookup;
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -113,11 +112,12 @@ async fn find_and_replace<T: Document>(
     upsert: bool,
     image: ReturnDocument,
 ) -> Result<Option<BsonDoc>> {
+    let projection = fanout::source_projection(cx.graph, T::COLLECTION);
     let found = in_session!(
         raw.find_one_and_update(filter, vec![doc! {"$replaceWith": replacement}])
             .upsert(upsert)
             .return_document(image)
-            .optional(fanout::source_projection(T::COLLECTION), |a, p| a.projection(p)),
+            .optional(projection, |a, p| a.projection(p)),
         cx.session()
     )
     .map_err(|e| Error::driver("findAndModify", T::COLLECTION, e))?;
@@ -143,7 +143,7 @@ async fn replace_summarized<T: Document>(
     }
     let empty = BsonDoc::new();
     let old = before.as_ref().unwrap_or(&empty);
-    let touched: Vec<String> = match graph().derived_fields(T::COLLECTION) {
+    let touched: Vec<String> = match cx.graph.derived_fields(T::COLLECTION) {
         Some(fields) => fields.iter().filter(|f| lookup(old, f) != lookup(&new, f)).map(|f| (*f).to_owned()).collect(),
         None => new.keys().filter(|k| old.get(*k) != new.get(*k)).cloned().collect(),
     };
@@ -176,7 +176,7 @@ fn created_by_upsert(filter: &BsonDoc, upsert: bool) -> Option<BsonDoc> {
 /// creates (`created`, see [`created_by_upsert`]) takes the caller's
 /// values, which the write then links.
 fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64, created: Option<BsonDoc>) -> BsonDoc {
-    let g = graph();
+    let g = plan.graph;
     let mut bookkeeping = vec![Bson::Document(doc! {"$ifNull": ["$_docrel", {}]})];
     if plan.fills {
         let copies = new.get_document("_docrel").ok().and_then(|d| d.get_document("copies").ok()).cloned();

@@ -13,7 +13,12 @@ use mongodb::bson;
 pub(crate) trait TwoWaySides: Sync {
     /// Refuses documents whose two-way references the other side could
     /// never match; called before anything is written.
-    fn check(&self, schema: &'static Schema, docs: &[bson::Document]) -> Result<()>;
+    fn check(
+        &self,
+        g: &'static crate::schema::graph::Graph,
+        schema: &'static Schema,
+        docs: &[bson::Document],
+    ) -> Result<()>;
 
     /// Links new `docs` (written) with the other side of each two-way
     /// reference of `schema`, as `linking` says.

@@ -9,7 +9,7 @@ use super::route::{decide, Facts, Refresh, Route, Target, Way};
 use crate::denormalize::{fanout, fill};
 use crate::error::{Error, Result};
 use crate::schema::document::{Document, Relation};
-use crate::schema::graph::graph;
+use crate::schema::graph::Graph;
 use crate::store::session::{in_session, Cx};
 use crate::store::update::{OnlySet, Update};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -29,14 +29,21 @@ pub(crate) struct UpdatePlan<'u, T> {
     holdings: bool,
     /// `T` is summarized in a subset.
     summarized: bool,
+    /// The schema graph of the call ([`Cx::graph`]).
+    graph: &'static Graph,
 }
 
 impl<'u, T: Document> UpdatePlan<'u, T> {
     /// The plan of `update` on `raw` (the collection of `T`). Refuses a
     /// write of a two-way reference: those change only through
     /// link/unlink/reassign.
-    pub(crate) fn new(raw: &'u Collection<RawDocumentBuf>, update: &'u Update<T>, mode: Mode) -> Result<Self> {
-        if let Some(rel) = touched_two_way(update) {
+    pub(crate) fn new(
+        raw: &'u Collection<RawDocumentBuf>,
+        update: &'u Update<T>,
+        mode: Mode,
+        graph: &'static Graph,
+    ) -> Result<Self> {
+        if let Some(rel) = touched_two_way(graph, update) {
             return Err(Error::TwoWayField {
                 collection: T::COLLECTION,
                 field: rel.field,
@@ -44,16 +51,17 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
                 rust_field: rel.rust_field,
             });
         }
-        if let Some(message) = touched_maintained(update) {
+        if let Some(message) = touched_maintained(graph, update) {
             return Err(Error::Invalid { what: crate::error::Misuse::Update, message });
         }
         Ok(UpdatePlan {
             raw,
             update,
             mode,
-            derived: fanout::touches_derived(T::COLLECTION, update.touched()),
-            holdings: fill::touched_holdings(T::schema(), update.touched()),
-            summarized: !graph().subsets_of(T::COLLECTION).is_empty(),
+            derived: fanout::touches_derived(graph, T::COLLECTION, update.touched()),
+            holdings: fill::touched_holdings(graph, T::schema(), update.touched()),
+            summarized: !graph.subsets_of(T::COLLECTION).is_empty(),
+            graph,
         })
     }
 
@@ -79,7 +87,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     /// What the route of this update by `filter` depends on.
     fn facts(&self, filter: &BsonDoc, target: Target) -> Result<Facts> {
         let stampable = self.update.pushes().is_empty()
-            && self.update.only_set().is_some_and(|set| fanout::stampable(T::COLLECTION, filter, &set));
+            && self.update.only_set().is_some_and(|set| fanout::stampable(self.graph, T::COLLECTION, filter, &set));
         Ok(Facts {
             target,
             mode: self.mode,
@@ -88,7 +96,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             refreshes: self.holdings && needs_refresh(&self.body()?),
             stampable,
             summarized: self.summarized,
-            bulk: crate::store::bulk::available(),
+            bulk: crate::store::bulk::available(self.raw.client()),
         })
     }
 
@@ -97,7 +105,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     fn body(&self) -> Result<BsonDoc> {
         let mut body = self.update.to_document()?;
         if self.holdings {
-            fill::prune_pulled(T::schema(), &mut body);
+            fill::prune_pulled(self.graph, T::schema(), &mut body);
         }
         Ok(body)
     }
@@ -185,7 +193,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         } else {
             // Boxed: its image and the subsets' future would make this one
             // (and every update by id's) larger than the allocator's fast sizes.
-            let values = fanout::set_values(T::COLLECTION, &set).unwrap_or_default();
+            let values = fanout::set_values(cx.graph, T::COLLECTION, &set).unwrap_or_default();
             let after = fanout::after_image(id, stamp, values);
             let touched = self.touched();
             Box::pin(async move { fanout::fan_out(cx, T::COLLECTION, &after, Some(&touched)).await }).await?;
@@ -299,7 +307,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     ) -> Result<UpdateOutcome> {
         // Only a source with copies elsewhere carries a version: a subset
         // child's summaries are rewritten from the write's own result.
-        if way == Way::Versioned && !fanout::targets_of(T::COLLECTION).is_empty() {
+        if way == Way::Versioned && !fanout::targets_of(cx.graph, T::COLLECTION).is_empty() {
             fanout::inc_version(&mut body);
         }
         let r = if many {
@@ -324,16 +332,16 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         many: bool,
         holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
-        if !fanout::targets_of(T::COLLECTION).is_empty() {
+        if !fanout::targets_of(cx.graph, T::COLLECTION).is_empty() {
             fanout::inc_version(&mut body);
         }
         let touched = self.touched();
         // A single write that `$set`s every derived field knows what to fan
         // out: it reads back only its version (fewer bytes, less decoding).
-        let known = if many { None } else { fanout::known_values(T::COLLECTION, &body) };
+        let known = if many { None } else { fanout::known_values(cx.graph, T::COLLECTION, &body) };
         let projection = match known {
             Some(_) => Some(fanout::version_projection()),
-            None => fanout::source_projection(T::COLLECTION),
+            None => fanout::source_projection(cx.graph, T::COLLECTION),
         };
         match way {
             Way::PagesInTransaction => {
@@ -374,15 +382,15 @@ enum Tried {
 }
 
 /// The first two-way reference of `T` that `update` writes.
-fn touched_two_way<T: Document>(update: &Update<T>) -> Option<&'static Relation> {
-    graph().two_way_iter(T::schema()).find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
+fn touched_two_way<T: Document>(g: &'static Graph, update: &Update<T>) -> Option<&'static Relation> {
+    g.two_way_iter(T::schema()).find(|r| update.touched().any(|t| crate::store::path::overlaps(r.field, t)))
 }
 
 /// What is wrong with an update that writes a field docrel keeps itself: a
 /// copy (kept from its source), a subset (kept from the children) or a
 /// bucket's elements or count (kept by its appends). `None` for any other
 /// update.
-fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
+fn touched_maintained<T: Document>(g: &'static Graph, update: &Update<T>) -> Option<String> {
     let overlaps = |field: &str| update.touched().any(|t| crate::store::path::overlaps(field, t));
     // A top-level copy follows its source: a write of it would be undone by
     // the next refresh (it was, silently: the update returned Ok).
@@ -398,7 +406,7 @@ fn touched_maintained<T: Document>(update: &Update<T>) -> Option<String> {
             copy.via
         ));
     }
-    for rel in graph().relations_of(T::schema()) {
+    for rel in g.relations_of(T::schema()) {
         if let Some(subset) = &rel.subset {
             if overlaps(rel.field) {
                 return Some(format!(

@@ -39,7 +39,7 @@ impl<T: Document> UpdatePlan<'_, T> {
         filter: BsonDoc,
         sides: &'static dyn TwoWaySides,
     ) -> Result<Upserted> {
-        let owed = DocumentPlan::of(T::schema());
+        let owed = DocumentPlan::of(cx.graph, T::schema());
         let bounded = self.update.pushes().iter().any(|p| p.max.is_some());
         if !bounded && !owed.fills && !owed.owes(true) {
             return self.plain_upsert(cx, filter).await;
@@ -62,7 +62,7 @@ impl<T: Document> UpdatePlan<'_, T> {
                         Box::pin(fill::refresh(cx, T::schema(), &[id])).await?;
                     }
                     if owed.owes(true) {
-                        let plan = InsertPlan::<T>::new(self.raw, self.mode, sides);
+                        let plan = InsertPlan::<T>::new(self.raw, self.mode, sides, owed.graph);
                         Box::pin(plan.after_insert(std::slice::from_ref(&new), Around::Now(None), cx)).await?;
                     }
                     return Ok(Upserted::Inserted(new));

@@ -189,7 +189,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
     }
 
     async fn lookup<V: View<Of = C>>(self) -> Result<Loaded<V, P::Id>> {
-        crate::client::deployment::require(crate::client::deployment::DOCUMENTS_STAGE)?;
+        crate::client::deployment::require(self.base.db.client(), crate::client::deployment::DOCUMENTS_STAGE)?;
         let mut seen = std::collections::HashSet::<_, foldhash::fast::RandomState>::default();
         let distinct: Vec<&P::Id> = self.base.ids.iter().filter(|p| seen.insert(*p)).collect();
         if distinct.is_empty() {

@@ -12,9 +12,8 @@
 use super::obey::{confirmed_ago, obey};
 use crate::error::{Error, Result};
 use mongodb::Database;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The lease a process holds a database's schema under unless
@@ -45,10 +44,18 @@ pub fn lease() -> Duration {
     Duration::from_millis(LEASE_MS.load(Ordering::SeqCst))
 }
 
-/// Leases set for one database, over [`lease`].
-fn leases_for() -> &'static Mutex<HashMap<String, Duration>> {
-    static FOR: OnceLock<Mutex<HashMap<String, Duration>>> = OnceLock::new();
-    FOR.get_or_init(Default::default)
+/// The lease of one database and the read that renews it
+/// ([`crate::client::kept`]).
+#[derive(Default)]
+struct Held {
+    /// Set by [`set_lease_for`], over [`lease`].
+    lease: Mutex<Option<Duration>>,
+    /// Writes racing an expired lease wait for one read.
+    reading: tokio::sync::Mutex<()>,
+}
+
+fn held(db: &Database) -> std::sync::Arc<Held> {
+    crate::client::kept::of_database(db)
 }
 
 /// Sets the lease this process holds the schema of `db` under, over the
@@ -63,14 +70,14 @@ fn leases_for() -> &'static Mutex<HashMap<String, Duration>> {
 /// # }
 /// ```
 pub fn set_lease_for(db: &Database, lease: Duration) {
-    if let Ok(mut all) = leases_for().lock() {
-        all.insert(db.name().to_owned(), lease.max(Duration::from_millis(1)));
+    if let Ok(mut set) = held(db).lease.lock() {
+        *set = Some(lease.max(Duration::from_millis(1)));
     }
 }
 
 /// The lease this process holds the schema of `db` under.
 pub fn lease_for(db: &Database) -> Duration {
-    leases_for().lock().ok().and_then(|all| all.get(db.name()).copied()).unwrap_or_else(lease)
+    held(db).lease.lock().ok().and_then(|set| *set).unwrap_or_else(lease)
 }
 
 /// Holds the schema of `db` for a write: nothing to do while the last
@@ -83,8 +90,8 @@ pub(crate) async fn hold(db: &Database) -> Result<()> {
     if fresh() {
         return Ok(());
     }
-    static READING: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    let _one = READING.get_or_init(Default::default).lock().await;
+    let held = held(db);
+    let _one = held.reading.lock().await;
     if fresh() {
         return Ok(());
     }

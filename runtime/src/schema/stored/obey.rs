@@ -10,8 +10,7 @@ use super::publish::{fingerprint, load, SCHEMA_COLLECTION};
 use crate::error::Result;
 use mongodb::Database;
 use std::collections::BTreeMap;
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What [`obey`] found in the stored schema.
@@ -39,12 +38,23 @@ pub struct Obeyed {
 /// their fingerprints.
 type Followed = BTreeMap<String, (String, StoredType)>;
 
-/// The stored-only types of every database this process obeys, by database
-/// then collection, with their fingerprints: the graph is rebuilt only
-/// when this changes.
-fn obeyed() -> &'static Mutex<BTreeMap<String, Followed>> {
-    static OBEYED: std::sync::OnceLock<Mutex<BTreeMap<String, Followed>>> = std::sync::OnceLock::new();
-    OBEYED.get_or_init(Default::default)
+/// What this process keeps of the schema it obeys in one database
+/// ([`crate::client::kept`]): each database of each deployment its own.
+#[derive(Default)]
+struct Obeying {
+    /// One obey at a time: a read that started earlier never installs
+    /// after one that started later.
+    reading: tokio::sync::Mutex<()>,
+    /// The stored types the graph was last built with (`None`: never).
+    followed: Mutex<Option<Followed>>,
+    /// The differences last said, so the same ones are said once.
+    said: Mutex<Option<Vec<String>>>,
+    /// When the stored schema was last read and obeyed.
+    confirmed: Mutex<Option<Instant>>,
+}
+
+fn obeying(db: &Database) -> std::sync::Arc<Obeying> {
+    crate::client::kept::of_database(db)
 }
 
 /// Reads the schema published in `db` and follows it from now on in this
@@ -71,6 +81,8 @@ pub async fn obey(db: &Database) -> Result<Obeyed> {
 /// [`obey`], saying this program's unpublished rules only when `unpublished`
 /// (a test's own database, which no other program writes, has none to say).
 pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obeyed> {
+    let state = obeying(db);
+    let _one = state.reading.lock().await;
     let stored = load(db).await?;
     let ours = program();
     let missing = unpublished_rules(&stored, &ours);
@@ -100,13 +112,13 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     out.unpublished = missing;
     let unsaid: &[String] = if unpublished { &out.unpublished } else { &[] };
     let said: Vec<String> = out.differences.iter().chain(unsaid).cloned().collect();
-    if newly_said(db.name(), &said) {
+    if newly_said(&state, &said) {
         for d in &said {
             tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
         }
     }
-    install(db.name(), extra);
-    confirmed(db.name());
+    install(db, &state, extra);
+    confirmed(db);
     Ok(out)
 }
 
@@ -135,13 +147,12 @@ fn unpublished_rules(stored: &[StoredType], ours: &[StoredType]) -> Vec<String> 
     out
 }
 
-/// Whether `differences` differ from what the last obey of `database`
+/// Whether `differences` differ from what the last obey of the database
 /// found: every write re-reads the schema once a lease, and the same
 /// differences are said once, not every lease.
-fn newly_said(database: &str, differences: &[String]) -> bool {
-    static SAID: std::sync::OnceLock<Mutex<BTreeMap<String, Vec<String>>>> = std::sync::OnceLock::new();
-    let Ok(mut said) = SAID.get_or_init(Default::default).lock() else { return true };
-    said.insert(database.to_owned(), differences.to_vec()).as_deref() != Some(differences)
+fn newly_said(state: &Obeying, differences: &[String]) -> bool {
+    let Ok(mut said) = state.said.lock() else { return true };
+    said.replace(differences.to_vec()).as_deref() != Some(differences)
 }
 
 /// The rules of the stored `t` that this program's `mine` does not declare
@@ -157,29 +168,21 @@ fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
     Some(StoredType { relations, copies, indexes: Vec::new(), ..t.clone() })
 }
 
-/// Makes `extra` the stored-only types of `database` and rebuilds the
-/// graph when that changed anything.
-fn install(database: &str, extra: Followed) {
-    let Ok(mut all) = obeyed().lock() else { return };
+/// Makes `extra` the stored-only types of `db` and rebuilds its graph when
+/// that changed anything.
+fn install(db: &Database, state: &Obeying, extra: Followed) {
+    let Ok(mut followed) = state.followed.lock() else { return };
     // A database with nothing stored, seen for the first time, changes nothing.
-    let same = all.get(database).map_or(extra.is_empty(), |before| {
+    let same = followed.as_ref().map_or(extra.is_empty(), |before| {
         before.len() == extra.len() && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
     });
     if same {
         return;
     }
-    all.insert(database.to_owned(), extra);
-    let mut seen = std::collections::BTreeSet::new();
-    let mut schemas = Vec::new();
-    for types in all.values() {
-        for (collection, (_, t)) in types {
-            // A linked collection's entry holds only the rules it lacks.
-            if seen.insert(collection.clone()) {
-                schemas.push(super::descriptors::schema(t));
-            }
-        }
-    }
-    crate::schema::graph::install(schemas);
+    // A linked collection's entry holds only the rules it lacks.
+    let schemas = extra.values().map(|(_, t)| super::descriptors::schema(t)).collect();
+    crate::schema::graph::install(db, schemas);
+    *followed = Some(extra);
 }
 
 /// Keeps this process obeying the schema of `db` as programs publish to
@@ -214,17 +217,11 @@ async fn follow(db: &Database) -> Result<()> {
             Ok(Some(_)) => {
                 obey(db).await?;
             }
-            Ok(None) if stream.is_alive() => confirmed(db.name()),
+            Ok(None) if stream.is_alive() => confirmed(db),
             Ok(None) => return Ok(()),
             Err(e) => return Err(crate::error::Error::driver("watch", SCHEMA_COLLECTION, e)),
         }
     }
-}
-
-/// When this process last confirmed each database's stored schema.
-fn confirmations() -> &'static Mutex<HashMap<String, Instant>> {
-    static CONFIRMED: OnceLock<Mutex<HashMap<String, Instant>>> = OnceLock::new();
-    CONFIRMED.get_or_init(Default::default)
 }
 
 /// How long ago this process last confirmed the schema of `db` (`None`:
@@ -237,12 +234,12 @@ fn confirmations() -> &'static Mutex<HashMap<String, Instant>> {
 /// # Ok(()) }
 /// ```
 pub fn confirmed_ago(db: &Database) -> Option<Duration> {
-    confirmations().lock().ok()?.get(db.name()).map(Instant::elapsed)
+    obeying(db).confirmed.lock().ok()?.map(|at| at.elapsed())
 }
 
-/// Records that the stored schema of `database` was just read and obeyed.
-pub(super) fn confirmed(database: &str) {
-    if let Ok(mut all) = confirmations().lock() {
-        all.insert(database.to_owned(), Instant::now());
+/// Records that the stored schema of `db` was just read and obeyed.
+pub(super) fn confirmed(db: &Database) {
+    if let Ok(mut at) = obeying(db).confirmed.lock() {
+        *at = Some(Instant::now());
     }
 }

@@ -32,7 +32,7 @@ pub(crate) async fn indexes(
     let (mut tracked, mut untracked) = (false, false);
     let mut out = Vec::new();
     for collection in collections {
-        let needed = needed(collection)?;
+        let needed = needed(crate::schema::graph::of(db), collection)?;
         if needed.is_empty() {
             continue;
         }
