@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("bson_compat", 0),
     ("id", 1),
+    ("kept", 1),
     ("schema", 2),
     ("client", 2),
     ("store", 3),

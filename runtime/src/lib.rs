@@ -21,6 +21,7 @@ pub mod client;
 pub mod denormalize;
 mod error;
 mod id;
+mod kept;
 pub mod patterns;
 pub mod relations;
 pub mod repository;

@@ -26,7 +26,7 @@ pub async fn repair_everything(db: &Database) -> docrel::Result<Vec<String>> {
     let item = docrel::check::copies::<Item>().repair(db).run().await?;
     out.push(format!("repair items: stale {} fixed {} dangling {}", item.stale, item.fixed, item.dangling));
     // Every source of copies in this binary must have been repaired above.
-    let sources = docrel::schema::graph::graph().sources();
+    let sources = docrel::schema::graph::of(db).sources();
     if sources != ["items", "parts", "people", "products"] {
         return Err(docrel::Error::Invalid {
             what: docrel::Misuse::Application("repair_everything"),

@@ -43,9 +43,10 @@ pub async fn options(uri: &str) -> Result<ClientOptions> {
 
 /// [`connect`] with prepared options.
 pub async fn connect_with(uri: &str, mut options: ClientOptions) -> Result<Client> {
-    crate::client::kept::prepare(&mut options);
+    crate::kept::prepare(&mut options);
+    let hosts: Vec<String> = options.hosts.iter().map(|h| h.to_string()).collect();
     let client = Client::with_options(options).map_err(|e| Error::Connect { uri: redact(uri), source: Box::new(e) })?;
-    crate::client::kept::forget(&client);
+    crate::kept::register(&client, hosts.join(","));
     // `hello` answers as a ping would, and says what the deployment supports.
     crate::client::deployment::learn(&client, redact(uri)).await?;
     Ok(client)

@@ -12,8 +12,8 @@
 //! | `Strategy::Lookup` on a sharded cluster (`$lookup` into a sharded collection) | MongoDB 5.1 | 14 |
 //! | a source update and its fan-outs in one round trip (client `bulkWrite`; older servers send one command per collection) | MongoDB 8.0 | 25 |
 
-use crate::client::kept;
 use crate::error::{Error, Result};
+use crate::kept;
 use mongodb::Client;
 use std::sync::Mutex;
 
@@ -81,7 +81,7 @@ fn release(wire: i32) -> &'static str {
 }
 
 /// What `hello` said about the deployment a client talks to, kept with
-/// that client ([`crate::client::kept`]).
+/// that client ([`crate::kept`]).
 #[derive(Default)]
 struct Learned(Mutex<Option<Deployment>>);
 

@@ -3,7 +3,6 @@
 
 pub(crate) mod connect;
 pub mod deployment;
-pub(crate) mod kept;
 pub(crate) mod monitor;
 pub mod trace;
 

@@ -217,7 +217,7 @@ pub fn graph() -> &'static Graph {
 /// database of each deployment has its own: rules published in one never
 /// run in another.
 pub fn of(db: &mongodb::Database) -> &'static Graph {
-    match crate::client::kept::of_database::<Installed>(db).0.read().map(|g| *g) {
+    match crate::kept::of_database::<Installed>(db).0.read().map(|g| *g) {
         Ok(Some(g)) => g,
         _ => graph(),
     }
@@ -240,7 +240,7 @@ pub(crate) fn install(db: &mongodb::Database, stored: Vec<&'static Schema>) {
         g.supplements.entry(s.collection).or_default().push(s);
     }
     let g: &'static Graph = Box::leak(Box::new(g));
-    if let Ok(mut current) = crate::client::kept::of_database::<Installed>(db).0.write() {
+    if let Ok(mut current) = crate::kept::of_database::<Installed>(db).0.write() {
         *current = Some(g);
     }
 }

@@ -129,14 +129,14 @@ pub(crate) fn unsupported(e: &Error) -> bool {
 }
 
 /// Whether a deployment's server refused a transaction as a standalone
-/// ([`crate::client::kept`]), so later calls skip the attempt.
+/// ([`crate::kept`]), so later calls skip the attempt.
 #[derive(Default)]
 struct Standalone(std::sync::atomic::AtomicBool);
 
 pub(crate) fn standalone(db: &Database) -> bool {
-    crate::client::kept::of_client::<Standalone>(db.client()).0.load(std::sync::atomic::Ordering::Relaxed)
+    crate::kept::of_client::<Standalone>(db.client()).0.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) fn remember_standalone(db: &Database) {
-    crate::client::kept::of_client::<Standalone>(db.client()).0.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::kept::of_client::<Standalone>(db.client()).0.store(true, std::sync::atomic::Ordering::Relaxed);
 }

@@ -55,6 +55,7 @@ mod text;
 
 pub use crate::schema::document::{EMBED_WARN_ABOVE, REFERENCE_WARN_ABOVE, TWO_WAY_WARN_FROM};
 pub use page::doctor_page;
+#[cfg(feature = "admin")]
 pub(crate) use page::doctor_page_of;
 pub use report::{
     ArrayStat, BalanceStat, Bin, CopyUse, Coverage, Distribution, DoctorReport, Finding, IndexStat, Options, RefStat,

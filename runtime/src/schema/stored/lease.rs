@@ -45,7 +45,7 @@ pub fn lease() -> Duration {
 }
 
 /// The lease of one database and the read that renews it
-/// ([`crate::client::kept`]).
+/// ([`crate::kept`]).
 #[derive(Default)]
 struct Held {
     /// Set by [`set_lease_for`], over [`lease`].
@@ -55,7 +55,7 @@ struct Held {
 }
 
 fn held(db: &Database) -> std::sync::Arc<Held> {
-    crate::client::kept::of_database(db)
+    crate::kept::of_database(db)
 }
 
 /// Sets the lease this process holds the schema of `db` under, over the

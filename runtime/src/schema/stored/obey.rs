@@ -39,7 +39,7 @@ pub struct Obeyed {
 type Followed = BTreeMap<String, (String, StoredType)>;
 
 /// What this process keeps of the schema it obeys in one database
-/// ([`crate::client::kept`]): each database of each deployment its own.
+/// ([`crate::kept`]): each database of each deployment its own.
 #[derive(Default)]
 struct Obeying {
     /// One obey at a time: a read that started earlier never installs
@@ -54,7 +54,7 @@ struct Obeying {
 }
 
 fn obeying(db: &Database) -> std::sync::Arc<Obeying> {
-    crate::client::kept::of_database(db)
+    crate::kept::of_database(db)
 }
 
 /// Reads the schema published in `db` and follows it from now on in this
