@@ -1,6 +1,6 @@
 //! What docrel keeps in a process for one deployment, and for one database
 //! of it: the schema graph a database's published rules make, its lease,
-//! what the server said it supports.
+//! the open bucket pages, what the server said it supports.
 //!
 //! Each concern declares its own state type next to the code that uses it
 //! and asks for it with [`of_database`] or [`of_client`]; this module only

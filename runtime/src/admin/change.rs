@@ -15,7 +15,10 @@
 //!    write maintains the new rules.
 //! 3. **backfilled**: the indexes the program needs are built, and the repairs of the new rules' sources have rewritten
 //!    every copy and subset made before, collection by collection (each
-//!    resumable from its checkpoint).
+//!    resumable from its checkpoint). What is backfilled is every rule of
+//!    the program that no complete change backfilled before, published or
+//!    not: a rule a program published at start-up has no data written for
+//!    what was stored before it.
 //! 4. **complete**: from here every derived value of the new rules is
 //!    true, whatever mix of versions wrote meanwhile (a value being
 //!    renamed is true once its write returns). A verify of the backfilled
@@ -184,7 +187,7 @@ impl<'a> Change<'a> {
     /// Publishes the new rules, removes the old, and saves the change as
     /// announced.
     async fn announce(&self, report: &mut ChangeReport, step: &mut impl FnMut(&str)) -> Result<BsonDoc> {
-        let diff = stored::diff(&stored::load(self.db).await?, &self.program);
+        let diff = super::backfilled::owed(self.db, &self.program).await?;
         stored::publish_types(self.db, &self.program).await?;
         let mut removed = Vec::new();
         for (collection, field) in &self.removals {
@@ -224,6 +227,7 @@ impl<'a> Change<'a> {
         stop: &mut impl FnMut() -> bool,
         step: &mut impl FnMut(&str),
     ) -> Result<ChangeReport> {
+        super::backfilled::record(self.db, &self.program, &report.removed).await?;
         self.set_state(report, "complete").await?;
         report.stale = 0;
         for collection in &report.diff.repairs {

@@ -55,7 +55,7 @@ impl Preview {
 /// # Ok(()) }
 /// ```
 pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
-    let diff = stored::diff(&stored::load(db).await?, program);
+    let diff = super::backfilled::owed(db, program).await?;
     let existing = existing_collections(db).await?;
     let mut out = Preview { diff, ..Preview::default() };
     for (collection, model) in missing_in(db, program, &existing).await? {

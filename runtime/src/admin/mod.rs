@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+mod backfilled;
 pub mod change;
 pub mod change_preview;
 pub(crate) mod check;

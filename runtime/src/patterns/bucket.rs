@@ -14,7 +14,7 @@ use mongodb::{Collection, Database};
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The bucket array of bucket documents `B` of parent `P`, holding `E`s;
 /// from `B::rels().<array>`.
@@ -63,8 +63,14 @@ pub struct Bucket<B, P, E> {
 /// The bucket document, parent and element types, carried for typing only.
 type Types<B, P, E> = fn() -> (B, P, E);
 
-/// Open pages by (database, collection, parent).
-type OpenPages = Mutex<HashMap<(String, &'static str, String), i64>>;
+/// The last page each parent appended to in one database, by (collection,
+/// parent), so an append usually goes straight to the open page: one round
+/// trip. Kept per database ([`crate::kept`]).
+#[derive(Default)]
+struct OpenPages(Mutex<HashMap<PageKey, i64>>);
+
+/// A bucket collection and a parent (with the window, for time buckets).
+type PageKey = (&'static str, String);
 
 impl<B, P, E> Clone for Bucket<B, P, E> {
     fn clone(&self) -> Self {
@@ -110,8 +116,8 @@ pub struct Appended {
 pub const OPEN_PAGES_LIMIT: usize = 10_000;
 
 /// Remembers `page` as the open page of `key`, within [`OPEN_PAGES_LIMIT`].
-fn remember_page(key: (String, &'static str, String), page: i64) {
-    let Ok(mut m) = open_pages().lock() else { return };
+fn remember_page(pages: &OpenPages, key: PageKey, page: i64) {
+    let Ok(mut m) = pages.0.lock() else { return };
     if m.len() >= OPEN_PAGES_LIMIT && !m.contains_key(&key) {
         // Any entry will do: a parent forgotten reads its last page once.
         if let Some(evicted) = m.keys().next().cloned() {
@@ -121,23 +127,17 @@ fn remember_page(key: (String, &'static str, String), page: i64) {
     m.insert(key, page);
 }
 
-/// The last page each parent appended to, by (database, collection, parent),
-/// so an append usually goes straight to the open page: one round trip.
-fn open_pages() -> &'static OpenPages {
-    static PAGES: OnceLock<OpenPages> = OnceLock::new();
-    PAGES.get_or_init(Default::default)
-}
-
 /// The page remembered for `key`, if it still has room: `push` applied
 /// to it with one round trip, and never a new page (the cache may be
 /// stale). `None` when nothing is remembered or the page is full.
 async fn append_to_remembered(
+    pages: &OpenPages,
     coll: &Collection<BsonDoc>,
-    key: &(String, &'static str, String),
+    key: &PageKey,
     open: impl Fn(i64) -> BsonDoc,
     push: &[BsonDoc],
 ) -> Result<Option<i64>> {
-    let Some(page) = open_pages().lock().ok().and_then(|m| m.get(key).copied()) else { return Ok(None) };
+    let Some(page) = pages.0.lock().ok().and_then(|m| m.get(key).copied()) else { return Ok(None) };
     let r = coll
         .update_one(open(page), push.to_vec())
         .await
@@ -234,14 +234,15 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             return self.append_in_window(db, parent, start, push).await;
         }
         let size = spec.size.unwrap_or(u32::MAX);
-        let key = (db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson()));
+        let pages = crate::kept::of_database::<OpenPages>(db);
+        let key = (B::COLLECTION, show_id(&parent.to_bson()));
         // Pages are stored as 32-bit integers, like the reference text's.
         let open = |page: i64| {
             let stored_page = Bson::Int32(i32::try_from(page).unwrap_or(i32::MAX));
             doc! { spec.parent: parent.to_bson(), spec.page: stored_page, spec.count: {"$lt": size as i64} }
         };
         // The page this process appended to last, if it still has room.
-        if let Some(page) = append_to_remembered(&coll, &key, &open, &push).await? {
+        if let Some(page) = append_to_remembered(&pages, &coll, &key, &open, &push).await? {
             return Ok(Appended { page: Some(page), start: None });
         }
         // Otherwise from the stored last page, so no page is ever skipped.
@@ -252,7 +253,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                     if let Some(id) = r.upserted_id {
                         page = self.confirm_opened(db, parent, None, id, page).await?;
                     }
-                    remember_page(key, page);
+                    remember_page(&pages, key, page);
                     return Ok(Appended { page: Some(page), start: None });
                 }
                 // The page is full (the upsert collided with it): the next one.
@@ -297,12 +298,9 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             doc! { spec.parent: parent.to_bson(), spec.start: start, spec.page: number, spec.count: {"$lt": size as i64} }
         };
         // Only spills are remembered: a quiet window is one upsert of its first bucket.
-        let key = (
-            db.name().to_owned(),
-            B::COLLECTION,
-            format!("{}@{}", show_id(&parent.to_bson()), start.timestamp_millis()),
-        );
-        if let Some(spill) = append_to_remembered(&coll, &key, &open, &push).await? {
+        let pages = crate::kept::of_database::<OpenPages>(db);
+        let key = (B::COLLECTION, format!("{}@{}", show_id(&parent.to_bson()), start.timestamp_millis()));
+        if let Some(spill) = append_to_remembered(&pages, &coll, &key, &open, &push).await? {
             return Ok(at(spill));
         }
         let mut spill = 1;
@@ -313,7 +311,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                         spill = self.confirm_opened(db, parent, Some(start), id, spill).await?;
                     }
                     if spill > 1 {
-                        remember_page(key, spill);
+                        remember_page(&pages, key, spill);
                     }
                     return Ok(at(spill));
                 }
@@ -375,8 +373,8 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         let opened = Opened { db, spec, collections, parent: parent.to_bson(), window, id, number };
         let confirmed = opened.confirm().await;
         if confirmed.is_err() {
-            if let Ok(mut m) = open_pages().lock() {
-                m.remove(&(db.name().to_owned(), B::COLLECTION, show_id(&parent.to_bson())));
+            if let Ok(mut m) = crate::kept::of_database::<OpenPages>(db).0.lock() {
+                m.remove(&(B::COLLECTION, show_id(&parent.to_bson())));
             }
         }
         confirmed
@@ -485,16 +483,17 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
 #[cfg(test)]
 mod cache_tests {
-    use super::{open_pages, remember_page, OPEN_PAGES_LIMIT};
+    use super::{remember_page, OpenPages, OPEN_PAGES_LIMIT};
 
     #[test]
     fn the_open_page_cache_stays_within_its_limit() {
+        let pages = OpenPages::default();
         for i in 0..OPEN_PAGES_LIMIT + 50 {
-            remember_page(("db".into(), "pages_test", i.to_string()), 1);
+            remember_page(&pages, ("pages_test", i.to_string()), 1);
         }
-        let len = open_pages().lock().map(|m| m.len()).unwrap_or(usize::MAX);
+        let len = pages.0.lock().map(|m| m.len()).unwrap_or(usize::MAX);
         assert_eq!(len, OPEN_PAGES_LIMIT);
-        remember_page(("db".into(), "pages_test", "0-again".into()), 2);
-        assert_eq!(open_pages().lock().map(|m| m.len()).unwrap_or(usize::MAX), OPEN_PAGES_LIMIT);
+        remember_page(&pages, ("pages_test", "0-again".into()), 2);
+        assert_eq!(pages.0.lock().map(|m| m.len()).unwrap_or(usize::MAX), OPEN_PAGES_LIMIT);
     }
 }

@@ -31,6 +31,13 @@ pub(crate) use obey::obey_saying;
 pub use obey::{confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, publish, publish_types, Published, SCHEMA_COLLECTION};
 pub use retract::retract;
+pub(crate) use retract::without as without_rule;
+
+/// The rules of `ours` joined to those of `stored` (a rule both declare
+/// differently is `ours`'s).
+pub(crate) fn merge_rules(stored: &StoredType, ours: &StoredType) -> StoredType {
+    merge::merge(stored, ours).map_or_else(|_| ours.clone(), |(merged, _)| merged)
+}
 
 /// This program's part of the schema as JSON (what [`publish`] would
 /// write, before merging with other programs' parts).
