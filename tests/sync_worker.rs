@@ -529,3 +529,45 @@ async fn a_worker_stopped_while_it_retries_an_event_replays_it_at_the_next_start
     .await;
     w.stop().await
 }
+
+/// Issue 38, review 5: a running worker watched the collections fixed at
+/// its start, so one that an online change made a source was never
+/// followed. Another program publishes shelf labels copying each book's
+/// title; within a lease the running worker follows books too, and a
+/// deferred rename of a book reaches its label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_follows_a_collection_an_online_change_makes_a_source() -> docrel::Result<()> {
+    let t = TestDb::new("sync_new_source").await?;
+    docrel::schema::set_lease_for(&t.db, Duration::from_millis(200));
+    let (_, book) = shelf(&t).await?;
+    let mut w = start(SyncWorker::new(&t.db, "new_source"));
+    w.ready().await;
+
+    let label = ObjectId::new();
+    let labels = t.db.collection::<BsonDoc>("sw_labels");
+    labels.insert_one(doc! {"_id": label, "book": book.id, "title": "The Dispossessed"}).await.expect("insert");
+    let stored: docrel::schema::stored::StoredType = serde_json::from_value(serde_json::json!({
+        "collection": "sw_labels", "rust_name": "Label", "module": "shelves",
+        "fields": [
+            {"rust": "id", "bson": "_id", "rust_type": "ObjectId", "kind": "plain", "target": null},
+            {"rust": "book", "bson": "book", "rust_type": "ObjectId", "kind": "one", "target": "books"},
+            {"rust": "title", "bson": "title", "rust_type": "String", "kind": "plain", "target": null}
+        ],
+        "relations": [{"field": "book", "rust_field": "book", "kind": {"pattern": "ref_one", "optional": false},
+            "target": "books", "target_type": "Book", "inverse": null, "on_delete": "nothing", "order": [],
+            "copies": [], "subset": null, "bucket": null, "warn_above": null}],
+        "indexes": [],
+        "copies": [{"field": "title", "source": "books", "source_type": "Book", "source_field": "title", "via": "book"}],
+        "shard_key": []
+    }))
+    .expect("a stored type");
+    docrel::schema::stored::publish_types(&t.db, &[stored]).await?;
+    // A lease for the worker to see it; then a rename the worker fans out.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    Book::repo(&t.db).deferred_fan_out().update_by_id(&book.id, Book::fields().title.set("Anarres".into())).await?;
+    eventually("the label's copy of the title follows the rename", || async {
+        raw(&t, "sw_labels", label).await.get_str("title").ok() == Some("Anarres")
+    })
+    .await;
+    w.stop().await
+}

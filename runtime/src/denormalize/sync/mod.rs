@@ -290,11 +290,13 @@ impl SyncWorker {
         shutdown: impl Future<Output = ()>,
         mut on_applied: impl FnMut(&Applied),
     ) -> Result<()> {
-        let watched = Watched::of_graph(crate::schema::graph::of(&self.db));
         let mut shutdown = std::pin::pin!(shutdown);
         let mut position = self.stored_position().await?;
         let mut repair = false;
         loop {
+            // Read again at every stream: an online change may have made
+            // other collections sources or subset children since.
+            let watched = Watched::of_graph(crate::schema::graph::of(&self.db));
             let stream = match self.open(&watched, position.as_ref()).await {
                 Ok(stream) => stream,
                 // Lost history is about a stored position; a stream opened
@@ -379,6 +381,11 @@ impl SyncWorker {
                         self.save_moved(&mut f.saved, current(&f.stream, f.position.as_ref()).as_ref()).await?;
                         f.unsaved_work = false;
                     }
+                    if self.rules_changed(watched).await {
+                        let from = current(&f.stream, f.position.as_ref());
+                        self.save_moved(&mut f.saved, from.as_ref()).await?;
+                        return Ok(Ended::Reopen { from, repair: false });
+                    }
                 }
                 Err(e) if history_lost(&e) => {
                     // Again before the stream moved after a repair: the
@@ -395,6 +402,18 @@ impl SyncWorker {
                 f.unsaved_work = false;
             }
         }
+    }
+
+    /// Whether the schema of the database, held under its lease as a write
+    /// holds it, is no longer the one `watched` was read from: the stream
+    /// is then opened again from where it is, watching what the new rules
+    /// derive from. A lease that cannot be confirmed now changes nothing
+    /// here; the next event's apply refuses under it.
+    async fn rules_changed(&self, watched: &Watched) -> bool {
+        if crate::schema::stored::hold(&self.db).await.is_err() {
+            return false;
+        }
+        !std::ptr::eq(crate::schema::graph::of(&self.db), watched.graph)
     }
 
     /// One event of the stream: an invalidate ends it, any other is applied
