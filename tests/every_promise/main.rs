@@ -9,9 +9,15 @@ use docrel::mongodb::{Client, Database};
 use docrel::testing::TestDb;
 use std::sync::{Arc, Mutex};
 
+/// Held by each test that sets a fail point: the server keeps one
+/// `failCommand` setting, so two tests setting theirs at once would
+/// replace (or turn off) each other's.
+pub(crate) static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 mod bad_input;
 mod compose;
 mod copies;
+mod faults;
 mod paging;
 mod published;
 mod sessions;

@@ -408,3 +408,74 @@ fn event(t: &TestDb, writer: &BsonDoc) -> docrel::mongodb::change_stream::event:
     })
     .expect("a change event")
 }
+
+/// A copy of `Novel`'s copy of its writer's name: the second level of a chain.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "sync_shelves")]
+struct Shelf {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Novel)]
+    novel: ObjectId,
+    #[denormalize(from = Novel::writer_name, via = novel)]
+    writer_name: String,
+}
+
+/// A copy of `Shelf`'s copy: the third level.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[document(collection = "sync_labels")]
+struct Label {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference(to = Shelf)]
+    shelf: ObjectId,
+    #[denormalize(from = Shelf::writer_name, via = shelf)]
+    writer_name: String,
+}
+
+/// Issue 38, reviews 3 and 14: a worker's retry wrote the first level of
+/// a chain again at the same version, modified nothing there and skipped
+/// the levels past it; a dead letter's repair rewrote one level of copies
+/// only, so a copy further down (the label of a shelf) stayed stale until
+/// some worker saw the shelf change. Now a retry follows every level, and
+/// a letter's repair writes the whole chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_copy_of_a_copy_is_a_dead_letter_and_its_repair_writes_the_chain() -> docrel::Result<()> {
+    let t = TestDb::new("sync_chain_letter").await?;
+    let [(ursula, novel), _] = shelf(&t).await?;
+    let shelf = Shelf { id: ObjectId::new(), novel: novel.id, writer_name: String::new() };
+    Shelf::repo(&t.db).insert(&shelf).await?;
+    let label = Label { id: ObjectId::new(), shelf: shelf.id, writer_name: String::new() };
+    Label::repo(&t.db).insert(&label).await?;
+    let shelf_name = |t: &TestDb| {
+        let t = t.db.clone();
+        async move {
+            let found = t.collection::<BsonDoc>("sync_shelves").find_one(doc! {"_id": shelf.id}).await.expect("find");
+            found.expect("stored").get_str("writer_name").expect("a copy").to_owned()
+        }
+    };
+    assert_eq!(shelf_name(&t).await, "Ursula");
+    let validator = doc! {"$jsonSchema": {"properties": {"writer_name": {"bsonType": "string", "maxLength": 12}}}};
+    t.db.run_command(doc! {"collMod": "sync_shelves", "validator": validator}).await.expect("collMod");
+    let mut w = start(SyncWorker::new(&t.db, "chain"));
+    w.ready().await;
+
+    let long = "Ursula Kroeber Le Guin";
+    Writer::repo(&t.db).deferred_fan_out().update_by_id(&ursula.id, Writer::fields().name.set(long.into())).await?;
+    eventually("the refused copy of a copy is a dead letter", &mut w, || async { letters(&t).await.len() == 1 }).await;
+    w.stop().await?;
+    assert_eq!(writer_name(&t, novel.id).await, long, "the first level is written");
+    assert_eq!(shelf_name(&t).await, "Ursula", "the refused level is unchanged");
+    let reason = letters(&t).await[0].get_str("reason").unwrap().to_owned();
+    assert!(reason.contains("sync_shelves") && reason.contains("validation"), "{reason}");
+
+    // The cause fixed, the letter's repair writes every level.
+    t.db.run_command(doc! {"collMod": "sync_shelves", "validator": {}}).await.expect("collMod");
+    let report = docrel::check::dead_letters().repair(&t.db).run().await?;
+    assert_eq!((report.dead_letters, report.fixed, report.unfixable), (1, 1, 0), "{report:?}");
+    assert_eq!(shelf_name(&t).await, long);
+    let stored = raw(&t, "sync_labels", label.id).await.expect("stored");
+    assert_eq!(stored.get_str("writer_name").unwrap(), long, "the level past the refused one");
+    assert!(letters(&t).await.is_empty());
+    Ok(())
+}

@@ -37,6 +37,11 @@ pub(crate) enum Reach {
     /// The summaries only, at every level: after a transactional fan-out
     /// committed its copies.
     Summaries,
+    /// As [`Reach::All`], following every level whatever its statements
+    /// modified: a retry of a fan-out an earlier attempt may have written
+    /// (its statements then modify nothing, and the levels past them
+    /// would be skipped).
+    Again,
 }
 
 /// Holders of `target` whose copies were just rewritten (those `filter`
@@ -117,7 +122,9 @@ async fn relay(
         let docs = page.docs(&holders, projection.clone(), cx.session()).await?;
         let Some(last) = docs.last().and_then(|d| d.get("_id")).cloned() else { break };
         let ids: Vec<Bson> = docs.iter().filter_map(|d| d.get("_id").cloned()).collect();
-        let rewrote = reach == Reach::Summaries || send_all(cx, next, statements(next, &docs)).await? > 0;
+        let rewrote = reach == Reach::Summaries
+            || send_all(cx, next, statements(next, &docs)).await? > 0
+            || reach == Reach::Again;
         if rewrote {
             out.push(ids);
         }

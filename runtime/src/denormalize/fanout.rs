@@ -50,7 +50,7 @@ use crate::denormalize::copies::past_records_ahead;
 pub use crate::denormalize::copies::VERSION_PATH;
 pub(crate) use crate::denormalize::copies::{
     after_image, apply_to, apply_to_all, first_version, inc_version, replace_outcome, replace_version, stamp,
-    stamp_first_version, stampable, version_of, version_projection, Guard, Values,
+    stamp_first_version, stampable, version_of, version_projection, Batched, Guard, Values,
 };
 
 /// Every target path of the copies of `source` (a collection), from the
@@ -186,12 +186,14 @@ async fn fan_out_reaching(
     for (k, target) in targets.into_iter().enumerate() {
         let done = |report: &FanOutReport| report.targets.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ");
         let n = match &batched {
-            Some(counts) => counts[k],
-            None => apply_to(cx, target, id, values, version, Guard::FanOut, None)
+            Batched::Counts(counts) => counts[k],
+            Batched::NotSent | Batched::Unknown => apply_to(cx, target, id, values, version, Guard::FanOut, None)
                 .await
                 .map_err(|e| failed(source, id, target, done(&report), e))?,
         };
-        if n > 0 {
+        // After a batch of unknown outcome, a target whose statement here
+        // modified nothing may have been written by the batch.
+        if n > 0 || matches!(batched, Batched::Unknown) || reach == Reach::Again {
             // Boxed: a chain is rare, and its future would make every fan-out's as large.
             Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, reach))
                 .await

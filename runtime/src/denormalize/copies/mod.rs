@@ -13,7 +13,7 @@ mod versions;
 
 pub(crate) use holders::*;
 pub(crate) use leftovers::{clear as clear_leftovers, cleared_through};
-pub(crate) use records::{apply_to, apply_to_all, fan_out_model, Guard, Values};
+pub(crate) use records::{apply_to, apply_to_all, fan_out_model, Batched, Guard, Values};
 pub use versions::VERSION_PATH;
 pub(crate) use versions::{
     after_image, catch_up, first_version, inc_version, replace_outcome, replace_version, stamp, stamp_first_version,

@@ -202,23 +202,32 @@ pub(crate) async fn apply_to(
     Ok(r.modified_count)
 }
 
+/// What [`apply_to_all`] did.
+pub(crate) enum Batched {
+    /// The documents each statement modified, in the order of the targets.
+    Counts(Vec<u64>),
+    /// Nothing sent: one target, or a deployment without `bulkWrite`.
+    NotSent,
+    /// Sent, and what it wrote is unknown (a connection cut, an answer
+    /// lost, a write-concern error): [`apply_to`] per target writes the
+    /// same again, but finds modified nothing where the batch did write,
+    /// so what is derived from every target must be followed anyway.
+    Unknown,
+}
+
 /// [`apply_to`] of every target in `targets` for one source document, in
-/// one client-level `bulkWrite` (MongoDB 8.0+, more than one target): the
-/// documents each statement modified, in the order of `targets`. `Ok(None)`
-/// when the deployment takes no `bulkWrite`, or the batch failed with no
-/// statement refused (a connection cut, an answer lost: what it wrote is
-/// unknown, and the caller sends [`apply_to`] per target, whose guarded
-/// `$set`s write the same again). `Err((k, e))` when the server refused
-/// the statement of target `k`: those before it were written.
+/// one client-level `bulkWrite` (MongoDB 8.0+, more than one target).
+/// `Err((k, e))` when the server refused the statement of target `k`:
+/// those before it were written.
 pub(crate) async fn apply_to_all(
     cx: &mut Cx<'_>,
     targets: &[&Target],
     id: &Bson,
     values: &(impl Values + ?Sized),
     version: i64,
-) -> std::result::Result<Option<Vec<u64>>, (usize, Error)> {
+) -> std::result::Result<Batched, (usize, Error)> {
     if targets.len() < 2 || !crate::store::bulk::available(cx.db.client()) {
-        return Ok(None);
+        return Ok(Batched::NotSent);
     }
     let models = targets.iter().map(|target| fan_out_model(cx, target, id, values, version)).collect();
     let result = match crate::store::bulk::send(cx, models).await {
@@ -226,7 +235,7 @@ pub(crate) async fn apply_to_all(
         Err(e) => {
             return match crate::store::bulk::first_refused(&e).filter(|k| *k < targets.len()) {
                 Some(k) => Err((k, Error::driver("bulkWrite", targets[k].collection, e))),
-                None => Ok(None),
+                None => Ok(Batched::Unknown),
             };
         }
     };
@@ -235,7 +244,7 @@ pub(crate) async fn apply_to_all(
     for (target, n) in targets.iter().zip(&counts) {
         crate::client::trace::fanned_out(target.collection, || &target.paths().id, *n);
     }
-    Ok(Some(counts))
+    Ok(Batched::Counts(counts))
 }
 
 /// [`apply_to`]'s guarded fan-out of `target` as a statement of a

@@ -54,11 +54,12 @@ pub fn touched_fields(description: &UpdateDescription) -> Vec<String> {
 }
 
 /// Applies one event of a watched collection; `None` when nothing derived
-/// depends on what it changed.
+/// depends on what it changed. `again`: an earlier attempt at it failed.
 pub(super) async fn apply(
     db: &Database,
     watched: &Watched,
     event: &ChangeStreamEvent<BsonDoc>,
+    again: bool,
 ) -> Result<Option<Applied>> {
     let Some(coll) = event.ns.as_ref().and_then(|ns| ns.coll.as_deref()) else { return Ok(None) };
     let Some(coll) = watched.find(coll) else { return Ok(None) };
@@ -85,7 +86,10 @@ pub(super) async fn apply(
     // The worker applies with the rules published now, under the same lease.
     crate::schema::stored::hold(db).await?;
     let cx = &mut Cx::new(db, None);
-    fan_out_copies(cx, coll, doc, touched.as_deref(), Reach::All).await?;
+    // A retry follows every level: the attempt before may have written
+    // the first ones, whose statements now modify nothing.
+    let reach = if again { Reach::Again } else { Reach::All };
+    fan_out_copies(cx, coll, doc, touched.as_deref(), reach).await?;
     if child {
         // The pre-image, where the collection keeps them, names the parent
         // a moved child left; without it the subsets still holding the

@@ -147,6 +147,10 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
     if let Some(source) = &now {
         for target in targets_of(watched.graph, collection) {
             apply_to(cx, target, &id, source, version_of(source), Guard::Refresh, None).await?;
+            // Every level past it too: the letter may stand for a copy of
+            // a copy the worker could not write.
+            let holders = doc! { target.id_path(): id.clone() };
+            crate::denormalize::chain::follow(cx, target, holders, crate::denormalize::chain::Reach::Again).await?;
         }
     }
     let repair = letter.get_str("operation").ok() == Some(REPAIR_OPERATION) && id == Bson::Null;

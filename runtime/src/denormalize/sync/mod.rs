@@ -437,8 +437,9 @@ impl SyncWorker {
             self.save(&after).await?;
             return Ok(Some(Ended::Reopen { from: Some(after), repair: false }));
         }
+        let mut tried = false;
         let (error, attempts) = match retrying("apply a change event", shutdown.as_mut(), || {
-            apply::apply(&self.db, watched, event)
+            apply::apply(&self.db, watched, event, std::mem::replace(&mut tried, true))
         })
         .await
         {
@@ -485,7 +486,7 @@ impl SyncWorker {
     /// order, is harmless. It tries once: retrying, and keeping what fails
     /// for good (the worker's dead letters), are the caller's.
     pub async fn apply_event(&self, event: &ChangeStreamEvent<BsonDoc>) -> Result<Option<Applied>> {
-        apply::apply(&self.db, &Watched::of_graph(crate::schema::graph::of(&self.db)), event).await
+        apply::apply(&self.db, &Watched::of_graph(crate::schema::graph::of(&self.db)), event, false).await
     }
 
     /// Saves `now` unless it is what was saved last.
