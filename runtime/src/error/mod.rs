@@ -248,6 +248,24 @@ pub enum Error {
         namespace: String,
     },
 
+    /// A transaction's commit kept failing with an unknown outcome (the
+    /// server unreachable, or its answer lost) until the driver's time
+    /// budget (120 s) ran out: it may have committed.
+    #[error(
+        "the commit of {operation} in `{namespace}` kept failing for 120 s with an unknown outcome ({message}): it \
+         may have been written in full, or not at all (a transaction is never half written). Read the documents to \
+         see which before running it again: run again after a commit that landed, a write that is not idempotent \
+         (a push, an increment) is applied twice"
+    )]
+    CommitUnknown {
+        /// The operation.
+        operation: &'static str,
+        /// The database or collection.
+        namespace: String,
+        /// The last commit error's words.
+        message: String,
+    },
+
     /// An update tried to write one side of a two-way reference, which
     /// would leave the other side disagreeing.
     #[error(
@@ -485,6 +503,7 @@ impl Error {
             Error::UnknownSource { .. } => "UnknownSource",
             Error::SubsetContended { .. } => "SubsetContended",
             Error::TransactionContended { .. } => "TransactionContended",
+            Error::CommitUnknown { .. } => "CommitUnknown",
             Error::TwoWayField { .. } => "TwoWayField",
             Error::Invalid { .. } => "Invalid",
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
@@ -500,7 +519,10 @@ impl Error {
     /// may or may not have been applied (its error message says so too).
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => true,
+            Error::Connect { .. }
+            | Error::SubsetContended { .. }
+            | Error::TransactionContended { .. }
+            | Error::CommitUnknown { .. } => true,
             Error::FanOut { cause, .. } => cause.is_transient(),
             Error::SchemaLease { transient, .. } => *transient,
             Error::RulesUnfinished { cause, .. } => cause.is_transient(),
@@ -518,9 +540,10 @@ impl Error {
     /// read it from here.
     pub(crate) fn failure(&self) -> Failure {
         match self {
-            Error::Connect { .. } | Error::SubsetContended { .. } | Error::TransactionContended { .. } => {
-                Failure::Passing
-            }
+            Error::Connect { .. }
+            | Error::SubsetContended { .. }
+            | Error::TransactionContended { .. }
+            | Error::CommitUnknown { .. } => Failure::Passing,
             Error::FanOut { cause, .. } => cause.failure(),
             Error::SchemaLease { transient: true, .. } => Failure::Passing,
             Error::Driver { source, .. } => driver::failure(source),

@@ -101,6 +101,12 @@ pub(crate) async fn run_in<R>(
                     return Err(carried);
                 }
             }
+            // The driver retries a commit of unknown outcome until its
+            // budget runs out; that error is the commit's, which may have landed.
+            if e.contains_label("UnknownTransactionCommitResult") {
+                let message = e.to_string();
+                return Err(Error::CommitUnknown { operation: what, namespace: namespace.to_owned(), message });
+            }
             if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) && is_timeout(&e) {
                 return Err(Error::TransactionContended { operation: what, namespace: namespace.to_owned() });
             }
