@@ -479,3 +479,22 @@ async fn a_refused_copy_of_a_copy_is_a_dead_letter_and_its_repair_writes_the_cha
     assert!(letters(&t).await.is_empty());
     Ok(())
 }
+
+/// Issue 38, review 9: an upsert that matched nothing inserts, then owes
+/// what any insert owes. When that fails (here the reply's summary is over
+/// its thread's `max_bytes`), the error said nothing was written, while
+/// the reply was stored. Now it says the document is stored.
+#[tokio::test]
+async fn an_upsert_that_inserted_says_so_when_what_it_owes_fails() -> docrel::Result<()> {
+    let t = TestDb::new("upsert_owed").await?;
+    Thread::repo(&t.db).insert(&Thread { id: 1, latest: vec![] }).await?;
+    let filter = Reply::fields().n.eq(7).and(Reply::fields().thread.eq(1));
+    let update = Reply::fields().text.set("x".repeat(400));
+    let err = Reply::repo(&t.db).upsert(filter, update).await.unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.kind(), "InsertUnfinished", "{text}");
+    assert!(text.contains("inserted") && text.contains("stays stored") && !text.starts_with("nothing"), "{text}");
+    let stored = t.db.collection::<BsonDoc>("sync_replies").find_one(doc! {"n": 7}).await.expect("find");
+    assert!(stored.is_some(), "the reply is stored, as the error says");
+    Ok(())
+}

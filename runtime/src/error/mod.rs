@@ -337,6 +337,24 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// An upsert matched nothing and inserted its document, then what the
+    /// new document owes (its copies, its summary in its parents' subsets,
+    /// the other side of its two-way references) stopped. The document
+    /// stays stored.
+    #[error(
+        "an upsert into `{collection}` matched nothing and inserted document {id}; then what the new document owes \
+         stopped: {cause}. The inserted document stays stored (what that step wrote is as its own words say); \
+         `verify` names what is left, and `repair` rewrites copies and subsets"
+    )]
+    InsertUnfinished {
+        /// The collection inserted into.
+        collection: &'static str,
+        /// The inserted document's `_id`.
+        id: String,
+        /// Why what it owes stopped.
+        cause: Box<Error>,
+    },
+
     /// This process could not confirm the schema published in the
     /// database within its lease, so it refuses docrel writes there rather
     /// than write without a rule another program may have added (a copy, a
@@ -509,6 +527,7 @@ impl Error {
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
             Error::SchemaLease { .. } => "SchemaLease",
             Error::RulesUnfinished { .. } => "RulesUnfinished",
+            Error::InsertUnfinished { .. } => "InsertUnfinished",
             Error::Bson { .. } => "Bson",
         }
     }
@@ -525,7 +544,7 @@ impl Error {
             | Error::CommitUnknown { .. } => true,
             Error::FanOut { cause, .. } => cause.is_transient(),
             Error::SchemaLease { transient, .. } => *transient,
-            Error::RulesUnfinished { cause, .. } => cause.is_transient(),
+            Error::RulesUnfinished { cause, .. } | Error::InsertUnfinished { cause, .. } => cause.is_transient(),
             Error::Driver { source, .. } => {
                 source.contains_label("TransientTransactionError")
                     || source.contains_label("RetryableWriteError")

@@ -57,13 +57,22 @@ impl<T: Document> UpdatePlan<'_, T> {
                 Err(e) if e.is_duplicate_key() && !retried => retried = true,
                 new => {
                     let new = new?;
+                    let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+                    // The document is stored now: an error from here on says so.
+                    let unfinished = |cause| Error::InsertUnfinished {
+                        collection: T::COLLECTION,
+                        id: crate::error::show_id(&id),
+                        cause: Box::new(cause),
+                    };
                     if owed.fills {
-                        let id = new.get("_id").cloned().unwrap_or(Bson::Null);
-                        Box::pin(fill::refresh(cx, T::schema(), &[id])).await?;
+                        Box::pin(fill::refresh(cx, T::schema(), std::slice::from_ref(&id)))
+                            .await
+                            .map_err(unfinished)?;
                     }
                     if owed.owes(true) {
                         let plan = InsertPlan::<T>::new(self.raw, self.mode, sides, owed.graph);
-                        Box::pin(plan.after_insert(std::slice::from_ref(&new), Around::Now(None), cx)).await?;
+                        let after = plan.after_insert(std::slice::from_ref(&new), Around::Now(None), cx);
+                        Box::pin(after).await.map_err(unfinished)?;
                     }
                     return Ok(Upserted::Inserted(new));
                 }
