@@ -102,3 +102,28 @@ async fn a_program_linking_only_users_keeps_copies_inside_another_programs_eleme
     assert_eq!(authors(&stored), [(bob, "bob".into())]);
     Ok(())
 }
+
+/// Issue 38, review 11: the backfill of an online change named the copies
+/// at a document's top level and in reference arrays, but not those inside
+/// embedded elements, nor the other side of a new two-way reference. Both
+/// are now owed: the elements' copies by a repair of their source, the
+/// inverse by a repair of its collection.
+#[test]
+fn a_change_owes_the_copies_inside_elements_and_the_sides_of_a_new_two_way_reference() {
+    let diff = stored::diff(&[], &[posts_schema()]);
+    assert_eq!(diff.repairs, ["fe_users"], "{diff:?}");
+    assert!(diff.backfills.iter().any(|b| b.contains("fe_posts.comments[].author_name")), "{:?}", diff.backfills);
+
+    let two_way: StoredType = serde_json::from_value(serde_json::json!({
+        "collection": "fe_owners", "rust_name": "Owner", "module": "m",
+        "fields": [{"rust": "id", "bson": "_id", "rust_type": "i32", "kind": "plain", "target": null}],
+        "relations": [{"field": "pets", "rust_field": "pets", "kind": {"pattern": "ref_many", "max": 10, "key": null},
+            "target": "fe_pets", "target_type": "Pet", "inverse": "owner", "on_delete": "nothing", "order": [],
+            "copies": [], "subset": null, "bucket": null, "warn_above": null}],
+        "indexes": [], "copies": [], "shard_key": []
+    }))
+    .expect("a stored type");
+    let diff = stored::diff(&[], &[two_way]);
+    assert_eq!(diff.repairs, ["fe_owners"], "{diff:?}");
+    assert!(diff.backfills.iter().any(|b| b.contains("fe_pets.owner")), "{:?}", diff.backfills);
+}

@@ -98,6 +98,22 @@ fn backfills_of(t: &StoredType, relations: &[StoredRelation], copies: &[&super::
                 t.collection, r.field, c.field, c.source, c.source_field, c.source
             ));
         }
+        for e in &r.elements {
+            for c in &e.copies {
+                d.repairs.push(c.source.clone());
+                d.backfills.push(format!(
+                    "`{}.{}[].{}` copies `{}.{}` through `{}`: `docrel repair {}` fills it",
+                    t.collection, r.field, c.field, c.source, c.source_field, e.field, c.source
+                ));
+            }
+        }
+        if let (Some(target), Some(inverse)) = (&r.target, &r.inverse) {
+            d.repairs.push(t.collection.clone());
+            d.backfills.push(format!(
+                "`{}.{}` is two-way with `{target}.{inverse}`: `docrel repair {}` makes the sides agree",
+                t.collection, r.field, t.collection
+            ));
+        }
         if let Some(sub) = &r.subset {
             d.repairs.push(sub.child.clone());
             d.backfills.push(format!(
