@@ -16,6 +16,7 @@ pub(crate) static FAIL_POINTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::cons
 
 mod bad_input;
 mod compose;
+mod contention;
 mod copies;
 mod faults;
 mod paging;

@@ -51,7 +51,13 @@ pub(crate) type Body<'a, R> =
 /// Runs `body` in a transaction on a session of `db`'s client, retried as
 /// the driver's convenient API retries. `what` names the operation in errors.
 pub(crate) async fn run<R>(db: &Database, what: &'static str, body: &mut Body<'_, R>) -> Result<R> {
-    let mut session = db.client().start_session().await.map_err(|e| Error::driver("startSession", db.name(), e))?;
+    // Without causal consistency: a retried transaction would otherwise
+    // send its first command with a read concern after the last attempt's
+    // time, which a first `bulkWrite` may not take (the embedded server
+    // refuses it). The transaction reads from the primary, which has every
+    // write of the attempt before.
+    let session = db.client().start_session().causal_consistency(false);
+    let mut session = session.await.map_err(|e| Error::driver("startSession", db.name(), e))?;
     run_in(&mut session, db.name(), what, body).await
 }
 
