@@ -165,6 +165,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
     // Parallel lists, one repetition each: a stream per field (a closure's
     // `quote!`) would cost calls into the compiler for each (see `Opt`).
     let names: Vec<&syn::Ident> = m.fields.iter().map(|f| f.ident).collect();
+    let vises = m.fields.iter().map(|f| f.vis);
     let tys = m.fields.iter().map(|f| f.ty);
     let docs = m.fields.iter().map(|f| format!("`{}` (stored as `{}`).", f.ident, f.stored));
     let paths: Vec<&String> = m.fields.iter().map(|f| &f.stored).collect();
@@ -188,7 +189,7 @@ fn fields(m: &Model, checked: &mut Checked) -> TokenStream {
         #[doc = #fields_doc]
         #[allow(dead_code)]
         #vis struct #fields_ty {
-            #(#[doc = #docs] pub #names: __docrel::Field<#ident, #tys>,)*
+            #(#[doc = #docs] #vises #names: __docrel::Field<#ident, #tys>,)*
         }
 
         #[allow(dead_code)]

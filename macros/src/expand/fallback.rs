@@ -20,8 +20,8 @@ pub fn document(s: &Stub) -> TokenStream {
     };
     let fields_ty = &s.names.fields;
     let decls = s.fields.iter().map(|f| {
-        let (name, ty) = (f.ident, f.ty);
-        quote!(pub #name: __docrel::Field<#ident, #ty>,)
+        let (name, ty, vis) = (f.ident, f.ty, f.vis);
+        quote!(#vis #name: __docrel::Field<#ident, #ty>,)
     });
     let inits = s.fields.iter().map(|f| {
         let (name, path, max) = (f.ident, &f.stored, Opt(f.bound));

@@ -34,8 +34,7 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             let key = field_key(name);
             quote! {
                 #[automatically_derived]
-                impl __docrel::Carries<#ident, #key> for #ident {
-                    type Value = #ty;
+                impl __docrel::Carries<#ident, #key, #ty> for #ident {
                     #[inline]
                     fn carried(&self) -> &#ty {
                         &self.#name
@@ -141,7 +140,9 @@ fn handle(m: &Model, index: usize, rel: &ModelRelation, checked: &mut Checked) -
             (doc, quote!(#handle<#ident, #to, #ty, #key>), quote!(#handle::new(#entry, #visit)))
         }
     };
-    Some((quote! { #[doc = #doc] pub #name: #handle_ty, }, quote! { #name: #init, }))
+    // No more visible than the field: its handle names the field's types.
+    let vis = m.fields.iter().find(|f| f.ident == name).map(|f| f.vis);
+    Some((quote! { #[doc = #doc] #vis #name: #handle_ty, }, quote! { #name: #init, }))
 }
 
 /// The id type of `to`, once the ids a field holds (`held`, as written) are

@@ -32,8 +32,7 @@ pub fn expand(m: &ViewModel) -> TokenStream {
         let key = super::relations::field_key(name);
         quote! {
             #[automatically_derived]
-            impl __docrel::Carries<#of, #key> for #ident {
-                type Value = #ty;
+            impl __docrel::Carries<#of, #key, #ty> for #ident {
                 #[inline]
                 fn carried(&self) -> &#ty {
                     &self.#name

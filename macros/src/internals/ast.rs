@@ -28,6 +28,8 @@ pub struct Container<'a> {
 
 pub struct Field<'a> {
     pub ident: &'a Ident,
+    /// As declared: what is generated for the field is no more visible.
+    pub vis: &'a syn::Visibility,
     pub ty: &'a Type,
     /// The stored name, or `None` when serde does not store it on its own.
     pub stored: Option<String>,
@@ -221,7 +223,7 @@ impl<'a> Field<'a> {
 
         let role = parse_role(f, cx);
         let copy = parse_copy(f, ident, cx);
-        Some(Field { ident, ty: &f.ty, stored, doc, role, copy })
+        Some(Field { ident, vis: &f.vis, ty: &f.ty, stored, doc, role, copy })
     }
 
     /// The declared bound of an array field (`#[embed(max)]` on a `Vec`,

@@ -78,6 +78,8 @@ impl<'a> IdField<'a> {
 /// A field serde stores on its own (not skipped, not flattened).
 pub struct ModelField<'a> {
     pub ident: &'a Ident,
+    /// The field's visibility: its handle is no more visible.
+    pub vis: &'a Visibility,
     pub ty: &'a Type,
     /// The type as written, for the schema report.
     pub type_name: String,
@@ -99,6 +101,7 @@ impl<'a> ModelField<'a> {
         let stored = f.stored.clone()?;
         Some(ModelField {
             ident: f.ident,
+            vis: f.vis,
             ty: f.ty,
             type_name: ty::type_name(f.ty),
             stored,

@@ -138,7 +138,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
     /// relations in one [`crate::join`]. Each parent's documents
     /// come in its elements' order (an element without a reference has
     /// none; one whose document is gone is in [`crate::load::Loaded::missing`]).
-    pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [impl Carries<P, K, Value = F> + Sync]) -> Referenced<'p, T, V>
+    pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [impl Carries<P, K, F> + Sync]) -> Referenced<'p, T, V>
     where
         F: 'p,
         E: 'p,
@@ -193,7 +193,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
     pub fn load<'a, 'p, V: View<Of = T>>(
         &self,
         db: &'a Database,
-        parents: &'p [impl Carries<P, K, Value = F> + Sync],
+        parents: &'p [impl Carries<P, K, F> + Sync],
     ) -> Load<'a, 'p, T, V>
     where
         F: 'p,
@@ -206,7 +206,7 @@ impl<P: Document, E: Embedded + Sync, T: Document, F: Elements<E>, const K: u64>
     pub fn load_where<'a, 'p, V: View<Of = T>>(
         &self,
         db: &'a Database,
-        parents: &'p [impl Carries<P, K, Value = F> + Sync],
+        parents: &'p [impl Carries<P, K, F> + Sync],
         filter: impl Into<Filter>,
     ) -> Load<'a, 'p, T, V>
     where

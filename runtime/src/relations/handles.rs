@@ -60,12 +60,12 @@ macro_rules! handle {
 
             /// Calls `f` with each id this parent (the document or a view
             /// that carries the field) refers to, in order.
-            pub fn for_each_id<Q: Carries<P, K, Value = F>>(&self, parent: &Q, mut f: impl FnMut(&T::Id)) {
+            pub fn for_each_id<Q: Carries<P, K, F>>(&self, parent: &Q, mut f: impl FnMut(&T::Id)) {
                 (self.visit)(parent.carried(), &mut f)
             }
 
             /// The ids this parent refers to, in order.
-            pub fn ids<Q: Carries<P, K, Value = F>>(&self, parent: &Q) -> Vec<T::Id> {
+            pub fn ids<Q: Carries<P, K, F>>(&self, parent: &Q) -> Vec<T::Id> {
                 let mut out = Vec::new();
                 self.for_each_id(parent, |id| out.push(id.clone()));
                 out
@@ -135,10 +135,7 @@ macro_rules! loaders {
             /// the view `V`, to run alone ([`Self::load`]) or with other
             /// relations in one [`crate::join`]. The parents are
             /// the documents or any view of them that carries this field.
-            pub fn of<'p, V: View<Of = T>>(
-                &self,
-                parents: &'p [impl Carries<P, K, Value = F> + Sync],
-            ) -> Referenced<'p, T, V>
+            pub fn of<'p, V: View<Of = T>>(&self, parents: &'p [impl Carries<P, K, F> + Sync]) -> Referenced<'p, T, V>
             where
                 F: 'p,
             {
@@ -153,7 +150,7 @@ macro_rules! loaders {
             pub fn load<'a, 'p, V: View<Of = T>>(
                 &self,
                 db: &'a Database,
-                parents: &'p [impl Carries<P, K, Value = F> + Sync],
+                parents: &'p [impl Carries<P, K, F> + Sync],
             ) -> Load<'a, 'p, T, V>
             where
                 F: 'p,
@@ -167,7 +164,7 @@ macro_rules! loaders {
             pub fn load_where<'a, 'p, V: View<Of = T>>(
                 &self,
                 db: &'a Database,
-                parents: &'p [impl Carries<P, K, Value = F> + Sync],
+                parents: &'p [impl Carries<P, K, F> + Sync],
                 filter: impl Into<Filter>,
             ) -> Load<'a, 'p, T, V>
             where
@@ -220,10 +217,7 @@ macro_rules! loaders {
             /// assert_eq!((cards[0].name.as_str(), parts.one(0).map(|p| p.name.as_str())), ("shifter", Some("bolt")));
             /// # Ok(()) });
             /// ```
-            pub fn with_parents<V: View + Carries<P, K, Value = F> + Sync>(
-                &self,
-                find: Find<P, V>,
-            ) -> WithParents<P, V, T, F>
+            pub fn with_parents<V: View + Carries<P, K, F> + Sync>(&self, find: Find<P, V>) -> WithParents<P, V, T, F>
             where
                 F: 'static,
             {
@@ -268,7 +262,7 @@ impl<C: Document, P: Document, F, const K: u64> ParentRef<C, P, F, K> {
     }
 
     /// The parent id a child refers to, if set.
-    pub fn parent_of<Q: Carries<C, K, Value = F>>(&self, child: &Q) -> Option<P::Id> {
+    pub fn parent_of<Q: Carries<C, K, F>>(&self, child: &Q) -> Option<P::Id> {
         let mut out = None;
         (self.visit)(child.carried(), &mut |id| out = Some(id.clone()));
         out

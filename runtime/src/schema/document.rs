@@ -216,7 +216,7 @@ pub trait View: DeserializeOwned + Send + Sync + Unpin + 'static {
 /// #[view(of = Product)]
 /// struct ProductCard { name: String, parts: Vec<ObjectId> }
 ///
-/// fn parts_of<Q: Carries<Product, { docrel::schema::field_key("parts") }, Value = Vec<ObjectId>>>(q: &Q) -> usize {
+/// fn parts_of<Q: Carries<Product, { docrel::schema::field_key("parts") }, Vec<ObjectId>>>(q: &Q) -> usize {
 ///     q.carried().len()
 /// }
 /// assert_eq!(parts_of(&ProductCard { name: "shifter".into(), parts: vec![ObjectId::new()] }), 1);
@@ -226,17 +226,20 @@ pub trait View: DeserializeOwned + Send + Sync + Unpin + 'static {
     label = "the parents given to this loader",
     note = "load from the document itself, or from a view of it that includes the relation's field (`#[derive(View)]` with the field, same name and type)"
 )]
-pub trait Carries<D, const F: u64> {
-    /// The field's type.
-    type Value;
+///
+/// The field's type `V` is a parameter, not an associated type: a field whose
+/// type is private to its module (a library's private element struct) then
+/// makes the impl as private as the field, where an associated type would
+/// put the private type in a public interface (E0446).
+pub trait Carries<D, const F: u64, V> {
     /// The field.
-    fn carried(&self) -> &Self::Value;
+    fn carried(&self) -> &V;
 }
 
 /// The key of a field name in [`Carries`]: FNV-1a (64 bits) of its Rust
-/// name. Were two fields of one type ever to share a key, their two
-/// `Carries` impls would conflict and the build would stop: a mix-up cannot
-/// compile.
+/// name. Were two fields of one type and one field type ever to share a
+/// key, their two `Carries` impls would conflict and the build would stop:
+/// a mix-up cannot compile.
 pub const fn field_key(name: &str) -> u64 {
     let bytes = name.as_bytes();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
