@@ -21,6 +21,7 @@ mod copies;
 mod faults;
 mod paging;
 mod published;
+mod repair;
 mod sessions;
 
 /// The document `_id = id` of `collection` as stored, read with the raw driver.

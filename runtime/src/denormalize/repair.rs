@@ -5,10 +5,12 @@
 
 use crate::denormalize::chain::{self, Reach};
 use crate::denormalize::copies::{
-    catch_up, clear_leftovers, differs, holder_projection, read_sources, refresh_many, version_of, Refresh, Sources,
+    catch_up, clear_leftovers, differs, holder_projection, pulled, read_sources, refresh_many, rule, version_of,
+    Refresh, Sources,
 };
 use crate::error::{show_id, Error, Result};
-use crate::schema::graph::{Graph, Target};
+use crate::schema::document::{OnDelete, Relation, Schema};
+use crate::schema::graph::{Graph, Shape, Target};
 use crate::store::page::Page;
 use crate::store::path::id_key;
 use crate::store::scan::{count, At, Parts, Report, Scan, ScanPart};
@@ -50,7 +52,8 @@ pub(crate) fn parts(g: &'static Graph, source: &'static str) -> Parts {
     let mut subsets: Vec<&'static crate::schema::graph::SubsetTarget> = Vec::new();
     for (source, target) in g.chain_of(source) {
         for leftovers in [false, true] {
-            parts.push(Arc::new(Copies { source, target, leftovers }));
+            let pull = pull_rule(g, target);
+            parts.push(Arc::new(Copies { source, target, leftovers, pull }));
         }
         for subset in g.summaries_of_copies(target) {
             if !subsets.iter().any(|s| std::ptr::eq(*s, subset)) {
@@ -66,6 +69,10 @@ pub(crate) fn parts(g: &'static Graph, source: &'static str) -> Parts {
 struct Copies {
     source: &'static str,
     target: &'static Target,
+    /// The reference the copies come through, when its `on_delete` rule
+    /// pulls it: a dangling one (its referrer written while the source was
+    /// deleted) is then pulled as the delete would have.
+    pull: Option<(&'static Schema, &'static Relation)>,
     /// Whether this part reads the holders no reference of the target
     /// leads from ([`Target::leftover_holders`]) rather than the others.
     leftovers: bool,
@@ -117,11 +124,15 @@ impl Copies {
             false => HashMap::new(),
         };
         let mut to_fix: HashMap<String, Refresh<'_>> = HashMap::new();
+        let mut dangling: Vec<(Bson, Bson)> = Vec::new();
         let mut leftovers = Vec::new();
         for d in &docs {
             report.scanned += 1;
-            let stale = self.check(d, (&sources, &caught_up), at.fix, &mut to_fix, report);
+            let stale = self.check(d, (&sources, &caught_up), at.fix, (&mut to_fix, &mut dangling), report);
             self.check_leftovers(d, stale, at.fix, &mut leftovers, report);
+        }
+        if let (Some(pull), false) = (self.pull, dangling.is_empty()) {
+            report.fixed += pull_dangling(&mut Cx::new(at.db, None), target, pull, &dangling).await?;
         }
         if at.fix && !leftovers.is_empty() {
             report.fixed += clear_leftovers(&mut Cx::new(at.db, None), target, &leftovers).await?;
@@ -235,7 +246,7 @@ impl Copies {
         d: &BsonDoc,
         (sources, caught_up): (&'s Sources, &'s HashMap<String, BsonDoc>),
         fix: bool,
-        to_fix: &mut HashMap<String, Refresh<'s>>,
+        (to_fix, dangling): (&mut HashMap<String, Refresh<'s>>, &mut Vec<(Bson, Bson)>),
         report: &mut Report,
     ) -> bool {
         let holder = || d.get("_id").map(show_id).unwrap_or_default();
@@ -243,10 +254,20 @@ impl Copies {
         for (id, copy) in self.target.held_copies(d) {
             let Some(source) = sources.get(self.source, id) else {
                 report.dangling += 1;
-                report.unfixable += 1;
+                let pulled = self.pull.is_some();
+                match (pulled, fix, d.get("_id")) {
+                    (true, true, Some(h)) => dangling.push((h.clone(), id.clone())),
+                    (true, _, _) => {}
+                    _ => report.unfixable += 1,
+                }
+                let fix_it = match (pulled, fix) {
+                    (true, true) => "pulled, as its `on_delete = pull` rule says",
+                    (true, false) => "its `on_delete = pull` rule pulls it: repair does",
+                    _ => "point it at another or remove it",
+                };
                 report.note(|| {
                     format!(
-                        "{} of {} copies {} {}, which does not exist: point it at another or remove it",
+                        "{} of {} copies {} {}, which does not exist: {fix_it}",
                         self.label(),
                         holder(),
                         self.source,
@@ -296,4 +317,40 @@ impl Copies {
 /// [`Error::failure`]).
 fn refused(e: &Error) -> bool {
     e.failure() == crate::error::Failure::Refused
+}
+
+/// The reference `target`'s copies come through, when its `on_delete` rule
+/// pulls it.
+fn pull_rule(g: &'static Graph, target: &Target) -> Option<(&'static Schema, &'static Relation)> {
+    let field = match target.shape {
+        Shape::Top { via } => via,
+        Shape::Array { array, .. } => array,
+    };
+    let found = g
+        .types_of(target.collection)
+        .iter()
+        .find_map(|s| g.relations_of(s).find(|r| r.field == field).map(|r| (*s, r)));
+    found.filter(|(_, r)| rule(r) == OnDelete::Pull)
+}
+
+/// Pulls from each holder its references to sources that do not exist, as
+/// their `on_delete` rule would have at the source's delete (the copies and
+/// records made through them go too), then brings up to date what is
+/// derived from those holders. Returns how many holders changed.
+async fn pull_dangling(
+    cx: &mut Cx<'_>,
+    target: &'static Target,
+    (schema, rel): (&'static Schema, &'static Relation),
+    dangling: &[(Bson, Bson)],
+) -> Result<u64> {
+    let holders: Vec<&Bson> = dangling.iter().map(|(h, _)| h).collect();
+    let ids: Vec<Bson> = dangling.iter().map(|(_, id)| id.clone()).collect();
+    let (filter, update) = pulled(cx.graph, schema, rel, &ids);
+    let filter = doc! {"$and": [{"_id": {"$in": &holders}}, filter]};
+    let coll = cx.db.collection::<BsonDoc>(target.collection);
+    let r = coll.update_many(filter, update).await.map_err(|e| Error::driver("update_many", target.collection, e))?;
+    if r.modified_count > 0 {
+        chain::follow(cx, target, doc! {"_id": {"$in": holders}}, Reach::All).await?;
+    }
+    Ok(r.modified_count)
 }

@@ -5,6 +5,7 @@
 //! tree) is followed once: the documents reached on a cycle of the schema
 //! are remembered, not counted in levels.
 
+use crate::denormalize::copies::{pulled, rule};
 use crate::error::{show_id, Error, Result};
 use crate::schema::document::{OnDelete, Relation, RelationKind, Schema};
 use crate::schema::graph::{Graph, SubsetTarget};
@@ -381,37 +382,6 @@ async fn pull(cx: &mut Cx<'_>, schema: &'static Schema, rel: &'static Relation, 
     Ok(())
 }
 
-/// The filter and update of [`pull`].
-fn pulled(g: &'static Graph, schema: &'static Schema, rel: &'static Relation, ids: &[Bson]) -> (BsonDoc, BsonDoc) {
-    let filter = doc! { rel.id_path(): {"$in": ids} };
-    let update = match rel.kind {
-        RelationKind::RefMany { key: Some(key), .. } => {
-            // The elements' version records go with them.
-            let records: BsonDoc = ids
-                .iter()
-                .map(|id| {
-                    let path = format!("_docrel.copies.{}.{}", rel.field, crate::store::path::id_key(id));
-                    (path, Bson::String(String::new()))
-                })
-                .collect();
-            if rel.copies.is_empty() {
-                doc! {"$pull": { rel.field: { key: {"$in": ids} } }}
-            } else {
-                doc! {"$pull": { rel.field: { key: {"$in": ids} } }, "$unset": records}
-            }
-        }
-        RelationKind::RefMany { key: None, .. } => doc! {"$pull": { rel.field: {"$in": ids} }},
-        _ => {
-            // The copies made through the reference, and their records, go
-            // with it: they copy a document the holder no longer refers to.
-            let mut unset = crate::denormalize::copies::cleared_through(g, schema, rel.field);
-            unset.insert(rel.field, "");
-            doc! {"$unset": unset}
-        }
-    };
-    (filter, update)
-}
-
 /// Whether deleting documents of `collection` asks nothing more of
 /// docrel: no rule to apply to what refers to them (a `restrict` was
 /// checked before the delete) and no subset summarizing them. A cascade
@@ -472,17 +442,6 @@ async fn batch(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Resul
         return Err(Error::driver("bulkWrite", at, e));
     }
     Ok(true)
-}
-
-/// The rule applied to `rel`: as declared, except that the array or
-/// optional side of a two-way reference is pulled by default, so both
-/// sides keep agreeing when a document is deleted.
-fn rule(rel: &Relation) -> OnDelete {
-    let pullable = matches!(rel.kind, RelationKind::RefMany { .. } | RelationKind::RefOne { optional: true });
-    match rel.on_delete {
-        OnDelete::Nothing if rel.inverse.is_some() && pullable => OnDelete::Pull,
-        declared => declared,
-    }
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 mod command;
 mod holders;
 mod leftovers;
+mod pull;
 mod records;
 mod versions;
 
 pub(crate) use holders::*;
 pub(crate) use leftovers::{clear as clear_leftovers, cleared_through};
+pub(crate) use pull::{pulled, rule};
 pub(crate) use records::{apply_to, apply_to_all, fan_out_model, Batched, Guard, Values};
 pub use versions::VERSION_PATH;
 pub(crate) use versions::{
