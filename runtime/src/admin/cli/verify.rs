@@ -138,7 +138,15 @@ fn show_run(console: &mut Console, report: &RunReport, as_json: bool, what: &str
         report.total,
         report.found(),
         report.fixed(),
-        if report.dry_run { " (dry run: nothing written)" } else { "" },
+        // Each check counts what it sees; a repair runs them in order, and
+        // one fix (a stale copy rewritten, with the summaries carrying it)
+        // clears what several checks found, so it may count fewer.
+        if report.dry_run {
+            " (dry run: nothing written; each check counts what it found, and a repair may fix fewer, since one \
+             fix clears what several checks found: a stale copy rewritten rebuilds the summaries carrying it)"
+        } else {
+            ""
+        },
         if report.interrupted {
             ". Interrupted: the checkpoint is saved; run the same command again to resume"
         } else {
