@@ -5,11 +5,13 @@
 //! between publishing and saving its state); measured against the stored
 //! schema, such a rule would look old and its backfill would be skipped.
 
-use super::change::CHANGE_COLLECTION;
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, Diff, StoredType};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
+
+/// The collection where changes keep their state (and the backfilled rules).
+pub const CHANGE_COLLECTION: &str = "_docrel_schema_changes";
 
 /// The `_id` of the document holding the backfilled rules.
 const BACKFILLED: &str = "_backfilled";

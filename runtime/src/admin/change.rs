@@ -32,8 +32,7 @@ use mongodb::Database;
 use serde::Serialize;
 use std::time::Duration;
 
-/// The collection where changes keep their state.
-pub const CHANGE_COLLECTION: &str = "_docrel_schema_changes";
+pub use super::backfilled::CHANGE_COLLECTION;
 
 /// What a change did, and where it stands.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -142,8 +142,8 @@ fn show_run(console: &mut Console, report: &RunReport, as_json: bool, what: &str
         // one fix (a stale copy rewritten, with the summaries carrying it)
         // clears what several checks found, so it may count fewer.
         if report.dry_run {
-            " (dry run: nothing written; each check counts what it found, and a repair may fix fewer, since one \
-             fix clears what several checks found: a stale copy rewritten rebuilds the summaries carrying it)"
+            " (dry run: nothing written). Each check counts what it found; a repair may fix fewer, since one fix \
+             clears what several checks found (a stale copy rewritten rebuilds the summaries carrying it)"
         } else {
             ""
         },

@@ -48,7 +48,7 @@ pub(crate) fn pulled(
         _ => {
             // The copies made through the reference, and their records, go
             // with it: they copy a document the holder no longer refers to.
-            let mut unset = super::cleared_through(g, schema, rel.field);
+            let mut unset = super::leftovers::cleared_through(g, schema, rel.field);
             unset.insert(rel.field, "");
             doc! {"$unset": unset}
         }
