@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, Diff, StoredType};
-use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::Database;
 
 /// The collection where changes keep their state (and the backfilled rules).
@@ -65,7 +65,7 @@ async fn load(db: &Database) -> Result<Vec<StoredType>> {
         .await
         .map_err(|e| Error::driver("find", CHANGE_COLLECTION, e))?;
     let Some(types) = found.and_then(|d| d.get("types").cloned()) else { return Ok(Vec::new()) };
-    crate::bson_compat::from_bson::<Vec<StoredType>>(Bson::clone(&types)).map_err(|e| Error::Invalid {
+    crate::bson_compat::from_bson::<Vec<StoredType>>(types).map_err(|e| Error::Invalid {
         what: Misuse::Schema,
         message: format!("the backfilled rules in `{CHANGE_COLLECTION}` cannot be read ({e}); delete that document to backfill every rule again"),
     })

@@ -222,12 +222,9 @@ pub fn dead_letters() -> Check {
 /// the collections that have such data when this one has none; `Sync`
 /// takes the dead letters of the workers watching `collection`.
 pub fn named(kind: CheckKind, collection: &str) -> Result<Check> {
-    named_in(graph::graph(), kind, collection)
-}
-
-/// [`named`], knowing the collections of the schema graph `g` (a
-/// database's, with the types other programs published there).
-pub(crate) fn named_in(g: &'static Graph, kind: CheckKind, collection: &str) -> Result<Check> {
+    // Named against the linked types; the parts are made, at the run, from
+    // the graph of the database it runs on.
+    let g = graph::graph();
     Ok(match kind {
         CheckKind::Copies => Check::copies_of(known_source(g, collection)?),
         CheckKind::Inverse => {

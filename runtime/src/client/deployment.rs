@@ -103,10 +103,11 @@ pub(crate) async fn learn(client: &Client, redacted_uri: String) -> Result<Deplo
         sharded: hello.get_str("msg").is_ok_and(|m| m == "isdbgrid"),
         replica_set: hello.get_str("setName").is_ok(),
     };
-    pretended(deployment).require(DOCREL)?;
+    let seen = pretended(deployment);
+    seen.require(DOCREL)?;
     // What the server said is kept; a pretended version applies when read.
     *kept::of_client::<Learned>(client).0.lock().unwrap_or_else(|p| p.into_inner()) = Some(deployment);
-    Ok(pretended(deployment))
+    Ok(seen)
 }
 
 /// What `client`'s deployment said at [`crate::connect`], with the wire

@@ -53,12 +53,6 @@ pub(crate) use crate::denormalize::copies::{
     stamp_first_version, stampable, version_of, version_projection, Batched, Guard, Values,
 };
 
-/// Every target path of the copies of `source` (a collection), from the
-/// schema graph.
-pub fn targets_of(g: &'static Graph, source: &str) -> &'static [Target] {
-    g.targets_of(source)
-}
-
 /// Whether a write of the `touched` paths of a `source` document changes a
 /// field something is derived from (a copy elsewhere, a subset summary).
 pub(crate) fn touches_derived<S: AsRef<str>>(
@@ -162,7 +156,7 @@ pub(crate) async fn fan_out_source(
 /// The targets of `source` that copy a field in `touched` (all when `None`).
 fn touched_targets(g: &'static Graph, source: &str, touched: Option<&[String]>) -> Vec<&'static Target> {
     let copies = |target: &&Target| touched.is_none_or(|t| target.source_fields().any(|f| touches_copies_one(f, t)));
-    targets_of(g, source).iter().filter(copies).collect()
+    g.targets_of(source).iter().filter(copies).collect()
 }
 
 /// The fan-out of [`fan_out_source`], following the chains of the copies
@@ -225,7 +219,7 @@ fn failed(source: &'static str, id: &Bson, target: &Target, done: String, cause:
 /// path and page of ids, and one update per target path and referenced new
 /// document.
 pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs: &[BsonDoc]) -> Result<()> {
-    let targets = targets_of(cx.graph, source);
+    let targets = cx.graph.targets_of(source);
     if targets.is_empty() || docs.is_empty() {
         return Ok(());
     }

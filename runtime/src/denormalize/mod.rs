@@ -11,5 +11,5 @@ pub(crate) mod repair;
 pub(crate) mod sync;
 pub(crate) mod write;
 
-pub use fanout::{targets_of, FanOutReport, VERSION_PATH};
+pub use fanout::{FanOutReport, VERSION_PATH};
 pub use sync::{touched_fields, Applied, HistoryLost, SyncWorker, DEAD_LETTER_COLLECTION, SYNC_COLLECTION};

@@ -40,7 +40,7 @@ pub(crate) fn known_source(g: &'static Graph, source: &str) -> Result<&'static s
 }
 
 /// The parts of a scan of the copies of `source`: two per target, in the
-/// order of [`crate::denormalize::fanout::targets_of`] (the holders
+/// order of [`Graph::targets_of`] (the holders
 /// referring to a source, then those that may keep copies or records of one
 /// they no longer refer to), then what is derived from those copies in
 /// turn, in the order a change travels: the copies of copies (as the copies

@@ -5,7 +5,6 @@
 //! its effective `warn_above`), so the compile-time advice and the doctor
 //! draw the line at one place.
 
-use crate::denormalize::fanout::targets_of;
 use crate::relations::inverse_check::{pairs_in, Shape as PairShape, Side};
 use crate::schema::document::{RelationKind, Schema, TWO_WAY_WARN_FROM};
 use crate::schema::graph::{Graph, Shape};
@@ -100,7 +99,7 @@ pub(super) struct DeclaredCopy {
 pub(super) fn copies(g: &'static Graph, existing: &[String]) -> Vec<DeclaredCopy> {
     let mut out = Vec::new();
     for source in g.sources() {
-        for t in targets_of(g, source) {
+        for t in g.targets_of(source) {
             if !existing.iter().any(|c| c == source || c == t.collection) {
                 continue;
             }

@@ -15,7 +15,6 @@ use super::apply::holders;
 use super::dead_letter::{DEAD_LETTER_COLLECTION, REPAIR_OPERATION};
 use super::watched::Watched;
 use crate::denormalize::copies::{apply_to, version_of, Guard};
-use crate::denormalize::fanout::targets_of;
 use crate::error::{show_id, Error, Result};
 use crate::store::page::Page;
 use crate::store::primary;
@@ -145,7 +144,7 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
         .map_err(|e| Error::driver("find", collection, e))?;
     let cx = &mut Cx::new(db, None);
     if let Some(source) = &now {
-        for target in targets_of(watched.graph, collection) {
+        for target in watched.graph.targets_of(collection) {
             apply_to(cx, target, &id, source, version_of(source), Guard::Refresh, None).await?;
             // Every level past it too: the letter may stand for a copy of
             // a copy the worker could not write.
@@ -154,7 +153,7 @@ async fn reapply(db: &Database, letter: &BsonDoc) -> Result<()> {
         }
     }
     let repair = letter.get_str("operation").ok() == Some(REPAIR_OPERATION) && id == Bson::Null;
-    if repair && !targets_of(watched.graph, collection).is_empty() {
+    if repair && !watched.graph.targets_of(collection).is_empty() {
         // A repair after lost history that failed: the copies of the whole collection.
         let report = crate::denormalize::repair::repair_collection(db, collection)?.run().await?;
         if report.unfixable > 0 {

@@ -307,7 +307,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     ) -> Result<UpdateOutcome> {
         // Only a source with copies elsewhere carries a version: a subset
         // child's summaries are rewritten from the write's own result.
-        if way == Way::Versioned && !fanout::targets_of(cx.graph, T::COLLECTION).is_empty() {
+        if way == Way::Versioned && !cx.graph.targets_of(T::COLLECTION).is_empty() {
             fanout::inc_version(&mut body);
         }
         let r = if many {
@@ -332,7 +332,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         many: bool,
         holders: Option<Vec<Bson>>,
     ) -> Result<UpdateOutcome> {
-        if !fanout::targets_of(cx.graph, T::COLLECTION).is_empty() {
+        if !cx.graph.targets_of(T::COLLECTION).is_empty() {
             fanout::inc_version(&mut body);
         }
         let touched = self.touched();
