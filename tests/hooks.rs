@@ -235,3 +235,30 @@ async fn after_commit_waits_for_the_callers_commit() -> docrel::Result<()> {
     assert_eq!(take(), ["before Insert d", "after Insert 1 1"]);
     Ok(())
 }
+
+/// Review 7 of issue 38: the driver reuses a server session for the next
+/// transaction, so hooks queued by the session's id alone ran at the next
+/// commit when a transaction ended without docrel's `abort` (here the
+/// driver's own). They belong to that transaction and never run.
+#[tokio::test]
+async fn hooks_of_a_transaction_the_driver_aborted_never_run() -> docrel::Result<()> {
+    let _one = SERIAL.lock().await;
+    let t = TestDb::new("hk_reuse").await?;
+    let parts = Part::repo(&t.db);
+    let driver = |e| Error::driver("session", "", e);
+    let mut s = t.client.start_session().await.map_err(driver)?;
+    take();
+
+    s.start_transaction().await.map_err(driver)?;
+    parts.insert(&part("gone", 1)).session(&mut s).await?;
+    s.abort_transaction().await.map_err(driver)?;
+
+    s.start_transaction().await.map_err(driver)?;
+    parts.insert(&part("kept", 1)).session(&mut s).await?;
+    docrel::repository::commit(&mut s).await?;
+    assert_eq!(take(), ["before Insert gone", "before Insert kept", "after Insert 1 1"]);
+    let names: Vec<String> =
+        stored(&t, "hk_parts").await.iter().map(|d| d.get_str("name").unwrap().to_string()).collect();
+    assert_eq!(names, ["kept"]);
+    Ok(())
+}

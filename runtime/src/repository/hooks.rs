@@ -256,19 +256,47 @@ pub(super) fn before_delete<T: Document>(filter: &BsonDoc, write: Write) -> Resu
 /// An after-commit hook waiting for its transaction's commit.
 type Pending = Box<dyn FnOnce() + Send>;
 
+/// One transaction: its server session's id and that session's
+/// transaction number. The driver pools server sessions, so the id alone
+/// names every transaction a pooled session ever runs: hooks of one that
+/// ended without docrel's `commit` or `abort` (the driver's abort, a
+/// dropped session) would run at the next one's commit.
+type Txn = (String, Option<i64>);
+
 /// The after-commit hooks of writes made in callers' transactions, by
-/// session id, in the order of the writes.
-fn pending() -> &'static Mutex<HashMap<String, Vec<Pending>>> {
-    static PENDING: OnceLock<Mutex<HashMap<String, Vec<Pending>>>> = OnceLock::new();
+/// transaction, in the order of the writes.
+fn pending() -> &'static Mutex<HashMap<Txn, Vec<Pending>>> {
+    static PENDING: OnceLock<Mutex<HashMap<Txn, Vec<Pending>>>> = OnceLock::new();
     PENDING.get_or_init(Default::default)
 }
 
-fn key(session: &ClientSession) -> String {
-    session.id().to_string()
+fn key(session: &ClientSession) -> Txn {
+    (session.id().to_string(), txn_number(session))
+}
+
+/// The session's transaction number. The driver keeps it private and
+/// shows it only in the session's `Debug` form (`txn_number: N`). If a
+/// driver upgrade hides it, hooks fall back to the id alone, and
+/// `tests/hooks.rs`' `hooks_of_a_transaction_the_driver_aborted_never_run`
+/// fails, so the upgrade cannot pass unnoticed.
+fn txn_number(session: &ClientSession) -> Option<i64> {
+    let shown = format!("{session:?}");
+    let at = shown.find("txn_number: ")? + "txn_number: ".len();
+    let digits: String = shown[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
 }
 
 fn take_pending(session: &ClientSession) -> Vec<Pending> {
     pending().lock().ok().and_then(|mut p| p.remove(&key(session))).unwrap_or_default()
+}
+
+/// Drops the hooks of transactions of this server session that ended
+/// without docrel's `commit` or `abort`: they never run.
+fn drop_ended(session: &ClientSession) {
+    let (id, now) = key(session);
+    if let Ok(mut p) = pending().lock() {
+        p.retain(|(other, txn), _| *other != id || *txn == now);
+    }
 }
 
 /// After a write that wrote `count` documents succeeded: its after-commit
@@ -282,6 +310,7 @@ pub(super) async fn after<T: Document>(cx: &mut Cx<'_>, write: Write, ids: Vec<T
     let committed = Committed { write, ids, count, database: cx.db.clone() };
     let Some(s) = cx.session() else { return hook(&committed) };
     if crate::store::transaction::in_transaction(s).await {
+        drop_ended(s);
         if let Ok(mut p) = pending().lock() {
             p.entry(key(s)).or_default().push(Box::new(move || hook(&committed)));
         }
@@ -290,6 +319,7 @@ pub(super) async fn after<T: Document>(cx: &mut Cx<'_>, write: Write, ids: Vec<T
     // Outside a transaction: any hook still waiting on this session belongs
     // to one that ended without docrel's `commit` or `abort`, committed or
     // not; it never runs.
+    drop_ended(s);
     drop(take_pending(s));
     hook(&committed)
 }
