@@ -162,6 +162,8 @@ struct LogMsg {
 #[derive(View, Serialize, Deserialize, Debug, Clone)]
 #[view(of = LogMsg)]
 struct LogLine {
+    #[serde(rename = "_id")]
+    id: ObjectId,
     time: DateTime,
     message: String,
 }

@@ -4,9 +4,13 @@
 //! 1000 messages (denormalizing into the "one" side, `$each`/`$sort`/`$slice`).
 //!
 //! ```text
-//! hosts:  {_id, name, ipaddr, logmsgs: [{time, message}]}    (the last 1000)
+//! hosts:  {_id, name, ipaddr, logmsgs: [{_id, time, message}]}    (the last 1000)
 //! logmsg: {_id, time, message, ipaddr, host}
 //! ```
+//!
+//! The text keeps `{time, message}` in the host; docrel's summaries carry
+//! the message's `_id` too, by which a moved or re-sent message's summary
+//! is found (a subset with no `key` must hold `_id`).
 //!
 //! Run: `MONGODB_URI=mongodb://... cargo run --example logging` (database
 //! `DOCREL_DB`, default `docrel_logging`; dropped first, left in place).
@@ -50,6 +54,8 @@ pub struct LogMsg {
 #[derive(View, Serialize, Deserialize, Debug, Clone)]
 #[view(of = LogMsg)]
 pub struct LogLine {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
     pub time: DateTime,
     pub message: String,
 }

@@ -71,6 +71,8 @@ struct Msg {
 #[derive(View, Serialize, Deserialize, Debug, Clone)]
 #[view(of = Msg)]
 struct Line {
+    #[serde(rename = "_id")]
+    id: i32,
     at: i32,
 }
 

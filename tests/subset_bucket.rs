@@ -179,6 +179,8 @@ struct Host {
 #[derive(View, Serialize, Deserialize, Debug, Clone)]
 #[view(of = LogMsg)]
 struct LogLine {
+    #[serde(rename = "_id")]
+    id: ObjectId,
     time: DateTime,
     message: String,
 }

@@ -26,6 +26,9 @@ pub fn checks(m: &Model, checked: &mut Checked) -> TokenStream {
                 )
             }));
         }
+        if subset.key.is_none() {
+            out.extend(identified(subset, &field, checked));
+        }
         if let Some(key) = &subset.key {
             let why = "a push and a move find a child's summary by it";
             out.extend(check(subset, key, checked, |name| {
@@ -37,6 +40,24 @@ pub fn checks(m: &Model, checked: &mut Checked) -> TokenStream {
         }
     }
     out
+}
+
+/// A subset with no `key` identifies a summary by the child's `_id`, so
+/// its summary must hold `_id`: without an identity a child moved with no
+/// image of its former parent in view (a change event with no pre-image)
+/// would stay in that parent's subset, and a push could not be guarded.
+fn identified(subset: &Subset, field: &str, checked: &mut Checked) -> TokenStream {
+    let span = syn::spanned::Spanned::span(&subset.child.path);
+    let (view, child) = (&subset.elem_name, &subset.child.name);
+    let message = format!(
+        "the subset `{field}` has no `key`, and its summary `{view}` does not hold `_id`: a moved or repeated \
+         child's summary could not be found. Add the child's `_id` to `{view}`, or `key = ..` naming a field of \
+         `{child}` that `{view}` holds"
+    );
+    let label = format!("no `key`, and `{view}` does not hold `_id`");
+    let view = checked.view_of(subset.elem, &subset.child.path);
+    let held = quote_spanned!(span=> __docrel::view_holds(<#view as __docrel::View>::PROJECTION, "_id"));
+    super::holds(span, &message, &label, held)
 }
 
 /// `name` names a field of the child, and is among the fields the summary

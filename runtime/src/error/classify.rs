@@ -37,6 +37,7 @@ impl Error {
             Error::Invalid { .. } => "Invalid",
             Error::SyncHistoryLost { .. } => "SyncHistoryLost",
             Error::SchemaLease { .. } => "SchemaLease",
+            Error::RulesChanged { .. } => "RulesChanged",
             Error::RulesUnfinished { .. } => "RulesUnfinished",
             Error::InsertUnfinished { .. } => "InsertUnfinished",
             Error::Bson { .. } => "Bson",
@@ -55,6 +56,7 @@ impl Error {
             | Error::CommitUnknown { .. } => true,
             Error::FanOut { cause, .. } => cause.is_transient(),
             Error::SchemaLease { transient, .. } => *transient,
+            Error::RulesChanged { .. } => true,
             Error::RulesUnfinished { cause, .. } | Error::InsertUnfinished { cause, .. } => cause.is_transient(),
             Error::Driver { source, .. } => {
                 source.contains_label("TransientTransactionError")
@@ -75,7 +77,7 @@ impl Error {
             | Error::TransactionContended { .. }
             | Error::CommitUnknown { .. } => Failure::Passing,
             Error::FanOut { cause, .. } => cause.failure(),
-            Error::SchemaLease { transient: true, .. } => Failure::Passing,
+            Error::SchemaLease { transient: true, .. } | Error::RulesChanged { .. } => Failure::Passing,
             Error::Driver { source, .. } => driver::failure(source),
             _ => Failure::Other,
         }

@@ -380,6 +380,25 @@ pub enum Error {
         /// electing a primary): the write may succeed when run again.
         transient: bool,
     },
+
+    /// The rules published in the database changed while a call ran past
+    /// the lease it began under: it stopped rather than write more under
+    /// the old rules (a rule change backfills only what was written within
+    /// the lease). Where it stopped, nothing was written; what the call
+    /// wrote before is said by the error around this one (a fan-out's), or
+    /// nothing, for a transaction, which was aborted. Running it again
+    /// follows the new rules.
+    #[error(
+        "the rules published in `_docrel_schema` of database `{database}` changed while this call ran, past \
+         its lease of {lease:?}: docrel stopped before writing more under the old rules (nothing was written \
+         at this step). Run it again: it follows the new rules"
+    )]
+    RulesChanged {
+        /// The database whose rules changed.
+        database: String,
+        /// The lease the call began under.
+        lease: std::time::Duration,
+    },
 }
 
 /// What an [`Error::Invalid`] is about, to match on.

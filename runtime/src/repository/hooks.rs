@@ -18,11 +18,9 @@ use crate::schema::document::Document;
 use crate::store::session::Cx;
 use crate::store::Update;
 use mongodb::bson::Document as BsonDoc;
-use mongodb::{ClientSession, Database};
+use mongodb::Database;
 use std::any::Any;
-use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock};
 
 /// Hooks a document type runs around the writes of its repository.
 /// Implement the ones you need; the others do nothing. The derive finds
@@ -253,52 +251,6 @@ pub(super) fn before_delete<T: Document>(filter: &BsonDoc, write: Write) -> Resu
     (table.before_delete)(filter, write).map_err(|e| refused::<T>(e, "before_delete"))
 }
 
-/// An after-commit hook waiting for its transaction's commit.
-type Pending = Box<dyn FnOnce() + Send>;
-
-/// One transaction: its server session's id and that session's
-/// transaction number. The driver pools server sessions, so the id alone
-/// names every transaction a pooled session ever runs: hooks of one that
-/// ended without docrel's `commit` or `abort` (the driver's abort, a
-/// dropped session) would run at the next one's commit.
-type Txn = (String, Option<i64>);
-
-/// The after-commit hooks of writes made in callers' transactions, by
-/// transaction, in the order of the writes.
-fn pending() -> &'static Mutex<HashMap<Txn, Vec<Pending>>> {
-    static PENDING: OnceLock<Mutex<HashMap<Txn, Vec<Pending>>>> = OnceLock::new();
-    PENDING.get_or_init(Default::default)
-}
-
-fn key(session: &ClientSession) -> Txn {
-    (session.id().to_string(), txn_number(session))
-}
-
-/// The session's transaction number. The driver keeps it private and
-/// shows it only in the session's `Debug` form (`txn_number: N`). If a
-/// driver upgrade hides it, hooks fall back to the id alone, and
-/// `tests/hooks.rs`' `hooks_of_a_transaction_the_driver_aborted_never_run`
-/// fails, so the upgrade cannot pass unnoticed.
-fn txn_number(session: &ClientSession) -> Option<i64> {
-    let shown = format!("{session:?}");
-    let at = shown.find("txn_number: ")? + "txn_number: ".len();
-    let digits: String = shown[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
-}
-
-fn take_pending(session: &ClientSession) -> Vec<Pending> {
-    pending().lock().ok().and_then(|mut p| p.remove(&key(session))).unwrap_or_default()
-}
-
-/// Drops the hooks of transactions of this server session that ended
-/// without docrel's `commit` or `abort`: they never run.
-fn drop_ended(session: &ClientSession) {
-    let (id, now) = key(session);
-    if let Ok(mut p) = pending().lock() {
-        p.retain(|(other, txn), _| *other != id || *txn == now);
-    }
-}
-
 /// After a write that wrote `count` documents succeeded: its after-commit
 /// hook, now or at the commit of the caller's transaction.
 pub(super) async fn after<T: Document>(cx: &mut Cx<'_>, write: Write, ids: Vec<T::Id>, count: u64) {
@@ -310,52 +262,11 @@ pub(super) async fn after<T: Document>(cx: &mut Cx<'_>, write: Write, ids: Vec<T
     let committed = Committed { write, ids, count, database: cx.db.clone() };
     let Some(s) = cx.session() else { return hook(&committed) };
     if crate::store::transaction::in_transaction(s).await {
-        drop_ended(s);
-        if let Ok(mut p) = pending().lock() {
-            p.entry(key(s)).or_default().push(Box::new(move || hook(&committed)));
-        }
-        return;
+        return super::caller_transaction::wait(s, Box::new(move || hook(&committed)));
     }
     // Outside a transaction: any hook still waiting on this session belongs
     // to one that ended without docrel's `commit` or `abort`, committed or
     // not; it never runs.
-    drop_ended(s);
-    drop(take_pending(s));
+    super::caller_transaction::drop_ended(s);
     hook(&committed)
-}
-
-/// Commits the transaction of `session` with the driver, then runs the
-/// [`Hooks::after_commit`] hooks of the docrel writes made in it, once
-/// each, in order. When the commit fails they wait for a retried `commit`
-/// (an unknown commit result may be retried) or are dropped by [`abort`].
-/// A transaction committed with the driver's own `commit_transaction`
-/// runs none: docrel does not see that commit.
-///
-/// ```
-/// # docrel::testing::doc_test(|db| async move {
-/// # use docrel::{Document, bson::oid::ObjectId};
-/// # use serde::{Deserialize, Serialize};
-/// # #[derive(Document, Serialize, Deserialize)]
-/// # #[document(collection = "parts")]
-/// # struct Part { #[serde(rename = "_id")] id: ObjectId, name: String }
-/// let driver = |e| docrel::Error::driver("session", "", e);
-/// let mut s = db.client().start_session().await.map_err(driver)?;
-/// s.start_transaction().await.map_err(driver)?;
-/// Part::repo(&db).insert(&Part { id: ObjectId::new(), name: "bolt".into() }).session(&mut s).await?;
-/// docrel::repository::commit(&mut s).await?; // Part's after-commit hooks, if any, run now
-/// # Ok(()) });
-/// ```
-pub async fn commit(session: &mut ClientSession) -> Result<()> {
-    session.commit_transaction().await.map_err(|e| Error::driver("commitTransaction", "", e))?;
-    for hook in take_pending(session) {
-        hook();
-    }
-    Ok(())
-}
-
-/// Aborts the transaction of `session` with the driver, and drops the
-/// after-commit hooks of the docrel writes made in it: they never run.
-pub async fn abort(session: &mut ClientSession) -> Result<()> {
-    drop(take_pending(session));
-    session.abort_transaction().await.map_err(|e| Error::driver("abortTransaction", "", e))
 }

@@ -1,6 +1,7 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
+mod caller_transaction;
 pub(crate) mod connect;
 mod delete;
 mod documents;
@@ -11,7 +12,8 @@ mod upsert;
 
 pub use crate::denormalize::write::{UpdateOutcome, UpsertOutcome};
 pub use crate::schema::repository::Repository;
-pub use hooks::{abort, commit, Committed, HookTable, Hooks, Write};
+pub use caller_transaction::{abort, commit};
+pub use hooks::{Committed, HookTable, Hooks, Write};
 pub use repo::{ops, Call, Operation};
 
 /// The id of `doc`, for `call`, a write that names the stored document by

@@ -251,7 +251,11 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
         // and never under a lapsed lease.
         Box::pin(async move {
             crate::schema::stored::hold(&self.repo.db).await?;
-            self.op.run(self.repo, self.session).await
+            let mut session = self.session;
+            if let Some(s) = session.as_deref_mut() {
+                super::caller_transaction::followed(s, &self.repo.db).await;
+            }
+            self.op.run(self.repo, session).await
         })
     }
 }

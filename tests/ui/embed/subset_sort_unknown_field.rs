@@ -18,6 +18,8 @@ struct Review {
 #[derive(View, Serialize, Deserialize)]
 #[view(of = Review)]
 struct Summary {
+    #[serde(rename = "_id")]
+    id: ObjectId,
     review_text: String,
 }
 
