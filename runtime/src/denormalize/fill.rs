@@ -36,20 +36,11 @@ pub(crate) async fn refresh(cx: &mut Cx<'_>, schema: &'static Schema, ids: &[Bso
 
 /// Fills the copies of documents about to be written from their sources
 /// and records the versions copied (`_docrel.copies`); one read per source
-/// collection for the whole batch. When `inserting`, a top-level reference
-/// (`via`) to a source that does not exist is refused before anything is
-/// written, as an update's is ([`sources_exist`]): the caller's placeholder
-/// would be stored as if it were the copy. (A replace keeps what it read:
-/// a holder whose source was deleted can still be written whole.) An element naming a source that does
-/// not exist keeps what was given, with no record: `verify` reports it
-/// dangling, and `repair` pulls it where the reference's rule is `pull`.
+/// collection for the whole batch. A reference to a source that does not
+/// exist leaves the copy as given, with no record: `verify` reports it
+/// dangling (a test, or a program, may write a holder before its source).
 /// Pass what it returns to [`confirm`] after the write.
-pub(crate) async fn fill(
-    cx: &mut Cx<'_>,
-    schema: &'static Schema,
-    docs: &mut [BsonDoc],
-    inserting: bool,
-) -> Result<Sources> {
+pub(crate) async fn fill(cx: &mut Cx<'_>, schema: &'static Schema, docs: &mut [BsonDoc]) -> Result<Sources> {
     let held = cx.graph.held_by(schema);
     let sources = read_sources(cx, &held, docs).await?;
     for doc in docs.iter_mut() {
@@ -58,11 +49,6 @@ pub(crate) async fn fill(
             let mut versions = BsonDoc::new();
             match target.shape {
                 Shape::Top { via } => {
-                    if let Some(id) =
-                        doc.get(via).filter(|id| inserting && **id != Bson::Null && sources.get(source, id).is_none())
-                    {
-                        return Err(missing_source(schema, "inserted", (via, id), (source, target)));
-                    }
                     if let Some(src) = doc.get(via).and_then(|id| sources.get(source, id)) {
                         for (copy, field) in &target.fields {
                             set_or_remove(doc, copy, lookup(src, field));
@@ -131,32 +117,21 @@ pub(crate) async fn sources_exist(cx: &mut Cx<'_>, schema: &'static Schema, body
         )
         .map_err(|e| Error::driver("find", source, e))?;
         if found.is_none() {
-            return Err(missing_source(schema, "updated", (via, id), (source, target)));
+            let copies: Vec<String> = target.fields.iter().map(|(copy, _)| format!("`{copy}`")).collect();
+            return Err(Error::Invalid {
+                what: crate::error::Misuse::Copy,
+                message: format!(
+                    "`{}.{via}` of the updated documents names {} in `{source}`, which does not exist: its copies \
+                     ({}) would have nothing to be copied from, so nothing was written. Write the referred document \
+                     first, or leave the reference out (an `Option` set to `None`)",
+                    schema.collection,
+                    show_id(id),
+                    copies.join(", ")
+                ),
+            });
         }
     }
     Ok(())
-}
-
-/// The refusal of a write that points `via` at a source that does not
-/// exist: nothing was written.
-fn missing_source(
-    schema: &Schema,
-    written: &str,
-    (via, id): (&str, &Bson),
-    (source, target): (&str, &Target),
-) -> Error {
-    let copies: Vec<String> = target.fields.iter().map(|(copy, _)| format!("`{copy}`")).collect();
-    Error::Invalid {
-        what: crate::error::Misuse::Copy,
-        message: format!(
-            "`{}.{via}` of the {written} documents names {} in `{source}`, which does not exist: its copies ({}) \
-             would have nothing to be copied from, so nothing was written. Write the referred document first, or \
-             leave the reference out (an `Option` set to `None`)",
-            schema.collection,
-            show_id(id),
-            copies.join(", ")
-        ),
-    }
 }
 
 fn set_or_remove(doc: &mut BsonDoc, field: &str, value: Option<&Bson>) {

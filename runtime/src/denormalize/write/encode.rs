@@ -64,7 +64,7 @@ pub(super) async fn encode_all<T: Document>(
             with_id(d, id.to_bson());
         }
     }
-    let filled = if plan.fills { Some(fill::fill(cx, T::schema(), &mut plain, inserting).await?) } else { None };
+    let filled = if plan.fills { Some(fill::fill(cx, T::schema(), &mut plain).await?) } else { None };
     if inserting {
         if plan.source {
             fanout::stamp_first_version(&mut plain);
