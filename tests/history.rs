@@ -562,3 +562,16 @@ async fn the_monitor_sees_what_an_operation_sends_and_ends_what_it_left_open() -
     assert!(done.is_ok(), "the plain update waited on a transaction the operation left open");
     Ok(())
 }
+
+/// A copied field written by the caller must be refused (issue 38's recipe
+/// finding: it returned `Ok` and the write was dropped). The history records
+/// each `WriteCopiedField` that returned `Ok`, and the check reports it.
+#[test]
+fn the_checker_reports_a_copied_field_write_that_returned_ok() {
+    let quiet = check::check(&Snapshot::default(), &Facts::default(), &[Inv::Refusal]);
+    assert!(quiet.is_empty(), "{quiet:?}");
+    let facts = Facts { accepted: vec!["WriteCopiedField(P1, \"c.7\")".into()], ..Facts::default() };
+    let found = check::check(&Snapshot::default(), &facts, &[Inv::Refusal]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].inv == Inv::Refusal && found[0].what.contains("WriteCopiedField(P1"), "{found:?}");
+}

@@ -54,10 +54,14 @@ pub enum Inv {
     /// returned `Ok` after every write of the note's task ended is gone
     /// (`pulled.rs`). No repair brings it about: it holds in both contracts.
     Pulled,
+    /// A write docrel must refuse, with nothing written, returned `Ok`: a
+    /// copied field written by the caller (the write would be dropped, or
+    /// break I1). From the history.
+    Refusal,
 }
 
 impl Inv {
-    pub const ALL: [Inv; 10] = [
+    pub const ALL: [Inv; 11] = [
         Inv::I1,
         Inv::I2,
         Inv::I3,
@@ -68,6 +72,7 @@ impl Inv {
         Inv::Gate,
         Inv::Pending,
         Inv::Pulled,
+        Inv::Refusal,
     ];
 
     pub fn about(self) -> &'static str {
@@ -82,6 +87,7 @@ impl Inv {
             Inv::Gate => "the gate knows what each operation sends",
             Inv::Pending => "I2 pending references left at the end (the two-way repair clears them)",
             Inv::Pulled => "on_delete = pull: no note by a person a delete removed (Ok) after its task was written",
+            Inv::Refusal => "a write docrel must refuse (a copied field written by the caller) was refused",
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct Facts {
     pub owners_named_by_insert: Vec<Bson>,
     /// The deletes of people and the writes of notes (see [`Inv::Pulled`]).
     pub pulls: super::pulled::Timeline,
+    /// Writes docrel must refuse that returned `Ok` (see [`Inv::Refusal`]).
+    pub accepted: Vec<String>,
 }
 
 /// `Bson` as shown in a message.
@@ -447,6 +455,7 @@ pub fn check(s: &Snapshot, facts: &Facts, which: &[Inv]) -> Vec<Violation> {
             Inv::I4 => buckets(s, facts),
             Inv::I5 => bounds(s),
             Inv::Pulled => super::pulled::pulled(s, facts),
+            Inv::Refusal => facts.accepted.iter().map(|op| v(Inv::Refusal, format!("{op} returned Ok"))).collect(),
             Inv::Liveness | Inv::Gate => Vec::new(),
         });
     }

@@ -182,6 +182,7 @@ fn parts(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::RenamePartsMany => Op::RenamePartsMany { ps: g.some(PARTS, 1, 4), name: g.name("p"), txn },
         OpKind::ReplacePart => Op::ReplacePart { p: g.part(), name: g.name("p"), product: g.product(), txn },
         OpKind::SavePart => Op::SavePart { p: g.part(), name: g.name("p"), product: g.product(), txn },
+        OpKind::WriteCopiedField => Op::WriteCopiedField { p: g.part(), name: g.name("c") },
         OpKind::InsertPart => Op::InsertPart { p: g.part(), name: g.name("p"), product: g.product() },
         OpKind::UpsertPart => Op::UpsertPart { p: g.part(), name: g.name("p"), product: g.product(), txn },
         OpKind::InsertPartReturning => Op::InsertPartReturning { p: g.part(), name: g.name("p"), product: g.product() },
@@ -355,5 +356,14 @@ fn fault(rng: &mut ChaCha8Rng) -> Fault {
     // documents: one cut commit (the driver retries it) is the case of
     // interest (an unknown commit result).
     let times = if commands.iter().any(|c| c == "commitTransaction") { 1 } else { rng.random_range(1..=3) };
-    Fault { commands, times, error_code }
+    // A quarter of the faults let the write land and answer a write-concern
+    // error: the outcome is unknown to docrel (issue 38, review 3).
+    let write_concern = rng.random_bool(0.25);
+    if write_concern {
+        commands.retain(|c| WRITE_COMMANDS.contains(&c.as_str()));
+        if commands.is_empty() {
+            commands.push(WRITE_COMMANDS[rng.random_range(0..WRITE_COMMANDS.len())].to_owned());
+        }
+    }
+    Fault { commands, times, error_code, write_concern }
 }

@@ -23,6 +23,10 @@ pub struct Fault {
     pub times: u32,
     /// `None`: `closeConnection: true`; `Some(code)`: `errorCode: code`.
     pub error_code: Option<i32>,
+    /// Instead: the write is applied and answered with a write-concern
+    /// error (code 64), an outcome docrel cannot tell from a failed one.
+    #[serde(default)]
+    pub write_concern: bool,
 }
 
 /// The commands a fail point may hit.
@@ -37,7 +41,10 @@ pub const FAULT_COMMANDS: &[&str] = &[
     "count",
     "distinct",
     "commitTransaction",
+    "bulkWrite",
 ];
+/// The commands a write-concern fault may hit: the writes.
+pub const WRITE_COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite"];
 /// The error codes a fail point may return: BadValue (not retryable),
 /// ShutdownInProgress (retryable), WriteConflict (transient in a transaction).
 pub const FAULT_CODES: &[i32] = &[2, 91, 112];
@@ -169,6 +176,7 @@ impl Arg for End {
 impl Arg for Fault {
     fn show(&self, _: &str) -> String {
         let how = match self.error_code {
+            _ if self.write_concern => "writeConcernError".to_owned(),
             None => "closeConnection".to_owned(),
             Some(c) => format!("errorCode {c}"),
         };
@@ -228,6 +236,7 @@ ops! {
     UnlabelPart { p: usize },
     RawUpdatePart { p: usize, label: String, by: i32 },
     RawRenamePart { r: usize },
+    WriteCopiedField { p: usize, name: String },
     DeletePart { p: usize },
     DeletePartWhere { r: usize },
     DeleteManyParts { ps: Vec<usize> },

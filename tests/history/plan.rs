@@ -68,6 +68,10 @@ pub struct RuleChange {
     /// In some histories, a second change removes the rule again, once this
     /// many have ended (and the first change completed).
     pub remove: Option<usize>,
+    /// In some histories the rule is published (as a program publishing at
+    /// start-up would) before the change runs: the change must still
+    /// backfill what writers did without it (issue 38, review 2).
+    pub published_first: bool,
 }
 
 impl Plan {
@@ -168,5 +172,6 @@ fn rule_change(seed: u64) -> RuleChange {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7275_6c65);
     let start = rng.random_range(50..=300);
     let remove = rng.random_bool(1.0 / 3.0).then(|| rng.random_range(start + 300..=900));
-    RuleChange { start, remove }
+    let published_first = rng.random_bool(0.5);
+    RuleChange { start, remove, published_first }
 }

@@ -289,6 +289,11 @@ impl Changer {
             }
         };
         let mut steps = Vec::new();
+        if which == Which::Add && self.plan.published_first {
+            // Published before the change, as at a program's start-up.
+            docrel::schema::stored::publish_types(&self.db, &[holder_type()]).await.map_err(|e| e.to_string())?;
+            steps.push("published before the change".to_owned());
+        }
         // Asked to stop at its first question: it announces and returns.
         let first = make().run(|| true, |s| steps.push(s.to_owned())).await.map_err(|e| e.to_string())?;
         if first.complete() {
@@ -455,9 +460,12 @@ pub fn copies(
 pub fn describe(rule: Option<RuleChange>) -> String {
     match rule {
         None => String::new(),
-        Some(RuleChange { start, remove: None }) => format!(" rules added at {}%", start / 10),
-        Some(RuleChange { start, remove: Some(r) }) => {
-            format!(" rules added at {}%, one removed at {}%", start / 10, r / 10)
+        Some(RuleChange { start, remove, published_first }) => {
+            let first = if published_first { " (published first)" } else { "" };
+            match remove {
+                None => format!(" rules added at {}%{first}", start / 10),
+                Some(r) => format!(" rules added at {}%{first}, one removed at {}%", start / 10, r / 10),
+            }
         }
     }
 }

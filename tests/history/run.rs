@@ -40,9 +40,9 @@ pub const SLOW: Duration = Duration::from_secs(10);
 /// Invariants checked in a (b)-history, after one repair pass: all of
 /// them, I1-I5 each has a repair; [`Inv::Pulled`] needs none, since it
 /// only holds deletes that returned `Ok` to their pulls.
-pub const CHECKED_AFTER_REPAIR: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Pulled];
+pub const CHECKED_AFTER_REPAIR: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Pulled, Inv::Refusal];
 /// Invariants checked in an (a)-history.
-pub const CHECKED: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Pulled];
+pub const CHECKED: &[Inv] = &[Inv::I1, Inv::I2, Inv::I3, Inv::I4, Inv::I5, Inv::Pulled, Inv::Refusal];
 
 /// The invariants an (a)-history of `plan` is held to.
 pub fn checked(plan: &Plan) -> Vec<Inv> {
@@ -206,6 +206,7 @@ fn facts(setup: &[(i32, String)], records: &[Record]) -> Facts {
             }
             (Op::AppendComment { b, text }, Res::Ok(_)) => f.appended.push((Universe::post(*b), text.clone())),
             (Op::DeletePost { b }, _) => f.posts_deleted.push(Universe::post(*b)),
+            (op @ Op::WriteCopiedField { .. }, Res::Ok(_)) => f.accepted.push(op.to_string()),
             _ => {}
         }
     }

@@ -80,6 +80,10 @@ async fn parts(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<Strin
             }
             .map(|()| String::new())
         }
+        Op::WriteCopiedField { p, name } => {
+            let u = f.product_name.set(name.clone());
+            c.repo::<Part>(false).update_by_id(&Universe::part(*p), u).within(s).await.map(outcome)
+        }
         Op::InsertPart { p, name, product } => {
             c.repo::<Part>(false).insert(&part_doc(*p, name, *product)).within(s).await.map(|()| String::new())
         }

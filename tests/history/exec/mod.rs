@@ -111,6 +111,10 @@ pub async fn fail_point(db: &Database, fault: Option<&Fault>) -> docrel::Result<
         Some(f) => {
             let mut data = doc! {"failCommands": f.commands.clone(), "appName": db.name()};
             match f.error_code {
+                _ if f.write_concern => data.insert(
+                    "writeConcernError",
+                    doc! {"code": 64, "errmsg": "waiting for replication timed out (history fault)"},
+                ),
                 None => data.insert("closeConnection", true),
                 Some(code) => data.insert("errorCode", code),
             };
