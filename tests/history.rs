@@ -565,13 +565,32 @@ async fn the_monitor_sees_what_an_operation_sends_and_ends_what_it_left_open() -
 
 /// A copied field written by the caller must be refused (issue 38's recipe
 /// finding: it returned `Ok` and the write was dropped). The history records
-/// each `WriteCopiedField` that returned `Ok`, and the check reports it.
+/// each `SetPartCopy` that returned `Ok`, and the check reports it.
 #[test]
 fn the_checker_reports_a_copied_field_write_that_returned_ok() {
-    let quiet = check::check(&Snapshot::default(), &Facts::default(), &[Inv::Refusal]);
+    let quiet = check::check(&Snapshot::default(), &Facts::default(), &[Inv::Call]);
     assert!(quiet.is_empty(), "{quiet:?}");
-    let facts = Facts { accepted: vec!["WriteCopiedField(P1, \"c.7\")".into()], ..Facts::default() };
-    let found = check::check(&Snapshot::default(), &facts, &[Inv::Refusal]);
+    let facts = Facts { accepted: vec!["SetPartCopy(P1, \"c.7\")".into()], ..Facts::default() };
+    let found = check::check(&Snapshot::default(), &facts, &[Inv::Call]);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].inv == Inv::Refusal && found[0].what.contains("WriteCopiedField(P1"), "{found:?}");
+    assert!(found[0].inv == Inv::Call && found[0].what.contains("SetPartCopy(P1"), "{found:?}");
+}
+
+/// The twin database (`history/twin.rs`) holds the rule-change holders with
+/// no rule of theirs: a rule that reaches it (here published there on
+/// purpose, as a process-global graph would have run it) is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_twin_reports_a_rule_of_another_database_run_in_it() -> docrel::Result<()> {
+    let t = TestDb::new("history_twin").await?;
+    let quiet = history::twin::Twin::start(&t.db).await.expect("twin");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(quiet.conclude(1).await.expect("conclude"), []);
+
+    let twin = history::twin::Twin::start(&t.db).await.expect("twin");
+    docrel::schema::stored::publish_types(twin.db(), &[history::rule_change::holder_type()]).await?;
+    docrel::schema::obey(twin.db()).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let found = twin.conclude(2).await.expect("conclude");
+    assert!(found.iter().any(|v| v.inv == Inv::I1 && v.what.contains("ran in another")), "{found:?}");
+    Ok(())
 }

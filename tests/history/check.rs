@@ -54,10 +54,12 @@ pub enum Inv {
     /// returned `Ok` after every write of the note's task ended is gone
     /// (`pulled.rs`). No repair brings it about: it holds in both contracts.
     Pulled,
-    /// A write docrel must refuse, with nothing written, returned `Ok`: a
-    /// copied field written by the caller (the write would be dropped, or
-    /// break I1). From the history.
-    Refusal,
+    /// A call did what it must not, told by the call's own result (from
+    /// the history): a copied field written by the caller returned `Ok`
+    /// (it must be refused, with nothing written: the write would be
+    /// dropped, or break I1); a pull of one element of an array whose
+    /// elements share a key removed the others too (issue 38, review 1).
+    Call,
 }
 
 impl Inv {
@@ -72,7 +74,7 @@ impl Inv {
         Inv::Gate,
         Inv::Pending,
         Inv::Pulled,
-        Inv::Refusal,
+        Inv::Call,
     ];
 
     pub fn about(self) -> &'static str {
@@ -87,7 +89,7 @@ impl Inv {
             Inv::Gate => "the gate knows what each operation sends",
             Inv::Pending => "I2 pending references left at the end (the two-way repair clears them)",
             Inv::Pulled => "on_delete = pull: no note by a person a delete removed (Ok) after its task was written",
-            Inv::Refusal => "a write docrel must refuse (a copied field written by the caller) was refused",
+            Inv::Call => "a call did what it said: a copied field write refused, a pull of one element removed one",
         }
     }
 }
@@ -155,7 +157,7 @@ pub struct Facts {
     pub owners_named_by_insert: Vec<Bson>,
     /// The deletes of people and the writes of notes (see [`Inv::Pulled`]).
     pub pulls: super::pulled::Timeline,
-    /// Writes docrel must refuse that returned `Ok` (see [`Inv::Refusal`]).
+    /// Calls that did what they must not (see [`Inv::Call`]).
     pub accepted: Vec<String>,
 }
 
@@ -455,7 +457,7 @@ pub fn check(s: &Snapshot, facts: &Facts, which: &[Inv]) -> Vec<Violation> {
             Inv::I4 => buckets(s, facts),
             Inv::I5 => bounds(s),
             Inv::Pulled => super::pulled::pulled(s, facts),
-            Inv::Refusal => facts.accepted.iter().map(|op| v(Inv::Refusal, format!("{op} returned Ok"))).collect(),
+            Inv::Call => facts.accepted.iter().map(|op| v(Inv::Call, op.clone())).collect(),
             Inv::Liveness | Inv::Gate => Vec::new(),
         });
     }

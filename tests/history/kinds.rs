@@ -64,9 +64,12 @@ kinds! {
         ["Repository::update_by_id", "Update::raw"];
     RawRenamePart = 1, "Part update_one(product = R, label a string) Update::raw {$rename: {label: name}}",
         ["Repository::update_one", "Update::raw"];
-    WriteCopiedField = 1, "Part update_by_id productName.set: a copied field written by the caller, refused \
-         (an Ok breaks the contract, see check::Inv::Refusal)",
+    SetPartCopy = 1, "Part update_by_id productName.set: a copied field written by the caller, refused \
+         (an Ok breaks the contract, see check::Inv::Call)",
         ["Repository::update_by_id", "Field::set"];
+    PullOneTaskNote = 1, "Person and Task insert (two notes by the new person), then Task update_by_id \
+         notes.pull(the first note as read): elements sharing a key, only the one pulled goes",
+        ["Repository::insert", "Repository::update_by_id", "Field::pull"];
     DeletePart = 2, "Part delete_by_id (on_delete = pull from products)", ["Repository::delete_by_id"];
     DeletePartWhere = 1, "Part delete_one(product = R) (on_delete = pull from products)",
         ["Repository::delete_one"];

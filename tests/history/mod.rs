@@ -66,6 +66,7 @@ pub mod run;
 pub mod schema;
 pub mod setup;
 pub mod shrink;
+pub mod twin;
 pub mod universe;
 
 use check::Inv;

@@ -44,7 +44,7 @@ pub const FAULT_COMMANDS: &[&str] = &[
     "bulkWrite",
 ];
 /// The commands a write-concern fault may hit: the writes.
-pub const WRITE_COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite"];
+pub const WRITE_COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite", "commitTransaction"];
 /// The error codes a fail point may return: BadValue (not retryable),
 /// ShutdownInProgress (retryable), WriteConflict (transient in a transaction).
 pub const FAULT_CODES: &[i32] = &[2, 91, 112];
@@ -236,7 +236,8 @@ ops! {
     UnlabelPart { p: usize },
     RawUpdatePart { p: usize, label: String, by: i32 },
     RawRenamePart { r: usize },
-    WriteCopiedField { p: usize, name: String },
+    SetPartCopy { p: usize, name: String },
+    PullOneTaskNote { text: String },
     DeletePart { p: usize },
     DeletePartWhere { r: usize },
     DeleteManyParts { ps: Vec<usize> },
@@ -348,7 +349,8 @@ impl Op {
             | O::SaveTask { .. }
             | O::InsertTaskNoted { .. }
             | O::InsertManyTasks { .. }
-            | O::InsertManyParts { .. } => (true, true),
+            | O::InsertManyParts { .. }
+            | O::PullOneTaskNote { .. } => (true, true),
             // Reviews hold no copies and have no two-way reference: the
             // commit owes nothing but the subsets' pushes, in the transaction.
             O::InsertManyReviews { .. } => (true, false),

@@ -158,6 +158,8 @@ pub struct Changer {
     done: AtomicBool,
     t0: Instant,
     log: Mutex<Log>,
+    /// A second database of this process beside the history's (`twin.rs`).
+    twin: Mutex<Option<super::twin::Twin>>,
 }
 
 impl Changer {
@@ -176,7 +178,8 @@ impl Changer {
         let coll = db.collection::<Document>(HOLDERS);
         coll.insert_many(holders()).await.map_err(|e| format!("inserting the holders of {HOLDERS}: {e}"))?;
         let (log, done, t0) = (Mutex::new(Log::default()), AtomicBool::new(false), Instant::now());
-        Ok(Some(Changer { db: db.clone(), plan: rule, gate, progress, local_ops, done, t0, log }))
+        let twin = Mutex::new(Some(super::twin::Twin::start(db).await?));
+        Ok(Some(Changer { db: db.clone(), plan: rule, gate, progress, local_ops, done, t0, log, twin }))
     }
 
     /// Runs `workers` with the changes alongside; the workers' output.
@@ -349,6 +352,10 @@ impl Changer {
             None => self.check(seed).await?,
         };
         violations.extend(found);
+        let twin = self.twin.lock().ok().and_then(|mut t| t.take());
+        if let Some(twin) = twin {
+            violations.extend(twin.conclude(seed).await?);
+        }
         notes.extend(self.notes());
         self.forget().await
     }

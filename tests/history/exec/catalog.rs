@@ -80,7 +80,7 @@ async fn parts(c: &Ctx, op: &Op, mut s: Sess<'_>) -> Option<docrel::Result<Strin
             }
             .map(|()| String::new())
         }
-        Op::WriteCopiedField { p, name } => {
+        Op::SetPartCopy { p, name } => {
             let u = f.product_name.set(name.clone());
             c.repo::<Part>(false).update_by_id(&Universe::part(*p), u).within(s).await.map(outcome)
         }

@@ -7,6 +7,8 @@ mod people;
 mod reviews;
 mod session;
 
+pub use people::PULLED_OTHERS;
+
 use super::op::{Fault, Op, Source};
 use super::plan::Mode;
 use super::run::Res;

@@ -140,6 +140,7 @@ async fn notes_of_tasks(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<
             let u = Task::fields().notes.set(notes(by, text));
             repo.update_by_id(&Universe::task(*t), u).within(s).await.map(outcome)
         }
+        Op::PullOneTaskNote { text } => pull_one_note(c, text).await,
         Op::PullTaskNotes { t, h } => {
             let who = Universe::person(*h);
             let u = Task::fields().notes.pull_where(|e| e.at::<ObjectId>("who").eq(who));
@@ -198,4 +199,34 @@ async fn links(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
         _ => return None,
     };
     Some(written.map(link))
+}
+
+/// What a [`Op::PullOneTaskNote`] whose pull removed more than the one
+/// note says (`run::facts` makes it an [`super::super::check::Inv::Call`]).
+pub const PULLED_OTHERS: &str = "the pull of one note removed others";
+
+/// A person no other operation knows, a task no other operation names with
+/// two notes by that person (sharing the key `who`), and a pull of the
+/// first as read: the second stays.
+async fn pull_one_note(c: &Ctx, text: &str) -> docrel::Result<String> {
+    let (who, id) = (ObjectId::new(), ObjectId::new());
+    Person::repo(&c.db).insert(&Person { id: who, name: format!("{text}.who"), tasks: Vec::new() }).await?;
+    let note = |k: u8| Note { text: format!("{text}.{k}"), by: who, by_name: STALE.into() };
+    let task = Task {
+        id,
+        description: text.to_owned(),
+        owner: None,
+        owner_name: String::new(),
+        notes: vec![note(1), note(2)],
+    };
+    let repo = c.repo::<Task>(false);
+    repo.insert(&task).await?;
+    let first = repo.require(&id).await?.notes.swap_remove(0);
+    repo.update_by_id(&id, Task::fields().notes.pull(&first)).await?;
+    let left: Vec<String> = repo.require(&id).await?.notes.into_iter().map(|n| n.text).collect();
+    Ok(if left == [format!("{text}.2")] {
+        "pulled one of two".to_owned()
+    } else {
+        format!("{PULLED_OTHERS}: left {left:?}")
+    })
 }
