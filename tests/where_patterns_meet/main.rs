@@ -12,6 +12,7 @@ mod checker_found;
 mod compose;
 mod deletes;
 mod leftovers;
+mod round_trips;
 mod security;
 mod sync;
 mod writes;

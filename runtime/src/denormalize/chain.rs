@@ -95,10 +95,8 @@ async fn rebuild_parents(cx: &mut Cx<'_>, target: &Target, subset: &SubsetTarget
     let parents =
         in_session!(holders.distinct(subset.parent_field, filter.clone()).selection_criteria(primary()), cx.session())
             .map_err(|e| Error::driver("distinct", target.collection, e))?;
-    for parent in parents.iter().filter(|p| **p != Bson::Null) {
-        subset.rebuild_in(cx, parent).await?;
-    }
-    Ok(())
+    let parents: Vec<Bson> = parents.into_iter().filter(|p| *p != Bson::Null).collect();
+    subset.rebuild_many(cx, &parents).await
 }
 
 /// The holders of `target` that `filter` matches, as sources of `next`,

@@ -11,6 +11,7 @@ pub(crate) mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
 pub(crate) mod subset_rebuild;
+mod subset_rebuild_many;
 
 pub use bucket::{Appended, Bucket};
 pub use counter::{Counter, WindowCount};

@@ -104,7 +104,7 @@ impl SubsetTarget {
     }
 
     /// `expected`, once a `WARN` event names the children it left out.
-    fn warned(&self, parent: &Bson, expected: Expected) -> Expected {
+    pub(super) fn warned(&self, parent: &Bson, expected: Expected) -> Expected {
         for (child, bytes) in &expected.left_out {
             tracing::warn!(
                 target: "docrel",
@@ -127,6 +127,33 @@ impl SubsetTarget {
     /// children it left out. One read, and one more each time children
     /// left out leave room for others.
     pub(crate) async fn expected_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<Expected> {
+        let coll = cx.db.collection::<BsonDoc>(self.spec.child);
+        let projection = self.child_projection();
+        let (child, max) = (self.spec.child, self.max as usize);
+        let mut limit = max;
+        loop {
+            let mut find = coll
+                .find(doc! { self.parent_field: parent.clone() })
+                .selection_criteria(primary())
+                .sort(self.read_order())
+                .limit(limit as i64)
+                .batch_size(limit as u32);
+            if let Some(p) = &projection {
+                find = find.projection(p.clone());
+            }
+            let children = collect(find, cx.session(), child, |raw| plain(child, raw)).await?;
+            let out = self.expected_of(&children);
+            if out.summaries.len() == max || children.len() < limit {
+                return Ok(out);
+            }
+            // Children left out made room: read as many more.
+            limit += max - out.summaries.len();
+        }
+    }
+
+    /// The order children are read in: the subset's, reversed when it
+    /// keeps the last ones.
+    pub(super) fn read_order(&self) -> BsonDoc {
         let mut sort = self.order();
         if self.spec.keep_last {
             for (_, d) in sort.iter_mut() {
@@ -135,43 +162,35 @@ impl SubsetTarget {
                 }
             }
         }
-        let coll = cx.db.collection::<BsonDoc>(self.spec.child);
-        let projection = self.spec.fields.map(|fields| {
+        sort
+    }
+
+    /// The fields a summary reads of a child, with `_id`; `None`: all.
+    pub(super) fn child_projection(&self) -> Option<BsonDoc> {
+        self.spec.fields.map(|fields| {
             let mut p: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
             p.insert("_id", 1);
             p
-        });
-        let (child, max) = (self.spec.child, self.max as usize);
-        let mut limit = max;
-        loop {
-            let mut find = coll
-                .find(doc! { self.parent_field: parent.clone() })
-                .selection_criteria(primary())
-                .sort(sort.clone())
-                .limit(limit as i64)
-                .batch_size(limit as u32);
-            if let Some(p) = &projection {
-                find = find.projection(p.clone());
+        })
+    }
+
+    /// What the subset holds of `children`, read in [`Self::read_order`]:
+    /// the first `max` summaries that fit, in the subset's order, and the
+    /// children left out ahead of them.
+    pub(super) fn expected_of(&self, children: &[BsonDoc]) -> Expected {
+        let mut out = Expected::default();
+        for c in children {
+            let summary = self.summarize(c);
+            match self.oversize(&summary) {
+                Some(bytes) => out.left_out.push((c.get("_id").cloned().unwrap_or(Bson::Null), bytes)),
+                None if out.summaries.len() < self.max as usize => out.summaries.push(summary),
+                None => {}
             }
-            let children = collect(find, cx.session(), child, |raw| plain(child, raw)).await?;
-            let mut out = Expected::default();
-            for c in &children {
-                let summary = self.summarize(c);
-                match self.oversize(&summary) {
-                    Some(bytes) => out.left_out.push((c.get("_id").cloned().unwrap_or(Bson::Null), bytes)),
-                    None if out.summaries.len() < max => out.summaries.push(summary),
-                    None => {}
-                }
-            }
-            if out.summaries.len() == max || children.len() < limit {
-                if self.spec.keep_last {
-                    out.summaries.reverse();
-                }
-                return Ok(out);
-            }
-            // Children left out made room: read as many more.
-            limit += max - out.summaries.len();
         }
+        if self.spec.keep_last {
+            out.summaries.reverse();
+        }
+        out
     }
 
     /// The error of a write that made `child`'s summary too large to be

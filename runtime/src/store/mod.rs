@@ -19,6 +19,7 @@ pub mod scan;
 pub(crate) mod session;
 pub mod transaction;
 pub mod update;
+pub(crate) mod updates;
 
 pub use conditions::escape_regex;
 pub use field::{ByRef, ByValue, Compares, Element, Field, Holds, Orders, Text};

@@ -6,7 +6,6 @@
 //! references all go through here. See the version contract in
 //! [`crate::denormalize::fanout`].
 
-use super::command::send_updates;
 use super::leftovers::clear;
 use super::records::{Guard, COPIES_PATH};
 use super::versions::{catch_up, version_of, VERSION_PATH};
@@ -17,6 +16,7 @@ use crate::store::page::id_pages;
 use crate::store::path::{id_key, lookup};
 use crate::store::primary;
 use crate::store::session::{collect, in_session, plain, Cx};
+use crate::store::updates::send_updates;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 use std::collections::{HashMap, HashSet};
@@ -298,14 +298,14 @@ pub(crate) async fn send_all(cx: &mut Cx<'_>, target: &Target, all: Vec<BsonDoc>
     for statement in all {
         let size = crate::bson_compat::to_vec(&statement).map(|v| v.len()).unwrap_or(0);
         if !statements.is_empty() && (statements.len() == STATEMENTS || bytes + size > COMMAND_BYTES) {
-            modified += send_updates(cx, target, std::mem::take(&mut statements)).await?;
+            modified += send_updates(cx, target.collection, std::mem::take(&mut statements)).await?;
             bytes = 0;
         }
         bytes += size;
         statements.push(statement);
     }
     if !statements.is_empty() {
-        modified += send_updates(cx, target, statements).await?;
+        modified += send_updates(cx, target.collection, statements).await?;
     }
     Ok(modified)
 }

@@ -5,13 +5,13 @@
 //! write ([`cleared_through`]); what an older write left behind is found by
 //! [`Target::leftovers`] and cleared by [`clear`] (repair, refresh).
 
-use super::command::send_updates;
 use super::records::COPIES_PATH;
 use crate::error::Result;
 use crate::schema::document::Schema;
 use crate::schema::graph::{Graph, Shape, Target};
 use crate::store::path::{id_key, lookup};
 use crate::store::session::Cx;
+use crate::store::updates::send_updates;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 
 /// The `$unset` of what a holder of `schema` keeps through its single
@@ -104,5 +104,5 @@ pub(crate) async fn clear(cx: &mut Cx<'_>, target: &Target, found: &[(Bson, Vec<
     if statements.is_empty() {
         return Ok(0);
     }
-    send_updates(cx, target, statements).await
+    send_updates(cx, target.collection, statements).await
 }

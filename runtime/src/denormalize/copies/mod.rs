@@ -5,7 +5,6 @@
 //! keeps of a source it no longer refers to (`leftovers.rs`). Fan-out, fill,
 //! repair and the sync worker all go through here.
 
-mod command;
 mod holders;
 mod leftovers;
 mod pull;

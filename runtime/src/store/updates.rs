@@ -1,17 +1,17 @@
-//! One `update` command of many statements, as the copy writes send it
-//! (refresh, repair, clearing leftovers): one round trip for a batch of
-//! holders, with refused statements turned into the driver's write error.
+//! One `update` command of many statements, as the copy writes (refresh,
+//! repair, clearing leftovers) and the batched subset rebuilds send it: one
+//! round trip for a batch of documents, with refused statements turned into
+//! the driver's write error.
 
 use crate::error::{Error, Result};
-use crate::schema::graph::Target;
 use crate::store::session::{in_session, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::error::{ErrorKind, WriteConcernError, WriteError, WriteFailure};
 
 /// One `update` command (unordered: the statements touch copies of
 /// different sources and do not depend on each other); its `nModified`.
-pub(super) async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: Vec<BsonDoc>) -> Result<u64> {
-    let mut command = doc! {"update": target.collection, "updates": statements, "ordered": false};
+pub(crate) async fn send_updates(cx: &mut Cx<'_>, collection: &str, statements: Vec<BsonDoc>) -> Result<u64> {
+    let mut command = doc! {"update": collection, "updates": statements, "ordered": false};
     // A command run as such gets none of the database's defaults; not in a
     // transaction, where a write concern is refused.
     if let Some(wc) = cx.write_concern().await {
@@ -23,7 +23,7 @@ pub(super) async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: V
         let db = cx.db;
         in_session!(db.run_command(command), cx.session())
     }
-    .map_err(|e| Error::driver("update", target.collection, e))?;
+    .map_err(|e| Error::driver("update", collection, e))?;
     // An unordered write reports refused statements in its reply, not as
     // a failed command: turned into the driver's own write error here.
     let failure = match reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document) {
@@ -40,5 +40,5 @@ pub(super) async fn send_updates(cx: &mut Cx<'_>, target: &Target, statements: V
         Some(Ok(failure)) => ErrorKind::Write(failure).into(),
         Some(Err(_)) => mongodb::error::Error::custom(format!("the server refused an update: {reply}")),
     };
-    Err(Error::driver("update", target.collection, cause))
+    Err(Error::driver("update", collection, cause))
 }
