@@ -253,8 +253,9 @@ pub fn two_way(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
     out
 }
 
-/// The summary an item keeps of a review: `{rid, author, text, published_date}`.
-const SUMMARY_FIELDS: [&str; 4] = ["rid", "author", "text", "published_date"];
+/// The summary an item keeps of a review: `{rid, author, text, published_date, reviewer_name}`
+/// (the last a copy of the reviewer's name, gone with the reviewer).
+const SUMMARY_FIELDS: [&str; 5] = ["rid", "author", "text", "published_date", "reviewer_name"];
 
 fn summary(review: &Document) -> BTreeMap<String, Option<Bson>> {
     SUMMARY_FIELDS.iter().map(|f| ((*f).to_owned(), review.get(*f).cloned())).collect()

@@ -31,6 +31,8 @@ const OWNER_COPIES: &[(&str, &str)] = &[("owner_name", "name")];
 const NOTE_COPIES: &[(&str, &str)] = &[("by_name", "name")];
 /// The copy of an item's name in `reviews`.
 const ITEM_COPIES: &[(&str, &str)] = &[("item_name", "name")];
+/// The copy of the reviewer's name in `reviews`.
+const REVIEWER_COPIES: &[(&str, &str)] = &[("reviewer_name", "name")];
 
 /// One holder's copies of one source document.
 pub(super) struct Site<'a> {
@@ -133,6 +135,7 @@ pub fn copies(s: &Snapshot) -> Vec<Violation> {
         notes(task, &people, &mut out);
     }
     top_level(("review", &s.reviews), ("item", "product_id", &by_id(&s.items)), ITEM_COPIES, &mut out);
+    top_level(("review", &s.reviews), ("person", "reviewer", &people), REVIEWER_COPIES, &mut out);
     out
 }
 

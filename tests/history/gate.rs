@@ -107,6 +107,22 @@ fn group_of(kind: OpKind) -> Option<Group> {
     })
 }
 
+/// A write of a person reaches the reviews (their reviewer's copy, its
+/// pull) and the items' subsets carrying it, in the person's transaction,
+/// after it, or plainly: it enters the reviews as both, alone there.
+fn reaches_reviews(kind: OpKind) -> bool {
+    format!("{kind:?}").contains("Person")
+}
+
+/// A write of reviews fills their reviewer's copy from `people`: in a
+/// transaction, a read of that group in it.
+fn reads_people(kind: OpKind) -> bool {
+    format!("{kind:?}").contains("Review")
+}
+
+/// How a write reaching the reviews enters their group.
+const REACHES_REVIEWS: (Group, bool, bool) = (Group::Reviews, true, true);
+
 /// The groups `op` writes, in order, each with its class there: what
 /// docrel may send for each step ([`Op::sends`]); in a user's transaction,
 /// every step's writes are statements of it.
@@ -114,11 +130,14 @@ pub fn entry(op: &Op) -> Vec<(Group, Class)> {
     let sends: Vec<(Group, bool, bool)> = match op {
         Op::Repair { source } | Op::Verify { source } => match source {
             Source::Part | Source::Product => vec![(Group::Catalog, false, true)],
-            Source::Person => vec![(Group::People, false, true)],
+            Source::Person => vec![(Group::People, false, true), REACHES_REVIEWS],
         },
-        Op::Session { steps, end } if *end != End::NoTxn => {
-            steps.iter().filter_map(|s| Some((group_of(s.kind())?, true, false))).collect()
-        }
+        Op::Session { steps, end } if *end != End::NoTxn => steps
+            .iter()
+            .filter_map(|s| Some((group_of(s.kind())?, true, false)))
+            .chain(steps.iter().filter(|s| reaches_reviews(s.kind())).map(|_| REACHES_REVIEWS))
+            .chain(steps.iter().filter(|s| reads_people(s.kind())).map(|_| (Group::People, true, false)))
+            .collect(),
         _ => op
             .steps()
             .iter()
@@ -126,6 +145,13 @@ pub fn entry(op: &Op) -> Vec<(Group, Class)> {
                 let sends = s.sends();
                 Some((group_of(s.kind())?, sends.transaction, sends.plain))
             })
+            .chain(op.steps().iter().filter(|s| reaches_reviews(s.kind())).map(|_| REACHES_REVIEWS))
+            .chain(
+                op.steps()
+                    .iter()
+                    .filter(|s| reads_people(s.kind()) && s.sends().transaction)
+                    .map(|_| (Group::People, true, false)),
+            )
             .collect(),
     };
     let mut by_group: BTreeMap<Group, (bool, bool)> = BTreeMap::new();

@@ -141,6 +141,9 @@ pub struct ReviewSummary {
     pub author: String,
     pub text: String,
     pub published_date: DateTime,
+    /// The reviewer's name, a copy the summary carries.
+    #[serde(default)]
+    pub reviewer_name: Option<String>,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -162,6 +165,16 @@ pub struct Review {
     #[denormalize(from = Item::name, via = product_id)]
     #[serde(default)]
     pub item_name: String,
+    /// Who wrote it, as a person: deleting them pulls the reference and
+    /// its copy, which the item's subset summary carries (a pull reaching
+    /// summaries, issue 38), and renaming them rewrites the copy in the
+    /// reviews of many items (their subsets rebuilt together, issue 40).
+    #[reference(to = Person, on_delete = pull)]
+    #[serde(default)]
+    pub reviewer: Option<ObjectId>,
+    #[denormalize(from = Person::name, via = reviewer)]
+    #[serde(default)]
+    pub reviewer_name: Option<String>,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -135,5 +135,7 @@ pub fn review_doc(v: usize, i: usize, text: &str, date: i64) -> Review {
         text: text.to_owned(),
         published_date: DateTime::from_millis(date),
         item_name: String::new(),
+        reviewer: Some(Universe::person(v % super::setup::SETUP_PEOPLE)),
+        reviewer_name: Some(STALE.into()),
     }
 }

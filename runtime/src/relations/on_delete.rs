@@ -274,9 +274,7 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
         let Some(&(schema, rel)) = cx.graph.references_to(top.collection).get(top.rel) else {
             let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
             for (subset, parents) in &done.summaries {
-                for parent in parents {
-                    subset.rebuild_in(cx, parent).await?;
-                }
+                subset.rebuild_many(cx, parents).await?;
             }
             // The root's documents are the caller's to delete.
             if mode == Mode::Apply && !stack.is_empty() {

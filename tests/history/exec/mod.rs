@@ -93,7 +93,9 @@ pub fn classify(e: &Error) -> Res {
         // The schema could not be confirmed within the lease: nothing was
         // written, which the history holds it to.
         | Error::SchemaLease { .. } => Res::Refused(text),
-        Error::Driver { source, .. } if is_duplicate_key(source) => Res::Refused(text),
+        // docrel's own answer: on MongoDB 8.0+ an `insert_many` is a
+        // `bulkWrite` whose refusal the driver reports in another kind.
+        Error::Driver { source, .. } if is_duplicate_key(source) || e.is_duplicate_key() => Res::Refused(text),
         _ => Res::Failed(text),
     }
 }
