@@ -13,6 +13,7 @@ use super::check::{self, Facts, Inv, Snapshot, Violation};
 use super::exec::{classify, exec, fail_point, Ctx};
 use super::gate::{entry, Gate};
 use super::monitor;
+use super::op::End;
 use super::plan::{Mode, Op, Plan};
 use super::process::{self, connect_like, Admission};
 use super::repair::{accept_reported_dangling, repair_everything};
@@ -194,7 +195,12 @@ fn facts(setup: &[(i32, String)], records: &[Record]) -> Facts {
             (Op::InsertPersonWithTasks { tasks, .. }, Res::Ok(_)) => {
                 f.named_by_insert.extend(tasks.iter().map(|t| Bson::ObjectId(Universe::task(*t))))
             }
-            (op, Res::Ok(_)) if op.steps().iter().any(|s| matches!(s, Op::InsertTaskOwned { .. })) => {
+            // In a session with no transaction a step stands on its own: it
+            // may have landed though a later one was refused.
+            (op, res)
+                if op.steps().iter().any(|s| matches!(s, Op::InsertTaskOwned { .. }))
+                    && (matches!(res, Res::Ok(_)) || matches!(op, Op::Session { end: End::NoTxn, .. })) =>
+            {
                 for step in op.steps() {
                     if let Op::InsertTaskOwned { h, .. } = step {
                         f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)));
