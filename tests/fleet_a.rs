@@ -147,7 +147,7 @@ async fn a_program_with_a_plain_owner_keeps_the_two_way_reference_another_declar
     // declared: it would leave the other side behind.
     let err = Task::repo(&t.db).update_by_id(&plan.id, Task::fields().owner.set(Some(joe))).await.unwrap_err();
     assert!(matches!(err, Error::TwoWayField { field: "owner", .. }), "{err}");
-    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert!(err.to_string().contains("nothing was written") && err.is_transient(), "{err}");
     assert_eq!(raw(&t, "fl_tasks", plan.id).await.unwrap().get_object_id("owner").unwrap(), kate);
     assert_eq!(ids(&raw(&t, "fl_people", joe).await.unwrap(), "tasks"), [grade.id, review.id]);
 
@@ -222,53 +222,6 @@ async fn the_rules_published_in_one_database_never_run_in_another() -> docrel::R
 /// that alters the graph A follows.
 fn b_without_stickers() -> Vec<StoredType> {
     b_schema().into_iter().filter(|t| t.collection != "fl_stickers").collect()
-}
-
-/// Review 6 of issue 38 (the lease half): a call follows the rules it
-/// began with only within the lease they were confirmed under, since a
-/// rule change waits two leases and then backfills what writers did
-/// before. A rename whose source write outlives the lease, while the rules
-/// change, stops before its fan-out (a `FanOut` error naming the change),
-/// rather than write copies under the old rules after the change's wait.
-#[tokio::test]
-async fn a_call_that_outlives_its_lease_while_the_rules_change_stops_before_writing_more() -> docrel::Result<()> {
-    let t = TestDb::new("fleet_lapse").await?;
-    docrel::schema::set_lease_for(&t.db, std::time::Duration::from_millis(300));
-    stored::publish_types(&t.db, &b_without_stickers()).await?;
-    docrel::schema::obey(&t.db).await?;
-    let nut = Part { id: ObjectId::new(), code: 2, name: "nut".into(), rank: 7, bin: 1 };
-    Part::repo(&t.db).insert(&nut).await?;
-    let product = ObjectId::new();
-    let products = t.db.collection::<BsonDoc>("fl_products");
-    products.insert_one(doc! {"_id": product, "parts": [{"id": nut.id, "name": "nut"}]}).await.expect("insert");
-
-    // The rename's source write takes 800 ms; the rules change meanwhile.
-    t.db.client()
-        .database("admin")
-        .run_command(doc! {
-            "configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["findAndModify"], "blockConnection": true, "blockTimeMS": 800,
-                     "appName": t.db.name()},
-        })
-        .await
-        .expect("fail point");
-    let db = t.db.clone();
-    let id = nut.id;
-    let rename =
-        tokio::spawn(
-            async move { Part::repo(&db).update_by_id(&id, Part::fields().name.set("hex nut".to_owned())).await },
-        );
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    stored::publish_types(&t.db, &b_schema()).await?;
-    let err = rename.await.expect("the rename ran").unwrap_err();
-    let Error::FanOut { cause, done, .. } = &err else { panic!("a fan-out error: {err}") };
-    assert!(matches!(**cause, Error::RulesChanged { .. }), "{err}");
-    assert!(done.is_empty(), "{err}");
-    assert!(err.is_transient(), "run again, it follows the new rules: {err}");
-    // The source write stands, as the error says; no copy was written under the old rules.
-    assert_eq!(raw(&t, "fl_parts", nut.id).await.unwrap().get_str("name").unwrap(), "hex nut");
-    assert_eq!(names(&raw(&t, "fl_products", product).await.unwrap(), "parts"), ["nut"]);
-    Ok(())
 }
 
 /// Review 6, in a caller's transaction: writes made under rules that

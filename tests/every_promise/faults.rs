@@ -91,3 +91,43 @@ async fn a_fan_out_answered_with_a_write_concern_error_still_follows_its_chains(
     assert!(docrel::check::copies::<Holder>().verify(&t.db).run().await?.clean());
     Ok(())
 }
+
+/// Review 8: a commit whose outcome stays unknown after the driver's
+/// budget of commit retries (120 s, not configurable) said "nothing was
+/// written" (`TransactionContended`), though the commit may have landed.
+/// Here every commit is applied and answered with a write-concern error:
+/// the error must say the write may have landed, and it did. The test
+/// waits out the driver's budget.
+#[tokio::test]
+async fn a_commit_whose_outcome_stays_unknown_says_it_may_have_landed() -> docrel::Result<()> {
+    let _alone = crate::FAIL_POINTS.lock().await;
+    let t = TestDb::new("ft_commit_unknown").await?;
+    let source = Source { id: ObjectId::new(), name: "old".into(), edits: 0 };
+    Source::repo(&t.db).insert(&source).await?;
+    let holder = Holder { id: ObjectId::new(), source: source.id, source_name: String::new() };
+    Holder::repo(&t.db).insert(&holder).await?;
+
+    t.client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": "alwaysOn",
+            "data": {"failCommands": ["commitTransaction"], "appName": t.db.name(),
+                     "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}},
+        })
+        .await
+        .expect("fail point");
+    let rename = Source::fields().name.set("new".into());
+    let result = Source::repo(&t.db).transactional_fan_out().update_by_id(&source.id, rename).await;
+    t.client
+        .database("admin")
+        .run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"})
+        .await
+        .expect("fail point off");
+    let err = result.unwrap_err();
+    assert!(matches!(err, docrel::Error::CommitUnknown { .. }), "{err}");
+    assert!(err.to_string().contains("may have been written"), "{err}");
+    // It did land: "nothing was written" would have been false.
+    assert_eq!(raw(&t, "ft_sources", source.id).await.unwrap().get_str("name").unwrap(), "new");
+    Ok(())
+}

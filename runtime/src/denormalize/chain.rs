@@ -59,7 +59,6 @@ pub(crate) async fn follow(cx: &mut Cx<'_>, target: &'static Target, filter: Bso
         if depth > limit {
             return Err(cycle(target));
         }
-        cx.still_held().await?;
         if reach != Reach::Copies {
             for subset in g.summaries_of_copies(target) {
                 rebuild_parents(cx, target, subset, &filter).await?;

@@ -172,9 +172,6 @@ async fn fan_out_reaching(
 ) -> Result<FanOutReport> {
     let mut report = FanOutReport::default();
     let targets = touched_targets(cx.graph, source, touched);
-    if let Some(first) = targets.first() {
-        cx.still_held().await.map_err(|e| failed(source, id, first, String::new(), e))?;
-    }
     // On MongoDB 8.0+ every target's statement in one round trip.
     let batched = apply_to_all(cx, &targets, id, values, version).await.map_err(|(k, e)| {
         let done: Vec<&str> = targets[..k].iter().map(|t| t.collection).collect();

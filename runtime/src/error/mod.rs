@@ -381,17 +381,16 @@ pub enum Error {
         transient: bool,
     },
 
-    /// The rules published in the database changed while a call ran past
-    /// the lease it began under: it stopped rather than write more under
-    /// the old rules (a rule change backfills only what was written within
-    /// the lease). Where it stopped, nothing was written; what the call
-    /// wrote before is said by the error around this one (a fan-out's), or
-    /// nothing, for a transaction, which was aborted. Running it again
-    /// follows the new rules.
+    /// The rules published in the database changed while a caller's
+    /// transaction ran past the lease its docrel writes followed them
+    /// under: [`crate::repository::commit`] aborted it rather than commit
+    /// writes made under the old rules (a rule change backfills only what
+    /// was committed before it began). Nothing was written; running it
+    /// again follows the new rules.
     #[error(
-        "the rules published in `_docrel_schema` of database `{database}` changed while this call ran, past \
-         its lease of {lease:?}: docrel stopped before writing more under the old rules (nothing was written \
-         at this step). Run it again: it follows the new rules"
+        "the rules published in `_docrel_schema` of database `{database}` changed while this transaction ran, \
+         past the lease of {lease:?} its writes followed them under: docrel aborted it rather than commit writes \
+         made under the old rules, so nothing was written. Run it again: it follows the new rules"
     )]
     RulesChanged {
         /// The database whose rules changed.

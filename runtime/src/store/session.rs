@@ -18,34 +18,11 @@ pub(crate) struct Cx<'a> {
     /// schema installs new ones meanwhile.
     pub(crate) graph: &'static crate::schema::graph::Graph,
     session: Option<&'a mut ClientSession>,
-    /// When the lease under which `graph` was confirmed lapses: a step
-    /// after it confirms the rules again first ([`Cx::still_held`]).
-    until: Option<std::time::Instant>,
 }
 
 impl<'a> Cx<'a> {
     pub(crate) fn new(db: &'a Database, session: Option<&'a mut ClientSession>) -> Self {
-        Cx { db, graph: crate::schema::graph::of(db), session, until: held_until(db) }
-    }
-
-    /// Before a step of a long call: a call follows the rules it began
-    /// with only within the lease they were confirmed under, since a rule
-    /// change waits two leases and then backfills what writers did before.
-    /// Past it, the rules are confirmed again; when they changed, the call
-    /// stops ([`Error::RulesChanged`]) rather than write under old ones.
-    pub(crate) async fn still_held(&mut self) -> Result<()> {
-        if self.until.is_none_or(|until| std::time::Instant::now() < until) {
-            return Ok(());
-        }
-        crate::schema::stored::hold(self.db).await?;
-        if !std::ptr::eq(crate::schema::graph::of(self.db), self.graph) {
-            return Err(Error::RulesChanged {
-                database: self.db.name().to_owned(),
-                lease: crate::schema::lease_for(self.db),
-            });
-        }
-        self.until = held_until(self.db);
-        Ok(())
+        Cx { db, graph: crate::schema::graph::of(db), session }
     }
 
     /// The session, for one driver call (`in_session!(action, cx.session())`).
