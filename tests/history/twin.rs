@@ -78,7 +78,7 @@ impl Twin {
                 .get_array("refs")
                 .map(|a| a.iter().filter_map(|e| e.as_document()?.get_str("name").ok()).collect())
                 .unwrap_or_default();
-            if h.get_str("name") != Ok(UNTOUCHED) || refs != [UNTOUCHED] || h.contains_key("_docrel") {
+            if h.get_str("name").ok() != Some(UNTOUCHED) || refs != [UNTOUCHED] || h.contains_key("_docrel") {
                 let what = format!(
                     "seed {seed}: the twin database's holder {h} was written (inserted as {inserted}): a rule \
                      published in the history's database ran in another"
