@@ -395,7 +395,7 @@ pub enum Error {
     RulesChanged {
         /// The database whose rules changed.
         database: String,
-        /// The lease the call began under.
+        /// The lease the transaction's writes followed the rules under.
         lease: std::time::Duration,
     },
 }

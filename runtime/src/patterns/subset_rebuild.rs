@@ -22,7 +22,7 @@ use mongodb::Database;
 /// between its read and its write.
 const REBUILD_ATTEMPTS: u32 = 20;
 
-fn counter_value(doc: &BsonDoc, path: &str) -> i64 {
+pub(super) fn counter_value(doc: &BsonDoc, path: &str) -> i64 {
     lookup(doc, path).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from))).unwrap_or(0)
 }
 

@@ -15,10 +15,11 @@
 //! epoch whose changes the read sees, and a statement guarded by it lands
 //! only if no change came in since.
 
+use super::subset_rebuild::counter_value;
 use crate::error::{Error, Result};
 use crate::schema::graph::SubsetTarget;
 use crate::store::page::id_pages;
-use crate::store::path::{id_key, lookup};
+use crate::store::path::id_key;
 use crate::store::session::{collect_aggregate, in_session, plain, Cx};
 use crate::store::updates::send_updates;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -90,10 +91,9 @@ impl SubsetTarget {
         let find = find.selection_criteria(crate::store::primary());
         let found =
             crate::store::session::collect(find, cx.session(), self.parent, |raw| plain(self.parent, raw)).await?;
-        let value = |d: &BsonDoc| lookup(d, path).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)));
         Ok(found
             .iter()
-            .filter_map(|d| d.get("_id").map(|id| (id_key(id), (id.clone(), value(d).unwrap_or(0)))))
+            .filter_map(|d| d.get("_id").map(|id| (id_key(id), (id.clone(), counter_value(d, path)))))
             .collect())
     }
 

@@ -61,21 +61,27 @@ fn take(session: &ClientSession) -> Waiting {
     waiting().lock().ok().and_then(|mut w| w.remove(&key(session))).unwrap_or_default()
 }
 
+/// What waits for the transaction `session` is in, once what waits for
+/// earlier transactions of its server session, which ended without
+/// docrel's `commit` or `abort`, is dropped (their hooks never run).
+/// `None` when the session is in no transaction: only the drop is done.
+fn with_current<R>(session: &ClientSession, in_transaction: bool, f: impl FnOnce(&mut Waiting) -> R) -> Option<R> {
+    // The session's `Debug` form is long: its key is made once per call.
+    let (id, now) = key(session);
+    let mut w = waiting().lock().ok()?;
+    w.retain(|(other, txn), _| *other != id || *txn == now);
+    in_transaction.then(|| f(w.entry((id, now)).or_default()))
+}
+
 /// Drops what waits for transactions of this server session that ended
 /// without docrel's `commit` or `abort`: their hooks never run.
 pub(super) fn drop_ended(session: &ClientSession) {
-    let (id, now) = key(session);
-    if let Ok(mut w) = waiting().lock() {
-        w.retain(|(other, txn), _| *other != id || *txn == now);
-    }
+    with_current(session, false, |_| ());
 }
 
 /// Queues `hook` for the commit of the transaction `session` is in.
 pub(super) fn wait(session: &ClientSession, hook: Pending) {
-    drop_ended(session);
-    if let Ok(mut w) = waiting().lock() {
-        w.entry(key(session)).or_default().hooks.push(hook);
-    }
+    with_current(session, true, |w| w.hooks.push(hook));
 }
 
 /// Records that a write in the caller's session followed the rules of
@@ -84,15 +90,13 @@ pub(super) async fn followed(session: &mut ClientSession, db: &Database) {
     if !crate::store::transaction::in_transaction(session).await {
         return;
     }
-    drop_ended(session);
     let graph = crate::schema::graph::of(db);
-    let until = crate::store::session::held_until(db);
-    if let Ok(mut w) = waiting().lock() {
-        let followed = &mut w.entry(key(session)).or_default().followed;
-        if !followed.iter().any(|(d, g, _)| d.name() == db.name() && std::ptr::eq(*g, graph)) {
-            followed.push((db.clone(), graph, until));
+    let until = crate::schema::stored::held_until(db);
+    with_current(session, true, |w| {
+        if !w.followed.iter().any(|(d, g, _)| d.name() == db.name() && std::ptr::eq(*g, graph)) {
+            w.followed.push((db.clone(), graph, until));
         }
-    }
+    });
 }
 
 /// The first database whose rules changed since a write of the

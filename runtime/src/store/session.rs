@@ -52,13 +52,6 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// When the lease under which the rules of `db` were last confirmed lapses
-/// (`None`: never confirmed, a call that holds no lease).
-pub(crate) fn held_until(db: &Database) -> Option<std::time::Instant> {
-    let ago = crate::schema::stored::confirmed_ago(db)?;
-    Some(std::time::Instant::now() - ago + crate::schema::lease_for(db))
-}
-
 /// Runs a driver action, in `session` when given:
 /// `in_session!(coll.update_one(f, u), session.as_deref_mut())`.
 /// Whether the caller's session is in a transaction. The driver keeps that

@@ -80,6 +80,12 @@ pub fn lease_for(db: &Database) -> Duration {
     held(db).lease.lock().ok().and_then(|set| *set).unwrap_or_else(lease)
 }
 
+/// When the lease under which this process last confirmed the schema of
+/// `db` lapses (`None`: never confirmed).
+pub(crate) fn held_until(db: &Database) -> Option<std::time::Instant> {
+    Some(std::time::Instant::now() - confirmed_ago(db)? + lease_for(db))
+}
+
 /// Holds the schema of `db` for a write: nothing to do while the last
 /// confirmation is within the lease; otherwise reads and obeys it again,
 /// and refuses the write ([`Error::SchemaLease`], nothing written) when

@@ -23,7 +23,7 @@ pub use form::{
     Key, StoredBucket, StoredCopy, StoredElemCopy, StoredElemRef, StoredField, StoredIndex, StoredKind, StoredRelation,
     StoredSubset, StoredType, FORMAT,
 };
-pub(crate) use lease::hold;
+pub(crate) use lease::{held_until, hold};
 pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
 #[cfg(feature = "testing")]
