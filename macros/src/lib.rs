@@ -11,6 +11,8 @@ mod expand;
 mod internals;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_moves;
 
 use internals::ast::Container;
 use internals::check;

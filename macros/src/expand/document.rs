@@ -25,6 +25,7 @@ pub fn expand(m: &Model) -> TokenStream {
     let element_checks = element_checks(m, &mut checked);
     let inverse_checks = inverse_checks(m, &mut checked);
     let subset_checks = super::subset::checks(m, &mut checked);
+    let moved = super::moved::expand(m, &mut checked);
     let impls = trait_impls(m);
     let shard_key = &m.shard_key;
     let aliases = checked.decls();
@@ -62,6 +63,7 @@ pub fn expand(m: &Model) -> TokenStream {
         __docrel::inventory::submit! {
             __docrel::Registered(&__DOCREL_SCHEMA)
         }
+        #moved
 
         #impls
     };

@@ -24,6 +24,7 @@ pub mod elements;
 pub mod embedded;
 pub mod fallback;
 pub mod indexes;
+pub mod moved;
 pub mod relations;
 pub mod subset;
 pub mod view;

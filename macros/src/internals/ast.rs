@@ -191,6 +191,12 @@ fn container_attr(input: &DeriveInput, derive: &str, cx: &Ctxt) -> (ContainerAtt
             }
             attr.shard_key = parsed.shard_key;
         }
+        if parsed.moved_from.is_some() {
+            if attr.moved_from.is_some() {
+                cx.push(darling::Error::duplicate_field("moved_from").with_span(a));
+            }
+            attr.moved_from = parsed.moved_from;
+        }
         attr.index.extend(parsed.index);
     }
     (attr, failed)

@@ -21,6 +21,9 @@ pub struct ContainerAttr {
     /// one `index(..)` each.
     #[darling(multiple)]
     pub index: Vec<StructIndex>,
+    /// These documents were the elements of another type's embedded array
+    /// (`moved_from = Post::comments`): `docrel schema diff` plans the move.
+    pub moved_from: Option<SpannedValue<Path>>,
 }
 
 /// The fields of a shard key, as written (Rust names, or `_id`).

@@ -23,6 +23,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
         copies.into_iter().map(|(copied, via)| Some(ModelCopy { copied, via: via? })).collect();
     let indexes = super::index_check::indexes(c, cx);
     let shard_key = check_shard_key(c, id?, relations.as_deref(), indexes.as_deref(), cx);
+    let moved = super::moved::moved(c, relations.as_deref(), cx);
     let id = &c.fields[id?];
     Some(Model {
         ident: c.ident,
@@ -37,6 +38,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
         advice: super::advice::advise(c),
         shard_key: shard_key?,
         indexes: indexes?,
+        moved: moved?,
     })
 }
 

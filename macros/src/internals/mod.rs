@@ -16,6 +16,7 @@ pub mod index_check;
 pub mod index_values;
 pub mod json;
 pub mod model;
+pub mod moved;
 pub mod relation;
 pub mod serde_names;
 pub mod suggest;

@@ -34,6 +34,8 @@ pub struct Model<'a> {
     /// The declared indexes: the fields' (`#[document(index)]`, `unique`),
     /// the struct's `index(..)`, then the text index of `#[document(text)]`.
     pub indexes: Vec<ModelIndex<'a>>,
+    /// `#[document(moved_from = Post::comments)]`.
+    pub moved: Option<super::moved::ModelMove>,
 }
 
 /// A declared index, its keys resolved to stored paths.

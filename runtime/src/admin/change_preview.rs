@@ -23,12 +23,22 @@ pub struct Preview {
     /// The arrays already over a bound the program declares, one line each
     /// with how many documents: writes of those documents will be refused.
     pub bound_violations: Vec<String>,
+    /// The plan of each move the program declares (`moved_from`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<crate::admin::moves::MovePlan>,
+    /// What the program may mean but does not declare (an array dropped
+    /// while a collection appears, with no `moved_from`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Preview {
     /// Whether applying would change anything or meet a problem.
     pub fn has_changes(&self) -> bool {
-        self.diff.has_changes() || !self.index_builds.is_empty() || !self.bound_violations.is_empty()
+        self.diff.has_changes()
+            || !self.index_builds.is_empty()
+            || !self.bound_violations.is_empty()
+            || !self.moves.is_empty()
     }
 
     /// The preview in words, one line each.
@@ -39,6 +49,12 @@ impl Preview {
         }
         for b in &self.bound_violations {
             out.push_str(&format!("bound violation: {b}\n"));
+        }
+        for m in &self.moves {
+            out.push_str(&m.to_text());
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
         }
         out
     }
@@ -65,6 +81,27 @@ pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
     for t in program.iter().filter(|t| existing.contains(&t.collection)) {
         out.bound_violations.extend(over_bounds(db, t).await?);
     }
+    Ok(out)
+}
+
+/// [`preview`] of an export read with [`stored::read_export`], with the
+/// plan of every move it declares (see [`crate::admin::moves::plan`]; with
+/// `probe`, one page of each is copied to a scratch collection to time it).
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let exported = docrel::schema::stored::read_export(&docrel::schema::export()).expect("our own export");
+/// let preview = docrel::admin::change_preview::preview_export(&db, &exported, true).await?;
+/// for m in &preview.moves {
+///     print!("{}", m.to_text());
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn preview_export(db: &Database, exported: &stored::Exported, probe: bool) -> Result<Preview> {
+    let mut out = preview(db, &exported.types).await?;
+    let stored = stored::load(db).await?;
+    out.moves = crate::admin::moves::plan_with(db, &stored, &exported.types, &exported.moves, probe).await?;
+    out.notes = crate::admin::moves::undeclared(&stored, &exported.types, &exported.moves);
     Ok(out)
 }
 

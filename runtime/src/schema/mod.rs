@@ -9,6 +9,7 @@ pub mod graph;
 pub(crate) mod handles;
 pub(crate) mod index_spec;
 pub mod indexes;
+pub mod moves;
 pub(crate) mod pattern;
 pub mod registry;
 pub(crate) mod repository;

@@ -152,12 +152,17 @@ enum Command {
 enum SchemaChange {
     /// What publishing a program's schema (the JSON its
     /// `docrel::schema::export()` gives) would change in the stored one:
-    /// added collections and rules, the backfills they need, conflicts.
-    /// Exit 1 when anything would change.
+    /// added collections and rules, the backfills they need, conflicts;
+    /// and the plan of every move it declares (`moved_from`), counted on
+    /// the live data. Exit 1 when anything would change.
     Diff {
         /// The program's exported schema.
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
+        /// Do not time a move's copy on one page of real parents (the probe
+        /// writes a scratch collection and drops it).
+        #[arg(long)]
+        no_probe: bool,
     },
     /// Change the stored schema online to a program's: publish its rules
     /// (refused, with nothing written, when one conflicts) and remove the
@@ -332,7 +337,9 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
         Command::Schema { change: Some(change), .. } => {
             let db = database(&cli, console).await?;
             match change {
-                SchemaChange::Diff { file } => schema_change::diff(&db, file, console, cli.json).await,
+                SchemaChange::Diff { file, no_probe } => {
+                    schema_change::diff(&db, file, !no_probe, console, cli.json).await
+                }
                 SchemaChange::Apply { file, remove, wait } => {
                     let wait = wait.map(|s| {
                         std::time::Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(std::time::Duration::MAX)

@@ -4,29 +4,31 @@
 
 use super::console::{json, Console, Exit, Shutdown};
 use crate::error::{Error, Misuse, Result};
-use crate::schema::stored::{StoredType, FORMAT};
+use crate::schema::stored::{read_export, Exported};
 use mongodb::Database;
 use std::io::Write;
 use std::path::Path;
 
-/// The types of a program's exported schema.
-fn program(file: &Path) -> Result<Vec<StoredType>> {
+/// A program's exported schema: its types and moves.
+fn program(file: &Path) -> Result<Exported> {
     let bad = |message: String| Error::Invalid {
         what: Misuse::File,
         message: format!("{}: {message}; write it with `docrel::schema::export()`", file.display()),
     };
     let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    if value["format"] != FORMAT {
-        return Err(bad(format!("format {} where this docrel reads {FORMAT}", value["format"])));
-    }
-    serde_json::from_value(value["types"].clone()).map_err(|e| bad(format!("not an exported schema: {e}")))
+    read_export(&text).map_err(bad)
 }
 
 /// `schema diff --file F`: what publishing would change; exit 1 when
 /// anything would (or a rule conflicts).
-pub(super) async fn diff(db: &Database, file: &Path, console: &mut Console, as_json: bool) -> Result<Exit> {
-    let preview = crate::admin::change_preview::preview(db, &program(file)?).await?;
+pub(super) async fn diff(
+    db: &Database,
+    file: &Path,
+    probe: bool,
+    console: &mut Console,
+    as_json: bool,
+) -> Result<Exit> {
+    let preview = crate::admin::change_preview::preview_export(db, &program(file)?, probe).await?;
     console.say(&if as_json { json(&preview) } else { preview.to_text() });
     Ok(if preview.has_changes() { Exit::Found } else { Exit::Ok })
 }
@@ -43,7 +45,20 @@ pub(super) async fn apply(
     shutdown: &mut Shutdown<'_>,
     as_json: bool,
 ) -> Result<Exit> {
-    let mut change = crate::admin::change::change(db, program(args.file)?);
+    let exported = program(args.file)?;
+    if !exported.moves.is_empty() {
+        let moves: Vec<String> = exported.moves.iter().map(|m| m.label()).collect();
+        return Err(Error::Invalid {
+            what: Misuse::Schema,
+            message: format!(
+                "{} declares a move ({}): `schema apply` does not run moves yet, so nothing was written;                  `docrel schema diff --file {}` plans it",
+                args.file.display(),
+                moves.join(", "),
+                args.file.display()
+            ),
+        });
+    }
+    let mut change = crate::admin::change::change(db, exported.types);
     for removal in args.remove {
         let Some((collection, field)) = removal.split_once('.') else {
             return Err(Error::Invalid {

@@ -12,6 +12,7 @@ mod diff;
 mod form;
 mod lease;
 mod merge;
+mod moves;
 mod obey;
 mod publish;
 mod retract;
@@ -26,6 +27,7 @@ pub use form::{
 pub(crate) use lease::{held_until, hold};
 pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
+pub use moves::{program_moves, read_export, Exported, MoveEnd, StoredMove, MOVES_FORMAT};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;
 pub use obey::{confirmed_ago, keep_current, obey, Obeyed};
@@ -40,7 +42,9 @@ pub(crate) fn merge_rules(stored: &StoredType, ours: &StoredType) -> StoredType 
 }
 
 /// This program's part of the schema as JSON (what [`publish`] would
-/// write, before merging with other programs' parts).
+/// write, before merging with other programs' parts), with the moves it
+/// declares (`#[document(moved_from = ..)]`): then its format is
+/// [`MOVES_FORMAT`], which older docrel versions refuse.
 ///
 /// ```
 /// #[derive(docrel::Document, serde::Serialize, serde::Deserialize)]
@@ -51,5 +55,11 @@ pub(crate) fn merge_rules(stored: &StoredType, ours: &StoredType) -> StoredType 
 /// assert!(json.contains("\"collection\": \"hosts\""));
 /// ```
 pub fn export() -> String {
-    serde_json::to_string_pretty(&serde_json::json!({"format": FORMAT, "types": program()})).unwrap_or_default()
+    let moves = program_moves();
+    let value = if moves.is_empty() {
+        serde_json::json!({"format": FORMAT, "types": program()})
+    } else {
+        serde_json::json!({"format": MOVES_FORMAT, "types": program(), "moves": moves})
+    };
+    serde_json::to_string_pretty(&value).unwrap_or_default()
 }

@@ -1,0 +1,28 @@
+//! Generation for `#[document(moved_from = Post::comments)]`: the move's
+//! descriptor, registered at link time beside the schema, so that
+//! `docrel::schema::export()` carries it. Nothing is emitted without a move.
+
+use super::Checked;
+use crate::internals::model::Model;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
+    let Some(mv) = &m.moved else { return TokenStream::new() };
+    // Naming the old owner through its derive checks it is a document.
+    let from = checked.doc(&mv.from.path);
+    let (from_type, from_field, parent_field) = (&mv.from.name, &mv.from_field, &mv.parent_field);
+    let (to_collection, to_type) = (&m.collection, m.ident.to_string());
+    quote! {
+        static __DOCREL_MOVE: __docrel::Move = __docrel::Move {
+            kind: __docrel::MoveKind::EmbedToCollection,
+            from_collection: <#from as __docrel::Document>::COLLECTION,
+            from_type: #from_type,
+            from_rust_field: #from_field,
+            to_collection: #to_collection,
+            to_type: #to_type,
+            parent_field: #parent_field,
+        };
+        __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE) }
+    }
+}

@@ -1,0 +1,113 @@
+//! `#[document(moved_from = Post::comments)]`: these documents were the
+//! elements of another type's embedded array. The old field is gone from
+//! this version of the program, so only its owner and Rust name are known
+//! here; `docrel schema diff` finds its stored rule in the database.
+
+use super::ast::Container;
+use super::ctxt::Ctxt;
+use super::model::{ModelRelation, RelationKind, Target};
+use super::ty::path_name;
+
+/// A validated move into this type's collection.
+pub struct ModelMove {
+    /// The type whose array held these documents (`Post`).
+    pub from: Target,
+    /// That array's Rust field name in the old version (`comments`).
+    pub from_field: String,
+    /// The stored name of this type's `#[parent_ref(to = Post)]` field, which
+    /// the move fills with the old parent's `_id`.
+    pub parent_field: String,
+}
+
+/// The move `c` declares, if any; `None` when its declaration is wrong (the
+/// error is in `cx`). `relations` is `None` when they failed their own
+/// checks: then only the attribute's form is checked.
+pub fn moved(c: &Container, relations: Option<&[ModelRelation]>, cx: &Ctxt) -> Option<Option<ModelMove>> {
+    let Some(attr) = &c.attr.moved_from else { return Some(None) };
+    let span = attr.span();
+    let path: &syn::Path = attr;
+    let mut owner = path.clone();
+    let field = owner.segments.pop().map(|p| p.into_value().ident.to_string());
+    owner.segments.pop_punct();
+    let (Some(field), false) = (field, owner.segments.is_empty()) else {
+        cx.error_at(
+            span,
+            format!(
+                "`moved_from` names the old document type and its field: write `moved_from = Post::comments`, not \
+                 `moved_from = {}`",
+                quote::ToTokens::to_token_stream(path).to_string().replace(' ', "")
+            ),
+        );
+        return None;
+    };
+    let from = Target::new(&owner);
+    let sharded = c.attr.shard_key.as_ref().is_some_and(|k| !(k.0.len() == 1 && (k.0[0] == "_id" || k.0[0] == "id")));
+    if sharded {
+        cx.error_at(
+            span,
+            format!(
+                "not yet: moving `{}::{field}` into a sharded collection (the move's `$merge` needs the shard key); \
+                 move it first, then shard `{}`",
+                from.name, c.ident
+            ),
+        );
+        return None;
+    }
+    let relations = relations?;
+    if relations.iter().any(|r| matches!(r.kind, RelationKind::Bucket(_))) {
+        cx.error_at(
+            span,
+            format!(
+                "not yet: moving `{}::{field}` into bucket documents; `moved_from` works for a collection of \
+                     documents with a `#[parent_ref(to = {})]`",
+                from.name, from.name
+            ),
+        );
+        return None;
+    }
+    let parent_field = parent_field(c, relations, &from, &field, span, cx)?;
+    Some(Some(ModelMove { from, from_field: field, parent_field }))
+}
+
+/// The stored name of the one `#[parent_ref]` to the old owner.
+fn parent_field(
+    c: &Container,
+    relations: &[ModelRelation],
+    from: &Target,
+    field: &str,
+    span: proc_macro2::Span,
+    cx: &Ctxt,
+) -> Option<String> {
+    let to_owner = |r: &&ModelRelation| match &r.kind {
+        RelationKind::ParentRef { to, .. } => path_name(&to.path) == from.name,
+        _ => false,
+    };
+    let mut found = relations.iter().filter(to_owner);
+    let Some(first) = found.next() else {
+        cx.error_at(
+            span,
+            format!(
+                "a document moved out of `{}::{field}` refers to its parent: add `#[parent_ref(to = {})] {}: <{}'s \
+                 id type>` to `{}`",
+                from.name,
+                from.name,
+                from.name.rsplit("::").next().unwrap_or(&from.name).to_lowercase(),
+                from.name,
+                c.ident
+            ),
+        );
+        return None;
+    };
+    if let Some(second) = found.next() {
+        cx.error_at(
+            second.ident.span(),
+            format!(
+                "`{}` and `{}` are both `#[parent_ref(to = {})]`: a document moved out of `{}::{field}` has one \
+                 parent; keep one of them",
+                first.ident, second.ident, from.name, from.name
+            ),
+        );
+        return None;
+    }
+    Some(first.stored.clone())
+}

@@ -1,0 +1,78 @@
+//! The server-side copy of an embedded array into documents of their own:
+//! one aggregate per page of parents, `$unwind` then `$merge`, so no element
+//! crosses to the client. The diff's probe times one page of it.
+
+use crate::error::{Error, Result};
+use crate::schema::stored::StoredMove;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::Database;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The pipeline copying the elements of `field` of the first `page`
+/// parents after `after` (by `_id`) into `into`: each element becomes a
+/// document whose `_id` is its key and whose parent reference is its
+/// parent's `_id`. An element already there is kept.
+pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, after: Option<&Bson>, page: i64) -> Vec<BsonDoc> {
+    let mut first = doc! {format!("{field}.0"): {"$exists": true}};
+    if let Some(after) = after {
+        first.insert("_id", doc! {"$gt": after.clone()});
+    }
+    let element = format!("${field}");
+    vec![
+        doc! {"$match": first},
+        doc! {"$sort": {"_id": 1}},
+        doc! {"$limit": page},
+        doc! {"$project": {field: 1}},
+        doc! {"$unwind": &element},
+        doc! {"$replaceRoot": {"newRoot": {"$mergeObjects": [
+            &element,
+            {"_id": format!("{element}.{}", mv.key), &mv.parent_field: "$_id"},
+        ]}}},
+        doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
+    ]
+}
+
+/// The copy's rate, measured on one page of real parents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Elements the probe copied.
+    pub probed_elements: u64,
+    /// Elements per second it copied them at.
+    pub elements_per_second: f64,
+    /// The whole copy's expected duration at that rate, in seconds, with a
+    /// tenth more for the writes made meanwhile.
+    pub seconds: f64,
+}
+
+/// Copies the elements of the first `parents` parents into a scratch
+/// collection, times it, and drops it: the rate a move will copy at on
+/// this server and data. `None` when no parent holds an element.
+pub(super) async fn probe(
+    db: &Database,
+    mv: &StoredMove,
+    field: &str,
+    parents: i64,
+    total: u64,
+) -> Result<Option<Estimate>> {
+    let scratch = format!("_docrel_probe_{}", mv.id);
+    let coll = db.collection::<BsonDoc>(&scratch);
+    let dropped = |e| Error::driver("drop", scratch.clone(), e);
+    coll.drop().await.map_err(dropped)?;
+    let started = Instant::now();
+    let ran =
+        db.collection::<BsonDoc>(&mv.from.collection).aggregate(pipeline(mv, field, &scratch, None, parents)).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let copied = match ran {
+        Ok(_) => coll.count_documents(doc! {}).await.map_err(|e| Error::driver("count", scratch.clone(), e)),
+        Err(e) => Err(Error::driver("aggregate", mv.from.collection.clone(), e)),
+    };
+    // The scratch collection goes whatever happened.
+    coll.drop().await.map_err(dropped)?;
+    let copied = copied?;
+    if copied == 0 {
+        return Ok(None);
+    }
+    let rate = copied as f64 / elapsed.max(1e-6);
+    Ok(Some(Estimate { probed_elements: copied, elements_per_second: rate, seconds: total as f64 / rate * 1.1 }))
+}

@@ -1,0 +1,143 @@
+//! What a move would carry, counted on the live data: one aggregate over
+//! the parents holding elements (and a second for duplicate keys), exact,
+//! on the primary, with `allowDiskUse` so no stage meets a memory cap.
+
+use crate::error::{Error, Result};
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::Database;
+use serde::Serialize;
+
+/// The elements of one array across its collection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MoveCounts {
+    /// Documents whose array holds at least one element.
+    pub parents: u64,
+    /// Elements, each a new document.
+    pub elements: u64,
+    /// The new documents' bytes (each element with its parent reference).
+    pub bytes: u64,
+    /// The longest array.
+    pub largest_array: u64,
+    /// The largest new document, in bytes.
+    pub largest_document: u64,
+    /// Elements without the key that becomes their `_id`.
+    pub without_key: u64,
+    /// Keys held by more than one element.
+    pub duplicate_keys: u64,
+    /// The BSON types of the elements' keys (`objectId`, `long`, ..).
+    pub key_types: Vec<String>,
+    /// The bytes the arrays take in their parents, freed once retired.
+    pub array_bytes: u64,
+}
+
+/// Counts the elements of `collection.field`; `key` is the element field
+/// that becomes the new `_id`, `parent_field` the new parent reference.
+pub(super) async fn count(
+    db: &Database,
+    collection: &str,
+    field: &str,
+    key: &str,
+    parent_field: &str,
+) -> Result<MoveCounts> {
+    let arr = format!("${field}");
+    let key_of = format!("$$e.{key}");
+    // `$map` rather than `"$arr.key"`: a path through an array is what
+    // some servers answer wrongly inside expressions. A null key is no
+    // identity either, and some servers type an absent `$$e.key` as null.
+    let pipeline = vec![
+        doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
+        doc! {"$project": {
+            "n": {"$size": &arr},
+            "docs": {"$map": {"input": &arr, "as": "e", "in": {"$bsonSize": {"$mergeObjects": ["$$e", {parent_field: "$_id"}]}}}},
+            "noKey": {"$size": {"$filter": {"input": &arr, "as": "e", "cond": {"$in": [{"$type": &key_of}, ["missing", "null"]]}}}},
+            "types": {"$setUnion": [{"$map": {"input": &arr, "as": "e", "in": {"$type": &key_of}}}]},
+            "arrayBytes": {"$bsonSize": {"a": &arr}},
+        }},
+        doc! {"$group": {
+            "_id": Bson::Null,
+            "parents": {"$sum": 1},
+            "elements": {"$sum": "$n"},
+            "bytes": {"$sum": {"$sum": "$docs"}},
+            "largestArray": {"$max": "$n"},
+            "largestDocument": {"$max": {"$max": "$docs"}},
+            "withoutKey": {"$sum": "$noKey"},
+            "types": {"$addToSet": "$types"},
+            "arrayBytes": {"$sum": "$arrayBytes"},
+        }},
+    ];
+    let Some(row) = first(db, collection, pipeline).await? else { return Ok(MoveCounts::default()) };
+    let mut counts = MoveCounts {
+        parents: number(&row, "parents"),
+        elements: number(&row, "elements"),
+        bytes: number(&row, "bytes"),
+        largest_array: number(&row, "largestArray"),
+        largest_document: number(&row, "largestDocument"),
+        without_key: number(&row, "withoutKey"),
+        key_types: key_types(&row),
+        array_bytes: number(&row, "arrayBytes"),
+        duplicate_keys: 0,
+    };
+    // An element without its key has no identity to compare.
+    if counts.without_key == 0 {
+        counts.duplicate_keys = duplicates(db, collection, field, key).await?;
+    }
+    Ok(counts)
+}
+
+/// Keys that more than one element holds, across every parent.
+async fn duplicates(db: &Database, collection: &str, field: &str, key: &str) -> Result<u64> {
+    let pipeline = vec![
+        doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
+        doc! {"$project": {"k": {"$map": {"input": format!("${field}"), "as": "e", "in": format!("$$e.{key}")}}}},
+        doc! {"$unwind": "$k"},
+        doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
+        doc! {"$match": {"n": {"$gt": 1}}},
+        doc! {"$count": "dups"},
+    ];
+    Ok(first(db, collection, pipeline).await?.map_or(0, |row| number(&row, "dups")))
+}
+
+/// The one row an aggregate answers, if any.
+async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
+    let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
+    let mut cursor = db
+        .collection::<BsonDoc>(collection)
+        .aggregate(pipeline)
+        .allow_disk_use(true)
+        .selection_criteria(primary)
+        .await
+        .map_err(|e| Error::driver("aggregate", collection, e))?;
+    if cursor.advance().await.map_err(|e| Error::driver("aggregate", collection, e))? {
+        let row = cursor.deserialize_current().map_err(|e| Error::driver("aggregate", collection, e))?;
+        return Ok(Some(row));
+    }
+    Ok(None)
+}
+
+/// A count, whatever numeric type the server answered with.
+fn number(row: &BsonDoc, name: &str) -> u64 {
+    match row.get(name) {
+        Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+        Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+        Some(Bson::Double(n)) if *n >= 0.0 => *n as u64,
+        _ => 0,
+    }
+}
+
+/// The distinct key types, sorted, from the per-parent sets.
+fn key_types(row: &BsonDoc) -> Vec<String> {
+    let mut out: Vec<String> = row
+        .get_array("types")
+        .map(|sets| {
+            sets.iter()
+                .filter_map(Bson::as_array)
+                .flatten()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .filter(|t| t != "missing" && t != "null")
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
+}

@@ -1,0 +1,252 @@
+//! The plan of each declared move, from the attributes and the live data:
+//! both shapes in the reference texts' words, what moves and its bytes, the
+//! indexes, bounds and derived data that go with it, the time it should
+//! take, what readers of the old version see, and what refuses it.
+
+use super::copy::{probe, Estimate};
+use super::count::{count, MoveCounts};
+use crate::admin::index_plan::{existing_collections, present, show};
+use crate::error::Result;
+use crate::schema::moves::MoveKind;
+use crate::schema::stored::{StoredKind, StoredMove, StoredRelation, StoredType};
+use mongodb::Database;
+use serde::Serialize;
+
+/// Parents the probe copies to measure the rate.
+const PROBE_PARENTS: i64 = 50;
+
+/// One move, planned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MovePlan {
+    /// The move's stable name.
+    pub id: String,
+    /// The change of pattern.
+    pub kind: MoveKind,
+    /// The old array, `collection.field` as stored.
+    pub from: String,
+    /// The new collection.
+    pub to: String,
+    /// The old shape, as the reference texts name it, with its bound.
+    pub old_shape: String,
+    /// The new shape: the new collection and what the parent keeps.
+    pub new_shape: Vec<String>,
+    /// What moves, counted on the live data (none when refused before).
+    pub counts: Option<MoveCounts>,
+    /// The indexes the move and the new type need that the database lacks.
+    pub index_builds: Vec<String>,
+    /// Bounds that limit writes during the move or that the data violates.
+    pub bounds: Vec<String>,
+    /// The derived data that moves with the elements.
+    pub derived: Vec<String>,
+    /// The time the copy should take at the rate measured on this server.
+    pub estimate: Option<Estimate>,
+    /// What a reader of the old version sees, during and after.
+    pub readers: Vec<String>,
+    /// Why the move cannot run as it stands; empty when it can.
+    pub refusals: Vec<String>,
+}
+
+impl MovePlan {
+    /// The plan in words, one line per item.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "move {}.. {} → {}: {}\n",
+            &self.id[..8.min(self.id.len())],
+            self.from,
+            self.to,
+            self.kind.describe()
+        );
+        out.push_str(&format!("  old shape: {}\n", self.old_shape));
+        for s in &self.new_shape {
+            out.push_str(&format!("  new shape: {s}\n"));
+        }
+        if let Some(c) = &self.counts {
+            out.push_str(&format!(
+                "  to move: {} element(s) of {} parent(s), {} bytes as documents (largest array {}, largest \
+                 document {} bytes); {} bytes freed in the parents once retired\n",
+                c.elements, c.parents, c.bytes, c.largest_array, c.largest_document, c.array_bytes
+            ));
+        }
+        let lines = [("index build", &self.index_builds), ("bound", &self.bounds), ("derived", &self.derived)];
+        for (label, items) in lines {
+            for i in items {
+                out.push_str(&format!("  {label}: {i}\n"));
+            }
+        }
+        match &self.estimate {
+            Some(e) => out.push_str(&format!(
+                "  time: about {:.1} s ({:.0} elements/s measured on {} element(s))\n",
+                e.seconds, e.elements_per_second, e.probed_elements
+            )),
+            None => out.push_str("  time: nothing to copy\n"),
+        }
+        for r in &self.readers {
+            out.push_str(&format!("  old readers: {r}\n"));
+        }
+        for r in &self.refusals {
+            out.push_str(&format!("  refused: {r}\n"));
+        }
+        out
+    }
+}
+
+/// Plans each of `moves` against the schema stored in `db` and its data;
+/// `program` is the new version's types. With `probe`, one page of each
+/// move is copied into a scratch collection (then dropped) to time it.
+pub async fn plan(db: &Database, program: &[StoredType], moves: &[StoredMove], probe: bool) -> Result<Vec<MovePlan>> {
+    let stored = crate::schema::stored::load(db).await?;
+    plan_with(db, &stored, program, moves, probe).await
+}
+
+/// [`plan`], given the stored schema.
+pub(crate) async fn plan_with(
+    db: &Database,
+    stored: &[StoredType],
+    program: &[StoredType],
+    moves: &[StoredMove],
+    probe: bool,
+) -> Result<Vec<MovePlan>> {
+    let existing = existing_collections(db).await?;
+    let mut out = Vec::new();
+    for mv in moves {
+        out.push(plan_one(db, stored, program, &existing, mv, probe).await?);
+    }
+    Ok(out)
+}
+
+/// The stored embedded arrays the program no longer declares while it adds
+/// a collection and declares no move of them: never taken for a move, but
+/// said, since it is the mistake a move without `moved_from` makes.
+pub fn undeclared(stored: &[StoredType], program: &[StoredType], moves: &[StoredMove]) -> Vec<String> {
+    let added: Vec<&str> =
+        program.iter().map(|t| t.collection.as_str()).filter(|c| !stored.iter().any(|s| s.collection == *c)).collect();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for s in stored.iter().filter(|s| program.iter().any(|t| t.collection == s.collection)) {
+        let declared = |field: &str| {
+            program
+                .iter()
+                .filter(|t| t.collection == s.collection)
+                .any(|t| t.relations.iter().any(|r| r.field == field))
+        };
+        for r in s.relations.iter().filter(|r| matches!(r.kind, StoredKind::Embed { many: true, .. })) {
+            let moved = moves.iter().any(|m| {
+                m.from.collection == s.collection
+                    && m.from.rust_field.as_deref().is_some_and(|f| f == r.rust_field || f == r.field)
+            });
+            if declared(&r.field) || moved {
+                continue;
+            }
+            out.push(format!(
+                "`{}.{}` is no longer declared and `{}` is new: not a move unless a type of `{}` declares                  `#[document(moved_from = {}::{})]`; without it the array stays as it is (and `--remove {}.{}`                  forgets its rule)",
+                s.collection,
+                r.field,
+                added.join("`, `"),
+                added.join("` or `"),
+                s.rust_name,
+                r.rust_field,
+                s.collection,
+                r.field
+            ));
+        }
+    }
+    out
+}
+
+async fn plan_one(
+    db: &Database,
+    stored: &[StoredType],
+    program: &[StoredType],
+    existing: &[String],
+    mv: &StoredMove,
+    with_probe: bool,
+) -> Result<MovePlan> {
+    let rust_field = mv.from.rust_field.clone().unwrap_or_default();
+    let mut plan = MovePlan {
+        id: mv.id.clone(),
+        kind: mv.kind,
+        from: format!("{}.{rust_field}", mv.from.collection),
+        to: mv.to.collection.clone(),
+        old_shape: String::new(),
+        new_shape: super::shapes::new_shape(program, mv),
+        counts: None,
+        index_builds: Vec::new(),
+        bounds: Vec::new(),
+        derived: Vec::new(),
+        estimate: None,
+        readers: Vec::new(),
+        refusals: Vec::new(),
+    };
+    let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan) };
+    plan.from = format!("{}.{}", mv.from.collection, old.field);
+    plan.old_shape = super::shapes::old_shape(old);
+    plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
+    plan.derived = super::shapes::derived(program, mv, old);
+    plan.readers = super::shapes::readers(mv, old);
+    plan.bounds = super::shapes::bounds(mv, old);
+    plan.index_builds = index_builds(db, program, existing, mv, old).await?;
+    if existing.contains(&mv.from.collection) {
+        let counts = count(db, &mv.from.collection, &old.field, &mv.key, &mv.parent_field).await?;
+        plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &counts));
+        if with_probe && counts.elements > 0 {
+            plan.estimate = probe(db, mv, &old.field, PROBE_PARENTS, counts.elements).await?;
+        }
+        plan.counts = Some(counts);
+    }
+    Ok(plan)
+}
+
+/// The stored rule of the old array; `None` (with the refusal said) when
+/// the old version never published it or it is no embedded array.
+fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePlan) -> Option<&'s StoredRelation> {
+    let rust_field = mv.from.rust_field.as_deref().unwrap_or_default();
+    let old = stored
+        .iter()
+        .filter(|t| t.collection == mv.from.collection)
+        .flat_map(|t| &t.relations)
+        .find(|r| r.rust_field == rust_field || r.field == rust_field);
+    let Some(old) = old else {
+        plan.refusals.push(format!(
+            "the stored schema of `{}` has no `{rust_field}`: the old version must have published its schema \
+             (`docrel::schema::publish`, or `docrel schema apply` with its export) before the move is planned",
+            mv.from.collection
+        ));
+        return None;
+    };
+    if !matches!(old.kind, StoredKind::Embed { many: true, .. }) {
+        plan.old_shape = super::shapes::old_shape(old);
+        plan.refusals.push(format!(
+            "`{}.{}` is {}, not an embedded array: `moved_from` on a document type moves an embedded array",
+            mv.from.collection,
+            old.field,
+            old.pattern().name()
+        ));
+        return None;
+    }
+    Some(old)
+}
+
+/// The new type's indexes the database lacks, and the move's own: the old
+/// array by element key, which finds a new document's element in its parent.
+async fn index_builds(
+    db: &Database,
+    program: &[StoredType],
+    existing: &[String],
+    mv: &StoredMove,
+    old: &StoredRelation,
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let to: Vec<StoredType> = program.iter().filter(|t| t.collection == mv.to.collection).cloned().collect();
+    for (collection, model) in crate::admin::change_preview::missing_indexes(db, &to).await? {
+        out.push(format!("{collection} {}", show(&model.keys)));
+    }
+    let key = format!("{}.{}", old.field, mv.key);
+    let have =
+        if existing.contains(&mv.from.collection) { present(db, &mv.from.collection).await? } else { Vec::new() };
+    if !have.iter().any(|p| p.shape.keys.keys().next().map(String::as_str) == Some(key.as_str())) {
+        out.push(format!("{} {{{key}: 1}} (the move's: finds an element by its key)", mv.from.collection));
+    }
+    Ok(out)
+}

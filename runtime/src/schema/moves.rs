@@ -1,0 +1,72 @@
+//! The moves a program declares: `#[document(moved_from = Post::comments)]`
+//! says a type's documents were the elements of another type's embedded
+//! array in the previous version of the program. The derive registers one
+//! [`Move`] per declaration; [`crate::schema::export`] carries them, and
+//! `docrel schema diff` plans them on live data.
+
+/// What kind of change of pattern a move is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveKind {
+    /// An embedded array becomes documents of their own collection, each
+    /// with a parent reference (one-to-few → one-to-many/squillions).
+    EmbedToCollection,
+}
+
+impl MoveKind {
+    /// The change of pattern in the reference texts' words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MoveKind::EmbedToCollection => "embedded array → documents of their own with a parent reference",
+        }
+    }
+}
+
+/// One declared move (the derive writes these; users read them).
+#[derive(Debug)]
+pub struct Move {
+    /// The change of pattern.
+    pub kind: MoveKind,
+    /// The collection whose documents held the array (`posts`).
+    pub from_collection: &'static str,
+    /// The Rust name of that document type (`Post`).
+    pub from_type: &'static str,
+    /// The array's Rust field name in the old version (`comments`): its
+    /// stored name is read from the stored schema when the move is planned.
+    pub from_rust_field: &'static str,
+    /// The collection the elements become documents of (`comments`).
+    pub to_collection: &'static str,
+    /// The Rust name of the new document type (`Comment`).
+    pub to_type: &'static str,
+    /// The stored name of the new type's parent reference (`post`), filled
+    /// with the old parent's `_id`.
+    pub parent_field: &'static str,
+}
+
+/// One registered move (generated code submits these).
+#[derive(Debug)]
+pub struct RegisteredMove(pub &'static Move);
+
+inventory::collect!(RegisteredMove);
+
+/// Every move declared by a type linked into the program.
+///
+/// ```
+/// #[derive(docrel::Document, serde::Serialize, serde::Deserialize)]
+/// #[document(collection = "posts")]
+/// struct Post { #[serde(rename = "_id")] id: i64, title: String }
+///
+/// #[derive(docrel::Document, serde::Serialize, serde::Deserialize)]
+/// #[document(collection = "comments", moved_from = Post::comments)]
+/// struct Comment {
+///     #[serde(rename = "_id")] id: i64,
+///     #[parent_ref(to = Post)] post: i64,
+///     text: String,
+/// }
+///
+/// let m = docrel::schema::moves::declared().find(|m| m.to_collection == "comments").unwrap();
+/// assert_eq!((m.from_collection, m.from_rust_field, m.parent_field), ("posts", "comments", "post"));
+/// ```
+pub fn declared() -> impl Iterator<Item = &'static Move> {
+    inventory::iter::<RegisteredMove>.into_iter().map(|r| r.0)
+}
