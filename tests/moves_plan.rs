@@ -8,66 +8,8 @@ use docrel::admin::{run, Console, Exit};
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::schema::stored::{self, StoredMove, StoredType};
 use docrel::testing::TestDb;
-use docrel::Document;
-use serde::{Deserialize, Serialize};
 
-/// The old version: comments embedded in their post.
-mod v1 {
-    use super::*;
-
-    #[derive(Serialize, Deserialize, Debug, Clone)]
-    pub struct Comment {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub author: String,
-        pub text: String,
-    }
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[document(collection = "mv_posts")]
-    pub struct Post {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub title: String,
-        #[embed(max = 50)]
-        pub comments: Vec<Comment>,
-    }
-}
-
-/// The new version: comments are documents of their own, with a parent
-/// reference, and the post keeps the newest three.
-mod v2 {
-    use super::*;
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[document(collection = "mv_comments", moved_from = Post::comments)]
-    pub struct Comment {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        #[parent_ref(to = Post, sort = "-_id", on_delete = cascade)]
-        pub post: ObjectId,
-        pub author: String,
-        pub text: String,
-    }
-
-    #[derive(docrel::View, Serialize, Deserialize, Debug, Clone)]
-    #[view(of = Comment)]
-    pub struct Line {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub text: String,
-    }
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[document(collection = "mv_posts")]
-    pub struct Post {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub title: String,
-        #[embed(max = 3, subset_of = Comment, sort = "-_id")]
-        pub recent: Vec<Line>,
-    }
-}
+mod moves;
 
 /// This binary's types as the old version exported them.
 fn old_program() -> Vec<StoredType> {

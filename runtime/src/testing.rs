@@ -106,6 +106,28 @@ impl Drop for TestDb {
     }
 }
 
+/// Makes this process's program the document types declared in `modules`
+/// (module paths as `module_path!()` gives them, with their submodules)
+/// and nothing else: a test binary can then play one version of a program
+/// of several it declares (the old `Post` with its comments, or the new
+/// `Post` and `Comment`), one per process. Call it first, before anything
+/// reads the registry.
+///
+/// # Panics
+/// When the registry was already read, or this was already called: the
+/// process would mix two programs.
+///
+/// ```
+/// // A process that links none of the test's types:
+/// docrel::testing::link_only(&["no_such_module"]);
+/// assert_eq!(docrel::schema::registry::schemas().count(), 0);
+/// ```
+pub fn link_only(modules: &[&str]) {
+    if let Err(e) = crate::schema::registry::link_only(modules) {
+        panic!("docrel::testing::link_only: {e}");
+    }
+}
+
 /// The round-trip counter of a database handed out by [`TestDb`] or [`doc_test`].
 ///
 /// # Panics

@@ -22,6 +22,7 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             to_collection: #to_collection,
             to_type: #to_type,
             parent_field: #parent_field,
+            module: ::core::module_path!(),
         };
         __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE) }
     }

@@ -41,6 +41,8 @@ pub struct Move {
     /// The stored name of the new type's parent reference (`post`), filled
     /// with the old parent's `_id`.
     pub parent_field: &'static str,
+    /// The module declaring the new type.
+    pub module: &'static str,
 }
 
 /// One registered move (generated code submits these).
@@ -68,5 +70,5 @@ inventory::collect!(RegisteredMove);
 /// assert_eq!((m.from_collection, m.from_rust_field, m.parent_field), ("posts", "comments", "post"));
 /// ```
 pub fn declared() -> impl Iterator<Item = &'static Move> {
-    inventory::iter::<RegisteredMove>.into_iter().map(|r| r.0)
+    inventory::iter::<RegisteredMove>.into_iter().map(|r| r.0).filter(|m| crate::schema::registry::linked(m.module))
 }

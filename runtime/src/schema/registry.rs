@@ -22,7 +22,38 @@ inventory::collect!(Registered);
 /// assert!(docrel::schema::registry::schemas().any(|s| s.collection == "hosts"));
 /// ```
 pub fn schemas() -> impl Iterator<Item = &'static Schema> {
-    inventory::iter::<Registered>.into_iter().map(|r| r.0)
+    READ.store(true, std::sync::atomic::Ordering::SeqCst);
+    inventory::iter::<Registered>.into_iter().map(|r| r.0).filter(|s| linked(s.module))
+}
+
+/// Whether the registry was read: from then on, what the program links is
+/// fixed (graphs, exports and publishes were made of it).
+static READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The module prefixes a test program links, when it plays one version of
+/// a program of several in one binary (`docrel::testing::link_only`).
+static LINKED_MODULES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Whether the type declared in `module` is part of the program.
+pub(crate) fn linked(module: &str) -> bool {
+    LINKED_MODULES.get().is_none_or(|prefixes| {
+        prefixes
+            .iter()
+            .any(|p| module == p || module.strip_prefix(p.as_str()).is_some_and(|rest| rest.starts_with("::")))
+    })
+}
+
+/// Makes the program the types declared in `modules` (and their
+/// submodules) alone; `Err` with what happened when the registry was
+/// already read or restricted.
+#[cfg(feature = "testing")]
+pub(crate) fn link_only(modules: &[&str]) -> std::result::Result<(), String> {
+    if READ.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err("the registry was already read: call `link_only` before any docrel call".to_owned());
+    }
+    LINKED_MODULES
+        .set(modules.iter().map(|m| (*m).to_owned()).collect())
+        .map_err(|_| "`link_only` was already called in this process".to_owned())
 }
 
 /// Every document type, ordered by collection then type name.

@@ -181,6 +181,15 @@ enum SchemaChange {
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
     },
+    /// The moves between patterns in progress: each one's state, how long
+    /// it has been in it and what its next state waits for; and the
+    /// processes holding the schema lease, with what each has seen and
+    /// which shape it links.
+    Status {
+        /// The fleet's lease in seconds (default: this process's, 30 s).
+        #[arg(long, value_name = "SECONDS")]
+        lease: Option<f64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -346,6 +355,14 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
                     });
                     let args = schema_change::Apply { file, remove, wait };
                     schema_change::apply(&db, &args, console, shutdown, cli.json).await
+                }
+                SchemaChange::Status { lease } => {
+                    let lease = lease
+                        .map(|s| {
+                            std::time::Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(std::time::Duration::MAX)
+                        })
+                        .unwrap_or_else(|| crate::schema::lease_for(&db));
+                    schema_change::status(&db, lease, console, cli.json).await
                 }
             }
         }

@@ -95,6 +95,18 @@ pub(super) async fn apply(
     Ok(if report.complete() { Exit::Ok } else { Exit::Interrupted })
 }
 
+/// `schema status`: the moves in progress and the lease holders. Exit 0.
+pub(super) async fn status(
+    db: &Database,
+    lease: std::time::Duration,
+    console: &mut Console,
+    as_json: bool,
+) -> Result<Exit> {
+    let status = crate::admin::moves::status(db, lease).await?;
+    console.say(&if as_json { json(&status) } else { status.to_text() });
+    Ok(Exit::Ok)
+}
+
 /// The arguments of `schema apply`.
 pub(super) struct Apply<'a> {
     pub(super) file: &'a Path,

@@ -1,14 +1,21 @@
 //! Moves between patterns (`#[document(moved_from = Post::comments)]`):
-//! planned from the attributes and counted on the live data. `schema diff`
-//! shows each plan; `schema apply` refuses a program that declares a move,
-//! since running one online is not built yet.
+//! planned from the attributes and counted on the live data (`schema
+//! diff`), their states and the processes holding the schema lease
+//! (`schema status`). `schema apply` refuses a program that declares a
+//! move, since running one online is not built yet.
 
 mod copy;
 mod count;
+mod holders;
 mod plan;
 mod shapes;
+mod states;
+mod status;
 
 pub use copy::Estimate;
 pub use count::MoveCounts;
+pub use holders::{holders, Holder};
 pub(crate) use plan::plan_with;
 pub use plan::{plan, undeclared, MovePlan};
+pub use states::{may_enter, may_retire, Wait};
+pub use status::{status, MoveStatus, Status};

@@ -6,7 +6,8 @@
 
 use super::form::{program, StoredType};
 use super::merge::merge;
-use super::publish::{fingerprint, load, SCHEMA_COLLECTION};
+use super::moves_state::ActiveMove;
+use super::publish::{fingerprint, load_all, SCHEMA_COLLECTION};
 use crate::error::Result;
 use mongodb::Database;
 use std::collections::BTreeMap;
@@ -51,6 +52,8 @@ struct Obeying {
     said: Mutex<Option<Vec<String>>>,
     /// When the stored schema was last read and obeyed.
     confirmed: Mutex<Option<Instant>>,
+    /// The moves in progress, as last read.
+    moves: Mutex<Vec<ActiveMove>>,
 }
 
 fn obeying(db: &Database) -> std::sync::Arc<Obeying> {
@@ -83,7 +86,10 @@ pub async fn obey(db: &Database) -> Result<Obeyed> {
 pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obeyed> {
     let state = obeying(db);
     let _one = state.reading.lock().await;
-    let stored = load(db).await?;
+    // The lease runs from before the read: what was read was true then.
+    let read_at = Instant::now();
+    let (stored, moves) = load_all(db).await?;
+    let stored: Vec<StoredType> = stored.into_iter().map(|(t, _)| t).collect();
     let ours = program();
     let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
@@ -118,8 +124,21 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
         }
     }
     install(db, &state, extra);
-    confirmed(db);
+    if !moves.is_empty() {
+        // A process that cannot say what it saw of a move does not write.
+        super::holders::renew(db, &moves, super::lease::lease_for(db)).await?;
+    }
+    if let Ok(mut kept) = state.moves.lock() {
+        *kept = moves;
+    }
+    confirmed_at(db, read_at);
     Ok(out)
+}
+
+/// The moves in progress in `db` as this process last read them (with the
+/// schema, under its lease).
+pub fn active_moves(db: &Database) -> Vec<ActiveMove> {
+    obeying(db).moves.lock().map(|m| m.clone()).unwrap_or_default()
 }
 
 /// This program's rules that `stored` lacks, by collection, in words: the
@@ -239,7 +258,15 @@ pub fn confirmed_ago(db: &Database) -> Option<Duration> {
 
 /// Records that the stored schema of `db` was just read and obeyed.
 pub(super) fn confirmed(db: &Database) {
-    if let Ok(mut at) = obeying(db).confirmed.lock() {
-        *at = Some(Instant::now());
+    confirmed_at(db, Instant::now());
+}
+
+/// Records that the stored schema of `db` read at `at` is obeyed.
+fn confirmed_at(db: &Database, at: Instant) {
+    if let Ok(mut confirmed) = obeying(db).confirmed.lock() {
+        // A later confirmation (the change stream's) is never moved back.
+        if confirmed.is_none_or(|before| before < at) {
+            *confirmed = Some(at);
+        }
     }
 }

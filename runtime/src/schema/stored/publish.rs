@@ -3,6 +3,7 @@
 
 use super::form::{StoredType, FORMAT};
 use super::merge::{merge, Conflict};
+use super::moves_state::ActiveMove;
 use crate::error::{Error, Misuse, Result};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -154,6 +155,12 @@ pub async fn load(db: &Database) -> Result<Vec<StoredType>> {
 
 /// Every stored type with its fingerprint, from the primary.
 pub(super) async fn load_documents(db: &Database) -> Result<Vec<(StoredType, String)>> {
+    Ok(load_all(db).await?.0)
+}
+
+/// Every stored type with its fingerprint, and the moves in progress,
+/// from the primary in one read.
+pub(super) async fn load_all(db: &Database) -> Result<(Vec<(StoredType, String)>, Vec<ActiveMove>)> {
     let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
     let cursor = coll
         .find(doc! {})
@@ -162,7 +169,17 @@ pub(super) async fn load_documents(db: &Database) -> Result<Vec<(StoredType, Str
         .await
         .map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
     let docs: Vec<BsonDoc> = cursor.try_collect().await.map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
-    docs.into_iter().map(|d| decode(&d)).collect()
+    let (moves, types): (Vec<BsonDoc>, Vec<BsonDoc>) = docs.into_iter().partition(super::moves_state::is_moves);
+    let moves = match moves.first() {
+        Some(d) => super::moves_state::decode(d)?,
+        None => Vec::new(),
+    };
+    Ok((types.iter().map(decode).collect::<Result<_>>()?, moves))
+}
+
+/// The moves in progress in `db`, from the primary.
+pub async fn load_moves(db: &Database) -> Result<Vec<ActiveMove>> {
+    Ok(load_all(db).await?.1)
 }
 
 fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {

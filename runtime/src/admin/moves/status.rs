@@ -1,0 +1,139 @@
+//! `docrel schema status`: the moves in progress in a database, where each
+//! stands and what its next state waits for, and the processes holding the
+//! schema lease with what each has seen.
+
+use super::holders::{holders, Holder};
+use super::states::{may_enter, Wait};
+use crate::error::{Error, Result};
+use crate::schema::stored::{load_moves, MoveState};
+use mongodb::bson::doc;
+use mongodb::Database;
+use serde::Serialize;
+use std::time::Duration;
+
+/// One move in progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoveStatus {
+    /// The move's stable name.
+    pub id: String,
+    /// `posts.comments → comments`.
+    pub label: String,
+    /// Its state.
+    pub state: MoveState,
+    /// Seconds it has been in that state (server time).
+    pub for_seconds: f64,
+    /// The change running it.
+    pub change: String,
+    /// What its next state waits for (`None` after the last).
+    pub next: Option<(MoveState, Wait)>,
+}
+
+/// [`status`]'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// The moves in progress.
+    pub moves: Vec<MoveStatus>,
+    /// The processes that registered a lease while a move ran, newest first.
+    pub holders: Vec<Holder>,
+}
+
+impl Status {
+    /// The status in words, one line each.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        if self.moves.is_empty() {
+            out.push_str("no move in progress\n");
+        }
+        for m in &self.moves {
+            out.push_str(&format!(
+                "move {} {}: {} for {:.1} s (change {})\n",
+                short(&m.id),
+                m.label,
+                m.state,
+                m.for_seconds,
+                short(&m.change)
+            ));
+            match &m.next {
+                Some((next, Wait::Ready)) => out.push_str(&format!("  next: {next}, ready\n")),
+                Some((next, Wait::Time(d))) => {
+                    out.push_str(&format!("  next: {next}, in {:.1} s (two leases)\n", d.as_secs_f64()))
+                }
+                Some((next, Wait::Holders(h))) => {
+                    out.push_str(&format!("  next: {next}, once these have seen {}: {}\n", m.state, h.join("; ")))
+                }
+                None => {}
+            }
+        }
+        for h in &self.holders {
+            let seen: Vec<String> = h.seen.iter().map(|(id, s)| format!("{} {s}", short(id))).collect();
+            out.push_str(&format!(
+                "holder {} (pid {} on {}): lease {} ms, renewed {:.1} s ago{}; seen: {}; links {}\n",
+                h.program,
+                h.pid,
+                h.host,
+                h.lease_ms,
+                h.age_ms as f64 / 1000.0,
+                if h.live { "" } else { " (lapsed)" },
+                if seen.is_empty() { "nothing".to_owned() } else { seen.join(", ") },
+                links(h)
+            ));
+        }
+        out
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..8.min(id.len())]
+}
+
+fn links(h: &Holder) -> String {
+    let old = h.old_shape.iter().map(|s| format!("old `{s}`"));
+    let new = h.new_shape.iter().map(|s| format!("new `{s}`"));
+    let all: Vec<String> = old.chain(new).collect();
+    if all.is_empty() {
+        "neither shape".to_owned()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// The moves in progress in `db` and its lease holders; `lease` is the
+/// lease the fleet runs with (what the next state waits two of). Rows of
+/// processes silent for a day are deleted first.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let status = docrel::admin::moves::status(&db, docrel::schema::lease_for(&db)).await?;
+/// print!("{}", status.to_text());
+/// # Ok(()) }
+/// ```
+pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
+    super::holders::forget_silent(db).await?;
+    let moves = load_moves(db).await?;
+    let holders = holders(db).await?;
+    let now = server_now(db).await?;
+    let moves = moves
+        .into_iter()
+        .map(|m| {
+            let elapsed = Duration::from_millis(u64::try_from(now - m.since.timestamp_millis()).unwrap_or(0));
+            let next = m.state.next().map(|n| (n, may_enter(&m.spec.id, m.state, elapsed, &holders, lease)));
+            MoveStatus {
+                id: m.spec.id.clone(),
+                label: m.spec.label(),
+                state: m.state,
+                for_seconds: elapsed.as_secs_f64(),
+                change: m.change.clone(),
+                next,
+            }
+        })
+        .collect();
+    Ok(Status { moves, holders })
+}
+
+/// The server's clock, in milliseconds since the epoch (`hello`'s `localTime`).
+pub(crate) async fn server_now(db: &Database) -> Result<i64> {
+    let hello = db.run_command(doc! {"hello": 1}).await.map_err(|e| Error::driver("hello", db.name(), e))?;
+    Ok(hello
+        .get_datetime("localTime")
+        .map_or_else(|_| mongodb::bson::DateTime::now().timestamp_millis(), |t| t.timestamp_millis()))
+}

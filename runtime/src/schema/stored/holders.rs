@@ -1,0 +1,80 @@
+//! Who holds a database's schema lease while a move runs: each process
+//! renews one row of [`LEASES_COLLECTION`] whenever it confirms the
+//! schema, stamped with the server's clock, saying which state of each
+//! move it has seen and which shape it links. The change running a move
+//! enters a state only once every live holder has seen the previous one,
+//! and retires the old shape only once no live holder links it. Without a
+//! move nothing is written.
+
+use super::moves_state::ActiveMove;
+use crate::error::{Error, Result};
+use mongodb::bson::{doc, oid::ObjectId, Document as BsonDoc};
+use mongodb::Database;
+use std::sync::OnceLock;
+
+/// The collection of lease holders.
+pub const LEASES_COLLECTION: &str = "_docrel_leases";
+
+/// This process, as the holders' rows name it.
+fn process() -> &'static (ObjectId, String, String) {
+    static PROCESS: OnceLock<(ObjectId, String, String)> = OnceLock::new();
+    PROCESS.get_or_init(|| {
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "?".to_owned());
+        let program = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "?".to_owned());
+        (ObjectId::new(), host, program)
+    })
+}
+
+/// The shapes of `moves` this program links: the old arrays (`posts.comments`)
+/// whose owner type it declares with the field, and the new collections
+/// whose type declares the move.
+fn shapes(moves: &[ActiveMove]) -> (Vec<String>, Vec<String>) {
+    let declared: Vec<String> = super::moves::program_moves().into_iter().map(|m| m.id).collect();
+    let mut old = Vec::new();
+    let mut new = Vec::new();
+    for m in moves {
+        let field = m.spec.from.rust_field.as_deref().unwrap_or_default();
+        let links_old = crate::schema::registry::schemas()
+            .filter(|s| s.collection == m.spec.from.collection)
+            .any(|s| s.relations.iter().any(|r| r.rust_field == field));
+        if links_old {
+            old.push(format!("{}.{field}", m.spec.from.collection));
+        }
+        if declared.contains(&m.spec.id) {
+            new.push(m.spec.to.collection.clone());
+        }
+    }
+    (old, new)
+}
+
+/// Renews this process's row for `db`: what it has seen of `moves`, under
+/// a lease of `lease`, at the server's time.
+pub(super) async fn renew(db: &Database, moves: &[ActiveMove], lease: std::time::Duration) -> Result<()> {
+    let (id, host, program) = process();
+    let (old, new) = shapes(moves);
+    let seen: BsonDoc = moves.iter().map(|m| (m.spec.id.clone(), m.state.name().into())).collect();
+    let row = doc! {
+        "process": id.to_hex(),
+        "host": host,
+        "pid": i64::from(std::process::id()),
+        "program": program,
+        "lease_ms": i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+        "renewed_at": "$$NOW",
+        "seen": {"$literal": seen},
+        "old_shape": {"$literal": old},
+        "new_shape": {"$literal": new},
+    };
+    db.collection::<BsonDoc>(LEASES_COLLECTION)
+        .update_one(doc! {"_id": id.to_hex()}, vec![doc! {"$set": row}])
+        .upsert(true)
+        .await
+        .map_err(|e| Error::driver("update", LEASES_COLLECTION, e))?;
+    Ok(())
+}
