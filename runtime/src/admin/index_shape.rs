@@ -58,7 +58,7 @@ impl Shape {
                 // without a collation, and "simple" is what no collation means
                 // on every version: one shape for both, or the plan would drop
                 // and build an unchanged index on every start.
-                ("collation", Some(Bson::Document(c))) if c.get_str("locale") == Ok("simple") => None,
+                ("collation", Some(Bson::Document(c))) if c.get_str("locale").ok() == Some("simple") => None,
                 ("partialFilterExpression" | "collation", Some(v)) => Some(by_value(v)),
                 (_, v) => v.cloned(),
             };
