@@ -1,7 +1,8 @@
 //! Indexes declared on the struct (issue 30): compound and descending, TTL,
 //! partial, sparse, collation, text. `ensure_indexes` creates them as
 //! declared (read back with `listIndexes`), they behave as MongoDB says, the
-//! index plan keeps, creates and recreates them, and the stored schema
+//! index plan keeps (also as MongoDB 9.0 lists them, with a `simple`
+//! collation), creates and recreates them, and the stored schema
 //! carries their options.
 
 use docrel::admin::index_plan::{plan, Action, IndexPlan};
@@ -220,6 +221,50 @@ async fn the_plan_keeps_creates_and_recreates_by_options() -> docrel::Result<()>
     assert!(after.changes.iter().all(|c| c.action == Action::Keep), "{}", after.to_text(false));
     let listed = listed(&t, "ix_events").await;
     assert_eq!(listed[1], doc! {"key": {"created": 1}, "name": "created_1", "expireAfterSeconds": 3600});
+    Ok(())
+}
+
+/// MongoDB 9.0 lists `collation: {locale: "simple"}` on indexes created
+/// without one. Indexes stored that way (made here with the raw driver, as
+/// this server keeps and echoes the collation it is given) are as declared:
+/// the plan keeps them, and applying it drops and builds nothing of them.
+#[tokio::test]
+async fn an_index_listed_with_the_simple_collation_is_kept() -> docrel::Result<()> {
+    let t = TestDb::new("ix_simple").await?;
+    let simple = doc! {"locale": "simple"};
+    t.db.run_command(doc! {"createIndexes": "ix_events", "indexes": [
+        {"key": {"created": 1}, "name": "created_1", "expireAfterSeconds": 3600, "collation": simple.clone()},
+        {"key": {"seq": -1}, "name": "seq_-1", "unique": true, "sparse": true, "collation": simple.clone()},
+    ]})
+    .await?;
+    let stored = listed(&t, "ix_events").await;
+    assert_eq!(stored[0].get_document("collation").ok(), Some(&simple), "the server echoes it: {stored:?}");
+
+    let before = events_plan(&t).await?;
+    let by_keys = |keys: &str| before.changes.iter().find(|c| c.keys == keys).expect(keys).clone();
+    for keys in ["{created: 1}", "{seq: -1}"] {
+        let kept = by_keys(keys);
+        assert_eq!((kept.action, kept.reason.as_str()), (Action::Keep, "exists as declared"), "{keys}");
+        assert!(!kept.options.contains("collation"), "{}", kept.options);
+    }
+    let applied = before.apply(&t.db, false).await?;
+    assert!(applied.dropped.is_empty(), "{applied:?}");
+    assert_eq!(
+        applied.created,
+        ["ix_events {tenant: 1, created: -1}", "ix_events {code: 1}", "ix_events {handle: 1}"],
+        "only the three missing ones"
+    );
+
+    let after = listed(&t, "ix_events").await;
+    assert_eq!(
+        after[1],
+        doc! {"key": {"created": 1}, "name": "created_1", "expireAfterSeconds": 3600, "collation": simple.clone()}
+    );
+    assert_eq!(
+        after[4],
+        doc! {"key": {"seq": -1}, "name": "seq_-1", "unique": true, "sparse": true, "collation": simple}
+    );
+    assert!(!events_plan(&t).await?.has_changes(true), "nothing left to change");
     Ok(())
 }
 

@@ -8,6 +8,8 @@
 //! `{_fts: "text", _ftsx: 1}` keys (the text keys, from its weights), its
 //! weights of 1 and default languages, and a generated name when none is
 //! declared. Numbers compare by value (`5` and `5L` are the same filter).
+//! A `simple` collation is no collation: MongoDB 9.0 lists one on every
+//! index created without.
 
 use mongodb::bson::{Bson, Document as BsonDoc};
 use mongodb::IndexModel;
@@ -52,6 +54,11 @@ impl Shape {
                 ("default_language", v) if !text.is_empty() => Some(v.cloned().unwrap_or_else(|| "english".into())),
                 ("language_override", v) if !text.is_empty() => Some(v.cloned().unwrap_or_else(|| "language".into())),
                 ("expireAfterSeconds", Some(v)) => Some(Bson::Int64(number(Some(v)))),
+                // MongoDB 9.0 lists `{locale: "simple"}` on an index created
+                // without a collation, and "simple" is what no collation means
+                // on every version: one shape for both, or the plan would drop
+                // and build an unchanged index on every start.
+                ("collation", Some(Bson::Document(c))) if c.get_str("locale").ok() == Some("simple") => None,
                 ("partialFilterExpression" | "collation", Some(v)) => Some(by_value(v)),
                 (_, v) => v.cloned(),
             };
@@ -197,6 +204,28 @@ mod tests {
             declared.differences(&other),
             ["weights { \"body\": 1, \"title\": 5 } (declared { \"body\": 1, \"title\": 10 })"]
         );
+    }
+
+    /// MongoDB 9.0's `listIndexes` shows `collation: {locale: "simple"}` on
+    /// an index created without one: that is no collation, so no difference
+    /// from an index declared without, and nothing to show.
+    #[test]
+    fn a_simple_collation_is_no_collation() {
+        let declared = Shape::of(&model(doc! {"name": 1}, doc! {"unique": true}));
+        let listed = Shape::of(&model(
+            doc! {"name": 1},
+            doc! {"v": 2, "name": "name_1", "unique": true, "collation": {"locale": "simple"}},
+        ));
+        assert_eq!(listed.options, doc! {"unique": true, "name": "name_1"}, "no collation left");
+        assert!(declared.differences(&listed).is_empty(), "{:?}", declared.differences(&listed));
+        assert_eq!(listed.show_options(), "name \"name_1\"");
+        let declared_simple =
+            Shape::of(&model(doc! {"name": 1}, doc! {"unique": true, "collation": {"locale": "simple"}}));
+        assert_eq!(declared_simple, declared, "declaring `simple` is declaring none");
+        // Another collation is still one.
+        let french = Shape::of(&model(doc! {"name": 1}, doc! {"unique": true, "collation": {"locale": "fr"}}));
+        assert_eq!(french.differences(&listed), ["collation none (declared { \"locale\": \"fr\" })"]);
+        assert_eq!(declared.differences(&french), ["collation { \"locale\": \"fr\" } (declared none)"]);
     }
 
     /// The server fills in a collation's defaults; numbers compare by value.

@@ -138,8 +138,8 @@ pub async fn run(db: &Database, options: &Options) -> Result<DoctorReport> {
 
 /// Rule 5: writes of each copied source against reads of its holders.
 async fn rule_five(db: &Database, existing: &[String], report: &mut DoctorReport) -> Result<()> {
-    let (copies, note) = measure::copies(db, declared::copies(crate::schema::graph::of(db), existing)).await?;
-    report.notes.extend(note);
+    let (copies, notes) = measure::copies(db, declared::copies(crate::schema::graph::of(db), existing)).await?;
+    report.notes.extend(notes);
     for c in copies {
         report.findings.extend(rules::copy(&c));
         report.copies.push(c);

@@ -235,7 +235,7 @@ fn copies(report: &DoctorReport, body: &mut String) {
             escape(&c.fields.join(", ")),
             unknown(c.writes),
             unknown(c.reads),
-            escape(&c.measured_from)
+            escape(&c.writes_from())
         ));
     }
     body.push_str("</table>");

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::schema::pattern::Pattern;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -217,8 +218,24 @@ pub struct CopyUse {
     pub writes: Option<u64>,
     /// Reads of the holders counted.
     pub reads: Option<u64>,
-    /// Where the figures come from, in words.
+    /// Where the figures come from: `profiler`, `top` or `not measured`.
     pub measured_from: String,
+    /// The writes counted, by the command that carried them and the
+    /// counter read: `{"bulkWrite (admin.system.profile)": 6}`; the
+    /// commands that set no copied field are left out.
+    pub writes_by: BTreeMap<String, u64>,
+}
+
+impl CopyUse {
+    /// Where the write figure comes from, command by command:
+    /// `profiler: 6 bulkWrite (admin.system.profile)`.
+    pub fn writes_from(&self) -> String {
+        if self.writes_by.is_empty() {
+            return self.measured_from.clone();
+        }
+        let by: Vec<String> = self.writes_by.iter().map(|(carrier, n)| format!("{n} {carrier}")).collect();
+        format!("{}: {}", self.measured_from, by.join(", "))
+    }
 }
 
 /// The two sides of an N:M two-way reference, measured.

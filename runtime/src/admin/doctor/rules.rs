@@ -129,7 +129,7 @@ pub(super) fn copy(c: &CopyUse) -> Option<Finding> {
         return None;
     }
     let exact = c.measured_from == "profiler";
-    let (source, holder, copy, from) = (&c.source, &c.holder, &c.copy, &c.measured_from);
+    let (source, holder, copy, from) = (&c.source, &c.holder, &c.copy, c.writes_from());
     Some(Finding {
         severity: if exact { Severity::Warning } else { Severity::Info },
         rule: "rule 5".into(),

@@ -103,7 +103,7 @@ impl DoctorReport {
                 format!("{}.{} -> {}", c.source, c.fields.join(","), c.copy),
                 unknown(c.writes),
                 unknown(c.reads),
-                c.measured_from
+                c.writes_from()
             ));
         }
     }

@@ -5,6 +5,7 @@
 //! are figures; the rules judge them.
 
 mod indexes;
+mod profiled;
 mod read;
 mod references;
 mod shape;

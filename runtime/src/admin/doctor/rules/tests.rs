@@ -108,6 +108,7 @@ fn copy_use(writes: Option<u64>, reads: Option<u64>, from: &str) -> CopyUse {
         writes,
         reads,
         measured_from: from.into(),
+        writes_by: Default::default(),
     }
 }
 
