@@ -5,7 +5,7 @@
 //! has seen, on the server's clock.
 
 use docrel::admin::moves::{status, Wait};
-use docrel::bson::{doc, oid::ObjectId, DateTime, Document as BsonDoc};
+use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use docrel::schema::stored::{self, ActiveMove, MoveState, LEASES_COLLECTION};
 use docrel::testing::TestDb;
 use std::time::Duration;
@@ -23,7 +23,7 @@ fn new_version() {
 
 fn announced(state: MoveState) -> ActiveMove {
     let spec = stored::program_moves().into_iter().find(|m| m.to.collection == "mv_comments").expect("v2 declares it");
-    ActiveMove { spec, state, since: DateTime::now(), change: "test".into() }
+    ActiveMove { spec, ..moves::active(state) }
 }
 
 /// The old version, in its own process: one write of a post, under a lease

@@ -70,3 +70,26 @@ pub mod v2 {
         pub recent: Vec<Line>,
     }
 }
+
+/// The move from the old version to the new, as the change running it
+/// publishes it (a process of either version reads it from the database).
+#[allow(dead_code)]
+pub fn active(state: docrel::schema::stored::MoveState) -> docrel::schema::stored::ActiveMove {
+    use docrel::schema::stored::{ActiveMove, MoveEnd, StoredMove};
+    let spec = StoredMove {
+        id: "mv-posts-comments".into(),
+        kind: docrel::schema::moves::MoveKind::EmbedToCollection,
+        from: MoveEnd { collection: "mv_posts".into(), rust_type: "Post".into(), rust_field: Some("comments".into()) },
+        to: MoveEnd { collection: "mv_comments".into(), rust_type: "Comment".into(), rust_field: None },
+        parent_field: "post".into(),
+        key: "_id".into(),
+    };
+    ActiveMove {
+        spec,
+        field: "comments".into(),
+        bound: Some(50),
+        state,
+        since: docrel::bson::DateTime::now(),
+        change: "test".into(),
+    }
+}

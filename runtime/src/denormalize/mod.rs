@@ -7,6 +7,7 @@ pub(crate) mod chain;
 pub(crate) mod copies;
 pub(crate) mod fanout;
 pub(crate) mod fill;
+pub(crate) mod moved;
 pub(crate) mod repair;
 pub(crate) mod sync;
 pub(crate) mod write;

@@ -6,6 +6,7 @@ pub(crate) mod connect;
 mod delete;
 mod documents;
 pub(crate) mod hooks;
+mod moved;
 mod repo;
 mod update;
 mod upsert;

@@ -255,7 +255,7 @@ impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
             if let Some(s) = session.as_deref_mut() {
                 super::caller_transaction::followed(s, &self.repo.db).await;
             }
-            self.op.run(self.repo, session).await
+            super::moved::run(self.repo, self.op, session).await
         })
     }
 }
@@ -436,42 +436,62 @@ mod sealed {
 
 /// What a [`Call`] runs: one of the operations in [`ops`]. Sealed: the
 /// repository's own methods make them.
-pub trait Operation<'a, T>: sealed::Sealed + Send + 'a {
+pub trait Operation<'a, T>: sealed::Sealed + Clone + Send + Sync + 'a {
     /// What the call returns.
     type Output: Send + 'a;
     /// Whether the call writes (and so holds the stored schema first).
     #[doc(hidden)]
     const WRITES: bool = true;
+    // The session may live shorter than the call's arguments: a write of a
+    // moved shape runs the operation in a transaction of its own.
     #[doc(hidden)]
-    fn run(
+    fn run<'s>(
         self,
         repo: &'a Repository<T>,
-        session: Option<&'a mut ClientSession>,
-    ) -> BoxFuture<'a, Result<Self::Output>>;
+        session: Option<&'s mut ClientSession>,
+    ) -> BoxFuture<'s, Result<Self::Output>>
+    where
+        'a: 's;
+    /// The documents the call may write, for a move's mirror.
+    #[doc(hidden)]
+    fn affected(&self) -> Result<super::moved::Affected>;
 }
 
 /// The operations of a [`Call`], one per repository method; they name the
 /// call's type (`Call<'_, Part, ops::Insert<'_, Part>>`) and carry its arguments.
 pub mod ops {
+    use super::super::moved::Affected;
     use super::*;
 
     /// Writes `Operation` for one operation struct: its fields, its output
     /// and the body that runs it (`repo`, `session` and the fields in scope).
     macro_rules! operation {
         ($(#[$doc:meta])* $(@$read:ident)? $name:ident<$a:lifetime, $t:ident> { $($field:ident: $ty:ty),* } -> $out:ty,
-         |$repo:ident, $session:ident| $body:expr) => {
+         |$repo:ident, $session:ident| $body:expr, affects |$op:ident| $affected:expr) => {
             $(#[$doc])*
             pub struct $name<$a, $t: Document> {
                 $(pub(super) $field: $ty,)*
                 pub(super) _doc: std::marker::PhantomData<(&$a (), fn() -> $t)>,
             }
+            impl<$a, $t: Document> Clone for $name<$a, $t> {
+                fn clone(&self) -> Self {
+                    $name { $($field: <$ty as Clone>::clone(&self.$field),)* _doc: std::marker::PhantomData }
+                }
+            }
             impl<$a, $t: Document> super::sealed::Sealed for $name<$a, $t> {}
             impl<$a, $t: Document> Operation<$a, $t> for $name<$a, $t> {
                 type Output = $out;
                 $(const WRITES: bool = { let _ = stringify!($read); false };)?
-                fn run(self, $repo: &$a Repository<$t>, $session: Option<&$a mut ClientSession>) -> BoxFuture<$a, Result<$out>> {
+                fn run<'s>(self, $repo: &$a Repository<$t>, $session: Option<&'s mut ClientSession>) -> BoxFuture<'s, Result<$out>>
+                where
+                    $a: 's,
+                {
                     let $name { $($field,)* _doc } = self;
                     Box::pin($body)
+                }
+                fn affected(&self) -> Result<Affected> {
+                    let $op = self;
+                    $affected
                 }
             }
         };
@@ -480,22 +500,26 @@ pub mod ops {
     operation!(
         /// [`Repository::insert_many`].
         Insert<'a, T> { docs: &'a [T] } -> (),
-        |repo, session| repo.insert_many_in(docs, super::super::hooks::Write::InsertMany, session)
+        |repo, session| repo.insert_many_in(docs, super::super::hooks::Write::InsertMany, session),
+        affects |op| Affected::documents(op.docs)
     );
     operation!(
         /// [`Repository::insert`].
         InsertOne<'a, T> { doc: &'a T } -> (),
-        |repo, session| repo.insert_many_in(std::slice::from_ref(doc), super::super::hooks::Write::Insert, session)
+        |repo, session| repo.insert_many_in(std::slice::from_ref(doc), super::super::hooks::Write::Insert, session),
+        affects |op| Affected::documents(std::slice::from_ref(op.doc))
     );
     operation!(
         /// [`Repository::insert`] with [`Call::returning`]: the document as stored.
         InsertReturning<'a, T> { doc: &'a T } -> T,
-        |repo, session| repo.insert_returning_in(doc, session)
+        |repo, session| repo.insert_returning_in(doc, session),
+        affects |op| Affected::documents(std::slice::from_ref(op.doc))
     );
     operation!(
         /// [`Repository::upsert`].
         Upsert<'a, T> { filter: Filter, update: Update<T> } -> crate::denormalize::write::UpsertOutcome<T::Id>,
-        |repo, session| repo.upsert_in(filter, update, session)
+        |repo, session| repo.upsert_in(filter, update, session),
+        affects |op| Affected::matching(&op.filter, Some(&op.update))
     );
     operation!(
         /// [`Repository::get`].
@@ -506,7 +530,8 @@ pub mod ops {
                 Some(s) => find.session(s).one().await,
                 None => find.one().await,
             }
-        }
+        },
+        affects |_op| Ok(Affected::default())
     );
     operation!(
         /// [`Repository::require`].
@@ -518,52 +543,62 @@ pub mod ops {
                 None => find.one().await?,
             };
             found.ok_or_else(|| Error::NotFound { collection: T::COLLECTION, id: show(id) })
-        }
+        },
+        affects |_op| Ok(Affected::default())
     );
     operation!(
         /// [`Repository::count`].
         @read Count<'a, T> { filter: Filter } -> u64,
-        |repo, session| repo.count_in(filter, session)
+        |repo, session| repo.count_in(filter, session),
+        affects |_op| Ok(Affected::default())
     );
     operation!(
         /// [`Repository::update_by_id`] (whose `RoutedById` bound is the
         /// only way to make one).
         UpdateById<'a, T> { id: &'a T::Id, update: Update<T> } -> UpdateOutcome,
-        |repo, session| repo.update_by_id_in(id, update, session)
+        |repo, session| repo.update_by_id_in(id, update, session),
+        affects |op| Ok(Affected::by_id(op.id.to_bson(), Some(&op.update)))
     );
     operation!(
         /// [`Repository::update_one`] and [`Repository::update_many`].
         UpdateWhere<'a, T> { filter: Filter, update: Update<T>, many: bool } -> UpdateOutcome,
-        |repo, session| repo.update_matching(filter, update, many, session)
+        |repo, session| repo.update_matching(filter, update, many, session),
+        affects |op| Affected::matching(&op.filter, Some(&op.update))
     );
     operation!(
         /// [`Repository::replace`].
         Replace<'a, T> { doc: &'a T } -> (),
-        |repo, session| repo.replace_in(doc, session)
+        |repo, session| repo.replace_in(doc, session),
+        affects |op| Affected::documents(std::slice::from_ref(op.doc))
     );
     operation!(
         /// [`Repository::save`].
         Save<'a, T> { doc: &'a T } -> (),
-        |repo, session| repo.save_in(doc, session)
+        |repo, session| repo.save_in(doc, session),
+        affects |op| Affected::documents(std::slice::from_ref(op.doc))
     );
     operation!(
         /// [`Repository::delete_by_id`].
         DeleteById<'a, T> { id: &'a T::Id } -> bool,
-        |repo, session| repo.delete_by_id_in(id, session)
+        |repo, session| repo.delete_by_id_in(id, session),
+        affects |op| Ok(Affected::by_id::<T>(op.id.to_bson(), None))
     );
     operation!(
         /// [`Repository::delete`].
         Delete<'a, T> { doc: &'a T } -> bool,
-        |repo, session| repo.delete_in(doc, session)
+        |repo, session| repo.delete_in(doc, session),
+        affects |op| Affected::documents(std::slice::from_ref(op.doc))
     );
     operation!(
         /// [`Repository::delete_one`].
         DeleteOne<'a, T> { filter: Filter } -> bool,
-        |repo, session| repo.delete_one_in(filter, session)
+        |repo, session| repo.delete_one_in(filter, session),
+        affects |op| Affected::matching::<T>(&op.filter, None)
     );
     operation!(
         /// [`Repository::delete_many`].
         DeleteMany<'a, T> { filter: Filter } -> u64,
-        |repo, session| repo.delete_many_in(filter, session)
+        |repo, session| repo.delete_many_in(filter, session),
+        affects |op| Affected::matching::<T>(&op.filter, None)
     );
 }

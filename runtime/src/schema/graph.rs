@@ -203,6 +203,8 @@ pub struct Graph {
     /// The stored rules of linked collections that their types do not
     /// declare (another program's, obeyed), each as a type of its own.
     supplements: HashMap<&'static str, Vec<&'static Schema>>,
+    /// The moves between patterns in progress in the database.
+    pub(crate) moves: super::graph_moves::Moves,
 }
 
 /// The graph of every document type linked into the program.
@@ -234,8 +236,13 @@ struct Installed(std::sync::RwLock<Option<&'static Graph>>);
 /// their own ([`Graph::relations_of`]). The previous graph stays valid: a
 /// write that started with it finishes with it, and graphs live for the
 /// process (one per stored-schema change).
-pub(crate) fn install(db: &mongodb::Database, stored: Vec<&'static Schema>) {
+pub(crate) fn install(
+    db: &mongodb::Database,
+    stored: Vec<&'static Schema>,
+    moves: Vec<crate::schema::stored::ActiveMove>,
+) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
+    g.moves = super::graph_moves::Moves::new(moves);
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }

@@ -6,6 +6,7 @@ pub(crate) mod document;
 pub(crate) mod elements;
 pub(crate) mod entries;
 pub mod graph;
+pub(crate) mod graph_moves;
 pub(crate) mod handles;
 pub(crate) mod index_spec;
 pub mod indexes;

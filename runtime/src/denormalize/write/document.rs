@@ -23,6 +23,9 @@ pub(crate) struct DocumentPlan {
     pub(crate) two_way: bool,
     /// It keeps a subset of its children.
     pub(crate) keeps_subsets: bool,
+    /// Its collection holds an old array a move keeps, which its type does
+    /// not declare (the new version's): a replace keeps it as stored.
+    pub(crate) keeps_moved: bool,
 }
 
 impl DocumentPlan {
@@ -36,6 +39,7 @@ impl DocumentPlan {
             summarized: !g.subsets_of(schema.collection).is_empty(),
             two_way: !g.two_way_of(schema).is_empty(),
             keeps_subsets: !g.subsets_kept_by(schema).is_empty(),
+            keeps_moved: !g.kept_by_moves(schema).is_empty(),
         }
     }
 
@@ -81,6 +85,6 @@ impl DocumentPlan {
     /// two-way references, subsets, the version) from the stored document,
     /// through [`super::replace_image`], rather than replace it whole.
     pub(crate) fn replaces_by_image(&self) -> bool {
-        self.derived || self.fills || self.two_way || self.keeps_subsets
+        self.derived || self.fills || self.two_way || self.keeps_subsets || self.keeps_moved
     }
 }

@@ -189,7 +189,9 @@ fn replacement<T: Document>(new: &BsonDoc, plan: &DocumentPlan, stamp: i64, crea
     }
     let mut kept = BsonDoc::new();
     let fields = g.two_way_of(T::schema()).into_iter().map(|rel| rel.field);
-    for field in fields.chain(g.subsets_kept_by(T::schema()).into_iter().map(|subset| subset.rel.field)) {
+    let moved = g.kept_by_moves(T::schema());
+    let subsets = g.subsets_kept_by(T::schema()).into_iter().map(|subset| subset.rel.field);
+    for field in fields.chain(subsets).chain(moved.iter().copied()) {
         let stored = Bson::String(format!("${field}"));
         let value = match (body.remove(field), &created) {
             (Some(theirs), Some(created)) => doc! {"$cond": [created.clone(), {"$literal": theirs}, stored]}.into(),

@@ -66,6 +66,12 @@ pub struct ActiveMove {
     /// What moves where.
     #[serde(rename = "move")]
     pub spec: StoredMove,
+    /// The stored name of the old array (`comments`), as the old version
+    /// published it.
+    pub field: String,
+    /// The old array's bound, which holds until the move is retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<u32>,
     /// Its state.
     pub state: MoveState,
     /// When it entered that state (server time).

@@ -46,8 +46,8 @@ struct Obeying {
     /// One obey at a time: a read that started earlier never installs
     /// after one that started later.
     reading: tokio::sync::Mutex<()>,
-    /// The stored types the graph was last built with (`None`: never).
-    followed: Mutex<Option<Followed>>,
+    /// The stored types and moves the graph was last built with (`None`: never).
+    followed: Mutex<Option<(Followed, Vec<ActiveMove>)>>,
     /// The differences last said, so the same ones are said once.
     said: Mutex<Option<Vec<String>>>,
     /// When the stored schema was last read and obeyed.
@@ -123,7 +123,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
             tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
         }
     }
-    install(db, &state, extra);
+    install(db, &state, extra, moves.clone());
     if !moves.is_empty() {
         // A process that cannot say what it saw of a move does not write.
         super::holders::renew(db, &moves, super::lease::lease_for(db)).await?;
@@ -187,21 +187,23 @@ fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
     Some(StoredType { relations, copies, indexes: Vec::new(), ..t.clone() })
 }
 
-/// Makes `extra` the stored-only types of `db` and rebuilds its graph when
-/// that changed anything.
-fn install(db: &Database, state: &Obeying, extra: Followed) {
+/// Makes `extra` the stored-only types of `db` and `moves` its moves in
+/// progress, and rebuilds its graph when that changed anything.
+fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMove>) {
     let Ok(mut followed) = state.followed.lock() else { return };
     // A database with nothing stored, seen for the first time, changes nothing.
-    let same = followed.as_ref().map_or(extra.is_empty(), |before| {
-        before.len() == extra.len() && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
+    let same = followed.as_ref().map_or(extra.is_empty() && moves.is_empty(), |(before, moved)| {
+        before.len() == extra.len()
+            && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
+            && *moved == moves
     });
     if same {
         return;
     }
     // A linked collection's entry holds only the rules it lacks.
     let schemas = extra.values().map(|(_, t)| super::descriptors::schema(t)).collect();
-    crate::schema::graph::install(db, schemas);
-    *followed = Some(extra);
+    crate::schema::graph::install(db, schemas, moves.clone());
+    *followed = Some((extra, moves));
 }
 
 /// Keeps this process obeying the schema of `db` as programs publish to

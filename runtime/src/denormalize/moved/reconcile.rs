@@ -1,0 +1,174 @@
+//! The two reconciles of a move, per parent: the new collection from the
+//! old arrays (after a write of the arrays, and the copy), and the arrays
+//! from the collection (after a write of the new documents). Both read the
+//! parent's whole array and documents: correct whatever the write was, at
+//! a cost of the array's length, paid only while a move runs.
+
+use crate::error::{Error, Result};
+use crate::schema::stored::ActiveMove;
+use crate::store::path::id_key;
+use crate::store::session::{collect, Cx};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use std::collections::HashMap;
+
+/// How much of the collection's difference a reconcile writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Deletes and updates only: while some process may not know of the
+    /// move yet (`announced`), the collection never gains an element its
+    /// array could lose without a mirror.
+    DeletesAndUpdates,
+    /// Every difference.
+    Full,
+}
+
+/// The documents `filter` finds in `collection`, read in the call's session.
+async fn read(cx: &mut Cx<'_>, collection: &str, filter: BsonDoc, projection: Option<BsonDoc>) -> Result<Vec<BsonDoc>> {
+    let coll = cx.db.collection::<RawDocumentBuf>(collection);
+    let mut find = coll.find(filter).sort(doc! {"_id": 1}).selection_criteria(crate::store::primary());
+    if let Some(p) = projection {
+        find = find.projection(p);
+    }
+    collect(find, cx.session(), collection, |raw| crate::store::session::plain(collection, raw)).await
+}
+
+/// Each parent's array, by the parent's id key.
+async fn arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<HashMap<String, Vec<BsonDoc>>> {
+    let filter = doc! {"_id": {"$in": parents.to_vec()}};
+    let found = read(cx, &mv.spec.from.collection, filter, Some(doc! {&mv.field: 1})).await?;
+    Ok(found
+        .into_iter()
+        .map(|d| {
+            let elements = d.get_array(&mv.field).map(|a| a.iter().filter_map(|e| e.as_document().cloned()).collect());
+            (d.get("_id").map(id_key).unwrap_or_default(), elements.unwrap_or_default())
+        })
+        .collect())
+}
+
+/// Each parent's documents in the move's collection, by the parent's id key.
+async fn documents(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<HashMap<String, Vec<BsonDoc>>> {
+    let filter = doc! {&mv.spec.parent_field: {"$in": parents.to_vec()}};
+    let mut out: HashMap<String, Vec<BsonDoc>> = HashMap::new();
+    for d in read(cx, &mv.spec.to.collection, filter, None).await? {
+        out.entry(d.get(&mv.spec.parent_field).map(id_key).unwrap_or_default()).or_default().push(d);
+    }
+    Ok(out)
+}
+
+/// Whether two documents hold the same fields, whatever their order, apart
+/// from docrel's bookkeeping.
+fn same(a: &BsonDoc, b: &BsonDoc) -> bool {
+    let fields = |d: &BsonDoc| d.keys().filter(|k| *k != "_docrel").count();
+    fields(a) == fields(b) && a.iter().filter(|(k, _)| *k != "_docrel").all(|(k, v)| b.get(k) == Some(v))
+}
+
+/// Makes the documents of the move's collection of each of `parents` what
+/// their arrays hold: an element is a document with its parent's `_id` in
+/// the parent reference; a document no array holds any more goes. A parent
+/// that is gone has no array: its documents go.
+pub(crate) async fn collection_from_arrays(
+    cx: &mut Cx<'_>,
+    mv: &ActiveMove,
+    parents: &[Bson],
+    reach: Reach,
+) -> Result<()> {
+    if parents.is_empty() {
+        return Ok(());
+    }
+    let arrays = arrays(cx, mv, parents).await?;
+    let mut documents = documents(cx, mv, parents).await?;
+    let (mut gone, mut statements) = (Vec::new(), Vec::new());
+    for parent in parents {
+        let key = id_key(parent);
+        let elements = arrays.get(&key).map(Vec::as_slice).unwrap_or_default();
+        let mut existing: HashMap<String, BsonDoc> = documents
+            .remove(&key)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| (d.get("_id").map(id_key).unwrap_or_default(), d))
+            .collect();
+        for e in elements {
+            let Some(id) = e.get(&mv.spec.key) else { continue };
+            let mut want = e.clone();
+            want.insert(&mv.spec.parent_field, parent.clone());
+            match existing.remove(&id_key(id)) {
+                Some(have) if same(&have, &want) => {}
+                Some(have) => {
+                    if let Ok(bookkeeping) = have.get_document("_docrel") {
+                        want.insert("_docrel", bookkeeping.clone());
+                    }
+                    statements.push(doc! {"q": {"_id": id.clone()}, "u": want, "upsert": false});
+                }
+                None if reach == Reach::Full => {
+                    statements.push(doc! {"q": {"_id": id.clone()}, "u": want, "upsert": true})
+                }
+                None => {}
+            }
+        }
+        gone.extend(existing.into_values().filter_map(|d| d.get("_id").cloned()));
+    }
+    let to = &mv.spec.to.collection;
+    if !gone.is_empty() {
+        let coll = cx.db.collection::<BsonDoc>(to);
+        crate::store::session::in_session!(coll.delete_many(doc! {"_id": {"$in": gone}}), cx.session())
+            .map_err(|e| Error::driver("delete", to.clone(), e))?;
+    }
+    if !statements.is_empty() {
+        crate::store::updates::send_updates(cx, to, statements).await?;
+    }
+    Ok(())
+}
+
+/// Makes each of `parents`' arrays hold their documents in the move's
+/// collection: elements keep their places, a changed one its new fields,
+/// one whose document went goes, and new documents are appended in `_id`
+/// order. An array that would pass the old bound refuses the write
+/// ([`Error::EmbedFull`]): old readers keep a complete array.
+pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    if parents.is_empty() {
+        return Ok(());
+    }
+    let arrays = arrays(cx, mv, parents).await?;
+    let mut documents = documents(cx, mv, parents).await?;
+    let mut statements = Vec::new();
+    for parent in parents {
+        let key = id_key(parent);
+        // A parent that is not stored holds nothing: a dangling parent
+        // reference is the reference checks' to report.
+        let Some(old) = arrays.get(&key) else { continue };
+        let elements = elements_of(mv, old, documents.remove(&key).unwrap_or_default());
+        if let Some(max) = mv.bound.filter(|max| elements.len() > *max as usize) {
+            return Err(Error::EmbedFull {
+                collection: &mv.spec.from.collection,
+                id: crate::bson_compat::relaxed_extjson(parent),
+                field: &mv.field,
+                max,
+                len: elements.len(),
+            });
+        }
+        if elements.len() != old.len() || elements.iter().zip(old).any(|(a, b)| !same(a, b)) {
+            let array: Vec<Bson> = elements.into_iter().map(Bson::Document).collect();
+            statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: array}}});
+        }
+    }
+    if !statements.is_empty() {
+        crate::store::updates::send_updates(cx, &mv.spec.from.collection, statements).await?;
+    }
+    Ok(())
+}
+
+/// The array of a parent that held `old`, given its documents now.
+fn elements_of(mv: &ActiveMove, old: &[BsonDoc], documents: Vec<BsonDoc>) -> Vec<BsonDoc> {
+    let mut by_id: HashMap<String, BsonDoc> = HashMap::new();
+    let mut order = Vec::new();
+    for mut d in documents {
+        d.remove(&mv.spec.parent_field);
+        d.remove("_docrel");
+        let id = d.get("_id").map(id_key).unwrap_or_default();
+        order.push(id.clone());
+        by_id.insert(id, d);
+    }
+    let mut out: Vec<BsonDoc> = old.iter().filter_map(|e| by_id.remove(&e.get(&mv.spec.key).map(id_key)?)).collect();
+    out.extend(order.into_iter().filter_map(|id| by_id.remove(&id)));
+    out
+}

@@ -1,0 +1,247 @@
+//! A write of a shape a move keeps (`#[document(moved_from = ..)]`): the
+//! call runs in a transaction with the reconcile of the other shape for
+//! every parent it may touch, so a reader of either shape sees the write
+//! or neither. Two writes of one parent's shapes conflict on the parent's
+//! documents, and the later one is retried whole: the reconciles see every
+//! write before them. A move's writes thus cost a transaction and the
+//! parents' arrays, and only while it runs.
+
+use super::repo::{Operation, Repository};
+use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, Reach};
+use crate::error::{Error, Misuse, Result};
+use crate::id::DocId;
+use crate::schema::document::Document;
+use crate::schema::graph_moves::Side;
+use crate::schema::stored::{ActiveMove, MoveState};
+use crate::store::path::id_key;
+use crate::store::session::{collect, Cx};
+use crate::store::{Filter, Update};
+use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::ClientSession;
+use std::time::{Duration, Instant};
+
+/// The documents a call may write: by id, by filter, or given whole.
+#[derive(Debug, Clone, Default)]
+pub struct Affected {
+    ids: Vec<Bson>,
+    filter: Option<BsonDoc>,
+    docs: Vec<BsonDoc>,
+    /// The fields an update touches; `None`: any (a whole document).
+    touched: Option<Vec<String>>,
+    /// A document given whole has no id yet: its insert generates one.
+    unnamed: bool,
+}
+
+impl Affected {
+    pub(super) fn documents<T: Document>(docs: &[T]) -> Result<Self> {
+        let mut out = Affected::default();
+        for d in docs {
+            let body = crate::bson_compat::to_document(d).map_err(|e| Error::Encode {
+                what: format!("a document of `{}`", T::COLLECTION),
+                message: e.to_string(),
+            })?;
+            match d.id() {
+                Some(id) => out.ids.push(id.to_bson()),
+                None => out.unnamed = true,
+            }
+            out.docs.push(body);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn by_id<T>(id: Bson, update: Option<&Update<T>>) -> Self {
+        Affected { ids: vec![id], touched: update.map(touched), ..Affected::default() }
+    }
+
+    pub(super) fn matching<T>(filter: &Filter, update: Option<&Update<T>>) -> Result<Self> {
+        Ok(Affected {
+            filter: Some(filter.clone().into_document()?),
+            touched: update.map(touched),
+            ..Affected::default()
+        })
+    }
+
+    /// Whether the call may write the array `field`.
+    fn writes(&self, field: &str) -> bool {
+        self.touched.as_ref().is_none_or(|t| {
+            t.iter().any(|p| p == field || p.strip_prefix(field).is_some_and(|rest| rest.starts_with('.')))
+        })
+    }
+}
+
+fn touched<T>(update: &Update<T>) -> Vec<String> {
+    update.touched().map(str::to_owned).collect()
+}
+
+/// One move the call's collection takes part in, and on which side.
+type Mirror = (&'static ActiveMove, Side);
+
+/// The moves a write of `T` described by `affected` must keep, refusing a
+/// write they cannot take yet.
+fn mirrors<T: Document>(db: &mongodb::Database, affected: &Affected) -> Result<Vec<Mirror>> {
+    let mut out = Vec::new();
+    for (mv, side) in crate::schema::graph::of(db).mirrored(T::COLLECTION) {
+        match side {
+            Side::Array if !affected.writes(&mv.field) => continue,
+            Side::Array if affected.unnamed => {
+                return Err(refused(
+                    mv,
+                    "an inserted document of the old shape needs its `_id` set (none is generated)",
+                ))
+            }
+            Side::Collection if mv.state < MoveState::Maintained => {
+                return Err(refused(mv, "the new shape takes writes once the move is maintained"))
+            }
+            _ => out.push((mv, side)),
+        }
+    }
+    Ok(out)
+}
+
+fn refused(mv: &ActiveMove, why: &str) -> Error {
+    Error::Invalid {
+        what: Misuse::Schema,
+        message: format!(
+            "`{}` is moving ({}, {}): {why}; nothing was written. `docrel schema status` shows where it stands",
+            mv.spec.label(),
+            mv.state,
+            mv.spec.id
+        ),
+    }
+}
+
+/// Runs `op` of `repo`, keeping every move it takes part in; the plain
+/// call when it takes part in none.
+pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
+    repo: &'a Repository<T>,
+    op: O,
+    session: Option<&'a mut ClientSession>,
+) -> Result<O::Output> {
+    let affected = op.affected()?;
+    let mirrors = mirrors::<T>(&repo.db, &affected)?;
+    if mirrors.is_empty() {
+        return op.run(repo, session).await;
+    }
+    let mut owned = None;
+    let session: &mut ClientSession = match session {
+        Some(s) => {
+            if crate::store::transaction::in_transaction(s).await {
+                return mirrored(repo, op, s, &affected, &mirrors).await;
+            }
+            s
+        }
+        None => {
+            let started = repo.db.client().start_session().causal_consistency(false).await;
+            owned.insert(started.map_err(|e| Error::driver("startSession", repo.db.name(), e))?)
+        }
+    };
+    in_transaction(repo, op, session, &affected, &mirrors).await
+}
+
+/// [`mirrored`] in a transaction of its own on `session`, committed with
+/// docrel's commit (after-commit hooks, the rules' check), retried whole on
+/// a transient error for up to two minutes, as the driver's convenient
+/// transactions are.
+async fn in_transaction<'a, T: Document, O: Operation<'a, T>>(
+    repo: &'a Repository<T>,
+    op: O,
+    session: &mut ClientSession,
+    affected: &Affected,
+    mirrors: &[Mirror],
+) -> Result<O::Output> {
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        session
+            .start_transaction()
+            .selection_criteria(crate::store::primary())
+            .await
+            .map_err(|e| Error::driver("startTransaction", repo.db.name(), e))?;
+        let ran = match mirrored(repo, op.clone(), session, affected, mirrors).await {
+            Ok(out) => super::caller_transaction::commit(session).await.map(|()| out),
+            Err(e) => {
+                let _ = super::caller_transaction::abort(session).await;
+                Err(e)
+            }
+        };
+        match ran {
+            Err(e) if e.is_transient() && started.elapsed() < Duration::from_secs(120) => {
+                crate::client::trace::retry("write of a moving shape", attempt);
+            }
+            done => return done,
+        }
+    }
+}
+
+/// `op` and the reconciles of its parents, in the transaction `session` is in.
+async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
+    repo: &'a Repository<T>,
+    op: O,
+    session: &mut ClientSession,
+    affected: &Affected,
+    mirrors: &[Mirror],
+) -> Result<O::Output> {
+    let db = repo.db.clone();
+    let mut before = Vec::new();
+    {
+        let cx = &mut Cx::new(&db, Some(&mut *session));
+        for (mv, side) in mirrors {
+            let parents = parents::<T>(cx, mv, *side, affected).await?;
+            // The new shape of a parent not copied yet is made first, from
+            // its array, which holds every element until the move is done.
+            if *side == Side::Collection {
+                collection_from_arrays(cx, mv, &parents, Reach::Full).await?;
+            }
+            before.push(parents);
+        }
+    }
+    let out = op.run(repo, Some(&mut *session)).await?;
+    let cx = &mut Cx::new(&db, Some(session));
+    for ((mv, side), mut parents) in mirrors.iter().zip(before) {
+        for p in self::parents::<T>(cx, mv, *side, affected).await? {
+            if !parents.iter().any(|q| id_key(q) == id_key(&p)) {
+                parents.push(p);
+            }
+        }
+        match side {
+            Side::Array => {
+                let reach = if mv.state == MoveState::Announced { Reach::DeletesAndUpdates } else { Reach::Full };
+                collection_from_arrays(cx, mv, &parents, reach).await?;
+            }
+            Side::Collection => arrays_from_collection(cx, mv, &parents).await?,
+        }
+    }
+    Ok(out)
+}
+
+/// The parents a write described by `affected` may touch, now: on the
+/// array's side the written documents themselves, on the collection's side
+/// the parents their parent references name (and, for documents given
+/// whole, the ones they will name).
+async fn parents<T: Document>(cx: &mut Cx<'_>, mv: &ActiveMove, side: Side, affected: &Affected) -> Result<Vec<Bson>> {
+    let mut out: Vec<Bson> = Vec::new();
+    if side == Side::Array {
+        out.extend(affected.ids.iter().cloned());
+    } else {
+        out.extend(affected.docs.iter().filter_map(|d| d.get(&mv.spec.parent_field).cloned()));
+    }
+    let filter = match (&affected.filter, affected.ids.is_empty()) {
+        (Some(f), _) => f.clone(),
+        (None, false) if side == Side::Collection => doc! {"_id": {"$in": affected.ids.clone()}},
+        _ => return Ok(out),
+    };
+    let field = if side == Side::Array { "_id" } else { mv.spec.parent_field.as_str() };
+    let coll = cx.db.collection::<RawDocumentBuf>(T::COLLECTION);
+    let find = coll.find(filter).projection(doc! {field: 1}).selection_criteria(crate::store::primary());
+    let found =
+        collect(find, cx.session(), T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await?;
+    for d in found {
+        if let Some(p) = d.get(field) {
+            if !out.iter().any(|q| id_key(q) == id_key(p)) {
+                out.push(p.clone());
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,54 @@
+//! The moves between patterns in progress in a database, as its graph
+//! knows them: each write of a call reads them from the graph the call
+//! began with, so one call never mixes two states of a move.
+
+use super::graph::Graph;
+use super::stored::{ActiveMove, MoveState};
+
+/// The moves a graph was built with.
+#[derive(Debug, Default)]
+pub(crate) struct Moves(Vec<ActiveMove>);
+
+impl Moves {
+    pub(crate) fn new(moves: Vec<ActiveMove>) -> Self {
+        Moves(moves)
+    }
+}
+
+/// Which side of a move a collection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Its documents hold the old array.
+    Array,
+    /// Its documents are the moved elements.
+    Collection,
+}
+
+impl Graph {
+    /// The moves whose two shapes are both kept, with the side `collection`
+    /// is of each: until a move is retired, a write of either shape is
+    /// applied to the other.
+    pub(crate) fn mirrored(&self, collection: &str) -> Vec<(&ActiveMove, Side)> {
+        let kept = self.moves.0.iter().filter(|m| m.state < MoveState::Retired);
+        kept.filter_map(|m| {
+            if m.spec.from.collection == collection {
+                Some((m, Side::Array))
+            } else if m.spec.to.collection == collection {
+                Some((m, Side::Collection))
+            } else {
+                None
+            }
+        })
+        .collect()
+    }
+
+    /// The old arrays of `collection` a move keeps that `schema` does not
+    /// declare (the new version's type): a replace keeps them as stored.
+    pub(crate) fn kept_by_moves(&self, schema: &super::document::Schema) -> Vec<&str> {
+        self.mirrored(schema.collection)
+            .into_iter()
+            .filter(|(m, side)| *side == Side::Array && !schema.relations.iter().any(|r| r.field == m.field))
+            .map(|(m, _)| m.field.as_str())
+            .collect()
+    }
+}
