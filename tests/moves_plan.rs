@@ -8,6 +8,7 @@ use docrel::admin::{run, Console, Exit};
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::schema::stored::{self, StoredMove, StoredType};
 use docrel::testing::TestDb;
+use futures::TryStreamExt;
 
 mod moves;
 
@@ -216,13 +217,13 @@ async fn admin(t: &TestDb, args: &[&str]) -> (Exit, String, String) {
     (exit, console.output(), console.errors())
 }
 
-/// `schema diff --json` carries the plan; `schema apply` refuses a program
-/// with a move and writes nothing.
+/// `schema diff --json` carries the plan; `schema apply` runs the move to
+/// `switched` and backfills the new subset; run again, it changes nothing.
 #[tokio::test]
-async fn the_command_line_plans_the_move_and_apply_refuses_it() -> docrel::Result<()> {
+async fn the_command_line_plans_and_applies_the_move() -> docrel::Result<()> {
     let t = TestDb::new("mv_cli").await?;
     publish_old(&t).await;
-    old_posts(&t, &[3, 4]).await;
+    let posts = old_posts(&t, &[3, 4]).await;
     let file = std::env::temp_dir().join(format!("docrel_mv_{}.json", std::process::id()));
     let export = serde_json::json!({"format": 2, "types": new_export().types, "moves": new_export().moves});
     std::fs::write(&file, export.to_string()).expect("write the export");
@@ -232,13 +233,54 @@ async fn the_command_line_plans_the_move_and_apply_refuses_it() -> docrel::Resul
     let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(json["moves"][0]["from"], "mv_posts.comments");
     assert_eq!(json["moves"][0]["counts"]["elements"], 7);
-    let before = t.db.collection::<BsonDoc>("_docrel_schema").count_documents(doc! {}).await.expect("count");
+
     let (exit, _, err) = admin(&t, &["schema", "apply", "--file", path, "--wait", "0"]).await;
-    assert_eq!(exit, Exit::Failed, "{err}");
-    assert!(err.contains("does not run moves yet, so nothing was written"), "{err}");
-    let after = t.db.collection::<BsonDoc>("_docrel_schema").count_documents(doc! {}).await.expect("count");
-    assert_eq!(before, after);
+    assert_eq!(exit, Exit::Ok, "{err}");
+    assert!(err.contains("mv_posts.comments → mv_comments: switched"), "{err}");
+    let docs = t.db.collection::<BsonDoc>("mv_comments");
+    for p in &posts {
+        let id = p.get("_id").unwrap().clone();
+        let mut want: Vec<BsonDoc> =
+            p.get_array("comments").unwrap().iter().map(|e| as_document(e.as_document().unwrap(), &id)).collect();
+        want.sort_by_key(|d| d.get_object_id("_id").unwrap());
+        let have: Vec<BsonDoc> =
+            docs.find(doc! {"post": &id}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("read");
+        assert_eq!(have, want, "every element is a document, once");
+        // The new version's subset, the newest three, is backfilled.
+        let stored = t.db.collection::<BsonDoc>("mv_posts").find_one(doc! {"_id": &id}).await.expect("read").unwrap();
+        let recent: Vec<Bson> = stored
+            .get_array("recent")
+            .unwrap()
+            .iter()
+            .map(|s| s.as_document().unwrap().get("_id").unwrap().clone())
+            .collect();
+        let newest: Vec<Bson> = want.iter().rev().take(3).map(|d| d.get("_id").unwrap().clone()).collect();
+        assert_eq!(recent, newest);
+        assert_eq!(stored.get_array("comments").unwrap(), p.get_array("comments").unwrap(), "old readers keep theirs");
+    }
+    let status = stored::load_moves(&t.db).await?;
+    assert_eq!(status[0].state, stored::MoveState::Switched);
+    let (exit, _, err) = admin(&t, &["schema", "apply", "--file", path, "--wait", "0"]).await;
+    assert_eq!(exit, Exit::Ok, "{err}");
+    assert_eq!(docs.count_documents(doc! {}).await.expect("count"), 7, "run again, nothing changes");
     let _ = std::fs::remove_file(&file);
+    Ok(())
+}
+
+/// A move its plan refuses is not started: nothing is written.
+#[tokio::test]
+async fn apply_refuses_a_move_its_plan_refuses() -> docrel::Result<()> {
+    let t = TestDb::new("mv_refused").await?;
+    publish_old(&t).await;
+    let posts = vec![doc! {"_id": ObjectId::new(), "title": "a", "comments": [{"author": "bo", "text": "no key"}]}];
+    t.db.collection::<BsonDoc>("mv_posts").insert_many(posts).await.expect("raw insert");
+    let e = new_export();
+    let refused =
+        docrel::admin::moves::run(&t.db, &e.types, &e.moves, std::time::Duration::ZERO, || false, |_| {}).await;
+    let text = refused.unwrap_err().to_string();
+    assert!(text.contains("is refused, nothing was written") && text.contains("have no `_id`"), "{text}");
+    assert!(stored::load_moves(&t.db).await?.is_empty());
+    assert_eq!(t.db.collection::<BsonDoc>("mv_comments").count_documents(doc! {}).await.expect("count"), 0);
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 //! parents' arrays, and only while it runs.
 
 use super::repo::{Operation, Repository};
-use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, Reach};
+use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::id::DocId;
 use crate::schema::document::Document;
@@ -210,6 +210,9 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
                 collection_from_arrays(cx, mv, &parents, reach).await?;
             }
             Side::Collection => arrays_from_collection(cx, mv, &parents).await?,
+        }
+        if mv.state == MoveState::Maintained {
+            mark(cx, mv, &parents).await?;
         }
     }
     Ok(out)

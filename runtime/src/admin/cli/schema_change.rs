@@ -47,16 +47,22 @@ pub(super) async fn apply(
 ) -> Result<Exit> {
     let exported = program(args.file)?;
     if !exported.moves.is_empty() {
-        let moves: Vec<String> = exported.moves.iter().map(|m| m.label()).collect();
-        return Err(Error::Invalid {
-            what: Misuse::Schema,
-            message: format!(
-                "{} declares a move ({}): `schema apply` does not run moves yet, so nothing was written;                  `docrel schema diff --file {}` plans it",
-                args.file.display(),
-                moves.join(", "),
-                args.file.display()
-            ),
-        });
+        // The moves first, to `switched`; then the change backfills what
+        // the new version derives from the moved data, and verifies.
+        let lease = args.wait.map_or_else(|| crate::schema::lease_for(db), |w| w / 2);
+        let reports = {
+            let (err, quiet) = (&mut console.err, as_json);
+            let say = |step: &str| {
+                if !quiet {
+                    let _ = writeln!(err, "{step}");
+                }
+            };
+            crate::admin::moves::run(db, &exported.types, &exported.moves, lease, || shutdown.requested(), say).await?
+        };
+        if !reports.iter().all(crate::admin::moves::MoveReport::switched) {
+            console.say(&if as_json { json(&reports) } else { "moves stopped: run it again to resume".to_owned() });
+            return Ok(Exit::Interrupted);
+        }
     }
     let mut change = crate::admin::change::change(db, exported.types);
     for removal in args.remove {

@@ -4,25 +4,25 @@
 
 use crate::error::{Error, Result};
 use crate::schema::stored::StoredMove;
-use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::Database;
 use serde::Serialize;
 use std::time::Instant;
 
-/// The pipeline copying the elements of `field` of the first `page`
-/// parents after `after` (by `_id`) into `into`: each element becomes a
-/// document whose `_id` is its key and whose parent reference is its
-/// parent's `_id`. An element already there is kept.
-pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, after: Option<&Bson>, page: i64) -> Vec<BsonDoc> {
+/// The pipeline copying the elements of `field` of the parents `matched`
+/// finds (at most `limit` of them, in `_id` order) into `into`: each element
+/// becomes a document whose `_id` is its key and whose parent reference is
+/// its parent's `_id`. An element already there is kept: a mirror wrote it
+/// since, and it is newer.
+pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, matched: BsonDoc, limit: Option<i64>) -> Vec<BsonDoc> {
     let mut first = doc! {format!("{field}.0"): {"$exists": true}};
-    if let Some(after) = after {
-        first.insert("_id", doc! {"$gt": after.clone()});
-    }
+    first.extend(matched);
     let element = format!("${field}");
-    vec![
-        doc! {"$match": first},
-        doc! {"$sort": {"_id": 1}},
-        doc! {"$limit": page},
+    let mut out = vec![doc! {"$match": first}, doc! {"$sort": {"_id": 1}}];
+    if let Some(limit) = limit {
+        out.push(doc! {"$limit": limit});
+    }
+    out.extend([
         doc! {"$project": {field: 1}},
         doc! {"$unwind": &element},
         doc! {"$replaceRoot": {"newRoot": {"$mergeObjects": [
@@ -30,7 +30,8 @@ pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, after: Option<&
             {"_id": format!("{element}.{}", mv.key), &mv.parent_field: "$_id"},
         ]}}},
         doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
-    ]
+    ]);
+    out
 }
 
 /// The copy's rate, measured on one page of real parents.
@@ -60,8 +61,10 @@ pub(super) async fn probe(
     let dropped = |e| Error::driver("drop", scratch.clone(), e);
     coll.drop().await.map_err(dropped)?;
     let started = Instant::now();
-    let ran =
-        db.collection::<BsonDoc>(&mv.from.collection).aggregate(pipeline(mv, field, &scratch, None, parents)).await;
+    let ran = db
+        .collection::<BsonDoc>(&mv.from.collection)
+        .aggregate(pipeline(mv, field, &scratch, BsonDoc::new(), Some(parents)))
+        .await;
     let elapsed = started.elapsed().as_secs_f64();
     let copied = match ran {
         Ok(_) => coll.count_documents(doc! {}).await.map_err(|e| Error::driver("count", scratch.clone(), e)),

@@ -5,9 +5,12 @@
 //! move, since running one online is not built yet.
 
 mod copy;
+mod copy_run;
 mod count;
 mod holders;
+mod indexes;
 mod plan;
+mod run;
 mod shapes;
 mod states;
 mod status;
@@ -17,5 +20,6 @@ pub use count::MoveCounts;
 pub use holders::{holders, Holder};
 pub(crate) use plan::plan_with;
 pub use plan::{plan, undeclared, MovePlan};
+pub use run::{run, MoveReport};
 pub use states::{may_enter, may_retire, Wait};
 pub use status::{status, MoveStatus, Status};

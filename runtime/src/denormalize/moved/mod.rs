@@ -5,6 +5,9 @@
 //! (`repository/moved.rs`); the change running the move copies what was
 //! there before with the same rule.
 
+mod marks;
 mod reconcile;
 
+pub(crate) use marks::mark;
+pub use marks::MARKS_COLLECTION;
 pub(crate) use reconcile::{arrays_from_collection, collection_from_arrays, Reach};

@@ -1,0 +1,117 @@
+//! The copy of a move's existing elements, page by page of parents, each
+//! page one server-side `$unwind` + `$merge`, then the parents written
+//! meanwhile reconciled (the marks of `denormalize::moved`), then the
+//! page checkpointed: a stopped copy resumes after its last page, and a
+//! page copied twice writes nothing twice.
+
+use crate::denormalize::moved::{collection_from_arrays, Reach, MARKS_COLLECTION};
+use crate::error::{Error, Result};
+use crate::schema::stored::ActiveMove;
+use crate::store::session::Cx;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::Database;
+
+/// What a copy run did.
+pub(super) struct Copied {
+    pub(super) pages: u64,
+    pub(super) settled: u64,
+    /// Every page is copied and settled.
+    pub(super) finished: bool,
+}
+
+/// Parents reconciled per transaction when settling.
+const SETTLE_CHUNK: usize = 100;
+
+/// Copies the elements of every parent after the checkpoint, `page`
+/// parents at a time.
+pub(super) async fn copy(
+    db: &Database,
+    active: &ActiveMove,
+    page: i64,
+    stop: &mut impl FnMut() -> bool,
+    step: &mut impl FnMut(&str),
+) -> Result<Copied> {
+    let (spec, field) = (&active.spec, active.field.as_str());
+    let checkpoints = db.collection::<BsonDoc>(crate::admin::change::CHANGE_COLLECTION);
+    let id = format!("move:{}", spec.id);
+    let saved = checkpoints.find_one(doc! {"_id": &id}).await.map_err(|e| Error::driver("find", "checkpoint", e))?;
+    let mut after = saved.and_then(|s| s.get("after").cloned());
+    let mut out = Copied { pages: 0, settled: 0, finished: false };
+    let parents = db.collection::<BsonDoc>(&spec.from.collection);
+    loop {
+        if stop() {
+            return Ok(out);
+        }
+        let mut range = doc! {format!("{field}.0"): {"$exists": true}};
+        if let Some(a) = &after {
+            range.insert("_id", doc! {"$gt": a.clone()});
+        }
+        let ids: Vec<BsonDoc> = parents
+            .find(range)
+            .sort(doc! {"_id": 1})
+            .limit(page)
+            .projection(doc! {"_id": 1})
+            .await
+            .map_err(|e| Error::driver("find", spec.from.collection.clone(), e))?
+            .try_collect()
+            .await
+            .map_err(|e| Error::driver("find", spec.from.collection.clone(), e))?;
+        let Some(bound) = ids.last().and_then(|d| d.get("_id")).cloned() else { break };
+        let mut matched = doc! {"_id": {"$lte": bound.clone()}};
+        if let Some(a) = &after {
+            matched = doc! {"_id": {"$gt": a.clone(), "$lte": bound.clone()}};
+        }
+        let pipeline = super::copy::pipeline(spec, field, &spec.to.collection, matched, None);
+        parents.aggregate(pipeline).await.map_err(|e| Error::driver("aggregate", spec.from.collection.clone(), e))?;
+        out.settled += settle(db, active).await?;
+        checkpoints
+            .update_one(doc! {"_id": &id}, doc! {"$set": {"after": bound.clone()}, "$inc": {"pages": 1}})
+            .upsert(true)
+            .await
+            .map_err(|e| Error::driver("update", "checkpoint", e))?;
+        out.pages += 1;
+        step(&format!(
+            "{}: copied {} parent(s) up to {}",
+            spec.label(),
+            ids.len(),
+            crate::bson_compat::relaxed_extjson(&bound)
+        ));
+        after = Some(bound);
+    }
+    out.settled += settle(db, active).await?;
+    out.finished = true;
+    Ok(out)
+}
+
+/// Reconciles every parent marked as written since the last settle, each
+/// chunk in a transaction, and forgets the marks it saw (a mark renewed
+/// meanwhile stays for the next settle). Returns how many parents.
+pub(super) async fn settle(db: &Database, active: &ActiveMove) -> Result<u64> {
+    let marks = db.collection::<BsonDoc>(MARKS_COLLECTION);
+    let seen: Vec<BsonDoc> = marks
+        .find(doc! {"_id.m": &active.spec.id})
+        .await
+        .map_err(|e| Error::driver("find", MARKS_COLLECTION, e))?
+        .try_collect()
+        .await
+        .map_err(|e| Error::driver("find", MARKS_COLLECTION, e))?;
+    let parents: Vec<Bson> = seen.iter().filter_map(|m| m.get_document("_id").ok()?.get("p").cloned()).collect();
+    for chunk in parents.chunks(SETTLE_CHUNK) {
+        let (db2, active, chunk) = (db.clone(), active.clone(), chunk.to_vec());
+        crate::store::transaction::run(db, "settle of a move's copy", &mut |s| {
+            let (db, active, chunk) = (db2.clone(), active.clone(), chunk.clone());
+            Box::pin(async move {
+                let cx = &mut Cx::new(&db, Some(s));
+                collection_from_arrays(cx, &active, &chunk, Reach::Full).await
+            })
+        })
+        .await?;
+    }
+    if !seen.is_empty() {
+        let exact: Vec<BsonDoc> =
+            seen.iter().map(|m| doc! {"_id": m.get("_id").cloned(), "at": m.get("at").cloned()}).collect();
+        marks.delete_many(doc! {"$or": exact}).await.map_err(|e| Error::driver("delete", MARKS_COLLECTION, e))?;
+    }
+    Ok(parents.len() as u64)
+}

@@ -1,0 +1,208 @@
+//! Running a move online: announced → maintained → (the copy) → moved →
+//! switched, each state published with the schema and entered only once
+//! every live lease holder has seen the one before and two leases have
+//! passed ([`super::may_enter`]). The states and the copy's checkpoint are
+//! saved in the database: a stopped or crashed run resumes where it was,
+//! and running it again after it is done changes nothing.
+
+use super::plan::{plan_with, MovePlan};
+use super::states::{may_enter, Wait};
+use crate::error::{Error, Misuse, Result};
+use crate::schema::stored::{self, ActiveMove, MoveState, StoredMove, StoredType};
+use mongodb::bson::{doc, DateTime, Document as BsonDoc};
+use mongodb::Database;
+use serde::Serialize;
+use std::time::Duration;
+
+/// What a run did to each move, and where it stands.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MoveReport {
+    /// The move's id.
+    pub id: String,
+    /// `posts.comments → comments`.
+    pub label: String,
+    /// The state it reached (`None`: not announced, the run was stopped).
+    pub state: Option<MoveState>,
+    /// Whether it resumed a run stopped before.
+    pub resumed: bool,
+    /// Pages of parents the copy wrote in this run.
+    pub pages: u64,
+    /// Parents reconciled after the copy's pages, for writes made meanwhile.
+    pub settled: u64,
+}
+
+impl MoveReport {
+    /// Whether the move reached `switched`: the new version reads the new shape.
+    pub fn switched(&self) -> bool {
+        self.state.is_some_and(|s| s >= MoveState::Switched)
+    }
+}
+
+/// Parents per page of the copy.
+const PAGE: i64 = 200;
+
+/// Runs (or resumes) the moves `program` declares up to `switched`. `stop`
+/// is asked between steps and pages; `step` hears each step in words.
+/// Refused, with nothing written, when a plan has refusals.
+pub async fn run(
+    db: &Database,
+    program: &[StoredType],
+    moves: &[StoredMove],
+    lease: Duration,
+    mut stop: impl FnMut() -> bool,
+    mut step: impl FnMut(&str),
+) -> Result<Vec<MoveReport>> {
+    let mut out = Vec::new();
+    for mv in moves {
+        let mut report = MoveReport { id: mv.id.clone(), label: mv.label(), ..MoveReport::default() };
+        let active = match stored::load_moves(db).await?.into_iter().find(|m| m.spec.id == mv.id) {
+            Some(active) => {
+                report.resumed = true;
+                active
+            }
+            None if done(db, mv).await? => {
+                step(&format!("{}: switched already", mv.label()));
+                report.state = Some(MoveState::Switched);
+                out.push(report);
+                continue;
+            }
+            None => announce(db, program, mv, &mut step).await?,
+        };
+        report.state = Some(active.state);
+        advance(db, active, lease, &mut report, &mut stop, &mut step).await?;
+        out.push(report);
+    }
+    Ok(out)
+}
+
+/// Whether a run took `mv` to `switched` before (its checkpoint says so).
+async fn done(db: &Database, mv: &StoredMove) -> Result<bool> {
+    let saved = checkpoints(db).find_one(doc! {"_id": checkpoint_id(mv)}).await;
+    let saved = saved.map_err(|e| Error::driver("find", crate::admin::change::CHANGE_COLLECTION, e))?;
+    Ok(saved.is_some_and(|s| s.get_bool("switched").unwrap_or(false)))
+}
+
+fn checkpoints(db: &Database) -> mongodb::Collection<BsonDoc> {
+    db.collection(crate::admin::change::CHANGE_COLLECTION)
+}
+
+fn checkpoint_id(mv: &StoredMove) -> String {
+    format!("move:{}", mv.id)
+}
+
+/// Plans `mv`, refuses it when the plan says so, then builds its indexes,
+/// publishes the new version's types and the move, announced.
+async fn announce(
+    db: &Database,
+    program: &[StoredType],
+    mv: &StoredMove,
+    step: &mut impl FnMut(&str),
+) -> Result<ActiveMove> {
+    let stored_types = stored::load(db).await?;
+    let plan: MovePlan = plan_with(db, &stored_types, program, std::slice::from_ref(mv), false).await?.remove(0);
+    if !plan.refusals.is_empty() {
+        return Err(Error::Invalid {
+            what: Misuse::Schema,
+            message: format!("the move {} is refused, nothing was written: {}", mv.label(), plan.refusals.join("; ")),
+        });
+    }
+    let field = plan.from.rsplit_once('.').map(|(_, f)| f.to_owned()).unwrap_or_default();
+    let old = stored_types.iter().filter(|t| t.collection == mv.from.collection).flat_map(|t| &t.relations);
+    let bound = old.into_iter().find(|r| r.field == field).and_then(|r| match r.kind {
+        stored::StoredKind::Embed { max, .. } => max,
+        _ => None,
+    });
+    super::indexes::build(db, program, mv, &field, step).await?;
+    stored::publish_types(db, program).await?;
+    let since = DateTime::from_millis(super::status::server_now(db).await?);
+    let active =
+        ActiveMove { spec: mv.clone(), field, bound, state: MoveState::Announced, since, change: mv.id.clone() };
+    let mut all = stored::load_moves(db).await?;
+    all.push(active.clone());
+    stored::publish_moves(db, &all).await?;
+    stored::obey(db).await?;
+    step(&format!("{}: announced", mv.label()));
+    Ok(active)
+}
+
+/// Takes `active` from its state to `switched`, copying in `maintained`.
+async fn advance(
+    db: &Database,
+    mut active: ActiveMove,
+    lease: Duration,
+    report: &mut MoveReport,
+    stop: &mut impl FnMut() -> bool,
+    step: &mut impl FnMut(&str),
+) -> Result<()> {
+    while active.state < MoveState::Switched {
+        let Some(next) = active.state.next() else { break };
+        if !wait_for(db, &active, lease, stop, step).await? {
+            step("stopped: run `docrel schema apply` again to resume");
+            return Ok(());
+        }
+        if active.state == MoveState::Maintained {
+            let copied = super::copy_run::copy(db, &active, PAGE, stop, step).await?;
+            report.pages += copied.pages;
+            report.settled += copied.settled;
+            if !copied.finished {
+                step("stopped: run `docrel schema apply` again to resume the copy");
+                return Ok(());
+            }
+        }
+        active = enter(db, active, next).await?;
+        report.state = Some(next);
+        step(&format!("{}: {next}", active.spec.label()));
+    }
+    checkpoints(db)
+        .update_one(doc! {"_id": checkpoint_id(&active.spec)}, doc! {"$set": {"switched": true}})
+        .upsert(true)
+        .await
+        .map_err(|e| Error::driver("update", crate::admin::change::CHANGE_COLLECTION, e))?;
+    Ok(())
+}
+
+/// Waits until the move may leave its state; `false` when stopped.
+async fn wait_for(
+    db: &Database,
+    active: &ActiveMove,
+    lease: Duration,
+    stop: &mut impl FnMut() -> bool,
+    step: &mut impl FnMut(&str),
+) -> Result<bool> {
+    let mut said = None;
+    loop {
+        let holders = super::holders::holders(db).await?;
+        let now = super::status::server_now(db).await?;
+        let elapsed = Duration::from_millis(u64::try_from(now - active.since.timestamp_millis()).unwrap_or(0));
+        let wait = may_enter(&active.spec.id, active.state, elapsed, &holders, lease);
+        if wait == Wait::Ready {
+            return Ok(true);
+        }
+        if stop() {
+            return Ok(false);
+        }
+        let words = match &wait {
+            Wait::Holders(h) => format!("waiting for {} to see {}", h.join("; "), active.state),
+            _ => format!("waiting two leases in {}", active.state),
+        };
+        if said.as_ref() != Some(&words) {
+            step(&words);
+            said = Some(words);
+        }
+        tokio::time::sleep(Duration::from_millis(100).min(lease / 4).max(Duration::from_millis(10))).await;
+    }
+}
+
+/// Publishes `active` in state `next`, at the server's time, and obeys it.
+async fn enter(db: &Database, active: ActiveMove, next: MoveState) -> Result<ActiveMove> {
+    let since = DateTime::from_millis(super::status::server_now(db).await?);
+    let entered = ActiveMove { state: next, since, ..active };
+    let mut all = stored::load_moves(db).await?;
+    match all.iter_mut().find(|m| m.spec.id == entered.spec.id) {
+        Some(m) => *m = entered.clone(),
+        None => all.push(entered.clone()),
+    }
+    stored::publish_moves(db, &all).await?;
+    stored::obey(db).await?;
+    Ok(entered)
+}
