@@ -76,11 +76,33 @@ fn touched<T>(update: &Update<T>) -> Vec<String> {
 /// One move the call's collection takes part in, and on which side.
 type Mirror = (&'static ActiveMove, Side);
 
+/// Refuses a write of a type declared `moved_from` an array that the
+/// database still holds, with no move of it under way: the old version's
+/// readers would not see it, and the move would not keep it.
+fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
+    for m in crate::schema::moves::declared().filter(|m| m.to_collection == T::COLLECTION) {
+        if !graph.lists_move(m.from_collection, m.from_rust_field, m.to_collection)
+            && graph.holds_array(m.from_collection, m.from_rust_field)
+        {
+            return Err(Error::Invalid {
+                what: Misuse::Schema,
+                message: format!(
+                    "`{}` was declared `moved_from = {}::{}`, and the database still keeps `{}.{}` with no move \
+                     under way: nothing was written. Run `docrel schema apply --file <this program's export>` \
+                     first; its writes are taken once the move is maintained",
+                    m.to_type, m.from_type, m.from_rust_field, m.from_collection, m.from_rust_field
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The moves a write of `T` described by `affected` must keep, refusing a
 /// write they cannot take yet.
-fn mirrors<T: Document>(db: &mongodb::Database, affected: &Affected) -> Result<Vec<Mirror>> {
+fn mirrors<T: Document>(graph: &'static crate::schema::graph::Graph, affected: &Affected) -> Result<Vec<Mirror>> {
     let mut out = Vec::new();
-    for (mv, side) in crate::schema::graph::of(db).mirrored(T::COLLECTION) {
+    for (mv, side) in graph.mirrored(T::COLLECTION) {
         match side {
             Side::Array if !affected.writes(&mv.field) => continue,
             Side::Array if affected.unnamed => {
@@ -117,8 +139,15 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
     op: O,
     session: Option<&'a mut ClientSession>,
 ) -> Result<O::Output> {
+    let graph = crate::schema::graph::of(&repo.db);
+    applied::<T>(graph)?;
+    // Without a move of this collection a write costs what it cost before:
+    // nothing is asked of it.
+    if graph.mirrored(T::COLLECTION).is_empty() {
+        return op.run(repo, session).await;
+    }
     let affected = op.affected()?;
-    let mirrors = mirrors::<T>(&repo.db, &affected)?;
+    let mirrors = mirrors::<T>(graph, &affected)?;
     if mirrors.is_empty() {
         return op.run(repo, session).await;
     }

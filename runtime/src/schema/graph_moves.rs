@@ -42,6 +42,22 @@ impl Graph {
         .collect()
     }
 
+    /// Whether the move of `from.rust_field` into `to` is listed at all, in
+    /// any state.
+    pub(crate) fn lists_move(&self, from: &str, rust_field: &str, to: &str) -> bool {
+        self.moves.0.iter().any(|m| {
+            m.spec.from.collection == from
+                && m.spec.from.rust_field.as_deref() == Some(rust_field)
+                && m.spec.to.collection == to
+        })
+    }
+
+    /// Whether a type of `collection` (linked, or as stored) still declares
+    /// the array whose Rust name is `rust_field`.
+    pub(crate) fn holds_array(&self, collection: &str, rust_field: &str) -> bool {
+        self.types_of(collection).iter().any(|s| s.relations.iter().any(|r| r.rust_field == rust_field))
+    }
+
     /// The old arrays of `collection` a move keeps that `schema` does not
     /// declare (the new version's type): a replace keeps them as stored.
     pub(crate) fn kept_by_moves(&self, schema: &super::document::Schema) -> Vec<&str> {

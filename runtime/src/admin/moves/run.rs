@@ -148,6 +148,15 @@ async fn advance(
                 step("stopped: run `docrel schema apply` again to resume the copy");
                 return Ok(());
             }
+            // What the new version derives from the moved documents (its
+            // subsets of them) is rebuilt from them, now that all are there.
+            let to = active.spec.to.collection.clone();
+            step(&format!("{}: backfill: repair {to}", active.spec.label()));
+            let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;
+            if repaired.interrupted {
+                step("stopped: run `docrel schema apply` again to resume the backfill");
+                return Ok(());
+            }
         }
         active = enter(db, active, next).await?;
         report.state = Some(next);

@@ -108,6 +108,7 @@ pub(crate) async fn collection_from_arrays(
         gone.extend(existing.into_values().filter_map(|d| d.get("_id").cloned()));
     }
     let to = &mv.spec.to.collection;
+    let changed = !gone.is_empty() || !statements.is_empty();
     if !gone.is_empty() {
         let coll = cx.db.collection::<BsonDoc>(to);
         crate::store::session::in_session!(coll.delete_many(doc! {"_id": {"$in": gone}}), cx.session())
@@ -115,6 +116,20 @@ pub(crate) async fn collection_from_arrays(
     }
     if !statements.is_empty() {
         crate::store::updates::send_updates(cx, to, statements).await?;
+    }
+    if changed {
+        summaries(cx, mv, parents).await?;
+    }
+    Ok(())
+}
+
+/// Rebuilds the parents' subsets of the move's collection (the new
+/// version's newest N): documents written by a reconcile, not by a write of
+/// their own type, change what they summarize.
+async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<()> {
+    let graph = cx.graph;
+    for target in graph.subsets_of(&mv.spec.to.collection).iter().filter(|t| t.parent == mv.spec.from.collection) {
+        target.rebuild_many(cx, parents).await?;
     }
     Ok(())
 }
