@@ -126,6 +126,26 @@ async fn cut_next_bulk_write(t: &TestDb, on: bool) -> docrel::Result<()> {
     Ok(())
 }
 
+/// The server's next `count` inserts from this test's client are refused
+/// with `code`, or no longer (`None`).
+async fn refuse_inserts(t: &TestDb, refusal: Option<(i32, i32)>) -> docrel::Result<()> {
+    let command = match refusal {
+        Some((code, count)) => doc! {"configureFailPoint": "failCommand", "mode": {"times": count},
+        "data": {"failCommands": ["insert"], "errorCode": code, "appName": t.db.name()}},
+        None => doc! {"configureFailPoint": "failCommand", "mode": "off"},
+    };
+    t.client.database("admin").run_command(command).await?;
+    Ok(())
+}
+
+/// What a reader of docrel's errors never meets: the driver's `Debug`
+/// forms and its scaffolding around a message.
+fn assert_readable(text: &str) {
+    for dump in ["BulkWriteError {", "WriteError {", "CommandError {", "Kind:", "labels:", "partial_result"] {
+        assert!(!text.contains(dump), "`{dump}` in: {text}");
+    }
+}
+
 #[tokio::test]
 async fn a_rename_copied_into_three_collections_is_one_round_trip() -> docrel::Result<()> {
     let t = TestDb::new("bulk_rename").await?;
@@ -223,6 +243,11 @@ async fn a_refused_statement_of_the_batch_names_its_target() -> docrel::Result<(
     validator(true).await?;
     let e =
         Part::repo(&t.db).replace(&Part { id: part.id, name: "refused".into() }).await.expect_err("the bins refuse it");
+    // The server's reason as one sentence, not the driver's dump of the batch.
+    let text = e.to_string();
+    assert!(text.contains("server error 121") && text.contains("Document failed validation"), "{text}");
+    assert!(text.contains("was written, but its copies in `bf_bins`"), "{text}");
+    assert_readable(&text);
     // The holders the fan-out left stale: those of the refused target and
     // of every target after it (the order is the schema graph's, which
     // follows link order and so differs between builds).
@@ -263,5 +288,32 @@ async fn a_cut_batch_of_fan_outs_is_sent_again_target_by_target() -> docrel::Res
     let sent = renamed(&t, part.id, "cut", mark).await?;
     assert_eq!(sent[..2], ["findAndModify bf_parts", "bulkWrite"], "{sent:?}");
     assert_eq!(sent[2..].iter().filter(|c| c.starts_with("update bf_")).count(), 3, "{sent:?}");
+    Ok(())
+}
+
+/// A command the server refuses (fail points answering 112 WriteConflict,
+/// and 91 ShutdownInProgress to the driver's retry too) reads as the
+/// server's code, name and message, says whether it may pass, and nothing
+/// was inserted.
+#[tokio::test]
+async fn a_refused_command_reads_as_the_servers_code_and_message() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
+    let t = TestDb::new("bulk_command_refused").await?;
+    for (code, name, count) in [(112, "WriteConflict", 1), (91, "ShutdownInProgress", 2)] {
+        let part = Part { id: ObjectId::new(), name: "refused".into() };
+        refuse_inserts(&t, Some((code, count))).await?;
+        let inserted = Part::repo(&t.db).insert(&part).await;
+        refuse_inserts(&t, None).await?;
+        let e = inserted.expect_err("the fail point refuses it");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("insert on collection `bf_parts` failed: server error {code} ({name}): ")),
+            "{text}"
+        );
+        assert_readable(&text);
+        assert_eq!(e.is_transient(), code == 91, "{text}");
+        assert_eq!(text.contains("This is transient"), code == 91, "{text}");
+        assert_eq!(t.db.collection::<BsonDoc>("bf_parts").count_documents(doc! {"_id": part.id}).await?, 0);
+    }
     Ok(())
 }

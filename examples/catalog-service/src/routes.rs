@@ -133,7 +133,12 @@ pub async fn create_part(
     not_blank("name", &new.name)?;
     not_blank("partno", &new.partno)?;
     let part = Part { id: ObjectId::new(), partno: new.partno, name: new.name, price: new.price };
-    Part::repo(&state.db).insert(&part).await?; // a taken partno: is_duplicate_key, 409
+    // The one unique value a new part has: the client reads which it is.
+    let taken = |e: docrel::Error| match e.is_duplicate_key() {
+        true => ApiError::conflict(format!("partno `{}` is already taken", part.partno)),
+        false => e.into(),
+    };
+    Part::repo(&state.db).insert(&part).await.map_err(taken)?;
     let Part { id, partno, name, price } = part;
     Ok((StatusCode::CREATED, Json(PartOut { id: id.to_hex(), partno, name, price })))
 }

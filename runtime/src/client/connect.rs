@@ -138,7 +138,7 @@ pub(crate) fn split(uri: &str) -> (&str, UserInfo<'_>, &str) {
 fn invalid(uri: &str, e: &mongodb::error::Error) -> Error {
     let said = match &*e.kind {
         mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
-        _ => e.to_string(),
+        _ => crate::error::reason(e),
     };
     let (head, user_info, hosts_on) = split(uri);
     let (user, password) = user_info.unwrap_or_default();

@@ -119,3 +119,39 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mongodb::error::{BulkWriteError, Error, ErrorKind, WriteError};
+
+    fn write_error(code: i32, message: &str) -> WriteError {
+        serde_json::from_value(serde_json::json!({"code": code, "errmsg": message})).expect("a write error")
+    }
+
+    /// docrel's messages carry the sentence; the driver's error stays
+    /// whole behind `source()` and the accessors.
+    #[test]
+    fn docrels_message_says_the_sentence_and_keeps_the_drivers_error() {
+        use std::error::Error as _;
+        let mut b = BulkWriteError::default();
+        b.write_errors.insert(1, write_error(121, "Document failed validation"));
+        let cause = super::super::Error::driver("bulkWrite", "products", Error::from(ErrorKind::BulkWrite(b)));
+        let text = cause.to_string();
+        assert!(text.starts_with("bulkWrite on collection `products` failed: server error 121"), "{text}");
+        assert!(text.contains("Document failed validation"), "{text}");
+        for dump in ["BulkWriteError {", "WriteError {", "Kind:", "partial_result"] {
+            assert!(!text.contains(dump), "`{dump}` in: {text}");
+        }
+        // `source()` is the field, the box included.
+        let source = cause.source().and_then(|s| s.downcast_ref::<Box<Error>>()).expect("the driver's error");
+        assert!(matches!(&*source.kind, ErrorKind::BulkWrite(b) if b.write_errors[&1].code == 121));
+        assert!(!cause.is_duplicate_key() && !cause.is_transient());
+
+        let mut dup = BulkWriteError::default();
+        let key = "E11000 duplicate key error collection: db.parts index: sku_1 dup key: { sku: \"x\" }";
+        dup.write_errors.insert(1, write_error(11000, key));
+        let dup = super::super::Error::driver("bulkWrite", "parts", Error::from(ErrorKind::BulkWrite(dup)));
+        assert!(dup.is_duplicate_key(), "{dup}");
+        assert!(dup.to_string().contains("index `sku_1`"), "{dup}");
+    }
+}

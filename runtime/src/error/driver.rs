@@ -1,6 +1,8 @@
-//! What the driver said, in words: its errors without the hex dumps of
-//! raw replies, a duplicate key by its index and key, and whether a server
-//! went away.
+//! What the driver said, in words: a duplicate key by its index and key,
+//! anything else as the server's reason in one sentence, and whether a
+//! server went away.
+
+use super::reason::reason;
 
 /// ` on collection `name`` for a message, or nothing when the collection
 /// is unknown (an error converted with `?`).
@@ -31,40 +33,15 @@ pub(super) fn duplicate_key(e: &mongodb::error::Error) -> Option<(String, String
 }
 
 /// What the driver said, in words: a duplicate key by its index and key,
-/// anything else as [`said`] gives it.
+/// anything else as [`reason`] gives it.
 pub(super) fn explained(e: &mongodb::error::Error) -> String {
     match duplicate_key(e) {
         Some((index, key)) => format!(
             "a document with the same unique key is already stored (index `{index}`, key {key}); catch it with \
              `Error::is_duplicate_key()`"
         ),
-        None => said(e),
+        None => reason(e),
     }
-}
-
-/// What the driver said, without the hex dump of the server's raw reply
-/// the driver's own message carries (`server response: Some(RawDocumentBuf
-/// { data: "74000000016f6b..." })`, also nested in server-selection errors):
-/// the code, name, message and labels stay.
-pub(super) fn said(e: &mongodb::error::Error) -> String {
-    const DUMP: &str = ", server response: Some(RawDocumentBuf { data: ";
-    let text = e.to_string();
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find(DUMP) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + DUMP.len()..];
-        // The dump is a quoted hex string (quotes possibly escaped when
-        // nested), then ` })`.
-        match after.find(" })") {
-            Some(end) => rest = &after[end + 3..],
-            None => {
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// A server that could not be reached or went away, or answered with one of

@@ -4,9 +4,11 @@
 mod classify;
 mod convert;
 mod driver;
+mod reason;
 
 pub(crate) use driver::Failure;
-use driver::{explained, on_collection, said, transient_note};
+use driver::{explained, on_collection, transient_note};
+pub(crate) use reason::reason;
 
 /// A `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -34,7 +36,7 @@ pub enum Error {
         "cannot reach MongoDB at `{uri}`: {}. Check that a server runs there and that the URI names it \
          (host and port; `?directConnection=true` for a single server outside a replica set; credentials), \
          or set MONGODB_URI to a reachable deployment",
-        said(source)
+        reason(source)
     )]
     Connect {
         /// The URI that was tried (credentials removed).
@@ -84,7 +86,9 @@ pub enum Error {
         operation: &'static str,
         /// The collection it ran on.
         collection: String,
-        /// What the driver said.
+        /// What the driver said, whole: the message gives only the
+        /// server's reason. Also `std::error::Error::source()` (a
+        /// `Box<mongodb::error::Error>` to downcast to).
         #[source]
         source: Box<mongodb::error::Error>,
     },
@@ -306,7 +310,7 @@ pub enum Error {
          while it was behind may never have reached their denormalized copies and subsets: run \
          `docrel::check::copies::<T>().repair(&db)` for each of [{sources}] (or `repair` in the admin CLI), then start the worker \
          again; or start it with `.on_history_lost(HistoryLost::RepairAndContinue)` to do both",
-        said(source)
+        reason(source)
     )]
     SyncHistoryLost {
         /// The worker's name (its entry in `_docrel_sync`).

@@ -110,7 +110,7 @@ pub(crate) async fn run_in<R>(
             // The driver retries a commit of unknown outcome until its
             // budget runs out; that error is the commit's, which may have landed.
             if e.contains_label("UnknownTransactionCommitResult") {
-                let message = e.to_string();
+                let message = crate::error::reason(&e);
                 return Err(Error::CommitUnknown { operation: what, namespace: namespace.to_owned(), message });
             }
             if matches!(*e.kind, mongodb::error::ErrorKind::Transaction { .. }) && is_timeout(&e) {

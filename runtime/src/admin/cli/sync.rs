@@ -57,7 +57,7 @@ async fn dead_letters(db: &Database) -> String {
             "; {n} dead letters (events it could not apply): `verify` lists them, `repair` re-applies them once \
              their cause is fixed"
         ),
-        Err(e) => format!("; dead letters not counted ({e})"),
+        Err(e) => format!("; dead letters not counted ({})", crate::error::reason(&e)),
     }
 }
 

@@ -58,8 +58,9 @@ pub(crate) async fn copies(db: &Database, copies: Vec<DeclaredCopy>) -> Result<(
         }
         Err(e) => {
             let note = format!(
-                "rule 5 not measured: the profiler is off and `top` was refused ({e}); enable the profiler on the \
-                 database (`db.setProfilingLevel(1)`) or grant `top`, and run the doctor again"
+                "rule 5 not measured: the profiler is off and `top` was refused ({}); enable the profiler on the \
+                 database (`db.setProfilingLevel(1)`) or grant `top`, and run the doctor again",
+                crate::error::reason(&e)
             );
             let out = copies.into_iter().map(|c| use_of(c, None, None, "not measured", BTreeMap::new())).collect();
             Ok((out, vec![note]))
