@@ -35,7 +35,7 @@ pub struct Model<'a> {
     /// the struct's `index(..)`, then the text index of `#[document(text)]`.
     pub indexes: Vec<ModelIndex<'a>>,
     /// `#[document(moved_from = Post::comments)]`.
-    pub moved: Option<super::moved::ModelMove>,
+    pub moved: Option<ModelMove>,
 }
 
 /// A declared index, its keys resolved to stored paths.
@@ -404,4 +404,15 @@ impl RelationKind<'_> {
             _ => None,
         }
     }
+}
+
+/// A validated move into this type's collection.
+pub struct ModelMove {
+    /// The type whose array held these documents (`Post`).
+    pub from: Target,
+    /// That array's Rust field name in the old version (`comments`).
+    pub from_field: String,
+    /// The stored name of this type's `#[parent_ref(to = Post)]` field, which
+    /// the move fills with the old parent's `_id`.
+    pub parent_field: String,
 }

@@ -5,19 +5,8 @@
 
 use super::ast::Container;
 use super::ctxt::Ctxt;
-use super::model::{ModelRelation, RelationKind, Target};
+use super::model::{ModelMove, ModelRelation, RelationKind, Target};
 use super::ty::path_name;
-
-/// A validated move into this type's collection.
-pub struct ModelMove {
-    /// The type whose array held these documents (`Post`).
-    pub from: Target,
-    /// That array's Rust field name in the old version (`comments`).
-    pub from_field: String,
-    /// The stored name of this type's `#[parent_ref(to = Post)]` field, which
-    /// the move fills with the old parent's `_id`.
-    pub parent_field: String,
-}
 
 /// The move `c` declares, if any; `None` when its declaration is wrong (the
 /// error is in `cx`). `relations` is `None` when they failed their own

@@ -154,7 +154,7 @@ impl<'a> Change<'a> {
         report.waited = wait;
         self.set_state(&mut report, "maintained").await?;
         // The indexes the new rules need, before the backfill reads by them.
-        for (collection, model) in crate::admin::change_preview::missing_indexes(db, &self.program).await? {
+        for (collection, model) in crate::admin::missing_indexes::missing_indexes(db, &self.program).await? {
             step(&format!("index build: {collection} {}", crate::admin::index_plan::show(&model.keys)));
             db.collection::<BsonDoc>(&collection)
                 .create_index(model)

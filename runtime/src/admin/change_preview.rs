@@ -3,12 +3,12 @@
 //! index builds its types need, and the documents already over a bound it
 //! declares.
 
-use crate::admin::index_plan::{existing_collections, present, show};
+use crate::admin::index_plan::{existing_collections, show};
 use crate::admin::index_shape::Shape;
 use crate::error::{Error, Result};
 use crate::schema::stored::{self, Diff, StoredKind, StoredType};
 use mongodb::bson::{doc, Document as BsonDoc};
-use mongodb::{Database, IndexModel};
+use mongodb::Database;
 use serde::Serialize;
 
 /// [`preview`]'s answer.
@@ -74,7 +74,7 @@ pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
     let diff = super::backfilled::owed(db, program).await?;
     let existing = existing_collections(db).await?;
     let mut out = Preview { diff, ..Preview::default() };
-    for (collection, model) in missing_in(db, program, &existing).await? {
+    for (collection, model) in super::missing_indexes::missing_in(db, program, &existing).await? {
         let unique = if Shape::of(&model).unique() { " unique" } else { "" };
         out.index_builds.push(format!("{collection} {}{unique}", show(&model.keys)));
     }
@@ -102,29 +102,6 @@ pub async fn preview_export(db: &Database, exported: &stored::Exported, probe: b
     let stored = stored::load(db).await?;
     out.moves = crate::admin::moves::plan_with(db, &stored, &exported.types, &exported.moves, probe).await?;
     out.notes = crate::admin::moves::undeclared(&stored, &exported.types, &exported.moves);
-    Ok(out)
-}
-
-/// The indexes the types of `program` declare or their relationships need
-/// that `db` lacks, by collection.
-pub(crate) async fn missing_indexes(db: &Database, program: &[StoredType]) -> Result<Vec<(String, IndexModel)>> {
-    missing_in(db, program, &existing_collections(db).await?).await
-}
-
-/// [`missing_indexes`], given the collections `db` has.
-async fn missing_in(db: &Database, program: &[StoredType], existing: &[String]) -> Result<Vec<(String, IndexModel)>> {
-    let mut out = Vec::new();
-    for t in program {
-        let have = if existing.contains(&t.collection) { present(db, &t.collection).await? } else { Vec::new() };
-        for model in crate::schema::indexes::needed_by(stored::descriptor(t))? {
-            let shape = Shape::of(&model);
-            // An index on the same keys with other options is the plan's
-            // to recreate; a missing one is built here.
-            if !have.iter().any(|p| p.shape.keys == shape.keys) {
-                out.push((t.collection.clone(), model));
-            }
-        }
-    }
     Ok(out)
 }
 

@@ -1,6 +1,8 @@
 //! The typed repository of a document type: insert, get, find, update,
 //! replace, delete, count and ensure_indexes.
 
+mod affected;
+mod call;
 mod caller_transaction;
 pub(crate) mod connect;
 mod delete;

@@ -6,72 +6,19 @@
 //! write before them. A move's writes thus cost a transaction and the
 //! parents' arrays, and only while it runs.
 
-use super::repo::{Operation, Repository};
+use super::affected::Affected;
+use super::repo::Operation;
 use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, Reach};
 use crate::error::{Error, Misuse, Result};
-use crate::id::DocId;
 use crate::schema::document::Document;
 use crate::schema::graph_moves::Side;
+use crate::schema::repository::Repository;
 use crate::schema::stored::{ActiveMove, MoveState};
 use crate::store::path::id_key;
 use crate::store::session::{collect, Cx};
-use crate::store::{Filter, Update};
-use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, RawDocumentBuf};
 use mongodb::ClientSession;
 use std::time::{Duration, Instant};
-
-/// The documents a call may write: by id, by filter, or given whole.
-#[derive(Debug, Clone, Default)]
-pub struct Affected {
-    ids: Vec<Bson>,
-    filter: Option<BsonDoc>,
-    docs: Vec<BsonDoc>,
-    /// The fields an update touches; `None`: any (a whole document).
-    touched: Option<Vec<String>>,
-    /// A document given whole has no id yet: its insert generates one.
-    unnamed: bool,
-}
-
-impl Affected {
-    pub(super) fn documents<T: Document>(docs: &[T]) -> Result<Self> {
-        let mut out = Affected::default();
-        for d in docs {
-            let body = crate::bson_compat::to_document(d).map_err(|e| Error::Encode {
-                what: format!("a document of `{}`", T::COLLECTION),
-                message: e.to_string(),
-            })?;
-            match d.id() {
-                Some(id) => out.ids.push(id.to_bson()),
-                None => out.unnamed = true,
-            }
-            out.docs.push(body);
-        }
-        Ok(out)
-    }
-
-    pub(super) fn by_id<T>(id: Bson, update: Option<&Update<T>>) -> Self {
-        Affected { ids: vec![id], touched: update.map(touched), ..Affected::default() }
-    }
-
-    pub(super) fn matching<T>(filter: &Filter, update: Option<&Update<T>>) -> Result<Self> {
-        Ok(Affected {
-            filter: Some(filter.clone().into_document()?),
-            touched: update.map(touched),
-            ..Affected::default()
-        })
-    }
-
-    /// Whether the call may write the array `field`.
-    fn writes(&self, field: &str) -> bool {
-        self.touched.as_ref().is_none_or(|t| {
-            t.iter().any(|p| p == field || p.strip_prefix(field).is_some_and(|rest| rest.starts_with('.')))
-        })
-    }
-}
-
-fn touched<T>(update: &Update<T>) -> Vec<String> {
-    update.touched().map(str::to_owned).collect()
-}
 
 /// One move the call's collection takes part in, and on which side.
 type Mirror = (&'static ActiveMove, Side);

@@ -18,7 +18,6 @@ use crate::store::{Filter, Update};
 use futures::future::BoxFuture;
 use mongodb::bson::{self, doc, RawDocumentBuf};
 use mongodb::{ClientSession, Collection, Database};
-use std::future::IntoFuture;
 use std::marker::PhantomData;
 
 pub use crate::schema::repository::Repository;
@@ -169,9 +168,9 @@ impl<T: Document> Repository<T> {
 /// already. The session must come from the client of the repository's database.
 #[must_use = "a repository call does nothing until it is awaited"]
 pub struct Call<'a, T, O> {
-    repo: &'a Repository<T>,
-    op: O,
-    session: Option<&'a mut ClientSession>,
+    pub(super) repo: &'a Repository<T>,
+    pub(super) op: O,
+    pub(super) session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, T, O> Call<'a, T, O> {
@@ -235,28 +234,6 @@ impl<T, O> std::fmt::Debug for Call<'_, T, O> {
             .field("operation", &std::any::type_name::<O>().rsplit("::").next())
             .field("in_session", &self.session.is_some())
             .finish()
-    }
-}
-
-impl<'a, T: Document, O: Operation<'a, T>> IntoFuture for Call<'a, T, O> {
-    type Output = Result<O::Output>;
-    type IntoFuture = BoxFuture<'a, Result<O::Output>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        if !O::WRITES {
-            return self.op.run(self.repo, self.session);
-        }
-        // A write holds the database's stored schema first: the rules other
-        // programs published are followed from this process's first write,
-        // and never under a lapsed lease.
-        Box::pin(async move {
-            crate::schema::stored::hold(&self.repo.db).await?;
-            let mut session = self.session;
-            if let Some(s) = session.as_deref_mut() {
-                super::caller_transaction::followed(s, &self.repo.db).await;
-            }
-            super::moved::run(self.repo, self.op, session).await
-        })
     }
 }
 
@@ -454,13 +431,13 @@ pub trait Operation<'a, T>: sealed::Sealed + Clone + Send + Sync + 'a {
         'a: 's;
     /// The documents the call may write, for a move's mirror.
     #[doc(hidden)]
-    fn affected(&self) -> Result<super::moved::Affected>;
+    fn affected(&self) -> Result<super::affected::Affected>;
 }
 
 /// The operations of a [`Call`], one per repository method; they name the
 /// call's type (`Call<'_, Part, ops::Insert<'_, Part>>`) and carry its arguments.
 pub mod ops {
-    use super::super::moved::Affected;
+    use super::super::affected::Affected;
     use super::*;
 
     /// Writes `Operation` for one operation struct: its fields, its output

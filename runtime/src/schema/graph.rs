@@ -204,7 +204,7 @@ pub struct Graph {
     /// declare (another program's, obeyed), each as a type of its own.
     supplements: HashMap<&'static str, Vec<&'static Schema>>,
     /// The moves between patterns in progress in the database.
-    pub(crate) moves: super::graph_moves::Moves,
+    pub(crate) moves: Vec<super::stored::moves_state::ActiveMove>,
 }
 
 /// The graph of every document type linked into the program.
@@ -239,10 +239,10 @@ struct Installed(std::sync::RwLock<Option<&'static Graph>>);
 pub(crate) fn install(
     db: &mongodb::Database,
     stored: Vec<&'static Schema>,
-    moves: Vec<crate::schema::stored::ActiveMove>,
+    moves: Vec<super::stored::moves_state::ActiveMove>,
 ) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
-    g.moves = super::graph_moves::Moves::new(moves);
+    g.moves = moves;
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }

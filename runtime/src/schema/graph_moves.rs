@@ -3,17 +3,7 @@
 //! began with, so one call never mixes two states of a move.
 
 use super::graph::Graph;
-use super::stored::{ActiveMove, MoveState};
-
-/// The moves a graph was built with.
-#[derive(Debug, Default)]
-pub(crate) struct Moves(Vec<ActiveMove>);
-
-impl Moves {
-    pub(crate) fn new(moves: Vec<ActiveMove>) -> Self {
-        Moves(moves)
-    }
-}
+use super::stored::moves_state::{ActiveMove, MoveState};
 
 /// Which side of a move a collection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +19,7 @@ impl Graph {
     /// is of each: until a move is retired, a write of either shape is
     /// applied to the other.
     pub(crate) fn mirrored(&self, collection: &str) -> Vec<(&ActiveMove, Side)> {
-        let kept = self.moves.0.iter().filter(|m| m.state < MoveState::Retired);
+        let kept = self.moves.iter().filter(|m| m.state < MoveState::Retired);
         kept.filter_map(|m| {
             if m.spec.from.collection == collection {
                 Some((m, Side::Array))
@@ -45,7 +35,7 @@ impl Graph {
     /// Whether the move of `from.rust_field` into `to` is listed at all, in
     /// any state.
     pub(crate) fn lists_move(&self, from: &str, rust_field: &str, to: &str) -> bool {
-        self.moves.0.iter().any(|m| {
+        self.moves.iter().any(|m| {
             m.spec.from.collection == from
                 && m.spec.from.rust_field.as_deref() == Some(rust_field)
                 && m.spec.to.collection == to

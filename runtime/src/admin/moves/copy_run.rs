@@ -33,7 +33,7 @@ pub(super) async fn copy(
     step: &mut impl FnMut(&str),
 ) -> Result<Copied> {
     let (spec, field) = (&active.spec, active.field.as_str());
-    let checkpoints = db.collection::<BsonDoc>(crate::admin::change::CHANGE_COLLECTION);
+    let checkpoints = db.collection::<BsonDoc>(crate::admin::backfilled::CHANGE_COLLECTION);
     let id = format!("move:{}", spec.id);
     let saved = checkpoints.find_one(doc! {"_id": &id}).await.map_err(|e| Error::driver("find", "checkpoint", e))?;
     let mut after = saved.and_then(|s| s.get("after").cloned());

@@ -38,7 +38,7 @@ pub struct Holder {
 /// Every holder of `db`, newest renewal first; ages are on the server's
 /// clock (its `localTime` against the `$$NOW` each row was renewed at).
 pub async fn holders(db: &Database) -> Result<Vec<Holder>> {
-    let now = super::status::server_now(db).await?;
+    let now = server_now(db).await?;
     let failed = |e| Error::driver("find", LEASES_COLLECTION, e);
     let rows: Vec<BsonDoc> = db
         .collection::<BsonDoc>(LEASES_COLLECTION)
@@ -100,4 +100,12 @@ pub(crate) async fn forget_silent(db: &Database) -> Result<u64> {
         .await
         .map_err(|e| Error::driver("delete", LEASES_COLLECTION, e))?;
     Ok(r.deleted_count)
+}
+
+/// The server's clock, in milliseconds since the epoch (`hello`'s `localTime`).
+pub(crate) async fn server_now(db: &Database) -> Result<i64> {
+    let hello = db.run_command(doc! {"hello": 1}).await.map_err(|e| Error::driver("hello", db.name(), e))?;
+    Ok(hello
+        .get_datetime("localTime")
+        .map_or_else(|_| mongodb::bson::DateTime::now().timestamp_millis(), |t| t.timestamp_millis()))
 }

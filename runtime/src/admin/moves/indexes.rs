@@ -16,7 +16,7 @@ pub(super) async fn build(
     step: &mut impl FnMut(&str),
 ) -> Result<()> {
     let to: Vec<StoredType> = program.iter().filter(|t| t.collection == mv.to.collection).cloned().collect();
-    let mut models = crate::admin::change_preview::missing_indexes(db, &to).await?;
+    let mut models = crate::admin::missing_indexes::missing_indexes(db, &to).await?;
     let key = format!("{field}.{}", mv.key);
     let have = crate::admin::index_plan::present(db, &mv.from.collection).await.unwrap_or_default();
     if !have.iter().any(|p| p.shape.keys.keys().next().map(String::as_str) == Some(key.as_str())) {

@@ -239,7 +239,7 @@ async fn index_builds(
 ) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let to: Vec<StoredType> = program.iter().filter(|t| t.collection == mv.to.collection).cloned().collect();
-    for (collection, model) in crate::admin::change_preview::missing_indexes(db, &to).await? {
+    for (collection, model) in crate::admin::missing_indexes::missing_indexes(db, &to).await? {
         out.push(format!("{collection} {}", show(&model.keys)));
     }
     let key = format!("{}.{}", old.field, mv.key);

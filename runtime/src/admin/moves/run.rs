@@ -78,12 +78,12 @@ pub async fn run(
 /// Whether a run took `mv` to `switched` before (its checkpoint says so).
 async fn done(db: &Database, mv: &StoredMove) -> Result<bool> {
     let saved = checkpoints(db).find_one(doc! {"_id": checkpoint_id(mv)}).await;
-    let saved = saved.map_err(|e| Error::driver("find", crate::admin::change::CHANGE_COLLECTION, e))?;
+    let saved = saved.map_err(|e| Error::driver("find", crate::admin::backfilled::CHANGE_COLLECTION, e))?;
     Ok(saved.is_some_and(|s| s.get_bool("switched").unwrap_or(false)))
 }
 
 fn checkpoints(db: &Database) -> mongodb::Collection<BsonDoc> {
-    db.collection(crate::admin::change::CHANGE_COLLECTION)
+    db.collection(crate::admin::backfilled::CHANGE_COLLECTION)
 }
 
 fn checkpoint_id(mv: &StoredMove) -> String {
@@ -114,7 +114,7 @@ async fn announce(
     });
     super::indexes::build(db, program, mv, &field, step).await?;
     stored::publish_types(db, program).await?;
-    let since = DateTime::from_millis(super::status::server_now(db).await?);
+    let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let active =
         ActiveMove { spec: mv.clone(), field, bound, state: MoveState::Announced, since, change: mv.id.clone() };
     let mut all = stored::load_moves(db).await?;
@@ -166,7 +166,7 @@ async fn advance(
         .update_one(doc! {"_id": checkpoint_id(&active.spec)}, doc! {"$set": {"switched": true}})
         .upsert(true)
         .await
-        .map_err(|e| Error::driver("update", crate::admin::change::CHANGE_COLLECTION, e))?;
+        .map_err(|e| Error::driver("update", crate::admin::backfilled::CHANGE_COLLECTION, e))?;
     Ok(())
 }
 
@@ -181,7 +181,7 @@ async fn wait_for(
     let mut said = None;
     loop {
         let holders = super::holders::holders(db).await?;
-        let now = super::status::server_now(db).await?;
+        let now = super::holders::server_now(db).await?;
         let elapsed = Duration::from_millis(u64::try_from(now - active.since.timestamp_millis()).unwrap_or(0));
         let wait = may_enter(&active.spec.id, active.state, elapsed, &holders, lease);
         if wait == Wait::Ready {
@@ -204,7 +204,7 @@ async fn wait_for(
 
 /// Publishes `active` in state `next`, at the server's time, and obeys it.
 async fn enter(db: &Database, active: ActiveMove, next: MoveState) -> Result<ActiveMove> {
-    let since = DateTime::from_millis(super::status::server_now(db).await?);
+    let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let entered = ActiveMove { state: next, since, ..active };
     let mut all = stored::load_moves(db).await?;
     match all.iter_mut().find(|m| m.spec.id == entered.spec.id) {

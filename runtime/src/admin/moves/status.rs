@@ -4,9 +4,8 @@
 
 use super::holders::{holders, Holder};
 use super::states::{may_enter, Wait};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::stored::{load_moves, MoveState};
-use mongodb::bson::doc;
 use mongodb::Database;
 use serde::Serialize;
 use std::time::Duration;
@@ -111,7 +110,7 @@ pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
     super::holders::forget_silent(db).await?;
     let moves = load_moves(db).await?;
     let holders = holders(db).await?;
-    let now = server_now(db).await?;
+    let now = super::holders::server_now(db).await?;
     let moves = moves
         .into_iter()
         .map(|m| {
@@ -128,12 +127,4 @@ pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
         })
         .collect();
     Ok(Status { moves, holders })
-}
-
-/// The server's clock, in milliseconds since the epoch (`hello`'s `localTime`).
-pub(crate) async fn server_now(db: &Database) -> Result<i64> {
-    let hello = db.run_command(doc! {"hello": 1}).await.map_err(|e| Error::driver("hello", db.name(), e))?;
-    Ok(hello
-        .get_datetime("localTime")
-        .map_or_else(|_| mongodb::bson::DateTime::now().timestamp_millis(), |t| t.timestamp_millis()))
 }

@@ -12,9 +12,10 @@ mod diff;
 mod form;
 mod holders;
 mod lease;
+mod lease_time;
 mod merge;
 mod moves;
-mod moves_state;
+pub(crate) mod moves_state;
 mod obey;
 mod publish;
 mod retract;
@@ -28,14 +29,14 @@ pub use form::{
 };
 pub use holders::LEASES_COLLECTION;
 pub(crate) use lease::{held_until, hold};
-pub use lease::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
+pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
 pub use moves::{program_moves, read_export, Exported, MoveEnd, StoredMove, MOVES_FORMAT};
-pub use moves_state::{publish_moves, ActiveMove, MoveState, MOVES_ID};
+pub use moves_state::{ActiveMove, MoveState, MOVES_ID};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
-pub use publish::{fingerprint, load, load_moves, publish, publish_types, Published, SCHEMA_COLLECTION};
+pub use publish::{fingerprint, load, load_moves, publish, publish_moves, publish_types, Published, SCHEMA_COLLECTION};
 pub use retract::retract;
 pub(crate) use retract::without as without_rule;
 

@@ -77,7 +77,7 @@ pub fn program_moves() -> Vec<StoredMove> {
 }
 
 /// The format of an export that declares moves; one without keeps
-/// [`super::FORMAT`], so an older docrel refuses a program with moves
+/// [`super::form::FORMAT`], so an older docrel refuses a program with moves
 /// rather than taking the new collection for a new type.
 pub const MOVES_FORMAT: u32 = 2;
 
@@ -85,7 +85,7 @@ pub const MOVES_FORMAT: u32 = 2;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exported {
     /// The document types.
-    pub types: Vec<super::StoredType>,
+    pub types: Vec<super::form::StoredType>,
     /// The moves, empty for a format 1 export.
     pub moves: Vec<StoredMove>,
 }
@@ -99,8 +99,12 @@ pub struct Exported {
 pub fn read_export(text: &str) -> std::result::Result<Exported, String> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let format = value["format"].as_u64();
-    if format != Some(u64::from(super::FORMAT)) && format != Some(u64::from(MOVES_FORMAT)) {
-        return Err(format!("format {} where this docrel reads {} or {MOVES_FORMAT}", value["format"], super::FORMAT));
+    if format != Some(u64::from(super::form::FORMAT)) && format != Some(u64::from(MOVES_FORMAT)) {
+        return Err(format!(
+            "format {} where this docrel reads {} or {MOVES_FORMAT}",
+            value["format"],
+            super::form::FORMAT
+        ));
     }
     let types = serde_json::from_value(value["types"].clone()).map_err(|e| format!("not an exported schema: {e}"))?;
     let moves = match value.get("moves") {

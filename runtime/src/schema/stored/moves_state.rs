@@ -1,15 +1,13 @@
 //! The moves in progress in a database, published beside the stored types
 //! (one document, [`MOVES_ID`], in the schema collection) so every process
 //! reads them with the schema, in the same round trip, under the same
-//! lease. Its format is [`super::MOVES_FORMAT`]: an older docrel cannot
+//! lease. Its format is [`super::moves::MOVES_FORMAT`]: an older docrel cannot
 //! read it and refuses to write (`Error::SchemaLease`) while a move runs,
 //! which fails closed rather than keeping one shape only.
 
 use super::moves::StoredMove;
-use super::publish::SCHEMA_COLLECTION;
 use crate::error::{Error, Misuse, Result};
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
-use mongodb::Database;
 use serde::{Deserialize, Serialize};
 
 /// The `_id` of the moves document: no collection can be named so.
@@ -89,11 +87,16 @@ pub(super) fn is_moves(d: &BsonDoc) -> bool {
 pub(super) fn decode(d: &BsonDoc) -> Result<Vec<ActiveMove>> {
     let bad = |message: String| Error::Invalid {
         what: Misuse::Schema,
-        message: format!("the moves in `{SCHEMA_COLLECTION}` cannot be read: {message}"),
+        message: format!(
+            "the moves in progress (the `$moves` document of the stored schema) cannot be read: {message}"
+        ),
     };
     let format = d.get("format").and_then(|f| f.as_i32().map(i64::from).or_else(|| f.as_i64())).unwrap_or(0);
-    if format != i64::from(super::MOVES_FORMAT) {
-        return Err(bad(format!("format {format} where this docrel reads {}; upgrade docrel", super::MOVES_FORMAT)));
+    if format != i64::from(super::moves::MOVES_FORMAT) {
+        return Err(bad(format!(
+            "format {format} where this docrel reads {}; upgrade docrel",
+            super::moves::MOVES_FORMAT
+        )));
     }
     let moves = d.get_array("moves").map_err(|e| bad(e.to_string()))?;
     moves
@@ -103,23 +106,4 @@ pub(super) fn decode(d: &BsonDoc) -> Result<Vec<ActiveMove>> {
             other => Err(bad(format!("a move is {other}, not a document"))),
         })
         .collect()
-}
-
-/// Publishes `moves` as the moves in progress of `db` (all of them: the
-/// document is replaced), or removes the document when there are none.
-pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
-    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
-    let failed = |e| Error::driver("update", SCHEMA_COLLECTION, e);
-    if moves.is_empty() {
-        coll.delete_one(doc! {"_id": MOVES_ID}).await.map_err(failed)?;
-        return Ok(());
-    }
-    let listed = moves
-        .iter()
-        .map(|m| crate::bson_compat::to_document(m).map(Bson::Document))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("a move cannot be stored: {e}") })?;
-    let body = doc! {"_id": MOVES_ID, "format": super::MOVES_FORMAT as i32, "moves": listed};
-    coll.replace_one(doc! {"_id": MOVES_ID}, body).upsert(true).await.map_err(failed)?;
-    Ok(())
 }

@@ -126,7 +126,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     install(db, &state, extra, moves.clone());
     if !moves.is_empty() {
         // A process that cannot say what it saw of a move does not write.
-        super::holders::renew(db, &moves, super::lease::lease_for(db)).await?;
+        super::holders::renew(db, &moves, super::lease_time::lease_for(db)).await?;
     }
     if let Ok(mut kept) = state.moves.lock() {
         *kept = moves;

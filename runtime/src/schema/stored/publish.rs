@@ -199,3 +199,22 @@ fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
     let print = d.get_str("fingerprint").unwrap_or_default().to_owned();
     Ok((t, print))
 }
+
+/// Publishes `moves` as the moves in progress of `db` (all of them: the
+/// document is replaced), or removes the document when there are none.
+pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
+    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
+    let failed = |e| Error::driver("update", SCHEMA_COLLECTION, e);
+    if moves.is_empty() {
+        coll.delete_one(doc! {"_id": super::moves_state::MOVES_ID}).await.map_err(failed)?;
+        return Ok(());
+    }
+    let listed = moves
+        .iter()
+        .map(|m| crate::bson_compat::to_document(m).map(Bson::Document))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("a move cannot be stored: {e}") })?;
+    let body = doc! {"_id": super::moves_state::MOVES_ID, "format": super::moves::MOVES_FORMAT as i32, "moves": listed};
+    coll.replace_one(doc! {"_id": super::moves_state::MOVES_ID}, body).upsert(true).await.map_err(failed)?;
+    Ok(())
+}
