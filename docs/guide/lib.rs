@@ -50,6 +50,7 @@ pages! {
     web_service = "web-service.md";
     testing = "testing.md";
     services = "services.md";
+    migrations = "migrations.md";
     coming_from = "coming-from.md";
 }
 
