@@ -166,3 +166,41 @@ async fn a_refused_mirror_leaves_both_shapes_as_they_were() -> docrel::Result<()
     assert_eq!((raw(&t, "mv_posts").await, raw(&t, "mv_comments").await), before);
     Ok(())
 }
+
+/// A commit whose outcome is unknown is committed again, never run again:
+/// the push lands once in both shapes.
+#[tokio::test]
+async fn an_unknown_commit_is_retried_alone_and_the_write_lands_once() -> docrel::Result<()> {
+    let t = moving("mvo_commit", MoveState::Maintained).await?;
+    let repo = Post::repo(&t.db);
+    let a = post(1);
+    repo.insert(&a).await?;
+    let admin = t.client.database("admin");
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": {"times": 1},
+            // The commit lands, and its answer says it may not have.
+            "data": {
+                "failCommands": ["commitTransaction"],
+                "writeConcernError": {"code": 64, "codeName": "WriteConcernFailed", "errmsg": "injected"},
+                "appName": t.db.name(),
+            },
+        })
+        .await
+        .expect("configureFailPoint");
+    let pushed = comment("once");
+    let done = repo.update_by_id(&a.id, Post::fields().comments.push([pushed.clone()])).await;
+    let _ = admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await;
+    done?;
+    let stored = raw(&t, "mv_posts").await;
+    let ids: Vec<ObjectId> = stored[0]
+        .get_array("comments")
+        .unwrap()
+        .iter()
+        .map(|e| e.as_document().unwrap().get_object_id("_id").unwrap())
+        .collect();
+    assert_eq!(ids, [a.comments[0].id, pushed.id], "pushed once");
+    assert_same(&t).await;
+    Ok(())
+}

@@ -126,28 +126,48 @@ async fn in_transaction<'a, T: Document, O: Operation<'a, T>>(
     mirrors: &[Mirror],
 ) -> Result<O::Output> {
     let started = Instant::now();
+    let within = || started.elapsed() < Duration::from_secs(120);
     let mut attempt = 0u32;
-    loop {
+    'body: loop {
         attempt += 1;
         session
             .start_transaction()
             .selection_criteria(crate::store::primary())
             .await
             .map_err(|e| Error::driver("startTransaction", repo.db.name(), e))?;
-        let ran = match mirrored(repo, op.clone(), session, affected, mirrors).await {
-            Ok(out) => super::caller_transaction::commit(session).await.map(|()| out),
+        let out = match mirrored(repo, op.clone(), session, affected, mirrors).await {
+            Ok(out) => out,
             Err(e) => {
                 let _ = super::caller_transaction::abort(session).await;
-                Err(e)
+                if e.is_transient() && within() {
+                    crate::client::trace::retry("write of a moving shape", attempt);
+                    continue;
+                }
+                return Err(e);
             }
         };
-        match ran {
-            Err(e) if e.is_transient() && started.elapsed() < Duration::from_secs(120) => {
-                crate::client::trace::retry("write of a moving shape", attempt);
+        loop {
+            match super::caller_transaction::commit(session).await {
+                Ok(()) => return Ok(out),
+                // The body may have landed: only the commit is tried again.
+                Err(e) if commit_unknown(&e) && within() => {}
+                // Aborted at the commit (a conflict, changed rules): nothing
+                // landed, the whole write runs again.
+                Err(e) if e.is_transient() && !commit_unknown(&e) && within() => continue 'body,
+                Err(e) if commit_unknown(&e) => {
+                    let namespace = format!("{}.{}", repo.db.name(), T::COLLECTION);
+                    let message = e.to_string();
+                    return Err(Error::CommitUnknown { operation: "write of a moving shape", namespace, message });
+                }
+                Err(e) => return Err(e),
             }
-            done => return done,
         }
     }
+}
+
+/// Whether a commit's outcome is unknown: it may have landed.
+fn commit_unknown(e: &Error) -> bool {
+    matches!(e, Error::Driver { source, .. } if source.contains_label(mongodb::error::UNKNOWN_TRANSACTION_COMMIT_RESULT))
 }
 
 /// `op` and the reconciles of its parents, in the transaction `session` is in.

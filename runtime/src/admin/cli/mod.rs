@@ -164,7 +164,9 @@ enum SchemaChange {
         #[arg(long)]
         no_probe: bool,
     },
-    /// Change the stored schema online to a program's: publish its rules
+    /// Change the stored schema online to a program's: first run each move
+    /// it declares (`moved_from`) to `switched`, both shapes kept while old
+    /// and new versions write; then publish its rules
     /// (refused, with nothing written, when one conflicts) and remove the
     /// `--remove`d ones, wait two leases for every process to follow them,
     /// backfill the new copies and subsets, verify. Stopped, it resumes

@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 pub(super) struct ArrayField {
     /// The stored name.
     pub field: &'static str,
+    /// The Rust names of the type and field declaring it, for the
+    /// attribute a finding names.
+    pub rust: (&'static str, &'static str),
     /// Its pattern (one that keeps an array).
     pub kind: Pattern,
     /// The declared bound (`max`, or a bucket's `size`).
@@ -65,6 +68,7 @@ fn array_field(schema: &Schema, rel: &crate::schema::document::Relation) -> Opti
         .or_else(|| acknowledged(schema, rel.rust_field, &unbounded).map(|_| "allow_unbounded"));
     Some(ArrayField {
         field: rel.field,
+        rust: (schema.rust_name, rel.rust_field),
         kind,
         max: max.map(u64::from),
         threshold: rel.warn_above.map(u64::from),

@@ -138,6 +138,8 @@ pub struct ArrayStat {
     pub collection: String,
     /// The array.
     pub field: String,
+    /// The Rust type and field declaring it (`Post`, `comments`).
+    pub rust: (String, String),
     /// The array's pattern; in JSON its one word (`embed`, `references`,
     /// `subset` or `bucket`).
     #[serde(serialize_with = "array_word")]

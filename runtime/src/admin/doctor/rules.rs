@@ -47,16 +47,44 @@ fn bound(a: &ArrayStat) -> Option<Finding> {
         });
     }
     // A subset is full by design: it keeps the newest `max`.
-    (lengths.p99 * 10 >= max * 9 && max > 1 && a.kind != Pattern::Subset).then(|| Finding {
-        severity: Severity::Warning,
+    if a.kind == Pattern::Subset || max <= 1 {
+        return None;
+    }
+    let near = lengths.p99 * 10 >= max * 9;
+    let outgrowing = a.kind == Pattern::Embed && lengths.max * 10 >= max * 8;
+    if !near && !outgrowing {
+        return None;
+    }
+    let fix = if a.kind == Pattern::Embed {
+        migration(a)
+    } else {
+        "the arrays are close to their bound, where writes start to fail with EmbedFull: raise `max` if they really \
+         grow so, or move the elements out (a child collection with a `#[parent_ref]`, a subset of the newest, or \
+         buckets)"
+            .to_owned()
+    };
+    Some(Finding {
+        severity: if near { Severity::Warning } else { Severity::Info },
         rule: "bound".into(),
         field,
         figure: format!("p99 {} of a declared max of {max} (max {}; {coverage})", lengths.p99, lengths.max),
-        fix: "the arrays are close to their bound, where writes start to fail with EmbedFull: raise `max` if they \
-              really grow so, or move the elements out (a child collection with a `#[parent_ref]`, a subset of the \
-              newest, or buckets)"
-            .into(),
+        fix,
     })
+}
+
+/// The move of an embedded array that outgrows its bound into a collection
+/// of its own, as attributes and commands.
+fn migration(a: &ArrayStat) -> String {
+    let (ty, field) = (&a.rust.0, &a.rust.1);
+    let parent = ty.to_lowercase();
+    format!(
+        "the arrays grow toward their bound, where writes fail with EmbedFull: move the elements into a \
+         collection of their own, online. Declare the element as a document, `#[document(collection = \
+         \"{field}\", moved_from = {ty}::{field})] struct ..` with `#[parent_ref(to = {ty})] {parent}: ..`, \
+         remove `{field}` from `{ty}` (or keep the newest as `#[embed(max = 10, subset_of = ..)]` under another \
+         name), export the new version's schema, then `docrel schema diff --file v2.json` and `docrel schema \
+         apply --file v2.json`"
+    )
 }
 
 /// Rule 3: an array longer than its threshold (the field's `warn_above`,

@@ -1,8 +1,8 @@
 //! Moves between patterns (`#[document(moved_from = Post::comments)]`):
 //! planned from the attributes and counted on the live data (`schema
 //! diff`), their states and the processes holding the schema lease
-//! (`schema status`). `schema apply` refuses a program that declares a
-//! move, since running one online is not built yet.
+//! (`schema status`), and run online to `switched` (`schema apply`,
+//! [`run`]).
 
 mod copy;
 mod copy_run;

@@ -91,6 +91,7 @@ fn array(collection: &str, coverage: &Coverage, rows: &[BsonDoc], key: &str, f: 
     Some(ArrayStat {
         collection: collection.to_owned(),
         field: f.field.to_owned(),
+        rust: (f.rust.0.to_owned(), f.rust.1.to_owned()),
         kind: f.kind,
         declared_max: f.max,
         threshold: f.threshold,
