@@ -9,8 +9,8 @@
 //!
 //! `scripts/bench` runs it on the embedded server (or `MONGODB_URI`);
 //! sizes are flags: `--products=200 --refs=20 --parts=1000 --fanout-products=2000
-//! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --runs=11 --naive-runs=1
-//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign|delete`
+//! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --move-parents=100 --runs=11 --naive-runs=1
+//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign|delete|move`
 //! (`--full` sets larger sizes, for a real mongod).
 //!
 //! Every way of a case does the same work (the same documents read or
@@ -20,7 +20,9 @@
 mod cases {
     #[path = "delete.rs"]
     pub mod delete;
-    use super::{err, ratio, Bench, Opts};
+    #[path = "migrate.rs"]
+    pub mod migrate;
+    use super::{cpu_ms, err, ratio, Bench, Opts, Timing};
 }
 
 use docrel::bson::{doc, oid::ObjectId, Bson, DateTime, Document as BsonDoc};
@@ -200,6 +202,8 @@ struct Opts {
     fanout_logmsgs: usize,
     subset_msgs: usize,
     tasks: usize,
+    /// Parents of 100 embedded elements each, for the move.
+    move_parents: usize,
     runs: usize,
     chart: Vec<usize>,
     compile: bool,
@@ -223,6 +227,7 @@ impl Opts {
             fanout_logmsgs: 1000,
             subset_msgs: 200,
             tasks: 100,
+            move_parents: 100,
             runs: 11,
             chart: vec![10, 100, 1000],
             compile: false,
@@ -243,6 +248,7 @@ impl Opts {
                 "--fanout-logmsgs" => o.fanout_logmsgs = n(),
                 "--subset-msgs" => o.subset_msgs = n(),
                 "--tasks" => o.tasks = n(),
+                "--move-parents" => o.move_parents = n(),
                 "--runs" => o.runs = n().max(1),
                 "--naive-runs" => o.naive_runs = n().max(1),
                 "--chart" => o.chart = v.split(',').filter_map(|x| x.parse().ok()).collect(),
@@ -255,6 +261,7 @@ impl Opts {
                     o.fanout_products = 10_000;
                     o.fanout_logmsgs = 100_000;
                     o.tasks = 1000;
+                    o.move_parents = 1000;
                     o.subset_msgs = 1000;
                     o.chart = vec![10, 100, 1000, 10_000];
                     o.naive_chart_max = 1000;
@@ -1072,6 +1079,9 @@ async fn main() -> docrel::Result<()> {
     }
     if o.wants("delete") {
         cases::delete::delete_case(&b, &o).await?;
+    }
+    if o.wants("move") {
+        cases::migrate::migrate_case(&b, &o).await?;
     }
     // Dropped before the compile case: a minutes-long build can outlive an idle connection.
     if let Err(e) = db.drop().await {
