@@ -5,7 +5,7 @@
 
 use super::copy::{probe, Estimate};
 use super::count::{count, MoveCounts};
-use crate::admin::index_plan::{existing_collections, present, show};
+use crate::admin::index_plan::{existing_collections, show};
 use crate::error::Result;
 use crate::schema::moves::MoveKind;
 use crate::schema::stored::{StoredKind, StoredMove, StoredRelation, StoredType};
@@ -186,7 +186,11 @@ async fn plan_one(
     plan.derived = super::shapes::derived(program, mv, old);
     plan.readers = super::shapes::readers(mv, old);
     plan.bounds = super::shapes::bounds(mv, old);
-    plan.index_builds = index_builds(db, program, existing, mv, old).await?;
+    plan.index_builds = super::indexes::needed(db, program, mv)
+        .await?
+        .into_iter()
+        .map(|(collection, model)| format!("{collection} {}", show(&model.keys)))
+        .collect();
     if existing.contains(&mv.from.collection) {
         let counts = count(db, &mv.from.collection, &old.field, &mv.key, &mv.parent_field).await?;
         plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &counts));
@@ -226,27 +230,4 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
         return None;
     }
     Some(old)
-}
-
-/// The new type's indexes the database lacks, and the move's own: the old
-/// array by element key, which finds a new document's element in its parent.
-async fn index_builds(
-    db: &Database,
-    program: &[StoredType],
-    existing: &[String],
-    mv: &StoredMove,
-    old: &StoredRelation,
-) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let to: Vec<StoredType> = program.iter().filter(|t| t.collection == mv.to.collection).cloned().collect();
-    for (collection, model) in crate::admin::missing_indexes::missing_indexes(db, &to).await? {
-        out.push(format!("{collection} {}", show(&model.keys)));
-    }
-    let key = format!("{}.{}", old.field, mv.key);
-    let have =
-        if existing.contains(&mv.from.collection) { present(db, &mv.from.collection).await? } else { Vec::new() };
-    if !have.iter().any(|p| p.shape.keys.keys().next().map(String::as_str) == Some(key.as_str())) {
-        out.push(format!("{} {{{key}: 1}} (the move's: finds an element by its key)", mv.from.collection));
-    }
-    Ok(out)
 }

@@ -112,7 +112,7 @@ async fn announce(
         stored::StoredKind::Embed { max, .. } => max,
         _ => None,
     });
-    super::indexes::build(db, program, mv, &field, step).await?;
+    super::indexes::build(db, program, mv, step).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let active =
