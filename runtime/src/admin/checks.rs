@@ -144,6 +144,12 @@ fn jobs_in(g: &'static Graph, collection: Option<&str>) -> Result<Vec<Job>> {
     Ok(out)
 }
 
+/// Whether anything derived involves `collection`: a check or repair of it
+/// has a job.
+pub(crate) fn involves(g: &'static Graph, collection: &str) -> bool {
+    all_jobs(g, Some(collection)).iter().any(|j| j.collections().any(|x| x == collection))
+}
+
 fn known_collections_of(jobs: &[Job]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = jobs.iter().flat_map(Job::collections).collect();
     out.sort_unstable();

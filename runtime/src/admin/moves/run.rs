@@ -151,11 +151,13 @@ async fn advance(
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
-            step(&format!("{}: backfill: repair {to}", active.spec.label()));
-            let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;
-            if repaired.interrupted {
-                step("stopped: run `docrel schema apply` again to resume the backfill");
-                return Ok(());
+            if crate::admin::checks::involves(crate::schema::graph::of(db), &to) {
+                step(&format!("{}: backfill: repair {to}", active.spec.label()));
+                let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;
+                if repaired.interrupted {
+                    step("stopped: run `docrel schema apply` again to resume the backfill");
+                    return Ok(());
+                }
             }
         }
         active = enter(db, active, next).await?;
