@@ -8,6 +8,9 @@ use docrel::testing::TestDb;
 use docrel::{Document, Embedded, View};
 use serde::{Deserialize, Serialize};
 
+/// The server has one `failCommand` fail point: the tests that set it take turns.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "parts")]
 struct Part {
@@ -233,6 +236,7 @@ async fn repair_never_makes_a_copy_older() -> docrel::Result<()> {
 /// transaction body (here a `$inc`) is applied once.
 #[tokio::test]
 async fn an_unknown_commit_result_does_not_apply_the_body_twice() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("txn_once").await?;
     let a = product("alpha");
     Product::repo(&t.db).insert(&a).await?;
@@ -636,6 +640,7 @@ async fn inserting_either_side_of_a_two_way_reference_links_the_other() -> docre
 /// document that was there.
 #[tokio::test]
 async fn a_refused_insert_of_an_existing_id_fans_out_nothing() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("refused_insert").await?;
     let ann = Person { id: ObjectId::new(), name: "ann".into(), tasks: vec![] };
     Person::repo(&t.db).insert(&ann).await?;
@@ -665,6 +670,7 @@ async fn a_refused_insert_of_an_existing_id_fans_out_nothing() -> docrel::Result
 /// top N, each child once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebuild_between_an_insert_and_its_push_keeps_the_summary_once() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("subset_push_race").await?;
     Shop::repo(&t.db).insert(&Shop { id: 1, name: "s".into(), top: vec![] }).await?;
     t.client

@@ -8,6 +8,9 @@ use docrel::{Document, Embedded, Error, Filter};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
+/// The server has one `failCommand` fail point: the tests that set it take turns.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
 #[document(collection = "parts")]
 struct Part {
@@ -401,6 +404,7 @@ async fn concurrent_renames_converge_on_the_final_name() -> docrel::Result<()> {
 
 #[tokio::test]
 async fn a_fan_out_cut_by_a_failure_is_reported_and_repaired() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("fault").await?;
     let c = catalog(&t).await?;
     let snapshot = |t: &TestDb| {
@@ -562,6 +566,7 @@ async fn a_sync_worker_killed_mid_stream_resumes_without_losing_a_change() -> do
 
 #[tokio::test]
 async fn a_transactional_fan_out_commits_with_its_source_or_not_at_all() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("txn_fanout").await?;
     let c = catalog(&t).await?;
     let repo = Part::repo(&t.db).transactional_fan_out();
@@ -592,6 +597,7 @@ async fn a_transactional_fan_out_commits_with_its_source_or_not_at_all() -> docr
 /// `update_many`, a `replace` and a `save` leave the source as it was.
 #[tokio::test]
 async fn a_transactional_fan_out_holds_for_update_many_replace_and_save() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("txn_fanout_all").await?;
     let c = catalog(&t).await?;
     let repo = Part::repo(&t.db).transactional_fan_out();

@@ -12,6 +12,9 @@ use futures::TryStreamExt;
 use moves::v1::{Comment, Post};
 use std::collections::BTreeMap;
 
+/// The server has one `failCommand` fail point: the tests that set it take turns.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 mod moves;
 
 fn old_version() {
@@ -145,6 +148,7 @@ async fn an_announced_move_mirrors_deletes_and_updates_only() -> docrel::Result<
 /// shape changed, and says nothing was written.
 #[tokio::test]
 async fn a_refused_mirror_leaves_both_shapes_as_they_were() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = moving("mvo_refused", MoveState::Maintained).await?;
     let repo = Post::repo(&t.db);
     let a = post(1);
@@ -171,6 +175,7 @@ async fn a_refused_mirror_leaves_both_shapes_as_they_were() -> docrel::Result<()
 /// the push lands once in both shapes.
 #[tokio::test]
 async fn an_unknown_commit_is_retried_alone_and_the_write_lands_once() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = moving("mvo_commit", MoveState::Maintained).await?;
     let repo = Post::repo(&t.db);
     let a = post(1);
