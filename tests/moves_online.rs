@@ -293,6 +293,8 @@ async fn a_move_runs_online_while_both_versions_write() -> docrel::Result<()> {
     // Both wrote while the move ran: the checks below are about their writes.
     assert!(old_wrote > 0 && new_wrote > 0, "writes: old {old_wrote}, new {new_wrote}");
     assert_eq!(stored::load_moves(&t.db).await?[0].state, MoveState::Switched);
+    let marks = t.db.collection::<BsonDoc>("_docrel_move_marks").count_documents(doc! {}).await.expect("count");
+    assert_eq!(marks, 0, "the copy's marks are gone once it is switched");
     check(&t, &old_model, &new_model).await;
     Ok(())
 }

@@ -164,6 +164,11 @@ async fn advance(
         report.state = Some(next);
         step(&format!("{}: {next}", active.spec.label()));
     }
+    // The copy is done: its marks say nothing more.
+    db.collection::<BsonDoc>(crate::denormalize::moved::MARKS_COLLECTION)
+        .delete_many(doc! {"_id.m": &active.spec.id})
+        .await
+        .map_err(|e| Error::driver("delete", crate::denormalize::moved::MARKS_COLLECTION, e))?;
     checkpoints(db)
         .update_one(doc! {"_id": checkpoint_id(&active.spec)}, doc! {"$set": {"switched": true}})
         .upsert(true)
