@@ -129,3 +129,20 @@ async fn a_replace_by_the_new_version_keeps_the_old_array() -> docrel::Result<()
     assert_eq!(stored.get_array("comments").unwrap(), &kept);
     Ok(())
 }
+
+/// Two new documents of one post in one call name the post twice: its
+/// array is rebuilt once, keeping the old elements, not once per document
+/// (the second rebuild, against documents the first had taken, emptied it).
+#[tokio::test]
+async fn many_documents_of_one_parent_in_one_call_keep_its_array() -> docrel::Result<()> {
+    let t = moving("mvn_many", MoveState::Maintained).await?;
+    let (p, old) = old_post(&t, 2).await;
+    let (a, b) = (comment(p, "a"), comment(p, "b"));
+    Comment::repo(&t.db).insert_many(&[a.clone(), b.clone()]).await?;
+    let mut want = old.clone();
+    want.extend([element(&a), element(&b)]);
+    want[2..].sort_by_key(|e| e.get_object_id("_id").unwrap());
+    assert_eq!(array(&t, p).await, want);
+    assert_eq!(raw(&t, "mv_comments").await.len(), 4);
+    Ok(())
+}

@@ -8,15 +8,14 @@
 
 use super::affected::Affected;
 use super::repo::Operation;
-use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, Reach};
+use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, read, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
 use crate::schema::graph_moves::Side;
 use crate::schema::repository::Repository;
 use crate::schema::stored::{ActiveMove, MoveState};
-use crate::store::path::id_key;
-use crate::store::session::{collect, Cx};
-use mongodb::bson::{doc, Bson, RawDocumentBuf};
+use crate::store::session::Cx;
+use mongodb::bson::{doc, Bson};
 use mongodb::ClientSession;
 use std::time::{Duration, Instant};
 
@@ -45,11 +44,11 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
     Ok(())
 }
 
-/// The moves a write of `T` described by `affected` must keep, refusing a
+/// The moves `moving` a write described by `affected` must keep, refusing a
 /// write they cannot take yet.
-fn mirrors<T: Document>(graph: &'static crate::schema::graph::Graph, affected: &Affected) -> Result<Vec<Mirror>> {
+fn mirrors(moving: Vec<Mirror>, affected: &Affected) -> Result<Vec<Mirror>> {
     let mut out = Vec::new();
-    for (mv, side) in graph.mirrored(T::COLLECTION) {
+    for (mv, side) in moving {
         match side {
             Side::Array if !affected.writes(&mv.field) => continue,
             Side::Array if affected.unnamed => {
@@ -90,11 +89,12 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
     applied::<T>(graph)?;
     // Without a move of this collection a write costs what it cost before:
     // nothing is asked of it.
-    if graph.mirrored(T::COLLECTION).is_empty() {
+    let moving = graph.mirrored(T::COLLECTION);
+    if moving.is_empty() {
         return op.run(repo, session).await;
     }
     let affected = op.affected()?;
-    let mirrors = mirrors::<T>(graph, &affected)?;
+    let mirrors = mirrors(moving, &affected)?;
     if mirrors.is_empty() {
         return op.run(repo, session).await;
     }
@@ -195,11 +195,8 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
     let out = op.run(repo, Some(&mut *session)).await?;
     let cx = &mut Cx::new(&db, Some(session));
     for ((mv, side), mut parents) in mirrors.iter().zip(before) {
-        for p in self::parents::<T>(cx, mv, *side, affected).await? {
-            if !parents.iter().any(|q| id_key(q) == id_key(&p)) {
-                parents.push(p);
-            }
-        }
+        // The reconciles take each parent once, however often it is named.
+        parents.extend(self::parents::<T>(cx, mv, *side, affected).await?);
         match side {
             Side::Array => {
                 let reach = if mv.state == MoveState::Announced { Reach::DeletesAndUpdates } else { Reach::Full };
@@ -231,16 +228,7 @@ async fn parents<T: Document>(cx: &mut Cx<'_>, mv: &ActiveMove, side: Side, affe
         _ => return Ok(out),
     };
     let field = if side == Side::Array { "_id" } else { mv.spec.parent_field.as_str() };
-    let coll = cx.db.collection::<RawDocumentBuf>(T::COLLECTION);
-    let find = coll.find(filter).projection(doc! {field: 1}).selection_criteria(crate::store::primary());
-    let found =
-        collect(find, cx.session(), T::COLLECTION, |raw| crate::store::session::plain(T::COLLECTION, raw)).await?;
-    for d in found {
-        if let Some(p) = d.get(field) {
-            if !out.iter().any(|q| id_key(q) == id_key(p)) {
-                out.push(p.clone());
-            }
-        }
-    }
+    let found = read(cx, T::COLLECTION, filter, Some(doc! {field: 1})).await?;
+    out.extend(found.iter().filter_map(|d| d.get(field).cloned()));
     Ok(out)
 }

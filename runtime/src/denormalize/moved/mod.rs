@@ -10,4 +10,4 @@ mod reconcile;
 
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
-pub(crate) use reconcile::{arrays_from_collection, collection_from_arrays, Reach};
+pub(crate) use reconcile::{arrays_from_collection, collection_from_arrays, read, Reach};

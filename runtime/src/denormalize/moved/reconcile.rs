@@ -22,8 +22,22 @@ pub(crate) enum Reach {
     Full,
 }
 
-/// The documents `filter` finds in `collection`, read in the call's session.
-async fn read(cx: &mut Cx<'_>, collection: &str, filter: BsonDoc, projection: Option<BsonDoc>) -> Result<Vec<BsonDoc>> {
+/// `parents` each once (by id key, as the reconciles key them): a parent
+/// named twice would be reconciled the second time against documents the
+/// first already took.
+fn distinct(parents: &[Bson]) -> Vec<Bson> {
+    let mut seen = std::collections::HashSet::new();
+    parents.iter().filter(|p| seen.insert(id_key(p))).cloned().collect()
+}
+
+/// The documents `filter` finds in `collection` (only the `projection`'s
+/// fields when given), read in the call's session from the primary.
+pub(crate) async fn read(
+    cx: &mut Cx<'_>,
+    collection: &str,
+    filter: BsonDoc,
+    projection: Option<BsonDoc>,
+) -> Result<Vec<BsonDoc>> {
     let coll = cx.db.collection::<RawDocumentBuf>(collection);
     let mut find = coll.find(filter).sort(doc! {"_id": 1}).selection_criteria(crate::store::primary());
     if let Some(p) = projection {
@@ -75,6 +89,7 @@ pub(crate) async fn collection_from_arrays(
     if parents.is_empty() {
         return Ok(());
     }
+    let parents = &distinct(parents)[..];
     let arrays = arrays(cx, mv, parents).await?;
     let mut documents = documents(cx, mv, parents).await?;
     let (mut gone, mut statements) = (Vec::new(), Vec::new());
@@ -143,6 +158,7 @@ pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
     if parents.is_empty() {
         return Ok(());
     }
+    let parents = &distinct(parents)[..];
     let arrays = arrays(cx, mv, parents).await?;
     let mut documents = documents(cx, mv, parents).await?;
     let mut statements = Vec::new();
