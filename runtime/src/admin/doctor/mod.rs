@@ -54,8 +54,9 @@ mod rules;
 mod text;
 
 pub use crate::schema::document::{EMBED_WARN_ABOVE, REFERENCE_WARN_ABOVE, TWO_WAY_WARN_FROM};
-pub use page::doctor_page;
 #[cfg(feature = "admin")]
+pub(crate) use measure::as_u64;
+pub use page::doctor_page;
 pub(crate) use page::doctor_page_of;
 pub use report::{
     ArrayStat, BalanceStat, Bin, CopyUse, Coverage, Distribution, DoctorReport, Finding, IndexStat, Options, RefStat,

@@ -116,12 +116,7 @@ async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Resul
 
 /// A count, whatever numeric type the server answered with.
 fn number(row: &BsonDoc, name: &str) -> u64 {
-    match row.get(name) {
-        Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
-        Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
-        Some(Bson::Double(n)) if *n >= 0.0 => *n as u64,
-        _ => 0,
-    }
+    crate::admin::doctor::as_u64(row.get(name)).unwrap_or(0)
 }
 
 /// The distinct key types, sorted, from the per-parent sets.

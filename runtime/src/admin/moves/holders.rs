@@ -38,6 +38,11 @@ pub struct Holder {
 /// Every holder of `db`, newest renewal first; ages are on the server's
 /// clock (its `localTime` against the `$$NOW` each row was renewed at).
 pub async fn holders(db: &Database) -> Result<Vec<Holder>> {
+    Ok(holders_now(db).await?.0)
+}
+
+/// [`holders`], and the server's time they were aged at.
+pub(super) async fn holders_now(db: &Database) -> Result<(Vec<Holder>, i64)> {
     let now = server_now(db).await?;
     let failed = |e| Error::driver("find", LEASES_COLLECTION, e);
     let rows: Vec<BsonDoc> = db
@@ -49,7 +54,7 @@ pub async fn holders(db: &Database) -> Result<Vec<Holder>> {
         .try_collect()
         .await
         .map_err(failed)?;
-    Ok(rows.iter().map(|row| holder(row, now)).collect())
+    Ok((rows.iter().map(|row| holder(row, now)).collect(), now))
 }
 
 fn holder(row: &BsonDoc, now: i64) -> Holder {

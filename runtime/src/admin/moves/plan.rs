@@ -202,16 +202,22 @@ async fn plan_one(
     Ok(plan)
 }
 
+/// The stored rule of `mv`'s old array, found by the old version's Rust
+/// name (or its stored name).
+pub(super) fn stored_array<'s>(stored: &'s [StoredType], mv: &StoredMove) -> Option<&'s StoredRelation> {
+    let rust_field = mv.from.rust_field.as_deref().unwrap_or_default();
+    stored
+        .iter()
+        .filter(|t| t.collection == mv.from.collection)
+        .flat_map(|t| &t.relations)
+        .find(|r| r.rust_field == rust_field || r.field == rust_field)
+}
+
 /// The stored rule of the old array; `None` (with the refusal said) when
 /// the old version never published it or it is no embedded array.
 fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePlan) -> Option<&'s StoredRelation> {
     let rust_field = mv.from.rust_field.as_deref().unwrap_or_default();
-    let old = stored
-        .iter()
-        .filter(|t| t.collection == mv.from.collection)
-        .flat_map(|t| &t.relations)
-        .find(|r| r.rust_field == rust_field || r.field == rust_field);
-    let Some(old) = old else {
+    let Some(old) = stored_array(stored, mv) else {
         plan.refusals.push(format!(
             "the stored schema of `{}` has no `{rust_field}`: the old version must have published its schema \
              (`docrel::schema::publish`, or `docrel schema apply` with its export) before the move is planned",

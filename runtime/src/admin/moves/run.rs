@@ -106,9 +106,10 @@ async fn announce(
             message: format!("the move {} is refused, nothing was written: {}", mv.label(), plan.refusals.join("; ")),
         });
     }
-    let field = plan.from.rsplit_once('.').map(|(_, f)| f.to_owned()).unwrap_or_default();
-    let old = stored_types.iter().filter(|t| t.collection == mv.from.collection).flat_map(|t| &t.relations);
-    let bound = old.into_iter().find(|r| r.field == field).and_then(|r| match r.kind {
+    // A plan without refusals found the old array.
+    let old = super::plan::stored_array(&stored_types, mv);
+    let field = old.map(|r| r.field.clone()).unwrap_or_default();
+    let bound = old.and_then(|r| match r.kind {
         stored::StoredKind::Embed { max, .. } => max,
         _ => None,
     });
@@ -187,8 +188,7 @@ async fn wait_for(
 ) -> Result<bool> {
     let mut said = None;
     loop {
-        let holders = super::holders::holders(db).await?;
-        let now = super::holders::server_now(db).await?;
+        let (holders, now) = super::holders::holders_now(db).await?;
         let elapsed = Duration::from_millis(u64::try_from(now - active.since.timestamp_millis()).unwrap_or(0));
         let wait = may_enter(&active.spec.id, active.state, elapsed, &holders, lease);
         if wait == Wait::Ready {

@@ -2,7 +2,7 @@
 //! stands and what its next state waits for, and the processes holding the
 //! schema lease with what each has seen.
 
-use super::holders::{holders, Holder};
+use super::holders::Holder;
 use super::states::{may_enter, Wait};
 use crate::error::Result;
 use crate::schema::stored::{load_moves, MoveState};
@@ -109,8 +109,7 @@ fn links(h: &Holder) -> String {
 pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
     super::holders::forget_silent(db).await?;
     let moves = load_moves(db).await?;
-    let holders = holders(db).await?;
-    let now = super::holders::server_now(db).await?;
+    let (holders, now) = super::holders::holders_now(db).await?;
     let moves = moves
         .into_iter()
         .map(|m| {

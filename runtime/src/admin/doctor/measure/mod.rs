@@ -7,6 +7,7 @@
 mod indexes;
 mod profiled;
 mod read;
+pub(crate) use read::as_u64;
 mod references;
 mod shape;
 mod usage;
