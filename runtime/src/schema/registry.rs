@@ -22,19 +22,32 @@ inventory::collect!(Registered);
 /// assert!(docrel::schema::registry::schemas().any(|s| s.collection == "hosts"));
 /// ```
 pub fn schemas() -> impl Iterator<Item = &'static Schema> {
+    #[cfg(feature = "testing")]
     READ.store(true, std::sync::atomic::Ordering::SeqCst);
     inventory::iter::<Registered>.into_iter().map(|r| r.0).filter(|s| linked(s.module))
 }
 
+// Both for `docrel::testing::link_only` alone: a program built without
+// the `testing` feature holds no such state.
+
 /// Whether the registry was read: from then on, what the program links is
 /// fixed (graphs, exports and publishes were made of it).
+#[cfg(feature = "testing")]
 static READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The module prefixes a test program links, when it plays one version of
 /// a program of several in one binary (`docrel::testing::link_only`).
+#[cfg(feature = "testing")]
 static LINKED_MODULES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 /// Whether the type declared in `module` is part of the program.
+#[cfg(not(feature = "testing"))]
+pub(crate) fn linked(_module: &str) -> bool {
+    true
+}
+
+/// Whether the type declared in `module` is part of the program.
+#[cfg(feature = "testing")]
 pub(crate) fn linked(module: &str) -> bool {
     LINKED_MODULES.get().is_none_or(|prefixes| {
         prefixes

@@ -48,15 +48,15 @@
 
 mod declared;
 mod measure;
+pub(crate) use measure::as_u64;
 pub mod page;
 mod report;
 mod rules;
 mod text;
 
 pub use crate::schema::document::{EMBED_WARN_ABOVE, REFERENCE_WARN_ABOVE, TWO_WAY_WARN_FROM};
-#[cfg(feature = "admin")]
-pub(crate) use measure::as_u64;
 pub use page::doctor_page;
+#[cfg(feature = "admin")]
 pub(crate) use page::doctor_page_of;
 pub use report::{
     ArrayStat, BalanceStat, Bin, CopyUse, Coverage, Distribution, DoctorReport, Finding, IndexStat, Options, RefStat,
