@@ -118,10 +118,20 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         require_when_sharded(self.find.collection().client(), LOOKUP_SHARDED)?;
         let parts = self.find.parts();
         let batch_size = parts.read.batch_size.map_or(ONE_BATCH, crate::store::options::batch);
-        let mut pipeline = parts.read.stages(parts.projection)?;
-        pipeline.extend(Self::joined(self.rel));
+        // Either side may be the collection a move fills, read through
+        // the old shape until the move's reads are switched.
+        let db = parts.coll.client().database(&parts.coll.namespace().db);
+        let (on, mut pipeline) =
+            crate::store::moving::aggregate(&db, P::COLLECTION, parts.read.stages(parts.projection)?).await?;
+        for mut stage in Self::joined(self.rel) {
+            if let Ok(lookup) = stage.get_document("$lookup") {
+                stage = doc! {"$lookup": crate::store::moving::lookup(&db, lookup.clone()).await?};
+            }
+            pipeline.push(stage);
+        }
         let name = P::COLLECTION;
-        let aggregate = parts.coll.aggregate(pipeline).batch_size(batch_size).with_type::<RawDocumentBuf>();
+        let coll = db.collection::<RawDocumentBuf>(&on);
+        let aggregate = coll.aggregate(pipeline).batch_size(batch_size).with_type::<RawDocumentBuf>();
         // One pass: each parent decoded, each joined document decoded the
         // first time its id comes by (a document several parents refer to
         // travels once per parent but is decoded once).

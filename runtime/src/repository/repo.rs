@@ -13,7 +13,6 @@ use crate::error::{Error, Result};
 use crate::id::{show, DocId};
 use crate::schema::document::{Document, RoutedById};
 use crate::store::find::Find;
-use crate::store::session::in_session;
 use crate::store::{Filter, Update};
 use futures::future::BoxFuture;
 use mongodb::bson::{self, doc, RawDocumentBuf};
@@ -85,7 +84,7 @@ impl<T: Document> Repository<T> {
             .run_counted(
                 async move {
                     let filter = filter.into().into_document()?;
-                    in_session!(self.raw.count_documents(filter), session).map_err(self.err("count"))
+                    crate::store::moving::count(&self.raw, filter, session).await
                 },
                 |n| Some(*n as usize),
             )

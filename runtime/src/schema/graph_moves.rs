@@ -58,3 +58,34 @@ impl Graph {
             .collect()
     }
 }
+
+/// How the documents of a collection a move fills are read before its
+/// reads are switched: from the parents' array, which holds every element
+/// until then (the collection holds only what was copied or mirrored).
+#[derive(Debug, Clone)]
+pub(crate) struct ReadThrough {
+    /// The move, as exported.
+    pub(crate) spec: super::stored::moves::StoredMove,
+    /// The array's stored name.
+    pub(crate) field: String,
+}
+
+impl Graph {
+    /// How `collection` is read now: through the old shape when a move
+    /// fills it and its reads are not switched yet, whether the move is
+    /// under way or only declared by this program (`None`: as stored).
+    pub(crate) fn read_through(&self, collection: &str) -> Option<ReadThrough> {
+        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection) {
+            return (m.state < MoveState::Switched)
+                .then(|| ReadThrough { spec: m.spec.clone(), field: m.field.clone() });
+        }
+        // Declared, not under way: the array still holds every element
+        // while the database keeps it (a move not applied yet).
+        let declared = super::moves::declared().filter(|m| m.to_collection == collection);
+        declared.into_iter().find_map(|m| {
+            let types = self.types_of(m.from_collection);
+            let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;
+            Some(ReadThrough { spec: super::stored::moves::StoredMove::from(m), field: rel.field.to_owned() })
+        })
+    }
+}

@@ -7,7 +7,6 @@ use crate::store::codec::decode;
 use crate::store::field::Field;
 use crate::store::options::{batch, count, read_setters, ReadOptions, ONE_BATCH};
 use crate::store::query::{Filter, Sort};
-use crate::store::session::collect;
 use futures::{Stream, StreamExt, TryStreamExt};
 use mongodb::bson::{self, RawDocumentBuf};
 use mongodb::options::FindOptions;
@@ -172,7 +171,7 @@ impl<T: Document, V: View> Find<T, V> {
 
     async fn cursor(self, all: bool) -> Result<mongodb::Cursor<RawDocumentBuf>> {
         let (coll, filter, options) = self.prepared(all)?;
-        coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", T::COLLECTION, e))
+        crate::store::moving::cursor(&coll, filter, options).await
     }
 
     /// All results, read in `session` when given.
@@ -181,8 +180,8 @@ impl<T: Document, V: View> Find<T, V> {
             .run_counted(
                 async move {
                     let (coll, filter, options) = self.prepared(true)?;
-                    let find = coll.find(filter).with_options(options);
-                    collect(find, session, T::COLLECTION, |raw| decode::<V>(T::COLLECTION, raw)).await
+                    let each = |raw: &bson::RawDocument| decode::<V>(T::COLLECTION, raw);
+                    crate::store::moving::collect_find(&coll, filter, options, session, each).await
                 },
                 |v| Some(v.len()),
             )

@@ -2,7 +2,8 @@
 //! the conditions they build (`conditions`), filters and sorts (`query`),
 //! updates (`update`, their bounds in `bounds`), the `Find` builder and the
 //! options every read builder holds (`options`), `_id` keyset paging
-//! (`page`), the verify/repair engine every kind of derived data runs on
+//! (`page`), reads through the old shape of a move (`moving`), the
+//! verify/repair engine every kind of derived data runs on
 //! (`scan`), decoding, and BSON path helpers.
 
 mod bounds;
@@ -11,6 +12,7 @@ pub mod codec;
 mod conditions;
 pub mod field;
 pub mod find;
+pub(crate) mod moving;
 pub mod options;
 pub(crate) mod page;
 pub mod path;

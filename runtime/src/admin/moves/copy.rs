@@ -17,20 +17,12 @@ use std::time::Instant;
 pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, matched: BsonDoc, limit: Option<i64>) -> Vec<BsonDoc> {
     let mut first = doc! {format!("{field}.0"): {"$exists": true}};
     first.extend(matched);
-    let element = format!("${field}");
     let mut out = vec![doc! {"$match": first}, doc! {"$sort": {"_id": 1}}];
     if let Some(limit) = limit {
         out.push(doc! {"$limit": limit});
     }
-    out.extend([
-        doc! {"$project": {field: 1}},
-        doc! {"$unwind": &element},
-        doc! {"$replaceRoot": {"newRoot": {"$mergeObjects": [
-            &element,
-            {"_id": format!("{element}.{}", mv.key), &mv.parent_field: "$_id"},
-        ]}}},
-        doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}},
-    ]);
+    out.extend(mv.unwound(field));
+    out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}});
     out
 }
 

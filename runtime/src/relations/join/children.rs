@@ -195,7 +195,9 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
         if distinct.is_empty() {
             return Ok(Loaded::grouped(Vec::new(), &self.base.ids, |_| &[]));
         }
-        let stages = self.stages::<V>(&distinct)?;
+        let (documents, lookup) = self.stages::<V>(&distinct)?;
+        let lookup = crate::store::moving::lookup(self.base.db, lookup).await?;
+        let stages = [documents, doc! {"$lookup": lookup}];
         let aggregate = self.base.db.aggregate(stages).batch_size(ONE_BATCH).with_type::<RawDocumentBuf>();
         let mut groups: IdMap<P::Id, Vec<u32>> = IdMap::default();
         let mut items = Vec::new();
@@ -215,7 +217,7 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
 
     /// The stages: the `$documents` of the `distinct` parent ids, and the
     /// `$lookup` of each one's first `n` children in the order asked.
-    fn stages<V: View<Of = C>>(&self, distinct: &[&P::Id]) -> Result<Vec<BsonDoc>> {
+    fn stages<V: View<Of = C>>(&self, distinct: &[&P::Id]) -> Result<(BsonDoc, BsonDoc)> {
         let (rel, read) = (self.base.rel, &self.base.read);
         let Some(sort) = read.sort.clone() else {
             return Err(Error::Invalid {
@@ -239,17 +241,17 @@ impl<'a, C: Document, P: Document, R: View<Of = C>> Latest<'a, C, P, R> {
         if let Some(p) = union_projection(std::iter::once(V::PROJECTION), rel.field) {
             pipeline.push(doc! {"$project": p});
         }
-        Ok(vec![
+        Ok((
             // `$documents` evaluates what it is given: `$literal` keeps an id
             // such as "$name" a value instead of a field path.
             doc! {"$documents": distinct.iter().map(|id| doc! {"_id": {"$literal": id.to_bson()}}).collect::<Vec<_>>()},
-            doc! {"$lookup": {
+            doc! {
                 "from": C::COLLECTION,
                 "localField": "_id",
                 "foreignField": rel.field,
                 "pipeline": pipeline,
                 "as": "children",
-            }},
-        ])
+            },
+        ))
     }
 }

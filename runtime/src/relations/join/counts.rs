@@ -39,7 +39,8 @@ impl<I: DocId> Related<'_, I> {
         }
         for page in pages(&distinct, chunk.max(1)) {
             let stages = stages(self.rel, &held, self.read.within(Filter::new(match_ids(self.rel, page))), page)?;
-            let coll = self.db.collection::<RawDocumentBuf>(collection);
+            let (on, stages) = crate::store::moving::aggregate(self.db, collection, stages).await?;
+            let coll = self.db.collection::<RawDocumentBuf>(&on);
             let aggregate = coll.aggregate(stages).batch_size(ONE_BATCH).with_type::<RawDocumentBuf>();
             collect_aggregate(aggregate, self.session.as_deref_mut(), collection, |raw| {
                 let id = raw.get("_id").ok().flatten().and_then(I::from_raw);

@@ -8,7 +8,6 @@ use crate::error::Result;
 use crate::schema::document::{Relation, View};
 use crate::store::options::ReadOptions;
 use crate::store::query::{Filter, Sort};
-use crate::store::session::collect;
 use mongodb::bson::{RawDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
@@ -40,6 +39,6 @@ impl<'a, I> Related<'a, I> {
         let filter = self.read.within(base).into_document()?;
         let options = self.read.one_batch(union_projection(std::iter::once(V::PROJECTION), self.rel.field))?;
         let coll = self.db.collection::<RawDocumentBuf>(collection);
-        collect(coll.find(filter).with_options(options), self.session.as_deref_mut(), collection, each).await
+        crate::store::moving::collect_find(&coll, filter, options, self.session.as_deref_mut(), each).await
     }
 }

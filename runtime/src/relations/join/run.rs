@@ -7,7 +7,6 @@ use crate::bson_compat;
 use crate::error::Result;
 use crate::store::options::{count, read_setters};
 use crate::store::query::Filter;
-use crate::store::session::collect;
 use mongodb::bson::{doc, Bson, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 
@@ -161,7 +160,7 @@ async fn run(
             }
             let mut options = query.read.one_batch(projection.clone())?;
             options.limit = remaining;
-            collect(coll.find(filter).with_options(options), session.as_deref_mut(), collection, |raw| {
+            crate::store::moving::collect_find(&coll, filter, options, session.as_deref_mut(), |raw| {
                 if let Some(r) = &mut remaining {
                     *r -= 1;
                 }

@@ -14,7 +14,7 @@ mod holders;
 mod lease;
 mod lease_time;
 mod merge;
-mod moves;
+pub(crate) mod moves;
 pub(crate) mod moves_state;
 mod obey;
 mod publish;

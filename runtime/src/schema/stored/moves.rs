@@ -63,6 +63,24 @@ impl From<&Move> for StoredMove {
 }
 
 impl StoredMove {
+    /// The stages making the new documents out of parents holding the
+    /// array `field` (its stored name): each element becomes a document
+    /// whose `_id` is its key and whose parent reference is its parent's
+    /// `_id`. The copy writes what they make; a read before the switch
+    /// reads it.
+    pub(crate) fn unwound(&self, field: &str) -> [mongodb::bson::Document; 3] {
+        use mongodb::bson::doc;
+        let element = format!("${field}");
+        [
+            doc! {"$project": {field: 1}},
+            doc! {"$unwind": &element},
+            doc! {"$replaceRoot": {"newRoot": {"$mergeObjects": [
+                &element,
+                {"_id": format!("{element}.{}", self.key), &self.parent_field: "$_id"},
+            ]}}},
+        ]
+    }
+
     /// `posts.comments → comments`, for messages.
     pub fn label(&self) -> String {
         format!("{}.{} → {}", self.from.collection, self.from.rust_field.as_deref().unwrap_or("?"), self.to.collection)
