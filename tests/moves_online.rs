@@ -296,6 +296,54 @@ async fn a_move_runs_online_while_both_versions_write() -> docrel::Result<()> {
     let marks = t.db.collection::<BsonDoc>("_docrel_move_marks").count_documents(doc! {}).await.expect("count");
     assert_eq!(marks, 0, "the copy's marks are gone once it is switched");
     check(&t, &old_model, &new_model).await;
+
+    // Retired once no old version runs (the old writer's lease lapses
+    // first), the old arrays dropped: the documents are all there is.
+    let documents = all(&t, "mv_comments").await;
+    tokio::time::sleep(LEASE * 2).await;
+    let file = std::env::temp_dir().join(format!("docrel_mv_online_{}.json", std::process::id()));
+    std::fs::write(&file, docrel::schema::export()).expect("the export");
+    let mut console = docrel::admin::Console::captured();
+    let args = [
+        "docrel",
+        "--db",
+        t.db.name(),
+        "schema",
+        "retire",
+        "--file",
+        file.to_str().unwrap(),
+        "--drop-old",
+        "--lease",
+        "0.3",
+    ];
+    let exit = docrel::admin::run(args, &mut console, std::future::pending()).await;
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(exit, docrel::admin::Exit::Ok, "{}", console.errors());
+    assert!(console.errors().contains("mv_posts.comments → mv_comments: complete"), "{}", console.errors());
+    retired_shape(&t, &documents).await?;
+    let again = docrel::admin::moves::retire(&t.db, &e.moves, true, LEASE, || false, |_| {}).await?;
+    assert!(again[0].complete && again[0].already, "retiring again changes nothing: {again:?}");
+    Ok(())
+}
+
+/// After retirement: no post holds the old array, the stored schema no
+/// longer lists it, the move and its lease rows are gone, the documents
+/// are unchanged, and a write of the new version touches them only.
+async fn retired_shape(t: &TestDb, documents: &[BsonDoc]) -> docrel::Result<()> {
+    let posts = all(t, "mv_posts").await;
+    assert!(posts.iter().all(|p| !p.contains_key("comments")), "the old arrays are dropped");
+    let stored_posts = stored::load(&t.db).await?.into_iter().find(|s| s.collection == "mv_posts").expect("stored");
+    assert!(stored_posts.relations.iter().all(|r| r.field != "comments"), "{:?}", stored_posts.relations);
+    assert!(stored::load_moves(&t.db).await?.is_empty());
+    let leases = t.db.collection::<BsonDoc>(stored::LEASES_COLLECTION).count_documents(doc! {}).await.unwrap();
+    assert_eq!(leases, 0, "no lease rows once no move runs");
+    assert_eq!(all(t, "mv_comments").await, documents, "the documents are what the move made");
+    docrel::schema::obey(&t.db).await?;
+    let post = posts[0].get_object_id("_id").unwrap();
+    let comment = moves::v2::Comment { id: ObjectId::new(), post, author: "eve".into(), text: "after".into() };
+    moves::v2::Comment::repo(&t.db).insert(&comment).await?;
+    let after = t.db.collection::<BsonDoc>("mv_posts").find_one(doc! {"_id": post}).await.unwrap().unwrap();
+    assert!(!after.contains_key("comments"), "nothing mirrors into the retired array");
     Ok(())
 }
 

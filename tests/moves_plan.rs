@@ -262,6 +262,17 @@ async fn the_command_line_plans_and_applies_the_move() -> docrel::Result<()> {
     let (exit, _, err) = admin(&t, &["schema", "apply", "--file", path, "--wait", "0"]).await;
     assert_eq!(exit, Exit::Ok, "{err}");
     assert_eq!(docs.count_documents(doc! {}).await.expect("count"), 7, "run again, nothing changes");
+
+    // This process links the old `Post` too: while its lease lives, the
+    // old shape stays, and the refusal names it.
+    let retire = ["schema", "retire", "--file", path, "--drop-old", "--lease", "0.001", "--json"];
+    let (exit, _, err) = admin(&t, &retire).await;
+    assert_ne!(exit, Exit::Ok);
+    assert!(err.contains(&format!("pid {}", std::process::id())) && err.contains("nothing was written"), "{err}");
+    assert!(
+        t.db.collection::<BsonDoc>("mv_posts").count_documents(doc! {"comments": {"$exists": true}}).await.unwrap() > 0
+    );
+    // `moves_online` retires it from a process of the new version only.
     let _ = std::fs::remove_file(&file);
     Ok(())
 }

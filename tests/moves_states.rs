@@ -143,3 +143,25 @@ async fn a_moves_document_of_another_format_refuses_writes() -> docrel::Result<(
     assert_eq!(stored, 0, "nothing was written");
     Ok(())
 }
+
+#[tokio::test]
+async fn the_old_shape_is_retired_only_once_switched_and_no_live_process_links_it() -> docrel::Result<()> {
+    new_version();
+    let t = TestDb::new("mv_retire").await?;
+    let db = &t.db;
+    let retire = |spec: stored::StoredMove| async move {
+        docrel::admin::moves::retire(db, &[spec], false, LEASE, || false, |_| {}).await
+    };
+    let mv = announced(MoveState::Moved);
+    stored::publish_moves(&t.db, std::slice::from_ref(&mv)).await?;
+    let err = retire(mv.spec.clone()).await.unwrap_err().to_string();
+    assert!(err.contains("moved") && err.contains("schema apply") && err.contains("nothing was written"), "{err}");
+
+    let mv = announced(MoveState::Switched);
+    stored::publish_moves(&t.db, std::slice::from_ref(&mv)).await?;
+    let pid = run_old_writer(t.db.name());
+    let err = retire(mv.spec.clone()).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("pid {pid}")) && err.contains("mv_posts.comments"), "names who links it: {err}");
+    assert_eq!(stored::load_moves(&t.db).await?[0].state, MoveState::Switched, "nothing was written");
+    Ok(())
+}

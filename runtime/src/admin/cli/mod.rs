@@ -192,6 +192,23 @@ enum SchemaChange {
         #[arg(long, value_name = "SECONDS")]
         lease: Option<f64>,
     },
+    /// Retire the old shape of every switched move a program declares
+    /// (`moved_from`), once no live process links it: both shapes are no
+    /// longer kept, the old array's rule leaves the stored schema, and the
+    /// move completes. Refused, with nothing written, while an old version
+    /// holds a lease (`schema status` lists them). Exit 0 when complete.
+    Retire {
+        /// The program's exported schema (the new version's).
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+        /// Also remove the old array from every parent (in pages, once
+        /// every process has seen the move retired).
+        #[arg(long)]
+        drop_old: bool,
+        /// The fleet's lease in seconds (default: this process's, 30 s).
+        #[arg(long, value_name = "SECONDS")]
+        lease: Option<f64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -343,6 +360,13 @@ fn uri_database(uri: &str) -> Option<String> {
     rest.split_once('/').map(|(_, db)| db.to_owned()).filter(|db| !db.is_empty())
 }
 
+/// The lease given in seconds, or this process's for `db`.
+fn fleet_lease(seconds: Option<f64>, db: &mongodb::Database) -> std::time::Duration {
+    seconds
+        .map(|s| std::time::Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(std::time::Duration::MAX))
+        .unwrap_or_else(|| crate::schema::lease_for(db))
+}
+
 async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -> Result<Exit> {
     match &cli.command {
         Command::Schema { change: Some(change), .. } => {
@@ -359,12 +383,12 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
                     schema_change::apply(&db, &args, console, shutdown, cli.json).await
                 }
                 SchemaChange::Status { lease } => {
-                    let lease = lease
-                        .map(|s| {
-                            std::time::Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(std::time::Duration::MAX)
-                        })
-                        .unwrap_or_else(|| crate::schema::lease_for(&db));
+                    let lease = fleet_lease(*lease, &db);
                     schema_change::status(&db, lease, console, cli.json).await
+                }
+                SchemaChange::Retire { file, drop_old, lease } => {
+                    let lease = fleet_lease(*lease, &db);
+                    schema_change::retire(&db, file, *drop_old, lease, console, shutdown, cli.json).await
                 }
             }
         }

@@ -113,6 +113,45 @@ pub(super) async fn status(
     Ok(Exit::Ok)
 }
 
+/// `schema retire --file F [--drop-old]`: retires the old shape of every
+/// switched move the program declares. Exit 0 when all are complete.
+pub(super) async fn retire(
+    db: &Database,
+    file: &Path,
+    drop_old: bool,
+    lease: std::time::Duration,
+    console: &mut Console,
+    shutdown: &mut Shutdown<'_>,
+    as_json: bool,
+) -> Result<Exit> {
+    let exported = program(file)?;
+    if exported.moves.is_empty() {
+        return Err(Error::Invalid {
+            what: Misuse::Schema,
+            message: format!("{}: the program declares no move (`moved_from`); nothing to retire", file.display()),
+        });
+    }
+    let reports = {
+        let (err, quiet) = (&mut console.err, as_json);
+        let say = |step: &str| {
+            if !quiet {
+                let _ = writeln!(err, "{step}");
+            }
+        };
+        crate::admin::moves::retire(db, &exported.moves, drop_old, lease, || shutdown.requested(), say).await?
+    };
+    let complete = reports.iter().all(|r| r.complete);
+    if as_json {
+        console.say(&json(&reports));
+    } else {
+        for r in &reports {
+            let state = if r.complete { "complete" } else { "stopped: run it again to resume" };
+            console.say(&format!("{}: {state} ({} parent(s) without the old array)", r.label, r.dropped));
+        }
+    }
+    Ok(if complete { Exit::Ok } else { Exit::Interrupted })
+}
+
 /// The arguments of `schema apply`.
 pub(super) struct Apply<'a> {
     pub(super) file: &'a Path,

@@ -1,8 +1,8 @@
 //! Moves between patterns (`#[document(moved_from = Post::comments)]`):
 //! planned from the attributes and counted on the live data (`schema
 //! diff`), their states and the processes holding the schema lease
-//! (`schema status`), and run online to `switched` (`schema apply`,
-//! [`run`]).
+//! (`schema status`), run online to `switched` (`schema apply`, [`run`]),
+//! and their old shapes retired (`schema retire`, [`retire`]).
 
 mod copy;
 mod copy_run;
@@ -10,6 +10,7 @@ mod count;
 mod holders;
 mod indexes;
 mod plan;
+mod retire;
 mod run;
 mod shapes;
 mod states;
@@ -20,6 +21,7 @@ pub use count::MoveCounts;
 pub use holders::{holders, Holder};
 pub(crate) use plan::plan_with;
 pub use plan::{plan, undeclared, MovePlan};
+pub use retire::{retire, RetireReport};
 pub use run::{run, MoveReport};
 pub use states::{may_enter, may_retire, Wait};
 pub use status::{status, MoveStatus, Status};

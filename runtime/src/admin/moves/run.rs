@@ -60,7 +60,7 @@ pub async fn run(
                 report.resumed = true;
                 active
             }
-            None if done(db, mv).await? => {
+            None if reached(db, mv, "switched").await? => {
                 step(&format!("{}: switched already", mv.label()));
                 report.state = Some(MoveState::Switched);
                 out.push(report);
@@ -75,11 +75,22 @@ pub async fn run(
     Ok(out)
 }
 
-/// Whether a run took `mv` to `switched` before (its checkpoint says so).
-async fn done(db: &Database, mv: &StoredMove) -> Result<bool> {
+/// Whether a run took `mv` as far as `flag` (`switched`, `complete`)
+/// before: its checkpoint says so.
+pub(super) async fn reached(db: &Database, mv: &StoredMove, flag: &str) -> Result<bool> {
     let saved = checkpoints(db).find_one(doc! {"_id": checkpoint_id(mv)}).await;
     let saved = saved.map_err(|e| Error::driver("find", crate::admin::backfilled::CHANGE_COLLECTION, e))?;
-    Ok(saved.is_some_and(|s| s.get_bool("switched").unwrap_or(false)))
+    Ok(saved.is_some_and(|s| s.get_bool(flag).unwrap_or(false)))
+}
+
+/// Records in `mv`'s checkpoint that a run took it as far as `flag`.
+pub(super) async fn record(db: &Database, mv: &StoredMove, flag: &str) -> Result<()> {
+    checkpoints(db)
+        .update_one(doc! {"_id": checkpoint_id(mv)}, doc! {"$set": {flag: true}})
+        .upsert(true)
+        .await
+        .map_err(|e| Error::driver("update", crate::admin::backfilled::CHANGE_COLLECTION, e))?;
+    Ok(())
 }
 
 fn checkpoints(db: &Database) -> mongodb::Collection<BsonDoc> {
@@ -170,16 +181,11 @@ async fn advance(
         .delete_many(doc! {"_id.m": &active.spec.id})
         .await
         .map_err(|e| Error::driver("delete", crate::denormalize::moved::MARKS_COLLECTION, e))?;
-    checkpoints(db)
-        .update_one(doc! {"_id": checkpoint_id(&active.spec)}, doc! {"$set": {"switched": true}})
-        .upsert(true)
-        .await
-        .map_err(|e| Error::driver("update", crate::admin::backfilled::CHANGE_COLLECTION, e))?;
-    Ok(())
+    record(db, &active.spec, "switched").await
 }
 
 /// Waits until the move may leave its state; `false` when stopped.
-async fn wait_for(
+pub(super) async fn wait_for(
     db: &Database,
     active: &ActiveMove,
     lease: Duration,
@@ -210,7 +216,7 @@ async fn wait_for(
 }
 
 /// Publishes `active` in state `next`, at the server's time, and obeys it.
-async fn enter(db: &Database, active: ActiveMove, next: MoveState) -> Result<ActiveMove> {
+pub(super) async fn enter(db: &Database, active: ActiveMove, next: MoveState) -> Result<ActiveMove> {
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let entered = ActiveMove { state: next, since, ..active };
     let mut all = stored::load_moves(db).await?;
