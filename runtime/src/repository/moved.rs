@@ -89,12 +89,11 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
     applied::<T>(graph)?;
     // Without a move of this collection a write costs what it cost before:
     // nothing is asked of it.
-    let moving = graph.mirrored(T::COLLECTION);
-    if moving.is_empty() {
+    if graph.mirrored(T::COLLECTION).is_empty() {
         return op.run(repo, session).await;
     }
     let affected = op.affected()?;
-    let mirrors = mirrors(moving, &affected)?;
+    let mirrors = current::<T>(&affected, &repo.db)?;
     if mirrors.is_empty() {
         return op.run(repo, session).await;
     }
@@ -111,7 +110,13 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
             owned.insert(started.map_err(|e| Error::driver("startSession", repo.db.name(), e))?)
         }
     };
-    in_transaction(repo, op, session, &affected, &mirrors).await
+    in_transaction(repo, op, session, &affected, mirrors).await
+}
+
+/// The moves a write of `T` described by `affected` keeps, as the graph of
+/// `db` has them now.
+fn current<T: Document>(affected: &Affected, db: &mongodb::Database) -> Result<Vec<Mirror>> {
+    mirrors(crate::schema::graph::of(db).mirrored(T::COLLECTION), affected)
 }
 
 /// [`mirrored`] in a transaction of its own on `session`, committed with
@@ -123,19 +128,26 @@ async fn in_transaction<'a, T: Document, O: Operation<'a, T>>(
     op: O,
     session: &mut ClientSession,
     affected: &Affected,
-    mirrors: &[Mirror],
+    mut mirrors: Vec<Mirror>,
 ) -> Result<O::Output> {
     let started = Instant::now();
     let within = || started.elapsed() < Duration::from_secs(120);
     let mut attempt = 0u32;
     'body: loop {
         attempt += 1;
+        if attempt > 1 {
+            // A retry is a write of its own: it holds the schema again and
+            // keeps the moves in the state they are in now, never in one
+            // the fleet has left (retries may outlast two leases).
+            crate::schema::stored::hold(&repo.db).await?;
+            mirrors = current::<T>(affected, &repo.db)?;
+        }
         session
             .start_transaction()
             .selection_criteria(crate::store::primary())
             .await
             .map_err(|e| Error::driver("startTransaction", repo.db.name(), e))?;
-        let out = match mirrored(repo, op.clone(), session, affected, mirrors).await {
+        let out = match mirrored(repo, op.clone(), session, affected, &mirrors).await {
             Ok(out) => out,
             Err(e) => {
                 let _ = super::caller_transaction::abort(session).await;
