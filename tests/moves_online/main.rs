@@ -97,8 +97,10 @@ struct Finished {
     wrote: u64,
 }
 
-fn finish(child: std::process::Child) -> Finished {
-    let out = child.wait_with_output().expect("the writer ends");
+/// Waits for a writer off the runtime's threads, so the watchdog runs.
+async fn finish(child: std::process::Child) -> Finished {
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.expect("joined");
+    let out = out.expect("the writer ends");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "a writer failed:\n{text}");
     let model = text.lines().find_map(|l| l.strip_prefix("@model ")).expect("its model");
@@ -141,10 +143,13 @@ async fn migration_histories() -> docrel::Result<()> {
     let watchdog = Duration::from_secs(knob("DOCREL_MOVES_SECS", 180) as u64);
     for seed in seeds() {
         let started = Instant::now();
-        let said = tokio::time::timeout(watchdog, history(seed, ops, faults))
-            .await
-            .unwrap_or_else(|_| panic!("seed {seed}: no end after {watchdog:?} (faults {faults})"))
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let Ok(said) = tokio::time::timeout(watchdog, history(seed, ops, faults)).await else {
+            // The server may be stalled for good: nothing (not even the
+            // test database's drop) would end; the process does.
+            eprintln!("seed {seed}: no end after {watchdog:?} (faults {faults})");
+            std::process::exit(101);
+        };
+        let said = said.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         eprintln!("seed {seed}: {said} in {:.1} s", started.elapsed().as_secs_f64());
     }
     Ok(())
@@ -184,7 +189,7 @@ async fn history(seed: u64, ops: usize, faults: bool) -> docrel::Result<String> 
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(stops);
-    let (old, new) = (finish(old), finish(new));
+    let (old, new) = (finish(old).await, finish(new).await);
     let _ = std::fs::remove_file(&stop);
     let runs = runs?;
     quiet?;

@@ -85,8 +85,12 @@ pub(super) async fn copy(
 }
 
 /// Reconciles every parent marked as written since the last settle, each
-/// chunk in a transaction, and forgets the marks it saw (a mark renewed
-/// meanwhile stays for the next settle). Returns how many parents.
+/// chunk in a transaction that also forgets the chunk's marks as seen (a
+/// mark renewed meanwhile stays for the next settle). The marks are written
+/// in the writers' transactions, so they are deleted in one too: a plain
+/// multi-document delete meeting a mark an open transaction wrote is what
+/// stalls the embedded test server for good (`tests/history/gate.rs`).
+/// Returns how many parents.
 pub(super) async fn settle(db: &Database, active: &ActiveMove) -> Result<u64> {
     let marks = db.collection::<BsonDoc>(MARKS_COLLECTION);
     let seen: Vec<BsonDoc> = marks
@@ -96,22 +100,26 @@ pub(super) async fn settle(db: &Database, active: &ActiveMove) -> Result<u64> {
         .try_collect()
         .await
         .map_err(|e| Error::driver("find", MARKS_COLLECTION, e))?;
-    let parents: Vec<Bson> = seen.iter().filter_map(|m| m.get_document("_id").ok()?.get("p").cloned()).collect();
-    for chunk in parents.chunks(SETTLE_CHUNK) {
-        let (db2, active, chunk) = (db.clone(), active.clone(), chunk.to_vec());
+    for chunk in seen.chunks(SETTLE_CHUNK) {
+        let parents: Vec<Bson> = chunk.iter().filter_map(|m| m.get_document("_id").ok()?.get("p").cloned()).collect();
+        let exact: Vec<BsonDoc> =
+            chunk.iter().map(|m| doc! {"_id": m.get("_id").cloned(), "at": m.get("at").cloned()}).collect();
+        let (db2, active) = (db.clone(), active.clone());
         crate::store::transaction::run(db, "settle of a move's copy", &mut |s| {
-            let (db, active, chunk) = (db2.clone(), active.clone(), chunk.clone());
+            let (db, active, parents, exact) = (db2.clone(), active.clone(), parents.clone(), exact.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(s));
-                collection_from_arrays(cx, &active, &chunk, Reach::Full).await
+                collection_from_arrays(cx, &active, &parents, Reach::Full).await?;
+                let seen = doc! {"$or": exact};
+                crate::store::session::in_session!(
+                    db.collection::<BsonDoc>(MARKS_COLLECTION).delete_many(seen),
+                    cx.session()
+                )
+                .map_err(|e| Error::driver("delete", MARKS_COLLECTION, e))?;
+                Ok(())
             })
         })
         .await?;
     }
-    if !seen.is_empty() {
-        let exact: Vec<BsonDoc> =
-            seen.iter().map(|m| doc! {"_id": m.get("_id").cloned(), "at": m.get("at").cloned()}).collect();
-        marks.delete_many(doc! {"$or": exact}).await.map_err(|e| Error::driver("delete", MARKS_COLLECTION, e))?;
-    }
-    Ok(parents.len() as u64)
+    Ok(seen.len() as u64)
 }

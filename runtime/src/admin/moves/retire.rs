@@ -152,11 +152,7 @@ async fn complete(db: &Database, active: &ActiveMove) -> Result<()> {
     let rest: Vec<ActiveMove> =
         stored::load_moves(db).await?.into_iter().filter(|m| m.spec.id != active.spec.id).collect();
     stored::publish_moves(db, &rest).await?;
-    let marks = crate::denormalize::moved::MARKS_COLLECTION;
-    db.collection::<BsonDoc>(marks)
-        .delete_many(doc! {"_id.m": &active.spec.id})
-        .await
-        .map_err(|e| Error::driver("delete", marks, e))?;
+    super::run::forget_marks(db, &active.spec).await?;
     if rest.is_empty() {
         let leases = stored::LEASES_COLLECTION;
         db.collection::<BsonDoc>(leases).delete_many(doc! {}).await.map_err(|e| Error::driver("delete", leases, e))?;

@@ -75,6 +75,28 @@ pub async fn run(
     Ok(out)
 }
 
+/// Deletes the marks of `mv`, in a transaction: a writer still marking
+/// (one that began under `maintained`) writes them in its own, and a plain
+/// multi-document delete meeting a document an open transaction wrote
+/// stalls the embedded test server for good (`tests/history/gate.rs`).
+pub(super) async fn forget_marks(db: &Database, mv: &StoredMove) -> Result<()> {
+    use crate::denormalize::moved::MARKS_COLLECTION;
+    let (db2, id) = (db.clone(), mv.id.clone());
+    crate::store::transaction::run(db, "forgetting a move's marks", &mut |s| {
+        let (db, id) = (db2.clone(), id.clone());
+        Box::pin(async move {
+            let marks = db.collection::<BsonDoc>(MARKS_COLLECTION);
+            marks
+                .delete_many(doc! {"_id.m": id})
+                .session(s)
+                .await
+                .map_err(|e| Error::driver("delete", MARKS_COLLECTION, e))?;
+            Ok(())
+        })
+    })
+    .await
+}
+
 /// Whether a run took `mv` as far as `flag` (`switched`, `complete`)
 /// before: its checkpoint says so.
 pub(super) async fn reached(db: &Database, mv: &StoredMove, flag: &str) -> Result<bool> {
@@ -177,10 +199,7 @@ async fn advance(
         step(&format!("{}: {next}", active.spec.label()));
     }
     // The copy is done: its marks say nothing more.
-    db.collection::<BsonDoc>(crate::denormalize::moved::MARKS_COLLECTION)
-        .delete_many(doc! {"_id.m": &active.spec.id})
-        .await
-        .map_err(|e| Error::driver("delete", crate::denormalize::moved::MARKS_COLLECTION, e))?;
+    forget_marks(db, &active.spec).await?;
     record(db, &active.spec, "switched").await
 }
 
