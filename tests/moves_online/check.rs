@@ -96,6 +96,8 @@ pub async fn retired(t: &TestDb, documents: &[BsonDoc], posts_before: &[BsonDoc]
     assert!(stored::load_moves(&t.db).await?.is_empty());
     let leases = t.db.collection::<BsonDoc>(stored::LEASES_COLLECTION).count_documents(doc! {}).await.unwrap();
     assert_eq!(leases, 0, "no lease rows once no move runs");
+    let marks = t.db.collection::<BsonDoc>("_docrel_move_marks").count_documents(doc! {}).await.unwrap();
+    assert_eq!(marks, 0, "no mark once the move is complete");
     assert_eq!(all(t, "mv_comments").await, documents, "the documents are what the move made");
     docrel::schema::obey(&t.db).await?;
     let post = posts[0].get_object_id("_id").unwrap();
