@@ -120,7 +120,7 @@ impl<P: Document, V: View + Sync, T: Document, F: 'static, W: View<Of = T>> With
         let batch_size = parts.read.batch_size.map_or(ONE_BATCH, crate::store::options::batch);
         // Either side may be the collection a move fills, read through
         // the old shape until the move's reads are switched.
-        let db = parts.coll.client().database(&parts.coll.namespace().db);
+        let db = crate::store::moving::database_of(&parts.coll);
         let (on, mut pipeline) =
             crate::store::moving::aggregate(&db, P::COLLECTION, parts.read.stages(parts.projection)?).await?;
         for mut stage in Self::joined(self.rel) {

@@ -26,7 +26,7 @@ pub(crate) async fn source(db: &Database, collection: &str) -> Result<Option<Rea
 }
 
 /// The database of `coll`.
-fn database_of<T: Send + Sync>(coll: &Collection<T>) -> Database {
+pub(crate) fn database_of<T: Send + Sync>(coll: &Collection<T>) -> Database {
     coll.client().database(&coll.namespace().db)
 }
 
@@ -44,11 +44,7 @@ pub(crate) async fn collect_find<U>(
         None => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
         Some(through) => {
             let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
-            let mut aggregate = parents.aggregate(through.find(filter, &options)).with_type::<RawDocumentBuf>();
-            if let Some(b) = options.batch_size {
-                aggregate = aggregate.batch_size(b);
-            }
-            collect_aggregate(aggregate, session, coll.name(), each).await
+            collect_aggregate(through.on_parents(&parents, filter, &options), session, coll.name(), each).await
         }
     }
 }
@@ -65,10 +61,7 @@ pub(crate) async fn cursor(
         None => coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e)),
         Some(through) => {
             let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
-            let mut aggregate = parents.aggregate(through.find(filter, &options)).with_type::<RawDocumentBuf>();
-            if let Some(b) = options.batch_size {
-                aggregate = aggregate.batch_size(b);
-            }
+            let aggregate = through.on_parents(&parents, filter, &options);
             aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
         }
     }
@@ -83,11 +76,7 @@ pub(crate) async fn count(
 ) -> Result<u64> {
     let db = database_of(coll);
     let Some(through) = source(&db, coll.name()).await? else {
-        let action = coll.count_documents(filter);
-        let counted = match session {
-            Some(s) => action.session(s).await,
-            None => action.await,
-        };
+        let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
         return counted.map_err(|e| Error::driver("count", coll.name(), e));
     };
     let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
@@ -122,6 +111,20 @@ pub(crate) async fn lookup(db: &Database, spec: BsonDoc) -> Result<BsonDoc> {
 }
 
 impl ReadThrough {
+    /// The aggregate on `parents` of a find of `filter` with `options`.
+    fn on_parents<'c>(
+        &self,
+        parents: &'c Collection<RawDocumentBuf>,
+        filter: BsonDoc,
+        options: &FindOptions,
+    ) -> mongodb::action::Aggregate<'c, mongodb::action::ImplicitSession, RawDocumentBuf> {
+        let aggregate = parents.aggregate(self.find(filter, options)).with_type::<RawDocumentBuf>();
+        match options.batch_size {
+            Some(b) => aggregate.batch_size(b),
+            None => aggregate,
+        }
+    }
+
     /// The pipeline, on the parents, of a find of `filter` with `options`.
     fn find(&self, filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
         let mut out = vec![doc! {"$match": self.parents(&filter)}];
