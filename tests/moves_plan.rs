@@ -291,6 +291,26 @@ async fn apply_refuses_a_move_its_plan_refuses() -> docrel::Result<()> {
     assert!(text.contains("is refused, nothing was written") && text.contains("have no `_id`"), "{text}");
     assert!(stored::load_moves(&t.db).await?.is_empty());
     assert_eq!(t.db.collection::<BsonDoc>("mv_comments").count_documents(doc! {}).await.expect("count"), 0);
+
+    // Keyed now, but one key is held by two elements (in two posts) and
+    // one is a string where the new `_id` is an ObjectId: both refused,
+    // as the diff's full plan refuses them.
+    let (twice, raw) = (ObjectId::new(), t.db.collection::<BsonDoc>("mv_posts"));
+    raw.delete_many(doc! {}).await.expect("raw delete");
+    let posts = vec![
+        doc! {"_id": ObjectId::new(), "title": "a", "comments": [{"_id": twice, "author": "bo", "text": "one"}]},
+        doc! {"_id": ObjectId::new(), "title": "b", "comments": [{"_id": twice, "author": "al", "text": "two"}, {"_id": "c3", "author": "al", "text": "three"}]},
+    ];
+    raw.insert_many(posts).await.expect("raw insert");
+    let refused =
+        docrel::admin::moves::run(&t.db, &e.types, &e.moves, std::time::Duration::ZERO, || false, |_| {}).await;
+    let text = refused.unwrap_err().to_string();
+    assert!(text.contains("1 `_id` value(s) are held by more than one element"), "{text}");
+    assert!(text.contains("of type `string`"), "{text}");
+    let plan = docrel::admin::change_preview::preview_export(&t.db, &e, false).await?;
+    assert_eq!(plan.moves[0].refusals.len(), 2, "{:?}", plan.moves[0].refusals);
+    assert!(stored::load_moves(&t.db).await?.is_empty());
+    assert_eq!(t.db.collection::<BsonDoc>("mv_comments").count_documents(doc! {}).await.expect("count"), 0);
     Ok(())
 }
 

@@ -105,8 +105,9 @@ async fn two_programs_parts_are_merged() -> docrel::Result<()> {
 }
 
 /// A rule declared differently by two programs (the copy's source field,
-/// the bound, the delete rule) is refused, naming the stored rule and this
-/// program's, and nothing is written.
+/// the delete rule) is refused, naming the stored rule and this program's,
+/// and nothing is written. (A bound declared differently is no conflict:
+/// the stored one holds until `schema apply`, `tests/moves_bounds.rs`.)
 #[tokio::test]
 async fn a_conflicting_rule_is_refused_with_both_named() -> docrel::Result<()> {
     let t = TestDb::new("ss_conflict").await?;

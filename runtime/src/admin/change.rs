@@ -188,6 +188,11 @@ impl<'a> Change<'a> {
     async fn announce(&self, report: &mut ChangeReport, step: &mut impl FnMut(&str)) -> Result<BsonDoc> {
         let diff = super::backfilled::owed(self.db, &self.program).await?;
         stored::publish_types(self.db, &self.program).await?;
+        // A publish keeps the stored bounds: a change is what changes them.
+        stored::rebound(self.db, &diff.bounds).await?;
+        for b in &diff.bounds {
+            step(&format!("bound published: {}", b.describe()));
+        }
         let mut removed = Vec::new();
         for (collection, field) in &self.removals {
             if stored::retract(self.db, collection, field).await? {

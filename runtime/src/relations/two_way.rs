@@ -33,7 +33,9 @@ struct Side {
 }
 
 impl Side {
-    fn of(collection: &'static str, rel: &Relation) -> Result<Side> {
+    /// The side `rel` of `collection` is, bounded as writes to the database
+    /// of `g` keep it ([`Graph::bound`]).
+    fn of(g: &Graph, collection: &'static str, rel: &Relation) -> Result<Side> {
         let (many, optional, max) = match rel.kind {
             RelationKind::RefMany { key: Some(_), .. } => {
                 return Err(Error::Invalid {
@@ -55,14 +57,14 @@ impl Side {
                 })
             }
         };
-        Ok(Side { collection, field: rel.field, many, optional, max })
+        Ok(Side { collection, field: rel.field, many, optional, max: g.bound(collection, rel.field, max) })
     }
 
     /// The other side of `rel` (declared on `collection`), if it is two-way.
     fn inverse(g: &'static Graph, rel: &'static Relation) -> Result<Option<Side>> {
         let (Some(target), Some(inverse)) = (rel.target, rel.inverse) else { return Ok(None) };
         match g.inverse_of(rel) {
-            Some((schema, r)) => Side::of(schema.collection, r).map(Some),
+            Some((schema, r)) => Side::of(g, schema.collection, r).map(Some),
             None => Err(Error::Invalid {
                 what: crate::error::Misuse::Inverse,
                 message: format!(
@@ -380,7 +382,7 @@ async fn linked(
     y: Bson,
     how: How,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(schema.collection, rel)?;
+    let near = Side::of(cx.graph, schema.collection, rel)?;
     let far = Side::inverse(cx.graph, rel)?;
     let op = Op::Link { how, rel, near, far, x: x.clone(), y: y.clone() };
     let outcome = run_writes(cx, "link", op).await?;
@@ -460,7 +462,7 @@ pub(crate) async fn unlink(
     x: Bson,
     y: Bson,
 ) -> Result<LinkOutcome> {
-    let near = Side::of(schema.collection, rel)?;
+    let near = Side::of(cx.graph, schema.collection, rel)?;
     let far = Side::inverse(cx.graph, rel)?;
     for side in std::iter::once(near).chain(far) {
         if !side.many && !side.optional {

@@ -32,7 +32,8 @@ impl<T: Document> Repository<T> {
                 let outcome =
                     UpdatePlan::new(&self.raw, &update, self.mode(), cx.graph)?.by_id(&mut cx, id.to_bson()).await?;
                 if outcome.matched == 0 {
-                    return Err(self.explain_unmatched(id, &update, session).await?);
+                    let graph = cx.graph;
+                    return Err(self.explain_unmatched(id, &update, graph, session).await?);
                 }
                 hooks::after::<T>(&mut cx, Write::UpdateById, vec![id.clone()], outcome.matched).await;
                 Ok(outcome)
@@ -70,9 +71,12 @@ impl<T: Document> Repository<T> {
         &self,
         id: &T::Id,
         update: &Update<T>,
+        graph: &crate::schema::graph::Graph,
         session: Option<&mut ClientSession>,
     ) -> Result<Error> {
-        let bounded: Vec<_> = update.pushes().iter().filter(|p| p.max.is_some()).collect();
+        // The bounds the write kept to: those of its own graph.
+        let pushes = crate::store::bounds::kept_to(graph, T::COLLECTION, update.pushes());
+        let bounded: Vec<_> = pushes.into_iter().filter(|p| p.max.is_some()).collect();
         let mut projection = doc! {"_id": 1};
         for p in &bounded {
             projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});

@@ -205,6 +205,9 @@ pub struct Graph {
     supplements: HashMap<&'static str, Vec<&'static Schema>>,
     /// The moves between patterns in progress in the database.
     pub(crate) moves: Vec<super::stored::moves_state::ActiveMove>,
+    /// The stored bounds linked types keep to beside their own:
+    /// (collection, field, max); see [`Graph::bound`].
+    pub(crate) bounds: Vec<(String, String, u32)>,
 }
 
 /// The graph of every document type linked into the program.
@@ -240,9 +243,11 @@ pub(crate) fn install(
     db: &mongodb::Database,
     stored: Vec<&'static Schema>,
     moves: Vec<super::stored::moves_state::ActiveMove>,
+    bounds: Vec<(String, String, u32)>,
 ) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
     g.moves = moves;
+    g.bounds = bounds;
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }

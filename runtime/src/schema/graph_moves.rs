@@ -15,6 +15,24 @@ pub(crate) enum Side {
 }
 
 impl Graph {
+    /// The bound writes of `collection` keep to on its array `field`: the
+    /// lower of the one its type declares (`declared`) and the stored one
+    /// (a bound changed by `docrel schema apply`, or declared only there).
+    pub(crate) fn bound(&self, collection: &str, field: &str, declared: Option<u32>) -> Option<u32> {
+        let stored = self.bounds.iter().find(|(c, f, _)| c == collection && f == field).map(|b| b.2);
+        match (declared, stored) {
+            (Some(d), Some(s)) => Some(d.min(s)),
+            (d, s) => d.or(s),
+        }
+    }
+
+    /// The stored bounds of `collection` its types' own do not already
+    /// keep to: (field, max).
+    pub(crate) fn stored_bounds(&'static self, collection: &str) -> impl Iterator<Item = (&'static str, u32)> {
+        let collection = collection.to_owned();
+        self.bounds.iter().filter(move |(c, _, _)| *c == collection).map(|(_, f, m)| (f.as_str(), *m))
+    }
+
     /// The moves whose two shapes are both kept, with the side `collection`
     /// is of each: until a move is retired, a write of either shape is
     /// applied to the other.

@@ -1,8 +1,11 @@
 //! The bounds an update passes for sure or may pass: what docrel reads from
 //! each operation of an update before sending it (see [`super::update`]).
 
+use crate::error::{Error, Result};
 use crate::schema::document::{Document, RelationKind, Schema};
+use crate::schema::graph::Graph;
 use mongodb::bson::Bson;
+use mongodb::bson::{Document as BsonDoc, RawDocumentBuf};
 
 /// Why an update cannot be sent, kept until it is used.
 #[derive(Debug, Clone)]
@@ -17,6 +20,50 @@ pub(crate) struct Push {
     pub(crate) path: &'static str,
     pub(crate) count: usize,
     pub(crate) max: Option<u32>,
+}
+
+/// `pushes` of `collection`, each with the bound its write keeps to in the
+/// database of `graph`: the lower of the type's and the stored one
+/// ([`Graph::bound`]).
+pub(crate) fn kept_to(graph: &Graph, collection: &str, pushes: &[Push]) -> Vec<Push> {
+    pushes.iter().map(|p| Push { max: graph.bound(collection, p.path, p.max), ..*p }).collect()
+}
+
+/// Refuses a whole document of `collection` holding more elements in an
+/// array than a stored bound lower than its type's ([`Graph::bound`]):
+/// the bound a program's `check_bounds` does not know.
+pub(crate) fn check_stored(graph: &'static Graph, collection: &'static str, raws: &[RawDocumentBuf]) -> Result<()> {
+    let bounds: Vec<(&'static str, u32)> = graph.stored_bounds(collection).collect();
+    if bounds.is_empty() {
+        return Ok(());
+    }
+    for raw in raws {
+        let plain: BsonDoc = crate::bson_compat::from_slice(raw.as_bytes())
+            .map_err(|e| Error::Encode { what: format!("a document of `{collection}`"), message: e.to_string() })?;
+        for (field, max) in &bounds {
+            let len = plain.get_array(field).map_or(0, Vec::len);
+            if len > *max as usize {
+                let id = plain.get("_id").map_or_else(|| "(no id yet)".to_owned(), crate::bson_compat::relaxed_extjson);
+                return Err(Error::EmbedFull { collection, id, field, max: *max, len });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an update of `collection` that sets a whole array longer than a
+/// stored bound lower than its type's (the type's own are checked when the
+/// update is built).
+pub(crate) fn check_stored_sets(graph: &'static Graph, collection: &'static str, update: &BsonDoc) -> Result<()> {
+    for (field, max) in graph.stored_bounds(collection) {
+        for op in ["$set", "$setOnInsert"] {
+            let len = update.get_document(op).ok().and_then(|set| set.get_array(field).ok()).map_or(0, Vec::len);
+            if len > max as usize {
+                return Err(Error::EmbedFull { collection, id: "(any)".into(), field, max, len });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The bound declared on a top-level array of the schema, by stored name.

@@ -6,7 +6,7 @@
 //! verify/repair engine every kind of derived data runs on
 //! (`scan`), decoding, and BSON path helpers.
 
-mod bounds;
+pub(crate) mod bounds;
 pub(crate) mod bulk;
 pub mod codec;
 mod conditions;

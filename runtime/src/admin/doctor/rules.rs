@@ -59,8 +59,9 @@ fn bound(a: &ArrayStat) -> Option<Finding> {
         migration(a)
     } else {
         "the arrays are close to their bound, where writes start to fail with EmbedFull: raise `max` if they really \
-         grow so, or move the elements out (a child collection with a `#[parent_ref]`, a subset of the newest, or \
-         buckets)"
+         grow so (export the new version's schema, then `docrel schema apply --file v2.json` publishes the new \
+         bound online), or move the elements out (a child collection with a `#[parent_ref]`, a subset of the \
+         newest, or buckets)"
             .to_owned()
     };
     Some(Finding {
@@ -83,7 +84,8 @@ fn migration(a: &ArrayStat) -> String {
          \"{field}\", moved_from = {ty}::{field})] struct ..` with `#[parent_ref(to = {ty})] {parent}: ..`, \
          remove `{field}` from `{ty}` (or keep the newest as `#[embed(max = 10, subset_of = ..)]` under another \
          name), export the new version's schema, then `docrel schema diff --file v2.json` and `docrel schema \
-         apply --file v2.json`"
+         apply --file v2.json`. If they only grow a little past it, raise `max` instead: the same two commands \
+         publish the new bound online"
     )
 }
 

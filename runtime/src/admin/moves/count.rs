@@ -84,6 +84,37 @@ pub(super) async fn count(
     Ok(counts)
 }
 
+/// What a run checks before it announces a move: elements without their
+/// key, keys held twice, and the keys' types (the refusals), in one
+/// aggregate. The sizes the diff shows are not counted again: a run over
+/// large data pays one pass over the arrays before it copies them.
+pub(super) async fn keys(db: &Database, collection: &str, field: &str, key: &str) -> Result<MoveCounts> {
+    let pipeline = vec![
+        doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
+        doc! {"$project": {"_id": 0, "k": {"$map": {"input": format!("${field}"), "as": "e", "in": {"$ifNull": [format!("$$e.{key}"), Bson::Null]}}}}},
+        doc! {"$unwind": "$k"},
+        doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
+        doc! {"$group": {
+            "_id": Bson::Null,
+            "elements": {"$sum": "$n"},
+            "withoutKey": {"$sum": {"$cond": [{"$eq": ["$_id", Bson::Null]}, "$n", 0]}},
+            "dups": {"$sum": {"$cond": [{"$and": [{"$gt": ["$n", 1]}, {"$ne": ["$_id", Bson::Null]}]}, 1, 0]}},
+            "types": {"$addToSet": {"$type": "$_id"}},
+        }},
+    ];
+    let Some(row) = first(db, collection, pipeline).await? else { return Ok(MoveCounts::default()) };
+    let types = row.get_array("types").cloned().unwrap_or_default();
+    let mut key_types = key_types(&doc! {"types": [types]});
+    key_types.retain(|t| t != "null");
+    Ok(MoveCounts {
+        elements: number(&row, "elements"),
+        without_key: number(&row, "withoutKey"),
+        duplicate_keys: number(&row, "dups"),
+        key_types,
+        ..MoveCounts::default()
+    })
+}
+
 /// Keys that more than one element holds, across every parent.
 async fn duplicates(db: &Database, collection: &str, field: &str, key: &str) -> Result<u64> {
     let pipeline = vec![

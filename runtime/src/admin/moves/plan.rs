@@ -114,6 +114,25 @@ pub(crate) async fn plan_with(
     Ok(out)
 }
 
+/// Why `mv` cannot run on `db` now (empty: it can), from the program and
+/// the live data's keys ([`super::count::keys`]), without the sizes the
+/// full plan counts.
+pub(crate) async fn refusals(
+    db: &Database,
+    stored: &[StoredType],
+    program: &[StoredType],
+    mv: &StoredMove,
+) -> Result<Vec<String>> {
+    let mut plan = blank(program, mv);
+    let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan.refusals) };
+    plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
+    if existing_collections(db).await?.contains(&mv.from.collection) {
+        let keys = super::count::keys(db, &mv.from.collection, &old.field, &mv.key).await?;
+        plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &keys));
+    }
+    Ok(plan.refusals)
+}
+
 /// The stored embedded arrays the program no longer declares while it adds
 /// a collection and declares no move of them: never taken for a move, but
 /// said, since it is the mistake a move without `moved_from` makes.
@@ -140,7 +159,7 @@ pub fn undeclared(stored: &[StoredType], program: &[StoredType], moves: &[Stored
                 continue;
             }
             out.push(format!(
-                "`{}.{}` is no longer declared and `{}` is new: not a move unless a type of `{}` declares                  `#[document(moved_from = {}::{})]`; without it the array stays as it is (and `--remove {}.{}`                  forgets its rule)",
+ "`{}.{}` is no longer declared and `{}` is new: not a move unless a type of `{}` declares `#[document(moved_from = {}::{})]`; without it the array stays as it is (and `--remove {}.{}` forgets its rule)",
                 s.collection,
                 r.field,
                 added.join("`, `"),
@@ -163,22 +182,7 @@ async fn plan_one(
     mv: &StoredMove,
     with_probe: bool,
 ) -> Result<MovePlan> {
-    let rust_field = mv.from.rust_field.clone().unwrap_or_default();
-    let mut plan = MovePlan {
-        id: mv.id.clone(),
-        kind: mv.kind,
-        from: format!("{}.{rust_field}", mv.from.collection),
-        to: mv.to.collection.clone(),
-        old_shape: String::new(),
-        new_shape: super::shapes::new_shape(program, mv),
-        counts: None,
-        index_builds: Vec::new(),
-        bounds: Vec::new(),
-        derived: Vec::new(),
-        estimate: None,
-        readers: Vec::new(),
-        refusals: Vec::new(),
-    };
+    let mut plan = blank(program, mv);
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan) };
     plan.from = format!("{}.{}", mv.from.collection, old.field);
     plan.old_shape = super::shapes::old_shape(old);
@@ -200,6 +204,26 @@ async fn plan_one(
         plan.counts = Some(counts);
     }
     Ok(plan)
+}
+
+/// The plan of `mv` before anything is looked at.
+fn blank(program: &[StoredType], mv: &StoredMove) -> MovePlan {
+    let rust_field = mv.from.rust_field.clone().unwrap_or_default();
+    MovePlan {
+        id: mv.id.clone(),
+        kind: mv.kind,
+        from: format!("{}.{rust_field}", mv.from.collection),
+        to: mv.to.collection.clone(),
+        old_shape: String::new(),
+        new_shape: super::shapes::new_shape(program, mv),
+        counts: None,
+        index_builds: Vec::new(),
+        bounds: Vec::new(),
+        derived: Vec::new(),
+        estimate: None,
+        readers: Vec::new(),
+        refusals: Vec::new(),
+    }
 }
 
 /// The stored rule of `mv`'s old array, found by the old version's Rust

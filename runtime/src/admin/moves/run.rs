@@ -5,7 +5,6 @@
 //! saved in the database: a stopped or crashed run resumes where it was,
 //! and running it again after it is done changes nothing.
 
-use super::plan::{plan_with, MovePlan};
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, ActiveMove, MoveState, StoredMove, StoredType};
@@ -132,11 +131,11 @@ async fn announce(
     step: &mut impl FnMut(&str),
 ) -> Result<ActiveMove> {
     let stored_types = stored::load(db).await?;
-    let plan: MovePlan = plan_with(db, &stored_types, program, std::slice::from_ref(mv), false).await?.remove(0);
-    if !plan.refusals.is_empty() {
+    let refusals = super::plan::refusals(db, &stored_types, program, mv).await?;
+    if !refusals.is_empty() {
         return Err(Error::Invalid {
             what: Misuse::Schema,
-            message: format!("the move {} is refused, nothing was written: {}", mv.label(), plan.refusals.join("; ")),
+            message: format!("the move {} is refused, nothing was written: {}", mv.label(), refusals.join("; ")),
         });
     }
     // A plan without refusals found the old array.

@@ -47,7 +47,8 @@ pub(super) async fn encode_all<T: Document>(
         docs.iter().map(|d| if inserting && d.id().is_none() { T::generate_id() } else { None }).collect();
     let derived = plan.fills || plan.owes(inserting);
     if !derived && fresh.iter().all(Option::is_none) {
-        let raws = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+        let raws: Vec<RawDocumentBuf> = docs.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+        crate::store::bounds::check_stored(plan.graph, T::COLLECTION, &raws)?;
         return Ok(Encoded { raws, plain: Vec::new(), filled: None });
     }
     let mut plain = docs
@@ -75,7 +76,8 @@ pub(super) async fn encode_all<T: Document>(
     if plan.two_way {
         sides.check(plan.graph, T::schema(), &plain)?;
     }
-    let raws = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+    let raws: Vec<RawDocumentBuf> = plain.iter().map(|d| encode(T::COLLECTION, d)).collect::<Result<_>>()?;
+    crate::store::bounds::check_stored(plan.graph, T::COLLECTION, &raws)?;
     Ok(Encoded { raws, plain: if derived { plain } else { Vec::new() }, filled })
 }
 

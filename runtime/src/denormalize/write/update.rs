@@ -54,6 +54,9 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
         if let Some(message) = touched_maintained(graph, update) {
             return Err(Error::Invalid { what: crate::error::Misuse::Update, message });
         }
+        if graph.stored_bounds(T::COLLECTION).next().is_some() {
+            crate::store::bounds::check_stored_sets(graph, T::COLLECTION, &update.to_document()?)?;
+        }
         Ok(UpdatePlan {
             raw,
             update,
@@ -63,6 +66,12 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
             summarized: !graph.subsets_of(T::COLLECTION).is_empty(),
             graph,
         })
+    }
+
+    /// The arrays this update grows, each with the bound its write keeps to
+    /// (the type's, or a lower stored one).
+    pub(super) fn pushes(&self) -> Vec<crate::store::bounds::Push> {
+        crate::store::bounds::kept_to(self.graph, T::COLLECTION, self.update.pushes())
     }
 
     pub(super) fn err(operation: &'static str) -> impl FnOnce(mongodb::error::Error) -> Error {
@@ -214,7 +223,7 @@ impl<'u, T: Document> UpdatePlan<'u, T> {
     ) -> Result<UpdateOutcome> {
         let body = self.body()?;
         let mut guards = Vec::new();
-        for push in self.update.pushes() {
+        for push in self.pushes() {
             if let Some(max) = push.max {
                 if push.count > max as usize {
                     return Err(Error::EmbedFull {

@@ -40,7 +40,7 @@ impl<T: Document> UpdatePlan<'_, T> {
         sides: &'static dyn TwoWaySides,
     ) -> Result<Upserted> {
         let owed = DocumentPlan::of(cx.graph, T::schema());
-        let bounded = self.update.pushes().iter().any(|p| p.max.is_some());
+        let bounded = self.pushes().iter().any(|p| p.max.is_some());
         if !bounded && !owed.fills && !owed.owes(true) {
             return self.plain_upsert(cx, filter).await;
         }
@@ -127,7 +127,7 @@ impl<T: Document> UpdatePlan<'_, T> {
     /// finds had no room ([`Error::EmbedFull`]; inserting a second one
     /// would be wrong). Nothing was written.
     async fn refuse_full(&self, cx: &mut Cx<'_>, filter: &BsonDoc) -> Result<()> {
-        let bounded: Vec<_> = self.update.pushes().iter().filter(|p| p.max.is_some()).collect();
+        let bounded: Vec<_> = self.pushes().into_iter().filter(|p| p.max.is_some()).collect();
         let mut projection = doc! {"_id": 1};
         for p in &bounded {
             projection.insert(p.path, doc! {"$size": {"$ifNull": [format!("${}", p.path), []]}});

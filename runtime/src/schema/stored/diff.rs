@@ -20,6 +20,10 @@ pub struct Diff {
     /// The collections whose repair writes the backfills, once the rules
     /// are published.
     pub repairs: Vec<String>,
+    /// Bounds the program declares differently: a publish keeps the stored
+    /// one, and `docrel schema apply` publishes the program's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<super::bounds::BoundChange>,
     /// Rules the program declares differently (a publish refuses them).
     #[serde(serialize_with = "conflicts_as_text", skip_deserializing)]
     pub conflicts: Vec<Conflict>,
@@ -32,7 +36,10 @@ fn conflicts_as_text<S: serde::Serializer>(c: &[Conflict], s: S) -> Result<S::Ok
 impl Diff {
     /// Whether publishing would change anything (or be refused).
     pub fn has_changes(&self) -> bool {
-        !(self.added_collections.is_empty() && self.added_rules.is_empty() && self.conflicts.is_empty())
+        !(self.added_collections.is_empty()
+            && self.added_rules.is_empty()
+            && self.bounds.is_empty()
+            && self.conflicts.is_empty())
     }
 
     /// The diff in words, one line each.
@@ -46,6 +53,9 @@ impl Diff {
         }
         for b in &self.backfills {
             out.push_str(&format!("backfill: {b}\n"));
+        }
+        for b in &self.bounds {
+            out.push_str(&format!("bound: {}\n", b.describe()));
         }
         for c in &self.conflicts {
             out.push_str(&format!("conflict: {c}\n"));
@@ -66,6 +76,7 @@ pub fn diff(stored: &[StoredType], program: &[StoredType]) -> Diff {
             backfills_of(t, &t.relations, &t.copies.iter().collect::<Vec<_>>(), &mut d);
             continue;
         };
+        d.bounds.extend(super::bounds::changes_of(s, t));
         match merge(s, t) {
             Err(conflicts) => d.conflicts.extend(conflicts),
             Ok((_, added)) => d.added_rules.extend(added.into_iter().map(|r| (t.collection.clone(), r))),

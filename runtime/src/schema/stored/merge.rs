@@ -122,10 +122,13 @@ fn field_rule(f: &StoredField) -> StoredField {
     StoredField { rust: String::new(), rust_type: String::new(), ..f.clone() }
 }
 
-/// A relationship as a rule: without the Rust names.
+/// A relationship as a rule: without the Rust names, and without its
+/// bound: a bound declared differently is a bound change, which the stored
+/// schema keeps until `docrel schema apply` ([`super::bounds`]).
 fn relation_rule(r: &StoredRelation) -> StoredRelation {
     let mut r = r.clone();
     r.rust_field.clear();
+    super::bounds::unbounded(&mut r.kind);
     r.target_type = None;
     if let Some(s) = r.subset.as_mut() {
         s.child_type.clear();

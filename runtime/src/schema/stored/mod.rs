@@ -7,6 +7,7 @@
 //! [`load`] reads what every program published, and [`export`] gives this
 //! program's part as JSON without a database (for `docrel schema diff`).
 
+mod bounds;
 mod descriptors;
 mod diff;
 mod form;
@@ -18,8 +19,10 @@ pub(crate) mod moves;
 pub(crate) mod moves_state;
 mod obey;
 mod publish;
+mod rebound;
 mod retract;
 
+pub use bounds::BoundChange;
 pub(crate) use descriptors::schema as descriptor;
 pub use diff::{diff, Diff};
 pub use form::program;
@@ -37,6 +40,7 @@ pub use moves_state::{ActiveMove, MoveState, MOVES_ID};
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, load_moves, publish, publish_moves, publish_types, Published, SCHEMA_COLLECTION};
+pub use rebound::rebound;
 pub use retract::retract;
 pub(crate) use retract::without as without_rule;
 

@@ -39,6 +39,10 @@ pub struct Obeyed {
 /// their fingerprints.
 type Followed = BTreeMap<String, (String, StoredType)>;
 
+/// The stored bounds linked types keep to beside their own: (collection,
+/// field, max).
+type Bounds = Vec<(String, String, u32)>;
+
 /// What this process keeps of the schema it obeys in one database
 /// ([`crate::kept`]): each database of each deployment its own.
 #[derive(Default)]
@@ -46,8 +50,9 @@ struct Obeying {
     /// One obey at a time: a read that started earlier never installs
     /// after one that started later.
     reading: tokio::sync::Mutex<()>,
-    /// The stored types and moves the graph was last built with (`None`: never).
-    followed: Mutex<Option<(Followed, Vec<ActiveMove>)>>,
+    /// The stored types, moves and bounds the graph was last built with
+    /// (`None`: never).
+    followed: Mutex<Option<(Followed, Vec<ActiveMove>, Bounds)>>,
     /// The differences last said, so the same ones are said once.
     said: Mutex<Option<Vec<String>>>,
     /// When the stored schema was last read and obeyed.
@@ -94,6 +99,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
     let mut extra = BTreeMap::new();
+    let mut bounds = Vec::new();
     for t in stored {
         let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else {
             out.stored_only.push(t.collection.clone());
@@ -103,6 +109,17 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
         if let Err(conflicts) = merge(&t, mine) {
             out.differences.extend(conflicts.iter().map(ToString::to_string));
         }
+        out.differences.extend(super::bounds::changes_of(&t, mine).iter().map(|c| {
+            format!(
+                "`{}.{}`: the stored schema bounds it at {} and this program at {}: its writes keep to the lower \
+                 until `docrel schema apply` publishes this program's",
+                c.collection,
+                c.field,
+                c.stored.map_or_else(|| "no bound".to_owned(), |m| m.to_string()),
+                c.declared.map_or_else(|| "no bound".to_owned(), |m| m.to_string()),
+            )
+        }));
+        bounds.extend(super::bounds::followed(&t, mine));
         if let Some(more) = supplement(&t, mine) {
             let rules = more.relations.iter().map(|r| format!("relation `{}`", r.field));
             let rules: Vec<String> = rules.chain(more.copies.iter().map(|c| format!("copy `{}`", c.field))).collect();
@@ -123,7 +140,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
             tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
         }
     }
-    install(db, &state, extra, moves.clone());
+    install(db, &state, extra, moves.clone(), bounds);
     if !moves.is_empty() {
         // A process that cannot say what it saw of a move does not write.
         super::holders::renew(db, &moves, super::lease_time::lease_for(db)).await?;
@@ -187,23 +204,26 @@ fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
     Some(StoredType { relations, copies, indexes: Vec::new(), ..t.clone() })
 }
 
-/// Makes `extra` the stored-only types of `db` and `moves` its moves in
-/// progress, and rebuilds its graph when that changed anything.
-fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMove>) {
+/// Makes `extra` the stored-only types of `db`, `moves` its moves in
+/// progress and `bounds` the stored bounds its linked types keep to, and
+/// rebuilds its graph when that changed anything.
+fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMove>, bounds: Bounds) {
     let Ok(mut followed) = state.followed.lock() else { return };
     // A database with nothing stored, seen for the first time, changes nothing.
-    let same = followed.as_ref().map_or(extra.is_empty() && moves.is_empty(), |(before, moved)| {
+    let nothing = extra.is_empty() && moves.is_empty() && bounds.is_empty();
+    let same = followed.as_ref().map_or(nothing, |(before, moved, kept)| {
         before.len() == extra.len()
             && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
             && *moved == moves
+            && *kept == bounds
     });
     if same {
         return;
     }
     // A linked collection's entry holds only the rules it lacks.
     let schemas = extra.values().map(|(_, t)| super::descriptors::schema(t)).collect();
-    crate::schema::graph::install(db, schemas, moves.clone());
-    *followed = Some((extra, moves));
+    crate::schema::graph::install(db, schemas, moves.clone(), bounds.clone());
+    *followed = Some((extra, moves, bounds));
 }
 
 /// Keeps this process obeying the schema of `db` as programs publish to
