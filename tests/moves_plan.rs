@@ -236,6 +236,8 @@ async fn the_command_line_plans_and_applies_the_move() -> docrel::Result<()> {
     let (exit, _, err) = admin(&t, &["schema", "apply", "--file", path, "--wait", "0"]).await;
     assert_eq!(exit, Exit::Ok, "{err}");
     assert!(err.contains("mv_posts.comments → mv_comments: switched"), "{err}");
+    // The copy's progress, counted (a bar on a terminal).
+    assert!(err.contains("mv_posts.comments → mv_comments: copied 7 of 7 element(s), from "), "{err}");
     let docs = t.db.collection::<BsonDoc>("mv_comments");
     for p in &posts {
         let id = p.get("_id").unwrap().clone();

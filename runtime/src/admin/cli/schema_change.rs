@@ -50,15 +50,7 @@ pub(super) async fn apply(
         // The moves first, to `switched`; then the change backfills what
         // the new version derives from the moved data, and verifies.
         let lease = args.wait.map_or_else(|| crate::schema::lease_for(db), |w| w / 2);
-        let reports = {
-            let (err, quiet) = (&mut console.err, as_json);
-            let say = |step: &str| {
-                if !quiet {
-                    let _ = writeln!(err, "{step}");
-                }
-            };
-            crate::admin::moves::run(db, &exported.types, &exported.moves, lease, || shutdown.requested(), say).await?
-        };
+        let reports = run_moves(db, &exported, lease, console, shutdown, as_json).await?;
         if !reports.iter().all(crate::admin::moves::MoveReport::switched) {
             console.say(&if as_json { json(&reports) } else { "moves stopped: run it again to resume".to_owned() });
             return Ok(Exit::Interrupted);
@@ -99,6 +91,39 @@ pub(super) async fn apply(
         ));
     }
     Ok(if report.complete() { Exit::Ok } else { Exit::Interrupted })
+}
+
+/// Runs the moves of `exported` to `switched`, with each step said on
+/// standard error and the copy drawn as a bar on a terminal (a line per
+/// page otherwise); quiet with `--json`.
+async fn run_moves(
+    db: &Database,
+    exported: &Exported,
+    lease: std::time::Duration,
+    console: &mut Console,
+    shutdown: &mut Shutdown<'_>,
+    quiet: bool,
+) -> Result<Vec<crate::admin::moves::MoveReport>> {
+    use crate::admin::moves::Step;
+    let bar = (console.bar && !quiet).then(super::verify::progress_bar);
+    let (err, drawn) = (&mut console.err, bar.clone());
+    let say = |step: &Step| match (step, &drawn) {
+        _ if quiet => {}
+        (Step::Copied(c), Some(bar)) => {
+            bar.set_length(c.total_elements);
+            bar.set_position(c.elements);
+            bar.set_message(c.label.clone());
+        }
+        (_, Some(bar)) => bar.println(step.to_string()),
+        (_, None) => {
+            let _ = writeln!(err, "{step}");
+        }
+    };
+    let ran = crate::admin::moves::run(db, &exported.types, &exported.moves, lease, || shutdown.requested(), say).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    ran
 }
 
 /// `schema status`: the moves in progress and the lease holders. Exit 0.

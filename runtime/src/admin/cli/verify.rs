@@ -98,7 +98,7 @@ async fn drive(run: Run<'_>, console: &mut Console, shutdown: &mut Shutdown<'_>,
 }
 
 /// A bar on standard error that knows its total and ETA.
-fn progress_bar() -> ProgressBar {
+pub(super) fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     let style =
         ProgressStyle::with_template("{msg:32!} [{bar:30.cyan/blue}] {pos}/{len} documents · {per_sec} · ETA {eta}")

@@ -4,6 +4,7 @@
 //! page checkpointed: a stopped copy resumes after its last page, and a
 //! page copied twice writes nothing twice.
 
+use super::progress::{Copied as Progress, Step};
 use crate::denormalize::moved::{collection_from_arrays, Reach, MARKS_COLLECTION};
 use crate::error::{Error, Result};
 use crate::schema::stored::ActiveMove;
@@ -15,6 +16,7 @@ use mongodb::Database;
 /// What a copy run did.
 pub(super) struct Copied {
     pub(super) pages: u64,
+    pub(super) elements: u64,
     pub(super) settled: u64,
     /// Every page is copied and settled.
     pub(super) finished: bool,
@@ -30,33 +32,21 @@ pub(super) async fn copy(
     active: &ActiveMove,
     page: i64,
     stop: &mut impl FnMut() -> bool,
-    step: &mut impl FnMut(&str),
+    step: &mut impl FnMut(&Step),
 ) -> Result<Copied> {
     let (spec, field) = (&active.spec, active.field.as_str());
     let checkpoints = db.collection::<BsonDoc>(crate::admin::backfilled::CHANGE_COLLECTION);
     let id = format!("move:{}", spec.id);
     let saved = checkpoints.find_one(doc! {"_id": &id}).await.map_err(|e| Error::driver("find", "checkpoint", e))?;
     let mut after = saved.and_then(|s| s.get("after").cloned());
-    let mut out = Copied { pages: 0, settled: 0, finished: false };
+    let mut out = Copied { pages: 0, elements: 0, settled: 0, finished: false };
     let parents = db.collection::<BsonDoc>(&spec.from.collection);
+    let mut progress = totals(db, active, after.as_ref()).await?;
     loop {
         if stop() {
             return Ok(out);
         }
-        let mut range = doc! {format!("{field}.0"): {"$exists": true}};
-        if let Some(a) = &after {
-            range.insert("_id", doc! {"$gt": a.clone()});
-        }
-        let ids: Vec<BsonDoc> = parents
-            .find(range)
-            .sort(doc! {"_id": 1})
-            .limit(page)
-            .projection(doc! {"_id": 1})
-            .await
-            .map_err(|e| Error::driver("find", spec.from.collection.clone(), e))?
-            .try_collect()
-            .await
-            .map_err(|e| Error::driver("find", spec.from.collection.clone(), e))?;
+        let ids = page_of(&parents, field, after.as_ref(), page).await?;
         let Some(bound) = ids.last().and_then(|d| d.get("_id")).cloned() else { break };
         let mut matched = doc! {"_id": {"$lte": bound.clone()}};
         if let Some(a) = &after {
@@ -71,17 +61,64 @@ pub(super) async fn copy(
             .await
             .map_err(|e| Error::driver("update", "checkpoint", e))?;
         out.pages += 1;
-        step(&format!(
-            "{}: copied {} parent(s) up to {}",
-            spec.label(),
-            ids.len(),
-            crate::bson_compat::relaxed_extjson(&bound)
-        ));
+        progress.parents += ids.len() as u64;
+        progress.elements += ids.iter().map(|d| crate::admin::doctor::as_u64(d.get("n")).unwrap_or(0)).sum::<u64>();
+        out.elements = progress.elements;
+        step(&Step::Copied(progress.clone()));
         after = Some(bound);
     }
     out.settled += settle(db, active).await?;
     out.finished = true;
     Ok(out)
+}
+
+/// The parents left to copy after `after`, and their elements: the
+/// progress's totals (one pass over the parents, without their arrays
+/// leaving the server).
+async fn totals(db: &Database, active: &ActiveMove, after: Option<&Bson>) -> Result<Progress> {
+    let field = active.field.as_str();
+    let pipeline = vec![
+        doc! {"$match": left(field, after)},
+        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "elements": {"$sum": {"$size": format!("${field}")}}}},
+    ];
+    let row = super::count::first(db, &active.spec.from.collection, pipeline).await?.unwrap_or_default();
+    let number = |name| crate::admin::doctor::as_u64(row.get(name)).unwrap_or(0);
+    Ok(Progress {
+        label: active.spec.label(),
+        total_parents: number("parents"),
+        total_elements: number("elements"),
+        ..Progress::default()
+    })
+}
+
+/// The parents holding elements after `after`.
+fn left(field: &str, after: Option<&Bson>) -> BsonDoc {
+    let mut range = doc! {format!("{field}.0"): {"$exists": true}};
+    if let Some(a) = after {
+        range.insert("_id", doc! {"$gt": a.clone()});
+    }
+    range
+}
+
+/// The next `page` parents after `after`, each with its number of
+/// elements (`n`).
+async fn page_of(
+    parents: &mongodb::Collection<BsonDoc>,
+    field: &str,
+    after: Option<&Bson>,
+    page: i64,
+) -> Result<Vec<BsonDoc>> {
+    let failed = |e| Error::driver("find", parents.name().to_owned(), e);
+    parents
+        .find(left(field, after))
+        .sort(doc! {"_id": 1})
+        .limit(page)
+        .projection(doc! {"_id": 1, "n": {"$size": format!("${field}")}})
+        .await
+        .map_err(failed)?
+        .try_collect()
+        .await
+        .map_err(failed)
 }
 
 /// Reconciles every parent marked as written since the last settle, each

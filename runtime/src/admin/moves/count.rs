@@ -129,7 +129,7 @@ async fn duplicates(db: &Database, collection: &str, field: &str, key: &str) -> 
 }
 
 /// The one row an aggregate answers, if any.
-async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
+pub(super) async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
     let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
     let mut cursor = db
         .collection::<BsonDoc>(collection)

@@ -5,6 +5,7 @@
 //! saved in the database: a stopped or crashed run resumes where it was,
 //! and running it again after it is done changes nothing.
 
+use super::progress::Step;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, ActiveMove, MoveState, StoredMove, StoredType};
@@ -26,6 +27,9 @@ pub struct MoveReport {
     pub resumed: bool,
     /// Pages of parents the copy wrote in this run.
     pub pages: u64,
+    /// Elements the copy wrote in this run (each a document of the new
+    /// collection; a page copied again after a stop counts again).
+    pub elements: u64,
     /// Parents reconciled after the copy's pages, for writes made meanwhile.
     pub settled: u64,
 }
@@ -41,7 +45,8 @@ impl MoveReport {
 const PAGE: i64 = 200;
 
 /// Runs (or resumes) the moves `program` declares up to `switched`. `stop`
-/// is asked between steps and pages; `step` hears each step in words.
+/// is asked between steps and pages; `step` hears each step, in words or
+/// as the copy's progress ([`Step`]).
 /// Refused, with nothing written, when a plan has refusals.
 pub async fn run(
     db: &Database,
@@ -49,7 +54,7 @@ pub async fn run(
     moves: &[StoredMove],
     lease: Duration,
     mut stop: impl FnMut() -> bool,
-    mut step: impl FnMut(&str),
+    mut step: impl FnMut(&Step),
 ) -> Result<Vec<MoveReport>> {
     let mut out = Vec::new();
     for mv in moves {
@@ -60,7 +65,7 @@ pub async fn run(
                 active
             }
             None if reached(db, mv, "switched").await? => {
-                step(&format!("{}: switched already", mv.label()));
+                step(&format!("{}: switched already", mv.label()).into());
                 report.state = Some(MoveState::Switched);
                 out.push(report);
                 continue;
@@ -128,7 +133,7 @@ async fn announce(
     db: &Database,
     program: &[StoredType],
     mv: &StoredMove,
-    step: &mut impl FnMut(&str),
+    step: &mut impl FnMut(&Step),
 ) -> Result<ActiveMove> {
     let stored_types = stored::load(db).await?;
     let refusals = super::plan::refusals(db, &stored_types, program, mv).await?;
@@ -145,7 +150,7 @@ async fn announce(
         stored::StoredKind::Embed { max, .. } => max,
         _ => None,
     });
-    super::indexes::build(db, program, mv, step).await?;
+    super::indexes::build(db, program, mv, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let active =
@@ -154,7 +159,7 @@ async fn announce(
     all.push(active.clone());
     stored::publish_moves(db, &all).await?;
     stored::obey(db).await?;
-    step(&format!("{}: announced", mv.label()));
+    step(&format!("{}: announced", mv.label()).into());
     Ok(active)
 }
 
@@ -165,37 +170,38 @@ async fn advance(
     lease: Duration,
     report: &mut MoveReport,
     stop: &mut impl FnMut() -> bool,
-    step: &mut impl FnMut(&str),
+    step: &mut impl FnMut(&Step),
 ) -> Result<()> {
     while active.state < MoveState::Switched {
         let Some(next) = active.state.next() else { break };
-        if !wait_for(db, &active, lease, stop, step).await? {
-            step("stopped: run `docrel schema apply` again to resume");
+        if !wait_for(db, &active, lease, stop, &mut |s: &str| step(&s.into())).await? {
+            step(&"stopped: run `docrel schema apply` again to resume".into());
             return Ok(());
         }
         if active.state == MoveState::Maintained {
             let copied = super::copy_run::copy(db, &active, PAGE, stop, step).await?;
             report.pages += copied.pages;
+            report.elements += copied.elements;
             report.settled += copied.settled;
             if !copied.finished {
-                step("stopped: run `docrel schema apply` again to resume the copy");
+                step(&"stopped: run `docrel schema apply` again to resume the copy".into());
                 return Ok(());
             }
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
             if crate::admin::checks::involves(crate::schema::graph::of(db), &to) {
-                step(&format!("{}: backfill: repair {to}", active.spec.label()));
+                step(&format!("{}: backfill: repair {to}", active.spec.label()).into());
                 let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;
                 if repaired.interrupted {
-                    step("stopped: run `docrel schema apply` again to resume the backfill");
+                    step(&"stopped: run `docrel schema apply` again to resume the backfill".into());
                     return Ok(());
                 }
             }
         }
         active = enter(db, active, next).await?;
         report.state = Some(next);
-        step(&format!("{}: {next}", active.spec.label()));
+        step(&format!("{}: {next}", active.spec.label()).into());
     }
     // The copy is done: its marks say nothing more.
     forget_marks(db, &active.spec).await?;
