@@ -18,14 +18,15 @@
 //! |---|---|---|
 //! | `DOCREL_MOVES_SEEDS` | `2` | a count (seeds 1..=N), a list (`7,42`) or a range (`10..20`) |
 //! | `DOCREL_MOVES_OPS` | `200` | the least number of operations of a history, over both writers (they go on until the move is switched) |
-//! | `DOCREL_MOVES_FAULTS` | `0` | `1`: fail points on (see below) |
+//! | `DOCREL_MOVES_FAULTS` | `0` | `1`: fail points on in every history (see below) |
+//! | `DOCREL_MOVES_FAULT_SEEDS` | `1` | without `DOCREL_MOVES_FAULTS=1`, the seeds then run with fail points (as `DOCREL_MOVES_SEEDS`; empty: none) |
 //! | `DOCREL_MOVES_SECS` | `180` | a history that runs longer fails, naming its seed |
 //!
 //! With fail points, a history on the embedded server may stall for a
 //! minute (a transaction left open by a cut connection waits to be
 //! reaped), and a writer may land nothing. Session 20 ran 10 × 1,000 with
-//! them, clean (350.6 s); CI runs 2 × 200 without them, until fault runs
-//! are shown not to stall CI's server.
+//! them, clean (350.6 s); CI runs 2 × 200 without them and one history of
+//! 200 with them.
 //!
 //! A failure names the seed; `DOCREL_MOVES_SEEDS=<seed>,` replays it.
 
@@ -119,9 +120,13 @@ impl Drop for StopFile {
     }
 }
 
-/// The seeds asked for (`DOCREL_MOVES_SEEDS`).
-fn seeds() -> Vec<u64> {
-    let spec = std::env::var("DOCREL_MOVES_SEEDS").unwrap_or_else(|_| "2".into());
+/// The seeds asked for in `variable` (`DOCREL_MOVES_SEEDS`), `default`
+/// when it is not set.
+fn seeds(variable: &str, default: &str) -> Vec<u64> {
+    let spec = std::env::var(variable).unwrap_or_else(|_| default.into());
+    if spec.is_empty() {
+        return Vec::new();
+    }
     if let Some((a, b)) = spec.split_once("..") {
         let (a, b): (u64, u64) = (a.parse().expect("a seed"), b.parse().expect("a seed"));
         return (a..b).collect();
@@ -132,6 +137,9 @@ fn seeds() -> Vec<u64> {
     (1..=spec.parse::<u64>().expect("a count of seeds")).collect()
 }
 
+/// The histories with fail points a default run adds.
+const FAULT_SEEDS: &str = "1";
+
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -141,7 +149,13 @@ async fn migration_histories() -> docrel::Result<()> {
     docrel::testing::link_only(&[moves::V2]);
     let (ops, faults) = (knob("DOCREL_MOVES_OPS", 200), knob("DOCREL_MOVES_FAULTS", 0) == 1);
     let watchdog = Duration::from_secs(knob("DOCREL_MOVES_SECS", 180) as u64);
-    for seed in seeds() {
+    // Without `DOCREL_MOVES_FAULTS=1`, the seeds run without fail points,
+    // then the fault seeds with them.
+    let mut runs: Vec<(u64, bool)> = seeds("DOCREL_MOVES_SEEDS", "2").into_iter().map(|s| (s, faults)).collect();
+    if !faults {
+        runs.extend(seeds("DOCREL_MOVES_FAULT_SEEDS", FAULT_SEEDS).into_iter().map(|s| (s, true)));
+    }
+    for (seed, faults) in runs {
         let started = Instant::now();
         let Ok(said) = tokio::time::timeout(watchdog, history(seed, ops, faults)).await else {
             // The server may be stalled for good: nothing (not even the
