@@ -403,12 +403,14 @@ pub(crate) async fn after_change(
     left_out.map_or(Ok(()), Err)
 }
 
-/// After children were deleted: rebuild their parents' subsets.
+/// After children were deleted: rebuild their parents' subsets, each
+/// subset's parents a page at a time ([`SubsetTarget::rebuild_many`]).
 pub(crate) async fn after_delete(cx: &mut Cx<'_>, child: &str, parents: Vec<(usize, Bson)>) -> Result<()> {
     let targets = cx.graph.subsets_of(child);
-    for (i, parent) in parents {
-        if let Some(target) = targets.get(i) {
-            target.rebuild_in(cx, &parent).await?;
+    for (i, target) in targets.iter().enumerate() {
+        let of_target: Vec<Bson> = parents.iter().filter(|(t, _)| *t == i).map(|(_, p)| p.clone()).collect();
+        if !of_target.is_empty() {
+            target.rebuild_many(cx, &of_target).await?;
         }
     }
     Ok(())

@@ -26,8 +26,18 @@ const ROUNDS: u32 = 8;
 
 /// Deletes the documents `ids` of `collection` and rebuilds the subsets
 /// that summarized them; how many were deleted.
-pub(crate) async fn delete(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson]) -> Result<u64> {
-    delete_matching(cx, collection, doc! {"_id": {"$in": ids}}, true).await
+pub(crate) async fn delete(cx: &mut Cx<'_>, collection: &'static str, ids: &[Bson], gone: Gone<'_>) -> Result<u64> {
+    delete_matching(cx, collection, doc! {"_id": {"$in": ids}}, true, gone).await
+}
+
+/// Whether a parent (its collection, its id) is deleted by the same
+/// operation, so its subset is not rebuilt (a cascade deleting a recipe
+/// and its comments rebuilds no newest-comments list of that recipe).
+pub(crate) type Gone<'a> = &'a (dyn Fn(&str, &Bson) -> bool + Sync);
+
+/// No parent is deleted by the same operation.
+pub(crate) fn none_gone(_: &str, _: &Bson) -> bool {
+    false
 }
 
 /// Deletes what `filter` matches in `collection` (one document at most
@@ -39,6 +49,7 @@ pub(crate) async fn delete_matching(
     collection: &'static str,
     filter: BsonDoc,
     many: bool,
+    gone: Gone<'_>,
 ) -> Result<u64> {
     let coll = cx.db.collection::<BsonDoc>(collection);
     if cx.graph.subsets_of(collection).is_empty() {
@@ -65,7 +76,10 @@ pub(crate) async fn delete_matching(
         .map_err(|e| Error::driver("delete", collection, e))?;
         deleted += r.deleted_count;
         if r.deleted_count > 0 {
-            after_delete(cx, collection, parents(cx.graph, collection, &found)).await?;
+            let targets = cx.graph.subsets_of(collection);
+            let mut kept = parents(cx.graph, collection, &found);
+            kept.retain(|(i, parent)| targets.get(*i).is_some_and(|t| !gone(t.parent, parent)));
+            after_delete(cx, collection, kept).await?;
         }
         if r.deleted_count as usize == found.len() {
             break;

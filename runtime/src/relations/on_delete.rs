@@ -253,6 +253,12 @@ impl Visited {
     }
 }
 
+/// The documents of the frames on `stack`, as `collection\0id`: each is
+/// deleted by the walk (the root's were before it).
+fn doomed(stack: &[Frame]) -> HashSet<String> {
+    stack.iter().flat_map(|f| f.ids.iter().map(move |id| format!("{}\u{0}{}", f.collection, id_key(id)))).collect()
+}
+
 /// Runs the rules for `ids` of `root` depth first, with a stack of its own
 /// rather than recursion, so a chain in the data as deep as it is long
 /// (a self-referencing tree) needs no more than one frame per level.
@@ -273,12 +279,19 @@ async fn walk(cx: &mut Cx<'_>, root: &'static str, ids: &[Bson], mode: Mode) -> 
         let bulked = top.bulked == Some(true);
         let Some(&(schema, rel)) = cx.graph.references_to(top.collection).get(top.rel) else {
             let done = stack.pop().unwrap_or_else(|| unreachable!("the loop holds a frame"));
+            // The frames left are deleted by this walk (the root's already
+            // were): their subsets are not rebuilt.
+            let doomed = doomed(&stack);
+            let gone = |collection: &str, id: &Bson| doomed.contains(&format!("{collection}\u{0}{}", id_key(id)));
             for (subset, parents) in &done.summaries {
-                subset.rebuild_many(cx, parents).await?;
+                let kept: Vec<Bson> = parents.iter().filter(|p| !gone(subset.parent, p)).cloned().collect();
+                if !kept.is_empty() {
+                    subset.rebuild_many(cx, &kept).await?;
+                }
             }
             // The root's documents are the caller's to delete.
             if mode == Mode::Apply && !stack.is_empty() {
-                deleted += crate::patterns::subset_delete::delete(cx, done.collection, &done.ids).await?;
+                deleted += crate::patterns::subset_delete::delete(cx, done.collection, &done.ids, &gone).await?;
             }
             continue;
         };

@@ -92,7 +92,7 @@ impl<T: Document> Repository<T> {
         if rules {
             crate::relations::on_delete::check(cx, T::COLLECTION, ids).await?;
         }
-        if subset_delete::delete_matching(cx, T::COLLECTION, filter, false).await? == 0 {
+        if subset_delete::delete_matching(cx, T::COLLECTION, filter, false, &subset_delete::none_gone).await? == 0 {
             return Ok(false);
         }
         if rules {
@@ -145,7 +145,7 @@ impl<T: Document> Repository<T> {
             // not deleted without its rules; and the rules of exactly
             // those deleted, so one that stopped matching keeps its own.
             let scoped = doc! {"$and": [filter.clone(), {"_id": {"$in": &page}}]};
-            let n = subset_delete::delete_matching(cx, T::COLLECTION, scoped, true).await?;
+            let n = subset_delete::delete_matching(cx, T::COLLECTION, scoped, true, &subset_delete::none_gone).await?;
             deleted += n;
             if n == 0 || !rules {
                 continue;
