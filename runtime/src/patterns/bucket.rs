@@ -56,7 +56,7 @@ use std::sync::Mutex;
 pub struct Bucket<B, P, E> {
     /// The relationship's index in `B`'s schema (see `RefMany`'s).
     index: usize,
-    time: Option<fn(&E) -> DateTime>,
+    pub(super) time: Option<fn(&E) -> DateTime>,
     _types: PhantomData<Types<B, P, E>>,
 }
 
@@ -67,10 +67,10 @@ type Types<B, P, E> = fn() -> (B, P, E);
 /// parent), so an append usually goes straight to the open page: one round
 /// trip. Kept per database ([`crate::kept`]).
 #[derive(Default)]
-struct OpenPages(Mutex<HashMap<PageKey, i64>>);
+pub(super) struct OpenPages(pub(super) Mutex<HashMap<PageKey, i64>>);
 
 /// A bucket collection and a parent (with the window, for time buckets).
-type PageKey = (&'static str, String);
+pub(super) type PageKey = (&'static str, String);
 
 impl<B, P, E> Clone for Bucket<B, P, E> {
     fn clone(&self) -> Self {
@@ -116,7 +116,7 @@ pub struct Appended {
 pub const OPEN_PAGES_LIMIT: usize = 10_000;
 
 /// Remembers `page` as the open page of `key`, within [`OPEN_PAGES_LIMIT`].
-fn remember_page(pages: &OpenPages, key: PageKey, page: i64) {
+pub(super) fn remember_page(pages: &OpenPages, key: PageKey, page: i64) {
     let Ok(mut m) = pages.0.lock() else { return };
     if m.len() >= OPEN_PAGES_LIMIT && !m.contains_key(&key) {
         // Any entry will do: a parent forgotten reads its last page once.
@@ -164,14 +164,14 @@ fn not_finite(value: &Bson) -> Option<f64> {
 }
 
 impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
-    fn spec(&self) -> Result<&'static BucketSpec> {
+    pub(super) fn spec(&self) -> Result<&'static BucketSpec> {
         self.relation().bucket.as_ref().ok_or_else(|| Error::Invalid {
             what: crate::error::Misuse::Bucket,
             message: format!("`{}` is not declared with `#[bucket(..)]`", self.relation().field),
         })
     }
 
-    fn element(&self, element: &E) -> Result<Bson> {
+    pub(super) fn element(&self, element: &E) -> Result<Bson> {
         let spec = self.spec()?;
         let field = self.relation().field;
         let value = crate::store::field::stored_value(field, element)?;

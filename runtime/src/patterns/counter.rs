@@ -101,7 +101,7 @@ pub struct WindowCount<S> {
 }
 
 impl<B: Document, P: Document, S: Serialize + DeserializeOwned + Send + Sync> Counter<B, P, S> {
-    fn spec(&self) -> Result<&'static BucketSpec> {
+    pub(super) fn spec(&self) -> Result<&'static BucketSpec> {
         match self.relation().bucket.as_ref() {
             Some(spec) if spec.counter && spec.window_ms.is_some() => Ok(spec),
             _ => Err(Error::Invalid {
@@ -112,7 +112,7 @@ impl<B: Document, P: Document, S: Serialize + DeserializeOwned + Send + Sync> Co
     }
 
     /// The start of the window holding `at`.
-    fn window_of(spec: &BucketSpec, at: DateTime) -> DateTime {
+    pub(super) fn window_of(spec: &BucketSpec, at: DateTime) -> DateTime {
         let window = spec.window_ms.unwrap_or(1).max(1);
         DateTime::from_millis(at.timestamp_millis().div_euclid(window) * window)
     }
@@ -163,7 +163,7 @@ impl<B: Document, P: Document, S: Serialize + DeserializeOwned + Send + Sync> Co
     }
 
     /// The amount as the number `$inc` adds; refused when it is none.
-    fn amount(&self, amount: &S) -> Result<Bson> {
+    pub(super) fn amount(&self, amount: &S) -> Result<Bson> {
         let refused = |what: String| Error::Invalid {
             what: Misuse::Bucket,
             message: format!(

@@ -4,9 +4,11 @@
 
 pub(crate) mod bucket;
 pub(crate) mod bucket_check;
+mod bucket_many;
 mod bucket_opened;
 pub(crate) mod bucket_whole;
 pub(crate) mod counter;
+mod counter_many;
 pub(crate) mod subset;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;

@@ -1,0 +1,425 @@
+//! Many elements appended to the buckets of many parents at once (issue
+//! 40): a few round trips whatever the number of elements and parents,
+//! where [`Bucket::append`] costs one or more per element.
+//!
+//! One aggregate on the parents reads each parent (an append for a parent
+//! that does not exist is refused before anything is written) with the
+//! last bucket of each window it appends to. One ordered `update` command
+//! then fills each last bucket and opens the next ones, each statement an
+//! upsert guarded by the count the bucket may hold before it: a bucket
+//! filled meanwhile by another append refuses the statement (the unique
+//! index on parent and page makes the upsert collide), and that statement
+//! and every one after it go one element at a time through
+//! [`Bucket::append`], in order. The buckets the command opened are
+//! confirmed as one append confirms its own ([`super::bucket_opened`]):
+//! their parents and the buckets below them read again in one aggregate,
+//! and only a bucket found wanting is confirmed alone.
+
+use super::bucket::{remember_page, Appended, Bucket, OpenPages};
+use super::bucket_check::as_i64;
+use super::bucket_opened::Opened;
+use crate::error::{show_id, Error, Result};
+use crate::id::DocId;
+use crate::schema::document::{BucketSpec, Document};
+use crate::store::primary;
+use crate::store::session::Cx;
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
+use mongodb::Database;
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::HashMap;
+
+/// The elements of one parent's window (or of one parent, for count
+/// buckets), in the order they were given.
+struct Group {
+    id: Bson,
+    start: Option<DateTime>,
+    elements: Vec<usize>,
+}
+
+/// The last bucket of a window as read: its number, count, and how many
+/// buckets the window has.
+#[derive(Clone, Copy)]
+struct Last {
+    number: i64,
+    count: i64,
+    buckets: i64,
+}
+
+/// One statement of the command: which elements go into which bucket.
+struct Chunk {
+    group: usize,
+    number: i64,
+    elements: Vec<usize>,
+}
+
+impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
+    /// Appends many elements, each to its parent's buckets as
+    /// [`Bucket::append`] would, in a few round trips whatever the number
+    /// of elements and parents: one read of the parents and their last
+    /// buckets, one `update` command, and one read confirming the buckets
+    /// it opened. Each element lands once, in the order given within its
+    /// parent (and window); no bucket passes its size, under any
+    /// concurrency (given `ensure_indexes`). Answers where each element
+    /// went, in the order given.
+    ///
+    /// Refused with nothing written when an element is invalid or a
+    /// parent does not exist ([`Error::NotFound`]). An error of the server
+    /// met on the way leaves the elements before it appended (the command
+    /// is ordered) and none after it.
+    ///
+    /// ```
+    /// # docrel::testing::doc_test(|db| async move {
+    /// use docrel::{Document, bson::{oid::ObjectId, DateTime}};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "sensors")]
+    /// struct Sensor { #[serde(rename = "_id")] id: i32 }
+    ///
+    /// #[derive(Serialize, Deserialize, Clone)]
+    /// struct Reading { t: DateTime, value: f64 }
+    ///
+    /// #[derive(Document, Serialize, Deserialize)]
+    /// #[document(collection = "readings")]
+    /// struct Hour {
+    ///     #[serde(rename = "_id")] id: ObjectId,
+    ///     #[parent_ref(to = Sensor)] sensor: i32,
+    ///     start: DateTime,
+    ///     count: i32,
+    ///     #[bucket(by = t, window = "hour")] readings: Vec<Reading>,
+    /// }
+    ///
+    /// Hour::repo(&db).ensure_indexes().await?;
+    /// Sensor::repo(&db).insert_many(&[Sensor { id: 1 }, Sensor { id: 2 }]).await?;
+    /// let t = DateTime::from_millis(1_700_000_000_000);
+    /// let batch: Vec<(i32, Reading)> =
+    ///     (0..300).map(|i| (i % 2 + 1, Reading { t, value: f64::from(i) })).collect();
+    /// let readings = Hour::rels().readings;
+    /// readings.append_many(&db, &batch).await?;
+    /// assert_eq!(readings.all(&db, &1).await?.len(), 150);
+    /// # Ok(()) });
+    /// ```
+    pub async fn append_many(&self, db: &Database, items: &[(P::Id, E)]) -> Result<Vec<Appended>> {
+        crate::client::trace::Op::new("append_many", B::COLLECTION)
+            .documents(items.len())
+            .run(async move {
+                crate::schema::stored::hold(db).await?;
+                let spec = self.spec()?;
+                let values = items.iter().map(|(_, e)| self.element(e)).collect::<Result<Vec<Bson>>>()?;
+                let groups = self.groups(spec, items);
+                if groups.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let last = self.last_buckets(db, spec, &groups, true).await?;
+                let chunks = plan(spec, &groups, &last);
+                let sent = self.send(db, spec, &groups, &chunks, &values).await?;
+                let mut out = vec![Appended { page: None, start: None }; items.len()];
+                for chunk in &chunks[..sent.landed] {
+                    let start = groups[chunk.group].start;
+                    for &i in &chunk.elements {
+                        out[i] = appended(start, chunk.number);
+                    }
+                }
+                self.confirm(db, spec, &groups, &chunks[..sent.landed], &sent.opened).await?;
+                self.remember(db, &groups, &chunks[..sent.landed]);
+                // Refused by a bucket another append filled: the rest one by one, in order.
+                for chunk in &chunks[sent.landed..] {
+                    for &i in &chunk.elements {
+                        out[i] = self.append(db, &items[i].0, &items[i].1).await?;
+                    }
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    /// The elements grouped by parent and window, in order of first sight.
+    fn groups(&self, spec: &BucketSpec, items: &[(P::Id, E)]) -> Vec<Group> {
+        let mut out: Vec<Group> = Vec::new();
+        let mut index: HashMap<(String, Option<i64>), usize> = HashMap::new();
+        for (i, (parent, element)) in items.iter().enumerate() {
+            let start = match (spec.window_ms, self.time) {
+                (Some(window), Some(time)) => {
+                    Some(DateTime::from_millis(time(element).timestamp_millis().div_euclid(window) * window))
+                }
+                _ => None,
+            };
+            let id = parent.to_bson();
+            let key = (show_id(&id), start.map(|s| s.timestamp_millis()));
+            let g = *index.entry(key).or_insert_with(|| {
+                out.push(Group { id, start, elements: Vec::new() });
+                out.len() - 1
+            });
+            out[g].elements.push(i);
+        }
+        out
+    }
+
+    /// The last bucket of each group's window, by group, read with the
+    /// parents in one aggregate. `refuse_missing`: a parent that does not
+    /// exist is [`Error::NotFound`]; otherwise its groups are left out.
+    async fn last_buckets(
+        &self,
+        db: &Database,
+        spec: &BucketSpec,
+        groups: &[Group],
+        refuse_missing: bool,
+    ) -> Result<HashMap<usize, Option<Last>>> {
+        let mut parents: Vec<Bson> = groups.iter().map(|g| g.id.clone()).collect();
+        parents.dedup();
+        let mut inner = vec![doc! {"$match": {"$expr": {"$eq": [format!("${}", spec.parent), "$$p"]}}}];
+        let window = spec.window_ms.is_some();
+        if window {
+            let starts: Vec<Bson> = groups.iter().filter_map(|g| g.start.map(Bson::DateTime)).collect();
+            inner.push(doc! {"$match": {spec.start: {"$in": starts}}});
+        }
+        let start = if window { Bson::String(format!("${}", spec.start)) } else { Bson::Null };
+        inner.push(doc! {"$project": {"_id": 0, "s": start, "n": {"$ifNull": [format!("${}", spec.page), 1]}, "c": format!("${}", spec.count)}});
+        inner.push(doc! {"$sort": {"s": 1, "n": -1}});
+        inner.push(doc! {"$group": {"_id": "$s", "n": {"$first": "$n"}, "c": {"$first": "$c"}, "k": {"$sum": 1}}});
+        let pipeline = vec![
+            doc! {"$match": {"_id": {"$in": &parents}}},
+            doc! {"$lookup": {"from": B::COLLECTION, "let": {"p": "$_id"}, "pipeline": inner, "as": "b"}},
+            doc! {"$project": {"_id": 1, "b": 1}},
+        ];
+        let err = |e| Error::driver("aggregate", P::COLLECTION, e);
+        let coll = db.collection::<BsonDoc>(P::COLLECTION);
+        let found: Vec<BsonDoc> = coll
+            .aggregate(pipeline)
+            .selection_criteria(primary())
+            .await
+            .map_err(err)?
+            .try_collect()
+            .await
+            .map_err(err)?;
+        let by_parent: HashMap<String, &BsonDoc> =
+            found.iter().filter_map(|d| Some((show_id(d.get("_id")?), d))).collect();
+        let mut out = HashMap::new();
+        for (i, g) in groups.iter().enumerate() {
+            let Some(parent) = by_parent.get(&show_id(&g.id)) else {
+                if refuse_missing {
+                    return Err(Error::NotFound { collection: P::COLLECTION, id: show_id(&g.id) });
+                }
+                continue;
+            };
+            let buckets = parent.get_array("b").map(Vec::as_slice).unwrap_or_default();
+            let mine = buckets.iter().filter_map(Bson::as_document).find(|b| match g.start {
+                Some(s) => b.get_datetime("_id").ok() == Some(&s),
+                None => true,
+            });
+            let last = mine.map(|b| Last { number: int(b.get("n")), count: int(b.get("c")), buckets: int(b.get("k")) });
+            out.insert(i, last);
+        }
+        Ok(out)
+    }
+}
+
+impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
+    /// Sends the chunks' statements, in commands of at most
+    /// [`STATEMENTS`] statements or [`COMMAND_BYTES`] of elements, in order;
+    /// stops at the first statement a bucket filled meanwhile refused.
+    async fn send(
+        &self,
+        db: &Database,
+        spec: &BucketSpec,
+        groups: &[Group],
+        chunks: &[Chunk],
+        values: &[Bson],
+    ) -> Result<Sent> {
+        let size = i64::from(spec.bound().unwrap_or(u32::MAX));
+        let field = self.relation().field;
+        let mut sent = Sent { landed: 0, opened: Vec::new() };
+        let (mut statements, mut bytes, mut first) = (Vec::new(), 0usize, 0usize);
+        for (c, chunk) in chunks.iter().enumerate() {
+            let group = &groups[chunk.group];
+            let mut filter = doc! { spec.parent: group.id.clone() };
+            if let Some(start) = group.start {
+                filter.insert(spec.start, start);
+            }
+            let number = match (group.start, chunk.number) {
+                // A window's first bucket has no number (see `append`).
+                (Some(_), ..=1) => Bson::Document(doc! {"$exists": false}),
+                (_, n) => Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX)),
+            };
+            filter.insert(spec.page, number);
+            let m = chunk.elements.len() as i64;
+            filter.insert(spec.count, doc! {"$lte": size - m});
+            let elements: Vec<Bson> = chunk.elements.iter().map(|&i| values[i].clone()).collect();
+            bytes += elements.iter().map(|v| crate::bson_compat::to_vec(&doc! {"e": v}).map_or(0, |b| b.len())).sum::<usize>();
+            let push = vec![doc! {"$set": {
+                // 32-bit, as a single append stores it (the reference text's `count`).
+                spec.count: {"$add": [{"$ifNull": [format!("${}", spec.count), 0]}, i32::try_from(m).unwrap_or(i32::MAX)]},
+                field: {"$concatArrays": [{"$ifNull": [format!("${field}"), []]}, {"$literal": elements}]},
+            }}];
+            statements.push(doc! {"q": filter, "u": push, "upsert": true});
+            let last = c + 1 == chunks.len();
+            if last || statements.len() >= STATEMENTS || bytes >= COMMAND_BYTES {
+                let (landed, opened) = command(db, B::COLLECTION, std::mem::take(&mut statements)).await?;
+                sent.opened.extend(opened.into_iter().map(|(i, id)| (first + i, id)));
+                sent.landed = first + landed;
+                if sent.landed < c + 1 {
+                    return Ok(sent);
+                }
+                (bytes, first) = (0, c + 1);
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Confirms the buckets the command opened (`opened`: chunk, `_id`)
+    /// as [`Bucket::append`] does, their parents and the buckets below
+    /// them read again in one aggregate; a bucket found wanting (its parent
+    /// gone, a number below it missing) is confirmed alone.
+    async fn confirm(
+        &self,
+        db: &Database,
+        spec: &'static BucketSpec,
+        groups: &[Group],
+        chunks: &[Chunk],
+        opened: &[(usize, Bson)],
+    ) -> Result<()> {
+        if opened.is_empty() {
+            return Ok(());
+        }
+        let again = self.last_buckets(db, spec, groups, false).await?;
+        for (c, id) in opened {
+            let chunk = &chunks[*c];
+            let group = &groups[chunk.group];
+            // Whole: the parent is there and its window's buckets are numbered 1..=n.
+            let whole = again.get(&chunk.group).copied().flatten().is_some_and(|l| l.buckets == l.number);
+            if whole {
+                continue;
+            }
+            let collections = (P::COLLECTION, B::COLLECTION);
+            let window = group.start;
+            let opened =
+                Opened { db, spec, collections, parent: group.id.clone(), window, id: id.clone(), number: chunk.number };
+            if let Err(e) = opened.confirm().await {
+                if let Ok(mut m) = crate::kept::of_database::<OpenPages>(db).0.lock() {
+                    m.remove(&(B::COLLECTION, show_id(&group.id)));
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Remembers each parent's last bucket, as [`Bucket::append`] does.
+    fn remember(&self, db: &Database, groups: &[Group], chunks: &[Chunk]) {
+        let pages = crate::kept::of_database::<OpenPages>(db);
+        for chunk in chunks {
+            let group = &groups[chunk.group];
+            match group.start {
+                None => remember_page(&pages, (B::COLLECTION, show_id(&group.id)), chunk.number),
+                Some(start) if chunk.number > 1 => {
+                    let key = format!("{}@{}", show_id(&group.id), start.timestamp_millis());
+                    remember_page(&pages, (B::COLLECTION, key), chunk.number);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Statements per command, and bytes of elements per command: well below
+/// the server's 100,000 statements and 16 MiB command.
+const STATEMENTS: usize = 1_000;
+const COMMAND_BYTES: usize = 8 * 1024 * 1024;
+
+/// What the command did: how many chunks landed (in order), and the
+/// buckets it opened (chunk, `_id`).
+struct Sent {
+    landed: usize,
+    opened: Vec<(usize, Bson)>,
+}
+
+/// Where the chunks go: the last bucket's room first, then new buckets of
+/// `size` each, numbered on from it.
+fn plan(spec: &BucketSpec, groups: &[Group], last: &HashMap<usize, Option<Last>>) -> Vec<Chunk> {
+    let size = i64::from(spec.bound().unwrap_or(u32::MAX)).max(1);
+    let mut out = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        let (mut number, mut room) = match last.get(&g).copied().flatten() {
+            Some(l) => (l.number, (size - l.count).max(0)),
+            None => (1, size),
+        };
+        let mut rest: &[usize] = &group.elements;
+        while !rest.is_empty() {
+            if room == 0 {
+                (number, room) = (number + 1, size);
+            }
+            let m = usize::try_from(room).unwrap_or(usize::MAX).min(rest.len());
+            out.push(Chunk { group: g, number, elements: rest[..m].to_vec() });
+            rest = &rest[m..];
+            room -= m as i64;
+        }
+    }
+    out
+}
+
+/// One ordered `update` command: how many statements landed, and the
+/// `_id`s of the buckets it opened (statement, `_id`). A statement refused
+/// as a duplicate key (a bucket filled meanwhile) stops it there; any other
+/// refusal is the error.
+async fn command(db: &Database, collection: &'static str, statements: Vec<BsonDoc>) -> Result<(usize, Vec<(usize, Bson)>)> {
+    let total = statements.len();
+    let mut command = doc! {"update": collection, "updates": statements, "ordered": true};
+    if let Some(wc) = Cx::new(db, None).write_concern().await {
+        if let Ok(wc) = crate::bson_compat::to_bson(&wc) {
+            command.insert("writeConcern", wc);
+        }
+    }
+    let reply = db.run_command(command).selection_criteria(primary()).await.map_err(|e| Error::driver("update", collection, e))?;
+    let opened: Vec<(usize, Bson)> = reply
+        .get_array("upserted")
+        .map(|u| {
+            u.iter()
+                .filter_map(Bson::as_document)
+                .filter_map(|d| Some((usize::try_from(int(d.get("index"))).ok()?, d.get("_id")?.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error = reply.get_array("writeErrors").ok().and_then(|e| e.first()).and_then(Bson::as_document).cloned();
+    if let Some(e) = error {
+        let at = usize::try_from(int(e.get("index"))).unwrap_or(0);
+        if int(e.get("code")) == 11000 {
+            return Ok((at, opened));
+        }
+        return Err(Error::Invalid {
+            what: crate::error::Misuse::Bucket,
+            message: format!(
+                "the server refused statement {} of {total} appending to `{collection}` ({}: {}); the statements \
+                 before it were appended, none after it",
+                at + 1,
+                int(e.get("code")),
+                e.get_str("errmsg").unwrap_or("no message")
+            ),
+        });
+    }
+    if let Ok(wc) = reply.get_document("writeConcernError") {
+        return Err(Error::Invalid {
+            what: crate::error::Misuse::Bucket,
+            message: format!(
+                "every statement appending to `{collection}` was applied, but the write concern was not met ({}: {})",
+                int(wc.get("code")),
+                wc.get_str("errmsg").unwrap_or("no message")
+            ),
+        });
+    }
+    Ok((total, opened))
+}
+
+/// Where an element went: its bucket's number (a time bucket's spill
+/// number from 2) and window.
+fn appended(start: Option<DateTime>, number: i64) -> Appended {
+    match start {
+        None => Appended { page: Some(number), start: None },
+        Some(start) => Appended { page: (number > 1).then_some(number), start: Some(start) },
+    }
+}
+
+/// A number the server answered (0 when it is none).
+fn int(value: Option<&Bson>) -> i64 {
+    as_i64(value).unwrap_or(0)
+}
