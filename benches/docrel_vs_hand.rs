@@ -10,7 +10,7 @@
 //! `scripts/bench` runs it on the embedded server (or `MONGODB_URI`);
 //! sizes are flags: `--products=200 --refs=20 --parts=1000 --fanout-products=2000
 //! --fanout-logmsgs=1000 --subset-msgs=200 --tasks=100 --move-parents=100 --runs=11 --naive-runs=1
-//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign|delete|move`
+//! --chart=10,100,1000 --compile --only=eager|populate|latest|fanout|subset|reassign|delete|move|append`
 //! (`--full` sets larger sizes, for a real mongod).
 //!
 //! Every way of a case does the same work (the same documents read or
@@ -18,6 +18,8 @@
 //! line names the server the figures came from.
 
 mod cases {
+    #[path = "append.rs"]
+    pub mod append;
     #[path = "delete.rs"]
     pub mod delete;
     #[path = "migrate.rs"]
@@ -1082,6 +1084,9 @@ async fn main() -> docrel::Result<()> {
     }
     if o.wants("move") {
         cases::migrate::migrate_case(&b, &o).await?;
+    }
+    if o.wants("append") {
+        cases::append::append_case(&b).await?;
     }
     // Dropped before the compile case: a minutes-long build can outlive an idle connection.
     if let Err(e) = db.drop().await {

@@ -92,7 +92,8 @@ async fn readings_batch(n: i64) -> docrel::Result<Vec<String>> {
         let mut read: Vec<Reading> = Vec::new();
         let mut by_hour: std::collections::BTreeMap<i64, Vec<(i64, Vec<Reading>)>> = Default::default();
         for b in &stored {
-            let list: Vec<Reading> = docrel::bson::from_bson(Bson::Array(b.get_array("readings").unwrap().clone())).unwrap();
+            let list: Vec<Reading> =
+                docrel::bson::from_bson(Bson::Array(b.get_array("readings").unwrap().clone())).unwrap();
             assert_eq!(b.get_i32("count").unwrap() as usize, list.len(), "count and array agree");
             assert!(list.len() <= 40, "no bucket past its size");
             let spill = b.get_i32("page").map_or(1, i64::from);
@@ -174,7 +175,8 @@ async fn batches_racing_single_appends_lose_nothing_and_fill_no_page_twice() -> 
     let lines = Page::rels().lines;
     let mut n = 0_i64;
     for round in 0..6_u64 {
-        let singles: Vec<(i32, Line)> = (0..20).map(|k| ((k % 3) as i32 + 1, Line { n: 1_000_000 + round as i64 * 100 + k })).collect();
+        let singles: Vec<(i32, Line)> =
+            (0..20).map(|k| ((k % 3) as i32 + 1, Line { n: 1_000_000 + round as i64 * 100 + k })).collect();
         let batch: Vec<(i32, Line)> = (0..(40 + round as i64 * 17))
             .map(|k| {
                 n += 1;
@@ -196,7 +198,8 @@ async fn batches_racing_single_appends_lose_nothing_and_fill_no_page_twice() -> 
         let mut numbers: Vec<i32> = pages.iter().map(|d| d.get_i32("page").unwrap()).collect();
         numbers.sort();
         assert_eq!(numbers, (1..=numbers.len() as i32).collect::<Vec<_>>(), "post {p}: pages 1..=n");
-        assert!(pages.iter().all(|d| d.get_array("lines").unwrap().len() <= 50 && d.get_i32("count").unwrap() as usize == d.get_array("lines").unwrap().len()));
+        assert!(pages.iter().all(|d| d.get_array("lines").unwrap().len() <= 50
+            && d.get_i32("count").unwrap() as usize == d.get_array("lines").unwrap().len()));
         let all: Vec<i64> = lines.all(&t.db, &p).await?.into_iter().map(|l| l.n).collect();
         let batched: Vec<i64> = all.iter().copied().filter(|n| *n < 1_000_000).collect();
         let mut sorted = batched.clone();

@@ -98,7 +98,7 @@ fn group_of(kind: OpKind) -> Option<Group> {
         K::Session | K::Repair | K::Verify | K::FaultOn | K::FaultOff => return None,
         K::Reassign | K::LinkTask | K::UnlinkTask | K::UnlinkOwner | K::SetOwnerPlainly => Group::People,
         K::PullSummary | K::RebuildSubset => Group::Reviews,
-        K::AppendComment | K::BumpPageCount => Group::Posts,
+        K::AppendComment | K::AppendComments | K::BumpPageCount => Group::Posts,
         _ if has(&["Part", "Product"]) => Group::Catalog,
         _ if has(&["Person", "Task"]) => Group::People,
         _ if has(&["Item", "Review"]) => Group::Reviews,

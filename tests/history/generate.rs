@@ -326,6 +326,10 @@ fn others(g: &mut Gen<'_>, kind: OpKind) -> Option<Op> {
         OpKind::InsertPost => Op::InsertPost { b: g.post() },
         OpKind::DeletePost => Op::DeletePost { b: g.post() },
         OpKind::AppendComment => Op::AppendComment { b: g.post(), text: g.name("c") },
+        OpKind::AppendComments => {
+            let n = 2 + g.below(5);
+            Op::AppendComments { comments: (0..n).map(|k| (g.post(), format!("{}.{k}", g.name("c")))).collect() }
+        }
         OpKind::BumpPageCount => Op::BumpPageCount { b: g.post() },
         OpKind::Repair | OpKind::Verify => {
             let source = [Source::Part, Source::Product, Source::Person][g.below(3)];

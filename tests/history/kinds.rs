@@ -164,6 +164,8 @@ kinds! {
     InsertPost = 1, "Post insert", ["Repository::insert"];
     DeletePost = 1, "Post delete_by_id (on_delete = cascade to its comment pages)", ["Repository::delete_by_id"];
     AppendComment = 5, "CommentPage rels().comments.append", ["Bucket::append"];
+    AppendComments = 2, "CommentPage rels().comments.append_many: 2-6 comments across the posts, in one batch",
+        ["Bucket::append_many"];
     BumpPageCount = 1, "CommentPage update_many(post = B) count.inc: a bucket count written by the caller",
         ["Repository::update_many", "Field::inc"];
     Session = 3, "2-4 operations in a user session (.session(&mut s)): a transaction committed or aborted, or none",

@@ -153,6 +153,14 @@ impl Arg for Vec<(usize, Vec<usize>)> {
     }
 }
 
+/// Comments of posts: `[B1 "c-w0.3.0", ..]`.
+impl Arg for Vec<(usize, String)> {
+    fn show(&self, _: &str) -> String {
+        let cs: Vec<String> = self.iter().map(|(b, t)| format!("B{b} {t:?}")).collect();
+        format!("[{}]", cs.join(", "))
+    }
+}
+
 impl Arg for Vec<(usize, usize, String, i64)> {
     fn show(&self, _: &str) -> String {
         let rs: Vec<String> =
@@ -301,6 +309,7 @@ ops! {
     InsertPost { b: usize },
     DeletePost { b: usize },
     AppendComment { b: usize, text: String },
+    AppendComments { comments: Vec<(usize, String)> },
     BumpPageCount { b: usize },
     Session { steps: Vec<Op>, end: End },
     Repair { source: Source },

@@ -211,6 +211,9 @@ fn facts(setup: &[(i32, String)], records: &[Record]) -> Facts {
                 f.owners_named_by_insert.push(Bson::ObjectId(Universe::person(*h)))
             }
             (Op::AppendComment { b, text }, Res::Ok(_)) => f.appended.push((Universe::post(*b), text.clone())),
+            (Op::AppendComments { comments }, Res::Ok(_)) => {
+                f.appended.extend(comments.iter().map(|(b, text)| (Universe::post(*b), text.clone())))
+            }
             (Op::DeletePost { b }, _) => f.posts_deleted.push(Universe::post(*b)),
             (op @ Op::SetPartCopy { .. }, Res::Ok(_)) => f.accepted.push(format!("{op} returned Ok")),
             (op @ Op::PullOneTaskNote { .. }, Res::Ok(said)) if said.starts_with(super::exec::PULLED_OTHERS) => {

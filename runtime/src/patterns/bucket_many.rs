@@ -246,7 +246,10 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             let m = chunk.elements.len() as i64;
             filter.insert(spec.count, doc! {"$lte": size - m});
             let elements: Vec<Bson> = chunk.elements.iter().map(|&i| values[i].clone()).collect();
-            bytes += elements.iter().map(|v| crate::bson_compat::to_vec(&doc! {"e": v}).map_or(0, |b| b.len())).sum::<usize>();
+            bytes += elements
+                .iter()
+                .map(|v| crate::bson_compat::to_vec(&doc! {"e": v}).map_or(0, |b| b.len()))
+                .sum::<usize>();
             let push = vec![doc! {"$set": {
                 // 32-bit, as a single append stores it (the reference text's `count`).
                 spec.count: {"$add": [{"$ifNull": [format!("${}", spec.count), 0]}, i32::try_from(m).unwrap_or(i32::MAX)]},
@@ -293,8 +296,15 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             }
             let collections = (P::COLLECTION, B::COLLECTION);
             let window = group.start;
-            let opened =
-                Opened { db, spec, collections, parent: group.id.clone(), window, id: id.clone(), number: chunk.number };
+            let opened = Opened {
+                db,
+                spec,
+                collections,
+                parent: group.id.clone(),
+                window,
+                id: id.clone(),
+                number: chunk.number,
+            };
             if let Err(e) = opened.confirm().await {
                 if let Ok(mut m) = crate::kept::of_database::<OpenPages>(db).0.lock() {
                     m.remove(&(B::COLLECTION, show_id(&group.id)));
@@ -362,7 +372,11 @@ fn plan(spec: &BucketSpec, groups: &[Group], last: &HashMap<usize, Option<Last>>
 /// `_id`s of the buckets it opened (statement, `_id`). A statement refused
 /// as a duplicate key (a bucket filled meanwhile) stops it there; any other
 /// refusal is the error.
-async fn command(db: &Database, collection: &'static str, statements: Vec<BsonDoc>) -> Result<(usize, Vec<(usize, Bson)>)> {
+async fn command(
+    db: &Database,
+    collection: &'static str,
+    statements: Vec<BsonDoc>,
+) -> Result<(usize, Vec<(usize, Bson)>)> {
     let total = statements.len();
     let mut command = doc! {"update": collection, "updates": statements, "ordered": true};
     if let Some(wc) = Cx::new(db, None).write_concern().await {
@@ -370,7 +384,11 @@ async fn command(db: &Database, collection: &'static str, statements: Vec<BsonDo
             command.insert("writeConcern", wc);
         }
     }
-    let reply = db.run_command(command).selection_criteria(primary()).await.map_err(|e| Error::driver("update", collection, e))?;
+    let reply = db
+        .run_command(command)
+        .selection_criteria(primary())
+        .await
+        .map_err(|e| Error::driver("update", collection, e))?;
     let opened: Vec<(usize, Bson)> = reply
         .get_array("upserted")
         .map(|u| {

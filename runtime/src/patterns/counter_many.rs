@@ -157,7 +157,8 @@ async fn upserts(db: &Database, collection: &'static str, statements: Vec<BsonDo
         .map_err(|e| Error::driver("update", collection, e))?;
     let number = |d: &BsonDoc, f: &str| super::bucket_check::as_i64(d.get(f)).unwrap_or(0);
     let mut refused = Vec::new();
-    for e in reply.get_array("writeErrors").map(Vec::as_slice).unwrap_or_default().iter().filter_map(Bson::as_document) {
+    for e in reply.get_array("writeErrors").map(Vec::as_slice).unwrap_or_default().iter().filter_map(Bson::as_document)
+    {
         if number(e, "code") != 11000 {
             return Err(Error::Invalid {
                 what: Misuse::Bucket,

@@ -137,6 +137,14 @@ async fn posts(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
             let a = CommentPage::rels().comments.append(&c.db, &Universe::post(*b), &comment).await;
             a.map(|a| format!("page {:?}", a.page.unwrap_or_default()))
         }
+        Op::AppendComments { comments } => {
+            let batch: Vec<(i32, Comment)> = comments
+                .iter()
+                .map(|(b, text)| (Universe::post(*b), Comment { name: "reader".into(), text: text.clone() }))
+                .collect();
+            let a = CommentPage::rels().comments.append_many(&c.db, &batch).await;
+            a.map(|a| format!("pages {:?}", a.iter().map(|p| p.page.unwrap_or_default()).collect::<Vec<_>>()))
+        }
         Op::BumpPageCount { b } => {
             let f = CommentPage::fields();
             let u = f.count.inc(1);
