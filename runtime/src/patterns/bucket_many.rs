@@ -168,7 +168,13 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     ) -> Result<HashMap<usize, Option<Last>>> {
         let mut parents: Vec<Bson> = groups.iter().map(|g| g.id.clone()).collect();
         parents.dedup();
-        let mut inner = vec![doc! {"$match": {"$expr": {"$eq": [format!("${}", spec.parent), "$$p"]}}}];
+        // With `localField` the server finds each parent's buckets by the
+        // parent index (MongoDB 5.0+); before, by `$expr`, bucket by bucket.
+        let indexed = crate::client::deployment::supports(db.client(), crate::client::deployment::LOOKUP_PIPELINE);
+        let mut inner = Vec::new();
+        if !indexed {
+            inner.push(doc! {"$match": {"$expr": {"$eq": [format!("${}", spec.parent), "$$p"]}}});
+        }
         let window = spec.window_ms.is_some();
         if window {
             let starts: Vec<Bson> = groups.iter().filter_map(|g| g.start.map(Bson::DateTime)).collect();
@@ -180,7 +186,12 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         inner.push(doc! {"$group": {"_id": "$s", "n": {"$first": "$n"}, "c": {"$first": "$c"}, "k": {"$sum": 1}}});
         let pipeline = vec![
             doc! {"$match": {"_id": {"$in": &parents}}},
-            doc! {"$lookup": {"from": B::COLLECTION, "let": {"p": "$_id"}, "pipeline": inner, "as": "b"}},
+            match indexed {
+                true => {
+                    doc! {"$lookup": {"from": B::COLLECTION, "localField": "_id", "foreignField": spec.parent, "pipeline": inner, "as": "b"}}
+                }
+                false => doc! {"$lookup": {"from": B::COLLECTION, "let": {"p": "$_id"}, "pipeline": inner, "as": "b"}},
+            },
             doc! {"$project": {"_id": 1, "b": 1}},
         ];
         let err = |e| Error::driver("aggregate", P::COLLECTION, e);
@@ -285,12 +296,21 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         if opened.is_empty() {
             return Ok(());
         }
-        let again = self.last_buckets(db, spec, groups, false).await?;
+        // Buckets numbered 1 have none below them: their parents' being
+        // there is all there is to confirm, one `find` of the parents.
+        let all_first = opened.iter().all(|(c, _)| chunks[*c].number <= 1);
+        let (again, there) = match all_first {
+            true => (HashMap::new(), self.parents_there(db, groups).await?),
+            false => (self.last_buckets(db, spec, groups, false).await?, Default::default()),
+        };
         for (c, id) in opened {
             let chunk = &chunks[*c];
             let group = &groups[chunk.group];
             // Whole: the parent is there and its window's buckets are numbered 1..=n.
-            let whole = again.get(&chunk.group).copied().flatten().is_some_and(|l| l.buckets == l.number);
+            let whole = match all_first {
+                true => there.contains(&show_id(&group.id)),
+                false => again.get(&chunk.group).copied().flatten().is_some_and(|l| l.buckets == l.number),
+            };
             if whole {
                 continue;
             }
@@ -313,6 +333,16 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             }
         }
         Ok(())
+    }
+
+    /// The parents of `groups` that exist, by [`show_id`]: one `find`.
+    async fn parents_there(&self, db: &Database, groups: &[Group]) -> Result<std::collections::HashSet<String>> {
+        let ids: Vec<Bson> = groups.iter().map(|g| g.id.clone()).collect();
+        let err = |e| Error::driver("find", P::COLLECTION, e);
+        let coll = db.collection::<BsonDoc>(P::COLLECTION);
+        let find = coll.find(doc! {"_id": {"$in": ids}}).projection(doc! {"_id": 1}).selection_criteria(primary());
+        let found: Vec<BsonDoc> = find.await.map_err(err)?.try_collect().await.map_err(err)?;
+        Ok(found.iter().filter_map(|d| Some(show_id(d.get("_id")?))).collect())
     }
 
     /// Remembers each parent's last bucket, as [`Bucket::append`] does.
