@@ -12,8 +12,9 @@
 //! and every one after it go one element at a time through
 //! [`Bucket::append`], in order. The buckets the command opened are
 //! confirmed as one append confirms its own ([`super::bucket_opened`]):
-//! their parents and the buckets below them read again in one aggregate,
-//! and only a bucket found wanting is confirmed alone.
+//! their parents read again in one `find` when each is the first of its
+//! window, else the parents with the buckets below them in one aggregate;
+//! only a bucket found wanting is confirmed alone.
 
 use super::bucket::{remember_page, Appended, Bucket, OpenPages};
 use super::bucket_check::as_i64;
