@@ -251,7 +251,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             match coll.update_one(open(page), push.clone()).upsert(true).await {
                 Ok(r) => {
                     if let Some(id) = r.upserted_id {
-                        page = self.confirm_opened(db, parent, None, id, page).await?;
+                        page = self.confirm_opened(db, parent.to_bson(), None, id, page).await?;
                     }
                     remember_page(&pages, key, page);
                     return Ok(Appended { page: Some(page), start: None });
@@ -308,7 +308,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             match coll.update_one(open(spill), push.clone()).upsert(true).await {
                 Ok(r) => {
                     if let Some(id) = r.upserted_id {
-                        spill = self.confirm_opened(db, parent, Some(start), id, spill).await?;
+                        spill = self.confirm_opened(db, parent.to_bson(), Some(start), id, spill).await?;
                     }
                     if spill > 1 {
                         remember_page(&pages, key, spill);
@@ -360,21 +360,22 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// and so must the buckets below it (see [`super::bucket_opened`]).
     /// Returns the bucket's number then; [`Error::NotFound`] when the
     /// parent is gone (its buckets removed, the append refused).
-    async fn confirm_opened(
+    pub(super) async fn confirm_opened(
         &self,
         db: &Database,
-        parent: &P::Id,
+        parent: Bson,
         window: Option<DateTime>,
         id: Bson,
         number: i64,
     ) -> Result<i64> {
         let spec = self.spec()?;
         let collections = (P::COLLECTION, B::COLLECTION);
-        let opened = Opened { db, spec, collections, parent: parent.to_bson(), window, id, number };
+        let key = (B::COLLECTION, show_id(&parent));
+        let opened = Opened { db, spec, collections, parent, window, id, number };
         let confirmed = opened.confirm().await;
         if confirmed.is_err() {
             if let Ok(mut m) = crate::kept::of_database::<OpenPages>(db).0.lock() {
-                m.remove(&(B::COLLECTION, show_id(&parent.to_bson())));
+                m.remove(&key);
             }
         }
         confirmed

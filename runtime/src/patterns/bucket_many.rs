@@ -18,12 +18,12 @@
 
 use super::bucket::{remember_page, Appended, Bucket, OpenPages};
 use super::bucket_check::as_i64;
-use super::bucket_opened::Opened;
 use crate::error::{show_id, Error, Result};
 use crate::id::DocId;
 use crate::schema::document::{BucketSpec, Document};
 use crate::store::primary;
 use crate::store::session::Cx;
+use crate::store::updates::update_command;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
 use mongodb::Database;
@@ -315,23 +315,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
             if whole {
                 continue;
             }
-            let collections = (P::COLLECTION, B::COLLECTION);
-            let window = group.start;
-            let opened = Opened {
-                db,
-                spec,
-                collections,
-                parent: group.id.clone(),
-                window,
-                id: id.clone(),
-                number: chunk.number,
-            };
-            if let Err(e) = opened.confirm().await {
-                if let Ok(mut m) = crate::kept::of_database::<OpenPages>(db).0.lock() {
-                    m.remove(&(B::COLLECTION, show_id(&group.id)));
-                }
-                return Err(e);
-            }
+            self.confirm_opened(db, group.id.clone(), group.start, id.clone(), chunk.number).await?;
         }
         Ok(())
     }
@@ -409,17 +393,7 @@ async fn command(
     statements: Vec<BsonDoc>,
 ) -> Result<(usize, Vec<(usize, Bson)>)> {
     let total = statements.len();
-    let mut command = doc! {"update": collection, "updates": statements, "ordered": true};
-    if let Some(wc) = Cx::new(db, None).write_concern().await {
-        if let Ok(wc) = crate::bson_compat::to_bson(&wc) {
-            command.insert("writeConcern", wc);
-        }
-    }
-    let reply = db
-        .run_command(command)
-        .selection_criteria(primary())
-        .await
-        .map_err(|e| Error::driver("update", collection, e))?;
+    let reply = update_command(&mut Cx::new(db, None), collection, statements, true).await?;
     let opened: Vec<(usize, Bson)> = reply
         .get_array("upserted")
         .map(|u| {

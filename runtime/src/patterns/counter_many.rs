@@ -7,8 +7,8 @@ use super::counter::Counter;
 use crate::error::{show_id, Error, Misuse, Result};
 use crate::id::DocId;
 use crate::schema::document::Document;
-use crate::store::primary;
 use crate::store::session::Cx;
+use crate::store::updates::update_command;
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDoc};
 use mongodb::Database;
 use serde::{de::DeserializeOwned, Serialize};
@@ -144,17 +144,7 @@ fn add(a: Option<Bson>, b: Option<Bson>) -> Option<Bson> {
 /// as duplicate keys (any other refusal is the error).
 async fn upserts(db: &Database, collection: &'static str, statements: Vec<BsonDoc>) -> Result<Vec<usize>> {
     let total = statements.len();
-    let mut command = doc! {"update": collection, "updates": statements, "ordered": false};
-    if let Some(wc) = Cx::new(db, None).write_concern().await {
-        if let Ok(wc) = crate::bson_compat::to_bson(&wc) {
-            command.insert("writeConcern", wc);
-        }
-    }
-    let reply = db
-        .run_command(command)
-        .selection_criteria(primary())
-        .await
-        .map_err(|e| Error::driver("update", collection, e))?;
+    let reply = update_command(&mut Cx::new(db, None), collection, statements, false).await?;
     let number = |d: &BsonDoc, f: &str| super::bucket_check::as_i64(d.get(f)).unwrap_or(0);
     let mut refused = Vec::new();
     for e in reply.get_array("writeErrors").map(Vec::as_slice).unwrap_or_default().iter().filter_map(Bson::as_document)

@@ -28,9 +28,11 @@ impl Graph {
 
     /// The stored bounds of `collection` its types' own do not already
     /// keep to: (field, max).
-    pub(crate) fn stored_bounds(&'static self, collection: &str) -> impl Iterator<Item = (&'static str, u32)> {
-        let collection = collection.to_owned();
-        self.bounds.iter().filter(move |(c, _, _)| *c == collection).map(|(_, f, m)| (f.as_str(), *m))
+    pub(crate) fn stored_bounds<'c>(
+        &'static self,
+        collection: &'c str,
+    ) -> impl Iterator<Item = (&'static str, u32)> + 'c {
+        self.bounds.iter().filter(move |(c, _, _)| c == collection).map(|(_, f, m)| (f.as_str(), *m))
     }
 
     /// The moves whose two shapes are both kept, with the side `collection`

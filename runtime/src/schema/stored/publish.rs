@@ -218,3 +218,35 @@ pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
     coll.replace_one(doc! {"_id": super::moves_state::MOVES_ID}, body).upsert(true).await.map_err(failed)?;
     Ok(())
 }
+
+/// Rewrites the stored schema of `collection` with `edit` (`None`: it
+/// leaves it as it is), guarded by its fingerprint and read again when
+/// another publish changed it meanwhile; whether it was rewritten. `while_`
+/// says what was being done, for the error after [`ATTEMPTS`] changes.
+pub(super) async fn rewrite(
+    db: &Database,
+    collection: &str,
+    edit: impl Fn(&StoredType) -> Option<StoredType>,
+    while_: &str,
+) -> Result<bool> {
+    for _ in 0..ATTEMPTS {
+        let stored = load_documents(db).await?;
+        let Some((t, print)) = stored.into_iter().find(|(t, _)| t.collection == collection) else {
+            return Ok(false);
+        };
+        let Some(edited) = edit(&t) else { return Ok(false) };
+        let filter = doc! {"_id": collection, "fingerprint": print};
+        let replaced = db
+            .collection::<BsonDoc>(SCHEMA_COLLECTION)
+            .replace_one(filter, stored_document(&edited)?)
+            .await
+            .map_err(|e| Error::driver("replace", SCHEMA_COLLECTION, e))?;
+        if replaced.matched_count == 1 {
+            return Ok(true);
+        }
+    }
+    Err(Error::Invalid {
+        what: Misuse::Schema,
+        message: format!("the schema of `{collection}` kept changing while {while_}; run it again"),
+    })
+}

@@ -3,9 +3,8 @@
 //! process that follows it from the store.
 
 use super::form::StoredType;
-use super::publish::{load_documents, stored_document, SCHEMA_COLLECTION};
-use crate::error::{Error, Misuse, Result};
-use mongodb::bson::{doc, Document as BsonDoc};
+use super::publish::rewrite;
+use crate::error::Result;
 use mongodb::Database;
 
 /// Removes the rule on `field` (the stored name of a reference, subset,
@@ -21,28 +20,7 @@ use mongodb::Database;
 /// # Ok(()) }
 /// ```
 pub async fn retract(db: &Database, collection: &str, field: &str) -> Result<bool> {
-    for _ in 0..super::publish::ATTEMPTS {
-        let stored = load_documents(db).await?;
-        let Some((t, print)) = stored.into_iter().find(|(t, _)| t.collection == collection) else {
-            return Ok(false);
-        };
-        let Some(without) = without(&t, field) else { return Ok(false) };
-        let filter = doc! {"_id": collection, "fingerprint": print};
-        let replaced = db
-            .collection::<BsonDoc>(SCHEMA_COLLECTION)
-            .replace_one(filter, stored_document(&without)?)
-            .await
-            .map_err(|e| Error::driver("replace", SCHEMA_COLLECTION, e))?;
-        if replaced.matched_count == 1 {
-            return Ok(true);
-        }
-    }
-    Err(Error::Invalid {
-        what: Misuse::Schema,
-        message: format!(
-            "the schema of `{collection}` kept changing while `{field}` was removed from it; run it again"
-        ),
-    })
+    rewrite(db, collection, |t| without(t, field), &format!("`{field}` was removed from it")).await
 }
 
 /// `t` without its rule on `field`, or `None` when it has none there.
