@@ -317,3 +317,100 @@ fn the_stored_schema_carries_index_options() {
     let old: StoredIndex = serde_json::from_str(r#"{"keys": [["name", 1]], "unique": true}"#).expect("an old index");
     assert_eq!((old.sparse, old.expire_after_seconds, old.partial), (false, None, None));
 }
+
+/// A type whose validator has both parts: a bound and a required reference.
+#[derive(Document, Serialize, Deserialize, Clone, Debug)]
+#[document(collection = "ix_boards")]
+struct Board {
+    #[serde(rename = "_id")]
+    id: i32,
+    #[reference(to = Article)]
+    owner: ObjectId,
+    #[reference(to = Article)]
+    reviewer: Option<ObjectId>,
+    #[embed(max = 2)]
+    pins: Vec<String>,
+}
+
+/// Every command a client sends, whole (name and body).
+#[derive(Clone, Default)]
+struct Sent(std::sync::Arc<std::sync::Mutex<Vec<(String, BsonDoc)>>>);
+
+impl Sent {
+    fn take(&self) -> Vec<(String, BsonDoc)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+/// The validator: `maxItems` for the bound and `required` for the reference
+/// that is no `Option`, enforced by the server against a raw client. On a
+/// server before 9.0 it is installed at `strict` and nothing more is sent;
+/// on 9.0 (pretended: this server reports 8.2) it is edited at `strict`,
+/// the documents breaking it are counted, and the level is raised to
+/// `constraint` only when none does, as 9.0 requires. Every other test of
+/// this binary leaves the validator alone, so the pretended release, kept
+/// with the deployment, changes nothing of theirs.
+#[tokio::test]
+async fn the_validator_is_raised_to_constraint_on_9_0_once_no_document_breaks_it() -> docrel::Result<()> {
+    use docrel::mongodb::event::{command::CommandEvent, EventHandler};
+    let uri = std::env::var("MONGODB_URI").expect("MONGODB_URI: run with scripts/test");
+    let sent = Sent::default();
+    let sink = sent.clone();
+    let mut options = docrel::client::options(&uri).await?;
+    options.command_event_handler = Some(EventHandler::callback(move |e| {
+        if let CommandEvent::Started(s) = e {
+            sink.0.lock().unwrap().push((s.command_name.clone(), s.command.clone()));
+        }
+    }));
+    let client = docrel::connect_with(&uri, options).await?;
+    let db = client.database(&format!("t_ix_validator_{}", std::process::id()));
+    db.drop().await?;
+    let repo = Board::repo(&db);
+    let names = |sent: &[(String, BsonDoc)]| sent.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+
+    sent.take();
+    let validator = repo.ensure_validator().await?.expect("a bound and a required reference");
+    assert_eq!(
+        validator,
+        doc! {"$jsonSchema": {"bsonType": "object", "required": ["owner"],
+        "properties": {"pins": {"bsonType": "array", "maxItems": 2_i64}}}}
+    );
+    let first = sent.take();
+    assert_eq!(names(&first), ["collMod", "create", "buildInfo"].map(String::from), "{first:?}");
+    let raw = db.collection::<BsonDoc>("ix_boards");
+    let owner = ObjectId::new();
+    assert!(raw.insert_one(doc! {"_id": 1, "pins": []}).await.is_err(), "the reference is required");
+    assert!(raw.insert_one(doc! {"_id": 2, "owner": owner, "pins": ["a", "b", "c"]}).await.is_err(), "past the bound");
+    raw.insert_one(doc! {"_id": 3, "owner": owner, "pins": ["a", "b"]}).await?;
+    assert!(raw.update_one(doc! {"_id": 3}, doc! {"$push": {"pins": "c"}}).await.is_err(), "a raw push past it");
+
+    // 9.0: a stored document breaking the rules keeps the level at strict.
+    docrel::testing::pretend_release(&client, "9.0.4");
+    raw.insert_one(doc! {"_id": 4, "owner": owner, "pins": ["a", "b", "c"]}).bypass_document_validation(true).await?;
+    sent.take();
+    let refused = repo.ensure_validator().await.expect_err("a document breaks the bound");
+    let message = refused.to_string();
+    assert!(matches!(refused, docrel::Error::Invalid { what: docrel::Misuse::Validator, .. }), "{message}");
+    assert!(message.contains("1 stored document(s) break it already (the first by `_id`: 4)"), "{message}");
+    let edit = sent.take();
+    assert_eq!(edit[0].1.get_str("validationLevel").ok(), Some("strict"), "the edit at strict: {edit:?}");
+    assert!(!edit.iter().any(|(_, c)| c.get_str("validationLevel").ok() == Some("constraint")), "{edit:?}");
+
+    // With none left, the edit at strict, the count, then the raise.
+    raw.delete_one(doc! {"_id": 4}).await?;
+    sent.take();
+    let raised = repo.ensure_validator().await;
+    let levels: Vec<(String, Option<String>)> =
+        sent.take().into_iter().map(|(n, c)| (n, c.get_str("validationLevel").ok().map(str::to_owned))).collect();
+    assert_eq!(
+        levels,
+        [("collMod", Some("strict")), ("aggregate", None), ("collMod", Some("constraint"))]
+            .map(|(n, l)| (n.to_owned(), l.map(str::to_owned)))
+    );
+    // This server (8.2) may not know the level: its refusal names the command.
+    if let Err(e) = raised {
+        assert!(e.to_string().contains("collMod"), "{e}");
+    }
+    db.drop().await?;
+    Ok(())
+}

@@ -128,6 +128,21 @@ pub fn link_only(modules: &[&str]) {
     }
 }
 
+/// Makes docrel take the deployment `client` talks to as reporting the
+/// release `version` (`"9.0.4"`), for that deployment alone (every client
+/// of it in this process: keep such a test apart from the tests that need
+/// the real answer): the commands a newer server gets are then seen, and
+/// pinned, on any server.
+///
+/// ```
+/// # docrel::testing::doc_test(|db| async move {
+/// docrel::testing::pretend_release(db.client(), "9.0.4");
+/// # Ok(()) });
+/// ```
+pub fn pretend_release(client: &mongodb::Client, version: &str) {
+    crate::client::release::pretend(client, version);
+}
+
 /// The round-trip counter of a database handed out by [`TestDb`] or [`doc_test`].
 ///
 /// # Panics

@@ -4,6 +4,7 @@
 pub(crate) mod connect;
 pub mod deployment;
 pub(crate) mod monitor;
+pub(crate) mod release;
 pub mod trace;
 
 pub use connect::{options, redact, DEFAULT_SERVER_SELECTION_TIMEOUT, URI_VARIABLE};

@@ -466,6 +466,8 @@ pub enum Misuse {
     Count,
     /// an index declared on a document type (its partial filter).
     Index,
+    /// the `$jsonSchema` validator of a collection (documents breaking it).
+    Validator,
     /// a document without an `_id` (an `Option` id still `None`) given to
     /// a write that names a stored document by it.
     Id,
@@ -502,6 +504,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Copy => "copy",
             Misuse::Count => "count",
             Misuse::Index => "index",
+            Misuse::Validator => "validator",
             Misuse::Id => "id",
             Misuse::Application(what) => what,
         })

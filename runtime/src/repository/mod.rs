@@ -12,6 +12,7 @@ mod moved;
 mod repo;
 mod update;
 mod upsert;
+mod validator;
 
 pub use crate::denormalize::write::{UpdateOutcome, UpsertOutcome};
 pub use crate::schema::repository::Repository;

@@ -109,24 +109,17 @@ impl<T: Document> Repository<T> {
 
 impl<T: Document> Repository<T> {
     /// Installs a `$jsonSchema` validator with `maxItems` for every bounded
-    /// array of `T`, so the server itself refuses a write that would pass a
-    /// bound, whoever writes (the collection is created if needed). Returns
-    /// the validator, or `None` when `T` declares no bound (nothing is sent).
+    /// array of `T` and `required` for every reference that is not an
+    /// `Option`, so the server itself refuses a write that would break them,
+    /// whoever writes (the collection is created if needed). The level is
+    /// `constraint` on MongoDB 9.0 and later, where the server refuses to
+    /// raise it while a stored document breaks the rules: the error then
+    /// says how many do, and the validator stays at `strict`, which every
+    /// earlier server gets. Returns the validator, or `None` when `T`
+    /// declares neither (nothing is sent).
     pub async fn ensure_validator(&self) -> Result<Option<bson::Document>> {
         let Some(validator) = crate::schema::indexes::validator(T::schema()) else { return Ok(None) };
-        let command = doc! {"collMod": T::COLLECTION, "validator": validator.clone(), "validationLevel": "strict"};
-        match self.db.run_command(command).await {
-            Ok(_) => {}
-            // NamespaceNotFound: create the collection with the validator instead.
-            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Command(ref c) if c.code == 26) => {
-                self.db
-                    .create_collection(T::COLLECTION)
-                    .validator(validator.clone())
-                    .await
-                    .map_err(self.err("create"))?;
-            }
-            Err(e) => return Err(Error::driver("collMod", T::COLLECTION, e)),
-        }
+        super::validator::install(&self.db, T::COLLECTION, &validator).await?;
         Ok(Some(validator))
     }
 }

@@ -94,10 +94,19 @@ fn relation_keys(schema: &Schema) -> Vec<(BsonDoc, bool)> {
 }
 
 /// The `$jsonSchema` validator that makes the server itself refuse a write
-/// that passes a bound, whoever writes: `maxItems` for every bounded array.
-/// `None` when the type declares no bound.
+/// that passes a bound, whoever writes: `maxItems` for every bounded array
+/// (embedded, of references, a subset, a bucket's page), and `required` for
+/// every reference that is not an `Option`. `None` when the type declares
+/// neither.
 pub fn validator(schema: &Schema) -> Option<BsonDoc> {
     let mut properties = BsonDoc::new();
+    let required: Vec<&str> = schema
+        .relations
+        .iter()
+        .filter(|rel| matches!(rel.kind, RelationKind::RefOne { optional: false } | RelationKind::ParentRef))
+        .filter(|rel| !schema.fields.iter().any(|f| f.bson == rel.field && is_option(f.rust_type)))
+        .map(|rel| rel.field)
+        .collect();
     for rel in schema.relations {
         if let Some(b) = &rel.bucket {
             if let Some(size) = b.size {
@@ -114,7 +123,17 @@ pub fn validator(schema: &Schema) -> Option<BsonDoc> {
         let kind = if optional { Bson::from(vec!["array", "null"]) } else { Bson::from("array") };
         properties.insert(rel.field, bson::doc! {"bsonType": kind, "maxItems": i64::from(max)});
     }
-    (!properties.is_empty()).then(|| bson::doc! {"$jsonSchema": {"bsonType": "object", "properties": properties}})
+    if properties.is_empty() && required.is_empty() {
+        return None;
+    }
+    let mut schema = bson::doc! {"bsonType": "object"};
+    if !required.is_empty() {
+        schema.insert("required", required);
+    }
+    if !properties.is_empty() {
+        schema.insert("properties", properties);
+    }
+    Some(bson::doc! {"$jsonSchema": schema})
 }
 
 /// `Option<..>` as written (`Option<Vec<T>>`, `std::option::Option<..>`).
