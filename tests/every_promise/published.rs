@@ -63,8 +63,13 @@ async fn a_change_of_rules_already_published_still_backfills() -> docrel::Result
     docrel::schema::publish(&t.db).await?;
     let program = docrel::schema::stored::program();
     let change = docrel::admin::change::change(&t.db, program.clone()).wait(std::time::Duration::ZERO);
-    let report = change.run(|| false, |_| {}).await?;
+    // What the command line draws: the wait done, then the backfill's documents.
+    let mut drawn = Vec::new();
+    let report = change.run_with(|| false, |_| {}, |p| drawn.push(format!("{p:?}"))).await?;
     assert!(report.complete(), "{report:?}");
+    assert_eq!(drawn.first().map(String::as_str), Some("Waiting { waited_ms: 0, total_ms: 0 }"), "{drawn:?}");
+    let last = drawn.iter().rev().find(|p| p.contains("pb_sites")).expect("the backfill of pb_sites is drawn");
+    assert!(last.ends_with("done: 1, total: 1 }"), "{drawn:?}");
     assert!(report.diff.repairs.contains(&"pb_sites".to_owned()), "{report:?}");
     assert_eq!(report.fixed, 1, "{report:?}");
     let stored = crate::raw(&t, "pb_devices", device).await.expect("device");

@@ -67,6 +67,29 @@ impl ChangeReport {
     }
 }
 
+/// How far a long step of a change has come ([`Change::run_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Progress<'p> {
+    /// The wait for every process to follow the new rules: milliseconds
+    /// waited of the whole wait.
+    Waiting {
+        /// Waited so far.
+        waited_ms: u64,
+        /// The whole wait.
+        total_ms: u64,
+    },
+    /// A collection's backfill: documents repaired of its total.
+    Backfill {
+        /// The collection.
+        collection: &'p str,
+        /// Documents done.
+        done: u64,
+        /// Documents in all.
+        total: u64,
+    },
+}
+
 /// A change of the stored schema to a program's (see the module's docs).
 ///
 /// ```no_run
@@ -114,12 +137,24 @@ impl<'a> Change<'a> {
     /// Runs (or resumes) the change. `stop` is asked between steps and
     /// batches: a stopped change keeps its state and resumes when run
     /// again. `step` hears each step in words.
-    pub async fn run(self, mut stop: impl FnMut() -> bool, mut step: impl FnMut(&str)) -> Result<ChangeReport> {
+    pub async fn run(self, stop: impl FnMut() -> bool, step: impl FnMut(&str)) -> Result<ChangeReport> {
+        self.run_with(stop, step, |_| {}).await
+    }
+
+    /// [`Change::run`], with `progress` told how far each long step has
+    /// come (the wait for the fleet, each collection's backfill): what the
+    /// command line draws as a bar.
+    pub async fn run_with(
+        self,
+        mut stop: impl FnMut() -> bool,
+        mut step: impl FnMut(&str),
+        mut progress: impl FnMut(&Progress<'_>),
+    ) -> Result<ChangeReport> {
         let db = self.db;
         let mut report = ChangeReport { id: self.id(), ..ChangeReport::default() };
         let states = db.collection::<BsonDoc>(CHANGE_COLLECTION);
-        let err = |op| move |e| Error::driver(op, CHANGE_COLLECTION, e);
-        let saved = states.find_one(doc! {"_id": &report.id}).await.map_err(err("find"))?;
+        let saved =
+            states.find_one(doc! {"_id": &report.id}).await.map_err(|e| Error::driver("find", CHANGE_COLLECTION, e))?;
         report.resumed = saved.is_some();
         let saved = match saved {
             Some(s) => s,
@@ -134,24 +169,9 @@ impl<'a> Change<'a> {
             return Ok(report);
         }
         let announced = saved.get_datetime("announced_at").map(|d| d.timestamp_millis()).unwrap_or(0);
-        let wait = self.wait.unwrap_or(crate::schema::stored::lease_for(db) * 2);
-        let until = announced.saturating_add(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX));
-        let left = until - DateTime::now().timestamp_millis();
-        if left > 0 {
-            step(&format!("waiting {:.1} s for every process to follow the new rules", left as f64 / 1000.0));
+        if !self.wait_for_fleet(announced, &mut report, &mut stop, &mut step, &mut progress).await? {
+            return Ok(report);
         }
-        loop {
-            let left = until - DateTime::now().timestamp_millis();
-            if left <= 0 {
-                break;
-            }
-            if stop() {
-                step("stopped: run the change again to resume it");
-                return Ok(report);
-            }
-            tokio::time::sleep(Duration::from_millis(left.min(200) as u64)).await;
-        }
-        report.waited = wait;
         self.set_state(&mut report, "maintained").await?;
         // The indexes the new rules need, before the backfill reads by them.
         for (collection, model) in crate::admin::missing_indexes::missing_indexes(db, &self.program).await? {
@@ -162,25 +182,78 @@ impl<'a> Change<'a> {
                 .map_err(|e| Error::driver("createIndexes", collection.clone(), e))?;
             report.indexes_built += 1;
         }
+        if !self.backfill(&mut report, &mut stop, &mut step, &mut progress).await? {
+            return Ok(report);
+        }
+        self.set_state(&mut report, "backfilled").await?;
+        self.verify(&mut report, &mut stop, &mut step).await
+    }
+
+    /// Waits until two leases (or the wait set) after `announced`; `false`
+    /// when stopped first.
+    async fn wait_for_fleet(
+        &self,
+        announced: i64,
+        report: &mut ChangeReport,
+        stop: &mut impl FnMut() -> bool,
+        step: &mut impl FnMut(&str),
+        progress: &mut impl FnMut(&Progress<'_>),
+    ) -> Result<bool> {
+        let wait = self.wait.unwrap_or(crate::schema::stored::lease_for(self.db) * 2);
+        let total_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        let until = announced.saturating_add(i64::try_from(total_ms).unwrap_or(i64::MAX));
+        let left = until - DateTime::now().timestamp_millis();
+        if left > 0 {
+            step(&format!("waiting {:.1} s for every process to follow the new rules", left as f64 / 1000.0));
+        }
+        loop {
+            let left = until - DateTime::now().timestamp_millis();
+            let waited_ms = total_ms.saturating_sub(u64::try_from(left).unwrap_or(0));
+            progress(&Progress::Waiting { waited_ms: waited_ms.min(total_ms), total_ms });
+            if left <= 0 {
+                break;
+            }
+            if stop() {
+                step("stopped: run the change again to resume it");
+                return Ok(false);
+            }
+            tokio::time::sleep(Duration::from_millis(left.min(200) as u64)).await;
+        }
+        report.waited = wait;
+        Ok(true)
+    }
+
+    /// Repairs each collection the new rules derive data in, saving each
+    /// one done; `false` when stopped first.
+    async fn backfill(
+        &self,
+        report: &mut ChangeReport,
+        stop: &mut impl FnMut() -> bool,
+        step: &mut impl FnMut(&str),
+        progress: &mut impl FnMut(&Progress<'_>),
+    ) -> Result<bool> {
+        let states = self.db.collection::<BsonDoc>(CHANGE_COLLECTION);
         for collection in report.diff.repairs.clone() {
             if report.backfilled.contains(&collection) {
                 continue;
             }
             step(&format!("backfill: repair {collection}"));
-            let run = checks::repair(db, Some(&collection))?.run(&mut stop, |_, _| {}).await?;
+            let each = |_: &checks::Job, r: &checks::RunReport| {
+                progress(&Progress::Backfill { collection: &collection, done: r.done, total: r.total })
+            };
+            let run = checks::repair(self.db, Some(&collection))?.run(&mut *stop, each).await?;
             report.fixed += run.fixed();
             if run.interrupted {
                 step("stopped: run the change again to resume it");
-                return Ok(report);
+                return Ok(false);
             }
             states
                 .update_one(doc! {"_id": &report.id}, doc! {"$addToSet": {"backfilled": &collection}})
                 .await
-                .map_err(err("update"))?;
+                .map_err(|e| Error::driver("update", CHANGE_COLLECTION, e))?;
             report.backfilled.push(collection);
         }
-        self.set_state(&mut report, "backfilled").await?;
-        self.verify(&mut report, &mut stop, &mut step).await
+        Ok(true)
     }
 
     /// Publishes the new rules, removes the old, and saves the change as

@@ -69,7 +69,10 @@ impl std::fmt::Debug for Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The schema report: relationships, fan-outs, indexes, advice and a
-    /// Mermaid diagram, as Markdown (no database needed).
+    /// Mermaid diagram, as Markdown: of the types this program links, and,
+    /// when a database is named (`--uri mongodb://host/NAME` or `--db`), of
+    /// the schema published there too (the standalone `docrel` links no
+    /// type: it needs the database).
     Schema {
         /// Also write a page with the diagram drawn (SVG) to this file.
         #[arg(long, value_name = "FILE")]

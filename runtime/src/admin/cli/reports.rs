@@ -11,7 +11,8 @@ use crate::schema::registry::describe;
 use mongodb::Database;
 use std::path::Path;
 
-/// `schema`: the report (no database needed), and its page when asked.
+/// `schema`: the report of `types` (the linked ones, and the published ones
+/// when a database is named), and its page when asked.
 pub(super) fn schema(
     console: &mut Console,
     types: &[&'static Schema],

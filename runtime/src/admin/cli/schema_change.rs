@@ -3,6 +3,7 @@
 //! database, then published with the backfills its new rules need.
 
 use super::console::{json, Console, Exit, Shutdown};
+use crate::admin::change::Progress;
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{read_export, Exported};
 use mongodb::Database;
@@ -69,19 +70,23 @@ pub(super) async fn apply(
     if let Some(wait) = args.wait {
         change = change.wait(wait);
     }
+    let bar = (console.bar && !as_json).then(super::verify::progress_bar);
     let report = {
-        let (err, quiet) = (&mut console.err, as_json);
-        change
-            .run(
-                || shutdown.requested(),
-                |step| {
-                    if !quiet {
-                        let _ = writeln!(err, "{step}");
-                    }
-                },
-            )
-            .await?
+        let (err, quiet, drawn) = (&mut console.err, as_json, bar.clone());
+        let say = |step: &str| match &drawn {
+            _ if quiet => {}
+            Some(bar) => bar.println(step),
+            None => {
+                let _ = writeln!(err, "{step}");
+            }
+        };
+        let draw = |p: &Progress<'_>| draw(bar.as_ref(), p);
+        change.run_with(|| shutdown.requested(), say, draw).await
     };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
     if as_json {
         console.say(&json(&report));
     } else {
@@ -91,6 +96,34 @@ pub(super) async fn apply(
         ));
     }
     Ok(if report.complete() { Exit::Ok } else { Exit::Interrupted })
+}
+
+/// Draws how far a long step of the change has come on the bar, when
+/// there is one (a terminal, without `--json`); the steps' lines say the
+/// rest.
+fn draw(bar: Option<&indicatif::ProgressBar>, progress: &Progress<'_>) {
+    let Some(bar) = bar else { return };
+    match progress {
+        Progress::Waiting { waited_ms, total_ms } => {
+            if bar.length() != Some(*total_ms) {
+                let style = indicatif::ProgressStyle::with_template("{msg:32!} [{bar:30.cyan/blue}] {eta} left")
+                    .map(|s| s.progress_chars("=> "));
+                bar.set_style(style.unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+                bar.set_message("waiting for every process");
+                bar.set_length(*total_ms);
+            }
+            bar.set_position(*waited_ms);
+        }
+        Progress::Backfill { collection, done, total } => {
+            if !bar.message().ends_with(collection) {
+                bar.set_style(super::verify::progress_bar().style());
+                bar.set_message(format!("backfill {collection}"));
+                bar.reset();
+            }
+            bar.set_length(*total);
+            bar.set_position(*done);
+        }
+    }
 }
 
 /// Runs the moves of `exported` to `switched`, with each step said on
