@@ -366,6 +366,30 @@ async fn lost_history_is_an_error_that_says_to_run_repair() -> docrel::Result<()
     Ok(())
 }
 
+/// MongoDB 9.0 interrupts change streams at an election (11602,
+/// InterruptedDueToReplStateChange), and a `getMore` failing so without the
+/// label the driver resumes on ends the driver's stream. The worker opens
+/// it again from where it was (its ready signal fires a second time) and
+/// applies what came after: the copy follows, nothing is a dead letter,
+/// and the worker stops gracefully afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_interrupting_the_stream_loses_nothing_and_records_no_dead_letter() -> docrel::Result<()> {
+    let _alone = FAIL_POINTS.lock().await;
+    let t = TestDb::new("sync_election").await?;
+    let (author, book) = shelf(&t).await?;
+    let mut w = start(SyncWorker::new(&t.db, "election"));
+    w.ready().await;
+    fail_point(&t, "getMore", 11602).await;
+    w.ready().await;
+    fail_point_off(&t).await;
+    Author::repo(&t.db).deferred_fan_out().update_by_id(&author.id, Author::fields().name.set("Le Guin".into())).await?;
+    assert_eq!(w.applied().await.source, "authors");
+    assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "Le Guin");
+    let letters = t.db.collection::<BsonDoc>(docrel::denormalize::DEAD_LETTER_COLLECTION);
+    assert_eq!(letters.count_documents(doc! {}).await.unwrap(), 0, "no dead letter");
+    w.stop().await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_and_continue_fixes_stale_copies_and_subsets_then_follows_from_now() -> docrel::Result<()> {
     let _alone = FAIL_POINTS.lock().await;

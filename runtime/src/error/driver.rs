@@ -91,16 +91,26 @@ pub(crate) enum Failure {
 
 /// Server codes that say "try again" without a retryable label: write
 /// conflicts and locks outside a transaction, an operation interrupted by
-/// a step-down.
-const PASSING_CODES: [i32; 4] = [
+/// a step-down or an election (MongoDB 9.0 interrupts change streams with
+/// 11602 at an election), a node that is no longer primary or shutting
+/// down. The server labels most of them on the commands the driver
+/// retries; reads, aggregates and a change stream's `getMore` may come
+/// without the label.
+const PASSING_CODES: [i32; 10] = [
     112,   // WriteConflict
     24,    // LockTimeout
     46,    // LockBusy
     11601, // Interrupted
+    11602, // InterruptedDueToReplStateChange
+    11600, // InterruptedAtShutdown
+    91,    // ShutdownInProgress
+    189,   // PrimarySteppedDown
+    10107, // NotWritablePrimary
+    13435, // NotPrimaryNoSecondaryOk
 ];
 
 /// [`Failure`] of an error of the driver.
-pub(super) fn failure(e: &mongodb::error::Error) -> Failure {
+pub(crate) fn failure(e: &mongodb::error::Error) -> Failure {
     use mongodb::error::{ErrorKind, WriteFailure};
     let code = match &*e.kind {
         ErrorKind::Command(c) => Some(c.code),

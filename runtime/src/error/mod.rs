@@ -6,7 +6,7 @@ mod convert;
 mod driver;
 mod reason;
 
-pub(crate) use driver::Failure;
+pub(crate) use driver::{failure as driver_failure, Failure};
 use driver::{explained, on_collection, transient_note};
 pub(crate) use reason::reason;
 

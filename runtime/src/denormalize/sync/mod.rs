@@ -297,17 +297,21 @@ impl SyncWorker {
             // Read again at every stream: an online change may have made
             // other collections sources or subset children since.
             let watched = Watched::of_graph(crate::schema::graph::of(&self.db));
-            let stream = match self.open(&watched, position.as_ref()).await {
-                Ok(stream) => stream,
+            let opened = retry::while_passing("open", shutdown.as_mut(), || self.open(&watched, position.as_ref()));
+            let stream = match opened.await {
+                // Stopped while the server was away: what was applied since
+                // the last saved position is replayed by the next start.
+                None => return Ok(()),
+                Some(Ok(stream)) => stream,
                 // Lost history is about a stored position; a stream opened
                 // from now that fails this way is not cured by a repair.
-                Err(e) if history_lost(&e) => {
+                Some(Err(e)) if history_lost(&e) => {
                     self.on_lost(&watched, e, repair || position.is_none())?;
                     position = None;
                     repair = true;
                     continue;
                 }
-                Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
+                Some(Err(e)) => return Err(Error::driver("watch", self.db.name(), e)),
             };
             let mut followed = self.start(&watched, stream, position, repair).await?;
             match self.follow(&watched, &mut followed, shutdown.as_mut(), &mut on_applied).await? {
@@ -393,6 +397,13 @@ impl SyncWorker {
                     // would not help.
                     self.on_lost(watched, e, f.fresh)?;
                     return Ok(Ended::Reopen { from: None, repair: true });
+                }
+                // An election (11602) or a lost server ended the stream where
+                // the driver does not resume it: open it again from where it
+                // was; nothing it applied is lost, nothing is a dead letter.
+                Err(e) if crate::error::driver_failure(&e) == crate::error::Failure::Passing => {
+                    let from = current(&f.stream, f.position.as_ref());
+                    return Ok(Ended::Reopen { from, repair: false });
                 }
                 Err(e) => return Err(Error::driver("watch", self.db.name(), e)),
             }

@@ -76,6 +76,38 @@ where
     }
 }
 
+/// Runs `op` again while it fails with an error that may go away by itself
+/// (an election interrupting a change stream, the server unreachable),
+/// pausing as [`retrying`] does; `None` when `shutdown` completes during a
+/// pause. Any other error is returned at once, for the caller to judge.
+pub(super) async fn while_passing<T, F, Fut>(
+    what: &str,
+    mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    mut op: F,
+) -> Option<mongodb::error::Result<T>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = mongodb::error::Result<T>>,
+{
+    let (mut attempts, mut pause) = (0u32, FIRST_PAUSE);
+    loop {
+        attempts += 1;
+        match op().await {
+            Err(e) if crate::error::driver_failure(&e) == Failure::Passing => {
+                let error = crate::error::reason(&e);
+                tracing::warn!(target: "docrel", what, attempts, %error, "sync worker opens its stream again");
+            }
+            done => return Some(done),
+        }
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return None,
+            () = tokio::time::sleep(pause) => {}
+        }
+        pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
