@@ -382,7 +382,10 @@ async fn an_election_interrupting_the_stream_loses_nothing_and_records_no_dead_l
     fail_point(&t, "getMore", 11602).await;
     w.ready().await;
     fail_point_off(&t).await;
-    Author::repo(&t.db).deferred_fan_out().update_by_id(&author.id, Author::fields().name.set("Le Guin".into())).await?;
+    Author::repo(&t.db)
+        .deferred_fan_out()
+        .update_by_id(&author.id, Author::fields().name.set("Le Guin".into()))
+        .await?;
     assert_eq!(w.applied().await.source, "authors");
     assert_eq!(raw(&t, "books", book.id).await.get_str("author_name").unwrap(), "Le Guin");
     let letters = t.db.collection::<BsonDoc>(docrel::denormalize::DEAD_LETTER_COLLECTION);

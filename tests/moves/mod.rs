@@ -88,6 +88,7 @@ pub fn active(state: docrel::schema::stored::MoveState) -> docrel::schema::store
         spec,
         field: "comments".into(),
         bound: Some(50),
+        old: Default::default(),
         state,
         since: docrel::bson::DateTime::now(),
         change: "test".into(),

@@ -6,8 +6,8 @@ mod convert;
 mod driver;
 mod reason;
 
-pub(crate) use driver::{failure as driver_failure, Failure};
 use driver::{explained, on_collection, transient_note};
+pub(crate) use driver::{failure as driver_failure, Failure};
 pub(crate) use reason::reason;
 
 /// A `Result` whose error is [`Error`].

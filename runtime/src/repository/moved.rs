@@ -11,9 +11,10 @@ use super::repo::Operation;
 use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, read, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
+use crate::schema::document::Schema;
 use crate::schema::graph_moves::Side;
 use crate::schema::repository::Repository;
-use crate::schema::stored::{ActiveMove, MoveState};
+use crate::schema::stored::{ActiveMove, MoveState, OldArray};
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson};
 use mongodb::ClientSession;
@@ -44,12 +45,17 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
     Ok(())
 }
 
-/// The moves `moving` a write described by `affected` must keep, refusing a
-/// write they cannot take yet.
-fn mirrors(moving: Vec<Mirror>, affected: &Affected) -> Result<Vec<Mirror>> {
+/// The moves `moving` a write of `schema` described by `affected` must
+/// keep, refusing a write they cannot take yet.
+fn mirrors(moving: Vec<Mirror>, affected: &Affected, schema: &Schema) -> Result<Vec<Mirror>> {
     let mut out = Vec::new();
     for (mv, side) in moving {
+        // The old version writing the documents an array of ids names: its
+        // type has no parent reference to change, and until the move is
+        // maintained no document has one to keep.
+        let unlinked = mv.old == OldArray::Ids && !schema.fields.iter().any(|f| f.bson == mv.spec.parent_field);
         match side {
+            Side::Collection if unlinked && mv.state < MoveState::Maintained => continue,
             Side::Array if !affected.writes(&mv.field) => continue,
             Side::Array if affected.unnamed => {
                 return Err(refused(
@@ -116,7 +122,7 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
 /// The moves a write of `T` described by `affected` keeps, as the graph of
 /// `db` has them now.
 fn current<T: Document>(affected: &Affected, db: &mongodb::Database) -> Result<Vec<Mirror>> {
-    mirrors(crate::schema::graph::of(db).mirrored(T::COLLECTION), affected)
+    mirrors(crate::schema::graph::of(db).mirrored(T::COLLECTION), affected, T::schema())
 }
 
 /// [`mirrored`] in a transaction of its own on `session`, committed with

@@ -3,7 +3,7 @@
 //! began with, so one call never mixes two states of a move.
 
 use super::graph::Graph;
-use super::stored::moves_state::{ActiveMove, MoveState};
+use super::stored::moves_state::{ActiveMove, MoveState, OldArray};
 
 /// Which side of a move a collection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,13 +68,21 @@ impl Graph {
         self.types_of(collection).iter().any(|s| s.relations.iter().any(|r| r.rust_field == rust_field))
     }
 
-    /// The old arrays of `collection` a move keeps that `schema` does not
-    /// declare (the new version's type): a replace keeps them as stored.
+    /// The fields of `collection` a move keeps that `schema` does not
+    /// declare, which a replace keeps as stored: the old array, for the new
+    /// version's type; the parent reference of documents an array of ids
+    /// names, for the old version's (its documents get it from the move).
     pub(crate) fn kept_by_moves(&self, schema: &super::document::Schema) -> Vec<&str> {
+        let declares = |field: &str| schema.fields.iter().any(|f| f.bson == field);
         self.mirrored(schema.collection)
             .into_iter()
-            .filter(|(m, side)| *side == Side::Array && !schema.relations.iter().any(|r| r.field == m.field))
-            .map(|(m, _)| m.field.as_str())
+            .filter_map(|(m, side)| match side {
+                Side::Array if !schema.relations.iter().any(|r| r.field == m.field) => Some(m.field.as_str()),
+                Side::Collection if m.old == OldArray::Ids && !declares(&m.spec.parent_field) => {
+                    Some(m.spec.parent_field.as_str())
+                }
+                _ => None,
+            })
             .collect()
     }
 }
@@ -88,6 +96,8 @@ pub(crate) struct ReadThrough {
     pub(crate) spec: super::stored::moves::StoredMove,
     /// The array's stored name.
     pub(crate) field: String,
+    /// What the array holds.
+    pub(crate) old: OldArray,
 }
 
 impl Graph {
@@ -96,8 +106,11 @@ impl Graph {
     /// under way or only declared by this program (`None`: as stored).
     pub(crate) fn read_through(&self, collection: &str) -> Option<ReadThrough> {
         if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection) {
-            return (m.state < MoveState::Switched)
-                .then(|| ReadThrough { spec: m.spec.clone(), field: m.field.clone() });
+            return (m.state < MoveState::Switched).then(|| ReadThrough {
+                spec: m.spec.clone(),
+                field: m.field.clone(),
+                old: m.old,
+            });
         }
         // Declared, not under way: the array still holds every element
         // while the database keeps it (a move not applied yet).
@@ -105,7 +118,11 @@ impl Graph {
         declared.into_iter().find_map(|m| {
             let types = self.types_of(m.from_collection);
             let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;
-            Some(ReadThrough { spec: super::stored::moves::StoredMove::from(m), field: rel.field.to_owned() })
+            let old = match rel.kind {
+                super::document::RelationKind::RefMany { .. } => OldArray::Ids,
+                _ => OldArray::Elements,
+            };
+            Some(ReadThrough { spec: super::stored::moves::StoredMove::from(m), field: rel.field.to_owned(), old })
         })
     }
 }

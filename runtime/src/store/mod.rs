@@ -13,6 +13,7 @@ mod conditions;
 pub mod field;
 pub mod find;
 pub(crate) mod moving;
+mod moving_ids;
 pub mod options;
 pub(crate) mod page;
 pub mod path;

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::schema::graph_moves::ReadThrough;
+use crate::schema::stored::OldArray;
 use crate::store::session::{collect, collect_aggregate};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
 use mongodb::options::FindOptions;
@@ -43,8 +44,8 @@ pub(crate) async fn collect_find<U>(
     match source(&db, coll.name()).await? {
         None => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
         Some(through) => {
-            let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
-            collect_aggregate(through.on_parents(&parents, filter, &options), session, coll.name(), each).await
+            let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
+            collect_aggregate(through.on_parents(&source, filter, &options), session, coll.name(), each).await
         }
     }
 }
@@ -60,8 +61,8 @@ pub(crate) async fn cursor(
     match source(&db, coll.name()).await? {
         None => coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e)),
         Some(through) => {
-            let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
-            let aggregate = through.on_parents(&parents, filter, &options);
+            let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
+            let aggregate = through.on_parents(&source, filter, &options);
             aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
         }
     }
@@ -79,10 +80,10 @@ pub(crate) async fn count(
         let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
         return counted.map_err(|e| Error::driver("count", coll.name(), e));
     };
-    let parents = db.collection::<RawDocumentBuf>(&through.spec.from.collection);
+    let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
     let mut stages = through.find(filter, &FindOptions::default());
     stages.push(doc! {"$count": "n"});
-    let aggregate = parents.aggregate(stages).with_type::<RawDocumentBuf>();
+    let aggregate = source.aggregate(stages).with_type::<RawDocumentBuf>();
     let counts = collect_aggregate(aggregate, session, coll.name(), |raw| {
         Ok(raw.get("n").ok().flatten().and_then(|n| n.as_i64().or(n.as_i32().map(i64::from))).unwrap_or(0))
     })
@@ -96,7 +97,10 @@ pub(crate) async fn count(
 pub(crate) async fn aggregate(db: &Database, collection: &str, stages: Vec<BsonDoc>) -> Result<(String, Vec<BsonDoc>)> {
     Ok(match source(db, collection).await? {
         None => (collection.to_owned(), stages),
-        Some(through) => (through.spec.from.collection.clone(), through.aggregate(stages)),
+        Some(through) => {
+            let first = stages.first().and_then(|s| s.get_document("$match").ok()).cloned().unwrap_or_default();
+            (through.runs_on(&first).to_owned(), through.aggregate(stages))
+        }
     })
 }
 
@@ -127,8 +131,14 @@ impl ReadThrough {
 
     /// The pipeline, on the parents, of a find of `filter` with `options`.
     fn find(&self, filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
-        let mut out = vec![doc! {"$match": self.parents(&filter)}];
-        out.extend(self.spec.unwound(&self.field));
+        let mut out = match self.old {
+            OldArray::Elements => {
+                let mut made = vec![doc! {"$match": self.parents(&filter)}];
+                made.extend(self.spec.unwound(&self.field));
+                made
+            }
+            OldArray::Ids => self.linked(&filter),
+        };
         if !filter.is_empty() {
             out.push(doc! {"$match": filter});
         }
@@ -150,14 +160,28 @@ impl ReadThrough {
     /// `stages` of an aggregate of the new documents, run on the parents.
     fn aggregate(&self, stages: Vec<BsonDoc>) -> Vec<BsonDoc> {
         let first = stages.first().and_then(|s| s.get_document("$match").ok()).cloned().unwrap_or_default();
-        let mut out = vec![doc! {"$match": self.parents(&first)}];
-        out.extend(self.spec.unwound(&self.field));
+        let mut out = match self.old {
+            OldArray::Elements => {
+                let mut made = vec![doc! {"$match": self.parents(&first)}];
+                made.extend(self.spec.unwound(&self.field));
+                made
+            }
+            OldArray::Ids => self.linked(&first),
+        };
         out.extend(stages);
         out
     }
 
     /// A `$lookup` from the new documents, reading the parents instead.
-    fn lookup(&self, mut spec: BsonDoc) -> BsonDoc {
+    fn lookup(&self, spec: BsonDoc) -> BsonDoc {
+        match self.old {
+            OldArray::Elements => self.lookup_elements(spec),
+            OldArray::Ids => self.lookup_linked(spec),
+        }
+    }
+
+    /// [`ReadThrough::lookup`] of a move of elements.
+    fn lookup_elements(&self, mut spec: BsonDoc) -> BsonDoc {
         let inner = match spec.remove("pipeline") {
             Some(Bson::Array(stages)) => stages,
             _ => Vec::new(),
@@ -196,7 +220,7 @@ impl ReadThrough {
     /// `filter`: the parents holding an element, and, where the filter
     /// names the parent or an element's key by equality or `$in`, those.
     /// It only narrows what the read's own `$match` would drop anyway.
-    fn parents(&self, filter: &BsonDoc) -> BsonDoc {
+    pub(super) fn parents(&self, filter: &BsonDoc) -> BsonDoc {
         let mut out = doc! {format!("{}.0", self.field): {"$exists": true}};
         let mut conditions: Vec<(&String, &Bson)> = filter.iter().collect();
         if let Ok(all) = filter.get_array("$and") {
@@ -216,7 +240,7 @@ impl ReadThrough {
 
 /// A condition that pins a field to values (`x`, `{$eq: x}`, `{$in: [..]}`),
 /// as a condition on another field; `None` for any other.
-fn pinned(value: &Bson) -> Option<Bson> {
+pub(super) fn pinned(value: &Bson) -> Option<Bson> {
     match value {
         Bson::Document(d) if d.len() == 1 => match d.iter().next() {
             Some((op, x)) if op == "$eq" && !matches!(x, Bson::Document(_) | Bson::Array(_)) => Some(x.clone()),
@@ -244,7 +268,7 @@ mod tests {
             parent_field: "post".into(),
             key: "_id".into(),
         };
-        ReadThrough { spec, field: "comments".into() }
+        ReadThrough { spec, field: "comments".into(), old: OldArray::Elements }
     }
 
     #[test]

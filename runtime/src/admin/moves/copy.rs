@@ -3,7 +3,7 @@
 //! crosses to the client. The diff's probe times one page of it.
 
 use crate::error::{Error, Result};
-use crate::schema::stored::StoredMove;
+use crate::schema::stored::{OldArray, StoredMove};
 use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::Database;
 use serde::Serialize;
@@ -13,17 +13,45 @@ use std::time::Instant;
 /// finds (at most `limit` of them, in `_id` order) into `into`: each element
 /// becomes a document whose `_id` is its key and whose parent reference is
 /// its parent's `_id`. An element already there is kept: a mirror wrote it
-/// since, and it is newer.
-pub(super) fn pipeline(mv: &StoredMove, field: &str, into: &str, matched: BsonDoc, limit: Option<i64>) -> Vec<BsonDoc> {
+/// since, and it is newer. For an array of ids, each document an id names
+/// gets its parent reference (a document a mirror moved since is set right
+/// by the settle after the page); an id naming none makes nothing, except
+/// in a scratch collection, which the probe fills to time the copy.
+pub(super) fn pipeline(
+    mv: &StoredMove,
+    holds: OldArray,
+    field: &str,
+    into: &str,
+    matched: BsonDoc,
+    limit: Option<i64>,
+) -> Vec<BsonDoc> {
     let mut first = doc! {format!("{field}.0"): {"$exists": true}};
     first.extend(matched);
     let mut out = vec![doc! {"$match": first}, doc! {"$sort": {"_id": 1}}];
     if let Some(limit) = limit {
         out.push(doc! {"$limit": limit});
     }
+    if holds == OldArray::Ids {
+        let scratch = into != mv.to.collection;
+        out.extend(linked(field, &mv.parent_field));
+        let missing = if scratch { "insert" } else { "discard" };
+        out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "merge", "whenNotMatched": missing}});
+        return out;
+    }
     out.extend(mv.unwound(field));
     out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}});
     out
+}
+
+/// The stages making, out of parents holding the ids `field`, one
+/// `{_id: <id>, <parent_field>: <the parent's _id>}` per id.
+pub(crate) fn linked(field: &str, parent_field: &str) -> [BsonDoc; 3] {
+    let ids = format!("${field}");
+    [
+        doc! {"$project": {field: 1}},
+        doc! {"$unwind": &ids},
+        doc! {"$replaceRoot": {"newRoot": {"_id": &ids, parent_field: "$_id"}}},
+    ]
 }
 
 /// The copy's rate, measured on one page of real parents.
@@ -44,6 +72,7 @@ pub struct Estimate {
 pub(super) async fn probe(
     db: &Database,
     mv: &StoredMove,
+    holds: OldArray,
     field: &str,
     parents: i64,
     total: u64,
@@ -55,7 +84,7 @@ pub(super) async fn probe(
     let started = Instant::now();
     let ran = db
         .collection::<BsonDoc>(&mv.from.collection)
-        .aggregate(pipeline(mv, field, &scratch, BsonDoc::new(), Some(parents)))
+        .aggregate(pipeline(mv, holds, field, &scratch, BsonDoc::new(), Some(parents)))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
     let copied = match ran {

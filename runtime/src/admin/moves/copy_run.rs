@@ -52,7 +52,7 @@ pub(super) async fn copy(
         if let Some(a) = &after {
             matched = doc! {"_id": {"$gt": a.clone(), "$lte": bound.clone()}};
         }
-        let pipeline = super::copy::pipeline(spec, field, &spec.to.collection, matched, None);
+        let pipeline = super::copy::pipeline(spec, active.old, field, &spec.to.collection, matched, None);
         parents.aggregate(pipeline).await.map_err(|e| Error::driver("aggregate", spec.from.collection.clone(), e))?;
         out.settled += settle(db, active).await?;
         checkpoints

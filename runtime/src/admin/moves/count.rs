@@ -28,6 +28,14 @@ pub struct MoveCounts {
     pub key_types: Vec<String>,
     /// The bytes the arrays take in their parents, freed once retired.
     pub array_bytes: u64,
+    /// Ids of an array of references that name no document: nothing gets
+    /// a parent reference for them.
+    #[serde(default)]
+    pub dangling: u64,
+    /// Documents of the new collection no array of ids names: they get no
+    /// parent reference.
+    #[serde(default)]
+    pub orphans: u64,
 }
 
 /// Counts the elements of `collection.field`; `key` is the element field
@@ -76,6 +84,8 @@ pub(super) async fn count(
         key_types: key_types(&row),
         array_bytes: number(&row, "arrayBytes"),
         duplicate_keys: 0,
+        dangling: 0,
+        orphans: 0,
     };
     // An element without its key has no identity to compare.
     if counts.without_key == 0 {
@@ -88,10 +98,12 @@ pub(super) async fn count(
 /// key, keys held twice, and the keys' types (the refusals), in one
 /// aggregate. The sizes the diff shows are not counted again: a run over
 /// large data pays one pass over the arrays before it copies them.
+/// An empty `key` takes each element itself (an array of ids).
 pub(super) async fn keys(db: &Database, collection: &str, field: &str, key: &str) -> Result<MoveCounts> {
+    let of = if key.is_empty() { "$$e".to_owned() } else { format!("$$e.{key}") };
     let pipeline = vec![
         doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
-        doc! {"$project": {"_id": 0, "k": {"$map": {"input": format!("${field}"), "as": "e", "in": {"$ifNull": [format!("$$e.{key}"), Bson::Null]}}}}},
+        doc! {"$project": {"_id": 0, "k": {"$map": {"input": format!("${field}"), "as": "e", "in": {"$ifNull": [of, Bson::Null]}}}}},
         doc! {"$unwind": "$k"},
         doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
         doc! {"$group": {
@@ -113,6 +125,51 @@ pub(super) async fn keys(db: &Database, collection: &str, field: &str, key: &str
         key_types,
         ..MoveCounts::default()
     })
+}
+
+/// What a move of an array of ids carries: the parents and their ids
+/// (null ids, ids held twice, their types, from [`keys`]), and the ids
+/// naming no document of the new collection, in two more aggregates.
+pub(super) async fn count_ids(
+    db: &Database,
+    mv: &crate::schema::stored::StoredMove,
+    field: &str,
+) -> Result<MoveCounts> {
+    let collection = &mv.from.collection;
+    let mut counts = keys(db, collection, field, "").await?;
+    let arr = format!("${field}");
+    let sizes = vec![
+        doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
+        doc! {"$project": {"n": {"$size": &arr}, "arrayBytes": {"$bsonSize": {"a": &arr}}}},
+        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "largest": {"$max": "$n"}, "bytes": {"$sum": "$arrayBytes"}}},
+    ];
+    if let Some(row) = first(db, collection, sizes).await? {
+        counts.parents = number(&row, "parents");
+        counts.largest_array = number(&row, "largest");
+        counts.array_bytes = number(&row, "bytes");
+    }
+    let found = vec![
+        doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
+        doc! {"$project": {field: 1}},
+        doc! {"$lookup": {"from": &mv.to.collection, "localField": field, "foreignField": "_id", "as": "found"}},
+        doc! {"$group": {"_id": Bson::Null, "found": {"$sum": {"$size": "$found"}}}},
+    ];
+    let found = first(db, collection, found).await?.map_or(0, |row| number(&row, "found"));
+    counts.dangling = counts.elements.saturating_sub(counts.without_key).saturating_sub(found);
+    counts.orphans = orphans(db, mv, field).await?;
+    Ok(counts)
+}
+
+/// The documents of `mv`'s collection that no parent's array of ids
+/// (`field`) names.
+pub(super) async fn orphans(db: &Database, mv: &crate::schema::stored::StoredMove, field: &str) -> Result<u64> {
+    let pipeline = vec![
+        doc! {"$project": {"_id": 1}},
+        doc! {"$lookup": {"from": &mv.from.collection, "localField": "_id", "foreignField": field, "as": "p"}},
+        doc! {"$match": {"p": {"$size": 0}}},
+        doc! {"$count": "n"},
+    ];
+    Ok(first(db, &mv.to.collection, pipeline).await?.map_or(0, |row| number(&row, "n")))
 }
 
 /// Keys that more than one element holds, across every parent.

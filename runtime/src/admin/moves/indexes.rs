@@ -3,16 +3,20 @@
 //! parent's documents by it; the old array is read by the parent's `_id`).
 
 use crate::error::{Error, Result};
-use crate::schema::stored::{StoredMove, StoredType};
+use crate::schema::stored::{OldArray, StoredMove, StoredType};
 use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::{Database, IndexModel};
 
-/// The indexes `mv` needs that `db` lacks: the new type's, and one led by
-/// its parent reference when the type declares none.
+/// The indexes `mv` needs that `db` lacks: the new type's, one led by its
+/// parent reference when the type declares none, and, when the old array
+/// holds ids (`field`), one on it: a read before the switch finds a
+/// document's parent by it.
 pub(super) async fn needed(
     db: &Database,
     program: &[StoredType],
     mv: &StoredMove,
+    holds: OldArray,
+    field: &str,
 ) -> Result<Vec<(String, IndexModel)>> {
     let to: Vec<StoredType> = program.iter().filter(|t| t.collection == mv.to.collection).cloned().collect();
     let mut models = crate::admin::missing_indexes::missing_indexes(db, &to).await?;
@@ -23,6 +27,13 @@ pub(super) async fn needed(
     if !has_parent && !present.iter().any(|p| leads(&p.shape.keys)) {
         models.push((mv.to.collection.clone(), IndexModel::builder().keys(parent).build()));
     }
+    if holds == OldArray::Ids {
+        let ids = doc! {field: 1};
+        let present = crate::admin::index_plan::present(db, &mv.from.collection).await.unwrap_or_default();
+        if !present.iter().any(|p| p.shape.keys.keys().next() == ids.keys().next()) {
+            models.push((mv.from.collection.clone(), IndexModel::builder().keys(ids).build()));
+        }
+    }
     Ok(models)
 }
 
@@ -31,9 +42,11 @@ pub(super) async fn build(
     db: &Database,
     program: &[StoredType],
     mv: &StoredMove,
+    holds: OldArray,
+    field: &str,
     step: &mut impl FnMut(&str),
 ) -> Result<()> {
-    for (collection, model) in needed(db, program, mv).await? {
+    for (collection, model) in needed(db, program, mv, holds, field).await? {
         step(&format!("index build: {collection} {}", crate::admin::index_plan::show(&model.keys)));
         db.collection::<BsonDoc>(&collection)
             .create_index(model)

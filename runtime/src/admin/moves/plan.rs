@@ -8,7 +8,7 @@ use super::count::{count, MoveCounts};
 use crate::admin::index_plan::{existing_collections, show};
 use crate::error::Result;
 use crate::schema::moves::MoveKind;
-use crate::schema::stored::{StoredKind, StoredMove, StoredRelation, StoredType};
+use crate::schema::stored::{OldArray, StoredKind, StoredMove, StoredRelation, StoredType};
 use mongodb::Database;
 use serde::Serialize;
 
@@ -66,6 +66,12 @@ impl MovePlan {
                  document {} bytes); {} bytes freed in the parents once retired\n",
                 c.elements, c.parents, c.bytes, c.largest_array, c.largest_document, c.array_bytes
             ));
+        }
+        if let Some(c) = self.counts.as_ref().filter(|c| c.dangling > 0) {
+            out.push_str(&format!("  dangling: {} id(s) name no `{}` document\n", c.dangling, self.to));
+        }
+        if let Some(c) = self.counts.as_ref().filter(|c| c.orphans > 0) {
+            out.push_str(&format!("  unnamed: {} `{}` document(s) no array names get no parent\n", c.orphans, self.to));
         }
         let lines = [("index build", &self.index_builds), ("bound", &self.bounds), ("derived", &self.derived)];
         for (label, items) in lines {
@@ -127,7 +133,11 @@ pub(crate) async fn refusals(
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan.refusals) };
     plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
     if existing_collections(db).await?.contains(&mv.from.collection) {
-        let keys = super::count::keys(db, &mv.from.collection, &old.field, &mv.key).await?;
+        let key = if holds(old) == OldArray::Ids { "" } else { mv.key.as_str() };
+        let mut keys = super::count::keys(db, &mv.from.collection, &old.field, key).await?;
+        if holds(old) == OldArray::Ids {
+            keys.orphans = super::count::orphans(db, mv, &old.field).await?;
+        }
         plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &keys));
     }
     Ok(plan.refusals)
@@ -190,16 +200,19 @@ async fn plan_one(
     plan.derived = super::shapes::derived(program, mv, old);
     plan.readers = super::shapes::readers(mv, old);
     plan.bounds = super::shapes::bounds(mv, old);
-    plan.index_builds = super::indexes::needed(db, program, mv)
+    plan.index_builds = super::indexes::needed(db, program, mv, holds(old), &old.field)
         .await?
         .into_iter()
         .map(|(collection, model)| format!("{collection} {}", show(&model.keys)))
         .collect();
     if existing.contains(&mv.from.collection) {
-        let counts = count(db, &mv.from.collection, &old.field, &mv.key, &mv.parent_field).await?;
+        let counts = match holds(old) {
+            OldArray::Elements => count(db, &mv.from.collection, &old.field, &mv.key, &mv.parent_field).await?,
+            OldArray::Ids => super::count::count_ids(db, mv, &old.field).await?,
+        };
         plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &counts));
         if with_probe && counts.elements > 0 {
-            plan.estimate = probe(db, mv, &old.field, PROBE_PARENTS, counts.elements).await?;
+            plan.estimate = probe(db, mv, holds(old), &old.field, PROBE_PARENTS, counts.elements).await?;
         }
         plan.counts = Some(counts);
     }
@@ -249,15 +262,41 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
         ));
         return None;
     };
-    if !matches!(old.kind, StoredKind::Embed { many: true, .. }) {
-        plan.old_shape = super::shapes::old_shape(old);
-        plan.refusals.push(format!(
-            "`{}.{}` is {}, not an embedded array: `moved_from` on a document type moves an embedded array",
+    let refusal = match &old.kind {
+        StoredKind::Embed { many: true, .. } => None,
+        StoredKind::RefMany { key: None, .. } if old.target.as_deref() == Some(mv.to.collection.as_str()) => None,
+        StoredKind::RefMany { key: None, .. } => Some(format!(
+            "`{}.{}` holds ids of `{}`, not of `{}`: the documents that get the parent reference are the ones \
+             the array refers to",
+            mv.from.collection,
+            old.field,
+            old.target.as_deref().unwrap_or("?"),
+            mv.to.collection
+        )),
+        StoredKind::RefMany { key: Some(key), .. } => Some(format!(
+            "`{}.{}` holds `{{{key}, ..}}` references: not yet, a move takes an array of plain ids",
+            mv.from.collection, old.field
+        )),
+        _ => Some(format!(
+            "`{}.{}` is {}: `moved_from` on a document type moves an embedded array or an array of references",
             mv.from.collection,
             old.field,
             old.pattern().name()
-        ));
+        )),
+    };
+    if let Some(refusal) = refusal {
+        plan.old_shape = super::shapes::old_shape(old);
+        plan.refusals.push(refusal);
         return None;
     }
     Some(old)
+}
+
+/// What the stored array `old` holds: elements, or ids of the new
+/// collection's documents.
+pub(super) fn holds(old: &StoredRelation) -> OldArray {
+    match old.kind {
+        StoredKind::RefMany { .. } => OldArray::Ids,
+        _ => OldArray::Elements,
+    }
 }

@@ -8,7 +8,7 @@
 use super::progress::Step;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
-use crate::schema::stored::{self, ActiveMove, MoveState, StoredMove, StoredType};
+use crate::schema::stored::{self, ActiveMove, MoveState, OldArray, StoredMove, StoredType};
 use mongodb::bson::{doc, DateTime, Document as BsonDoc};
 use mongodb::Database;
 use serde::Serialize;
@@ -146,15 +146,16 @@ async fn announce(
     // A plan without refusals found the old array.
     let old = super::plan::stored_array(&stored_types, mv);
     let field = old.map(|r| r.field.clone()).unwrap_or_default();
-    let bound = old.and_then(|r| match r.kind {
-        stored::StoredKind::Embed { max, .. } => max,
-        _ => None,
-    });
-    super::indexes::build(db, program, mv, &mut |s: &str| step(&s.into())).await?;
+    let (bound, holds) = match old.map(|r| &r.kind) {
+        Some(stored::StoredKind::Embed { max, .. }) => (*max, OldArray::Elements),
+        Some(stored::StoredKind::RefMany { max, .. }) => (*max, OldArray::Ids),
+        _ => (None, OldArray::Elements),
+    };
+    super::indexes::build(db, program, mv, holds, &field, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
-    let active =
-        ActiveMove { spec: mv.clone(), field, bound, state: MoveState::Announced, since, change: mv.id.clone() };
+    let (spec, state, change) = (mv.clone(), MoveState::Announced, mv.id.clone());
+    let active = ActiveMove { spec, field, bound, old: holds, state, since, change };
     let mut all = stored::load_moves(db).await?;
     all.push(active.clone());
     stored::publish_moves(db, &all).await?;

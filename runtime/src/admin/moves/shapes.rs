@@ -98,6 +98,26 @@ pub(super) fn data_refusals(
 ) -> Vec<String> {
     let at = format!("`{}.{}`", mv.from.collection, old.field);
     let mut out = Vec::new();
+    if matches!(old.kind, StoredKind::RefMany { .. }) {
+        let parent = types(program, &mv.to.collection).flat_map(|t| &t.fields).find(|f| f.bson == mv.parent_field);
+        let optional =
+            parent.is_some_and(|f| f.rust_type.split('<').next().is_some_and(|h| h.trim().ends_with("Option")));
+        if c.orphans > 0 && !optional {
+            out.push(format!(
+                "{} `{}` document(s) are named by no array of {at}, so they get no parent reference, and `{}::{}` \
+                 is not an `Option`: make it `Option<..>`, or name them first",
+                c.orphans, mv.to.collection, mv.to.rust_type, mv.parent_field
+            ));
+        }
+        if c.duplicate_keys > 0 {
+            out.push(format!(
+                "{} id(s) are held more than once across {at} (by two parents, or twice by one): a `{}` gets \
+                 one parent reference; make each id appear once first",
+                c.duplicate_keys, mv.to.rust_type
+            ));
+        }
+        return out;
+    }
     if c.without_key > 0 {
         out.push(format!(
             "{} element(s) of {at} have no `{}` (absent or null), which becomes the new document's `_id`: give every element one \
@@ -146,6 +166,20 @@ fn holds(rust: &str, bson: &str) -> bool {
 
 /// The derived data that goes with the elements.
 pub(super) fn derived(program: &[StoredType], mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
+    if matches!(old.kind, StoredKind::RefMany { .. }) {
+        let mut out = vec![format!(
+            "each id in `{}.{}` becomes the parent reference `{}.{}` of the document it names; an id naming \
+             none gets nothing, and leaves the array when its parent is next written",
+            mv.from.collection, old.field, mv.to.collection, mv.parent_field
+        )];
+        for (r, _) in subsets_from(program, mv) {
+            out.push(format!(
+                "subset `{}.{}` is built from `{}` once every parent reference is there (the change's backfill)",
+                mv.from.collection, r.field, mv.to.collection
+            ));
+        }
+        return out;
+    }
     let mut out = Vec::new();
     let new_copies: Vec<&str> =
         types(program, &mv.to.collection).flat_map(|t| &t.copies).map(|c| c.field.as_str()).collect();
@@ -184,6 +218,19 @@ pub(super) fn derived(program: &[StoredType], mv: &StoredMove, old: &StoredRelat
 
 /// What a reader of the old version sees.
 pub(super) fn readers(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
+    if matches!(old.kind, StoredKind::RefMany { .. }) {
+        return vec![
+            format!(
+                "during the move: `{}.{}` as before, with the id of every `{}` the new version gives a parent in it",
+                mv.from.collection, old.field, mv.to.rust_type
+            ),
+            format!(
+                "after it is retired: `{}.{}` no longer changes; with `--drop-old` it is gone, so old readers must \
+                 be gone first",
+                mv.from.collection, old.field
+            ),
+        ];
+    }
     vec![
         format!(
             "during the move: `{}.{}` as before, with every element the new version writes in it",
@@ -200,7 +247,7 @@ pub(super) fn readers(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
 /// The old bound keeps limiting writes while both shapes are kept.
 pub(super) fn bounds(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
     match old.kind {
-        StoredKind::Embed { max: Some(max), .. } => vec![format!(
+        StoredKind::Embed { max: Some(max), .. } | StoredKind::RefMany { max: Some(max), .. } => vec![format!(
             "`{}.{}` keeps its bound of {max} while both shapes are kept: a parent's element {} is refused in either \
              version until the old array is retired",
             mv.from.collection,

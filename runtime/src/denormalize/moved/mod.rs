@@ -5,6 +5,7 @@
 //! (`repository/moved.rs`); the change running the move copies what was
 //! there before with the same rule.
 
+mod linked;
 mod marks;
 mod reconcile;
 

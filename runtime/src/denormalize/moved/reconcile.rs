@@ -5,7 +5,7 @@
 //! a cost of the array's length, paid only while a move runs.
 
 use crate::error::{Error, Result};
-use crate::schema::stored::ActiveMove;
+use crate::schema::stored::{ActiveMove, OldArray};
 use crate::store::path::id_key;
 use crate::store::session::{collect, Cx};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -25,7 +25,7 @@ pub(crate) enum Reach {
 /// `parents` each once (by id key, as the reconciles key them): a parent
 /// named twice would be reconciled the second time against documents the
 /// first already took.
-fn distinct(parents: &[Bson]) -> Vec<Bson> {
+pub(super) fn distinct(parents: &[Bson]) -> Vec<Bson> {
     let mut seen = std::collections::HashSet::new();
     parents.iter().filter(|p| seen.insert(id_key(p))).cloned().collect()
 }
@@ -86,6 +86,9 @@ pub(crate) async fn collection_from_arrays(
     parents: &[Bson],
     reach: Reach,
 ) -> Result<()> {
+    if mv.old == OldArray::Ids {
+        return super::linked::children_from_arrays(cx, mv, parents, reach).await;
+    }
     if parents.is_empty() {
         return Ok(());
     }
@@ -141,7 +144,7 @@ pub(crate) async fn collection_from_arrays(
 /// Rebuilds the parents' subsets of the move's collection (the new
 /// version's newest N): documents written by a reconcile, not by a write of
 /// their own type, change what they summarize.
-async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<()> {
+pub(super) async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<()> {
     let graph = cx.graph;
     for target in graph.subsets_of(&mv.spec.to.collection).iter().filter(|t| t.parent == mv.spec.from.collection) {
         target.rebuild_many(cx, parents).await?;
@@ -155,6 +158,9 @@ async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result
 /// order. An array that would pass the old bound refuses the write
 /// ([`Error::EmbedFull`]): old readers keep a complete array.
 pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    if mv.old == OldArray::Ids {
+        return super::linked::arrays_from_children(cx, mv, parents).await;
+    }
     if parents.is_empty() {
         return Ok(());
     }

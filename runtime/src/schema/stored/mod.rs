@@ -35,7 +35,7 @@ pub(crate) use lease::{held_until, hold};
 pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
 pub use moves::{program_moves, read_export, Exported, MoveEnd, StoredMove, MOVES_FORMAT};
-pub use moves_state::{ActiveMove, MoveState, MOVES_ID};
+pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};

@@ -70,12 +70,38 @@ pub struct ActiveMove {
     /// The old array's bound, which holds until the move is retired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<u32>,
+    /// What the old array holds: the elements themselves, or the ids of
+    /// documents that are already in the new collection.
+    #[serde(default, skip_serializing_if = "OldArray::is_elements")]
+    pub old: OldArray,
     /// Its state.
     pub state: MoveState,
     /// When it entered that state (server time).
     pub since: DateTime,
     /// The change running it (`_docrel_schema_changes`).
     pub change: String,
+}
+
+/// What a move's old array holds, which decides how its two shapes are
+/// kept equal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OldArray {
+    /// The elements themselves (`#[embed]`): each becomes a document of the
+    /// new collection, with its parent reference (one-to-few → one-to-many).
+    #[default]
+    Elements,
+    /// The ids of documents of the new collection (`#[reference(many)]`):
+    /// each of them gets its parent reference, and the array is retired
+    /// (one-to-many → one-to-squillions).
+    Ids,
+}
+
+impl OldArray {
+    /// Whether it is [`OldArray::Elements`] (what an older `$moves` meant).
+    pub fn is_elements(&self) -> bool {
+        *self == OldArray::Elements
+    }
 }
 
 /// Whether a document of the schema collection is the moves document.

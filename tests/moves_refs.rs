@@ -1,0 +1,447 @@
+//! Issue 39, an array of child references becomes a parent reference on the
+//! children (one-to-many → one-to-squillions): `posts.comment_ids` of the
+//! old version, `comments.post` of the new one. The array and the parent
+//! references are one relation kept in two places while the move runs.
+//!
+//! This binary plays the new version (`link_only`); a second OS process,
+//! started from it, plays the old one: it publishes its schema and the
+//! data, then writes the array (and the comments) while the move runs, is
+//! cut, and resumes.
+
+use docrel::admin::moves;
+use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
+use docrel::schema::stored::{self, MoveState};
+use docrel::testing::TestDb;
+use docrel::{Error, Filter};
+use futures::TryStreamExt;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const V1: &str = concat!(module_path!(), "::v1");
+const V2: &str = concat!(module_path!(), "::v2");
+const DB_VARIABLE: &str = "DOCREL_MOVES_REFS_DB";
+const MODE_VARIABLE: &str = "DOCREL_MOVES_REFS_MODE";
+const LEASE: Duration = Duration::from_millis(400);
+/// The collection where the test tells the old version to stop.
+const STOP: &str = "mr_stop";
+
+/// The old version: a post holds the ids of its comments.
+pub mod v1 {
+    use docrel::bson::oid::ObjectId;
+    use docrel::Document;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mr_comments")]
+    pub struct Comment {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub text: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mr_posts")]
+    pub struct Post {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub title: String,
+        #[reference(many, to = Comment, max = 40, on_delete = pull)]
+        pub comment_ids: Vec<ObjectId>,
+    }
+}
+
+/// The new version: a comment refers to its post, which keeps its newest
+/// three.
+pub mod v2 {
+    use docrel::bson::oid::ObjectId;
+    use docrel::Document;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mr_comments", moved_from = Post::comment_ids)]
+    pub struct Comment {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[parent_ref(to = Post, sort = "-_id", on_delete = pull)]
+        pub post: Option<ObjectId>,
+        pub text: String,
+    }
+
+    #[derive(docrel::View, Serialize, Deserialize, Debug, Clone)]
+    #[view(of = Comment)]
+    pub struct Line {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub text: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mr_posts")]
+    pub struct Post {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub title: String,
+        #[embed(max = 3, subset_of = Comment, sort = "-_id")]
+        pub recent: Vec<Line>,
+    }
+}
+
+/// This process is the new version, whichever test runs first.
+fn new_version() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| docrel::testing::link_only(&[V2]));
+}
+
+fn err(e: docrel::mongodb::error::Error) -> Error {
+    Error::driver("test", "mr", e)
+}
+
+async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<BsonDoc>> {
+    let coll = db.collection::<BsonDoc>(collection);
+    coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
+}
+
+/// A small generator, so that each run of the old version is the same.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+/// The old version's data: six posts of three comments, a comment no post
+/// names, and an id naming no comment.
+async fn seed(db: &docrel::mongodb::Database) -> docrel::Result<()> {
+    docrel::schema::publish(db).await?;
+    for p in 0..6 {
+        let comments: Vec<v1::Comment> =
+            (0..3).map(|c| v1::Comment { id: ObjectId::new(), text: format!("p{p} c{c}") }).collect();
+        v1::Comment::repo(db).insert_many(&comments).await?;
+        let mut ids: Vec<ObjectId> = comments.iter().map(|c| c.id).collect();
+        if p == 0 {
+            ids.push(ObjectId::new());
+        }
+        v1::Post::repo(db).insert(&v1::Post { id: ObjectId::new(), title: format!("p{p}"), comment_ids: ids }).await?;
+    }
+    v1::Comment::repo(db).insert(&v1::Comment { id: ObjectId::new(), text: "named by none".into() }).await?;
+    Ok(())
+}
+
+/// One write of the old version, drawn by `n`.
+async fn old_write(db: &docrel::mongodb::Database, n: &mut Seeded) -> docrel::Result<()> {
+    let posts: Vec<ObjectId> = raw(db, "mr_posts").await?.iter().filter_map(|p| p.get_object_id("_id").ok()).collect();
+    let comments: Vec<ObjectId> =
+        raw(db, "mr_comments").await?.iter().filter_map(|c| c.get_object_id("_id").ok()).collect();
+    let (posts_repo, comments_repo) = (v1::Post::repo(db), v1::Comment::repo(db));
+    let post = posts[n.below(posts.len())];
+    let comment = comments[n.below(comments.len())];
+    match n.below(7) {
+        0 | 1 => {
+            let c = v1::Comment { id: ObjectId::new(), text: "old".into() };
+            comments_repo.insert(&c).await?;
+            posts_repo.update_by_id(&post, v1::Post::fields().comment_ids.push([c.id])).await?;
+        }
+        2 => {
+            let ids = raw(db, "mr_posts").await?;
+            let held = ids.iter().find(|p| p.get_object_id("_id").ok() == Some(post));
+            let first = held.and_then(|p| p.get_array("comment_ids").ok()?.first()?.as_object_id());
+            if let Some(id) = first {
+                posts_repo.update_by_id(&post, v1::Post::fields().comment_ids.pull(&id)).await?;
+            }
+        }
+        3 => {
+            comments_repo.update_by_id(&comment, v1::Comment::fields().text.set("edited by old".into())).await?;
+        }
+        4 => {
+            comments_repo.replace(&v1::Comment { id: comment, text: "replaced by old".into() }).await?;
+        }
+        5 => {
+            comments_repo.delete_by_id(&comment).await?;
+        }
+        _ => {
+            let c = v1::Comment { id: ObjectId::new(), text: "first".into() };
+            comments_repo.insert(&c).await?;
+            posts_repo.insert(&v1::Post { id: ObjectId::new(), title: "new".into(), comment_ids: vec![c.id] }).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The old version, in its own process: `seed` publishes its schema and
+/// data; `write` writes until the test inserts into [`STOP`], then prints
+/// how many writes it made.
+#[tokio::test]
+#[ignore = "run by `the_ids_become_parent_references_while_both_versions_write`"]
+async fn old_version() -> docrel::Result<()> {
+    let Ok(name) = std::env::var(DB_VARIABLE) else { return Ok(()) };
+    docrel::testing::link_only(&[V1]);
+    docrel::schema::set_lease(LEASE);
+    let client = docrel::connect_from_env().await?;
+    let db = client.database(&name);
+    match std::env::var(MODE_VARIABLE).as_deref() {
+        Ok("seed") => return seed(&db).await,
+        Ok("replace") => {
+            // A whole comment written by a version whose type has no parent
+            // reference keeps the one the move gave it.
+            let posts = raw(&db, "mr_posts").await?;
+            let held = posts.iter().find_map(|p| p.get_array("comment_ids").ok()?.first()?.as_object_id());
+            let id = held.expect("a post names a comment");
+            v1::Comment::repo(&db).replace(&v1::Comment { id, text: "replaced at the end".into() }).await?;
+            println!("@replaced {id}");
+            return Ok(());
+        }
+        _ => {}
+    }
+    let (mut n, mut writes, until) = (Seeded(7), 0u64, Instant::now() + Duration::from_secs(90));
+    let marker = db.collection::<BsonDoc>(STOP);
+    while Instant::now() < until && marker.find_one(doc! {}).await.map_err(err)?.is_none() {
+        match old_write(&db, &mut n).await {
+            Ok(()) | Err(Error::NotFound { .. }) => writes += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    println!("@writes {writes}");
+    Ok(())
+}
+
+fn old_version_process(db: &str, mode: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().expect("this test binary"));
+    command.args(["old_version", "--exact", "--ignored", "--nocapture"]).env(DB_VARIABLE, db).env(MODE_VARIABLE, mode);
+    command
+}
+
+/// One write of the new version, drawn by `n`: a new comment of a post, a
+/// comment moved to another post, or deleted. Refused, with nothing
+/// written, until the move is maintained.
+async fn new_write(db: &docrel::mongodb::Database, n: &mut Seeded) -> docrel::Result<()> {
+    let posts: Vec<ObjectId> = raw(db, "mr_posts").await?.iter().filter_map(|p| p.get_object_id("_id").ok()).collect();
+    let comments: Vec<ObjectId> =
+        raw(db, "mr_comments").await?.iter().filter_map(|c| c.get_object_id("_id").ok()).collect();
+    let repo = v2::Comment::repo(db);
+    let post = posts[n.below(posts.len())];
+    let written = match n.below(4) {
+        0 | 1 => {
+            repo.insert(&v2::Comment { id: ObjectId::new(), post: Some(post), text: "new".into() }).await.map(drop)
+        }
+        2 => {
+            let moved = v2::Comment::fields().post.set(Some(post));
+            repo.update_by_id(&comments[n.below(comments.len())], moved).await.map(drop)
+        }
+        _ => repo.delete_by_id(&comments[n.below(comments.len())]).await.map(drop),
+    };
+    match written {
+        // Before the move is maintained (announced, or not yet applied).
+        Err(Error::Invalid { message, .. })
+            if message.contains("is moving") || message.contains("no move under way") =>
+        {
+            Ok(())
+        }
+        Err(Error::NotFound { .. }) => Ok(()),
+        other => other,
+    }
+}
+
+/// The relation, kept in two places, says the same in both: each id an
+/// array holds names a comment that refers to that post (or no comment);
+/// each comment that refers to a post is named by its array; no id is in
+/// two arrays; each post's newest three are its newest three comments.
+async fn assert_one_relation(db: &docrel::mongodb::Database) -> docrel::Result<()> {
+    let posts = raw(db, "mr_posts").await?;
+    let comments = raw(db, "mr_comments").await?;
+    let parent: HashMap<ObjectId, Option<ObjectId>> =
+        comments.iter().map(|c| (c.get_object_id("_id").unwrap(), c.get_object_id("post").ok())).collect();
+    let mut named = HashSet::new();
+    for p in &posts {
+        let id = p.get_object_id("_id").unwrap();
+        for held in p.get_array("comment_ids").unwrap() {
+            let held = held.as_object_id().expect("an id");
+            assert!(named.insert(held), "{held} is in two arrays");
+            if let Some(refers) = parent.get(&held) {
+                assert_eq!(*refers, Some(id), "comment {held} is in post {id}'s array");
+            }
+        }
+    }
+    for (c, refers) in &parent {
+        if let Some(p) = refers {
+            assert!(named.contains(c), "comment {c} refers to {p}, whose array does not name it");
+            assert!(posts.iter().any(|q| q.get_object_id("_id").ok() == Some(*p)), "{c} refers to a gone post");
+        }
+    }
+    for p in &posts {
+        let id = p.get_object_id("_id").unwrap();
+        let mut mine: Vec<ObjectId> = parent.iter().filter(|(_, r)| **r == Some(id)).map(|(c, _)| *c).collect();
+        mine.sort();
+        mine.reverse();
+        mine.truncate(3);
+        let recent: Vec<ObjectId> = p
+            .get_array("recent")
+            .map(|r| r.iter().map(|l| l.as_document().unwrap().get_object_id("_id").unwrap()).collect())
+            .unwrap_or_default();
+        assert_eq!(recent, mine, "post {id}'s newest three");
+    }
+    Ok(())
+}
+
+/// Before the move is switched the new version reads every comment with
+/// the parent its post's array gives it, whatever was copied: by the post,
+/// by its own id, or all of them.
+async fn assert_reads(db: &docrel::mongodb::Database) -> docrel::Result<()> {
+    let posts = raw(db, "mr_posts").await?;
+    let repo = v2::Comment::repo(db);
+    for p in &posts {
+        let id = p.get_object_id("_id").unwrap();
+        let mut want: Vec<ObjectId> =
+            p.get_array("comment_ids").unwrap().iter().filter_map(|i| i.as_object_id()).collect();
+        let existing: HashSet<ObjectId> =
+            raw(db, "mr_comments").await?.iter().map(|c| c.get_object_id("_id").unwrap()).collect();
+        want.retain(|c| existing.contains(c));
+        want.sort();
+        let mut read: Vec<ObjectId> =
+            repo.find(Filter::new(doc! {"post": id})).to_vec().await?.iter().map(|c| c.id).collect();
+        read.sort();
+        assert_eq!(read, want, "the comments of post {id}, read by the new version");
+        assert_eq!(repo.count(Filter::new(doc! {"post": id})).await?, want.len() as u64);
+        if let Some(first) = want.first() {
+            assert_eq!(repo.require(first).await?.post, Some(id), "one comment by its id");
+        }
+    }
+    let all = repo.find(Filter::all()).to_vec().await?;
+    assert!(all.iter().any(|c| c.post.is_none()), "the comment no array names has no parent");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_ids_become_parent_references_while_both_versions_write() -> docrel::Result<()> {
+    new_version();
+    let t = TestDb::new("mr_fleet").await?;
+    docrel::schema::set_lease_for(&t.db, LEASE);
+    let seeded = old_version_process(t.db.name(), "seed").output().expect("the old version seeds");
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    docrel::schema::obey(&t.db).await?;
+    let (program, declared) = (stored::program(), stored::program_moves());
+    assert_eq!(declared.len(), 1, "v2 declares one move");
+
+    // The plan, from the attributes and the data.
+    let plan = moves::plan(&t.db, &program, &declared, false).await?.remove(0);
+    let text = plan.to_text();
+    assert!(plan.refusals.is_empty(), "{text}");
+    assert!(text.contains("old shape: one-to-many"), "{text}");
+    let counts = plan.counts.clone().expect("counted");
+    assert_eq!((counts.parents, counts.elements, counts.dangling, counts.orphans), (6, 19, 1, 1), "{text}");
+    assert!(text.contains("index build: mr_posts {comment_ids: 1}"), "{text}");
+
+    // The new version reads through the arrays before anything moved.
+    assert_reads(&t.db).await?;
+
+    let old = old_version_process(t.db.name(), "write")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the old version writes");
+    let during = async {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (db, told) = (t.db.clone(), stop.clone());
+        let new = tokio::spawn(async move {
+            let mut n = Seeded(11);
+            while !told.load(Ordering::SeqCst) {
+                new_write(&db, &mut n).await?;
+            }
+            Ok::<_, Error>(())
+        });
+        // Cut once, mid-way, then resumed until switched.
+        let cut = moves::run(&t.db, &program, &declared, LEASE, || false, |_| {});
+        let _ = tokio::time::timeout(LEASE * 3, cut).await;
+        let mut reports = Vec::new();
+        for _ in 0..5 {
+            reports = moves::run(&t.db, &program, &declared, LEASE, || false, |_| {}).await?;
+            if reports.iter().all(moves::MoveReport::switched) {
+                break;
+            }
+        }
+        assert!(reports.iter().all(moves::MoveReport::switched), "{reports:?}");
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        stop.store(true, Ordering::SeqCst);
+        new.await.expect("the new version's writer")
+    };
+    let during = during.await;
+    let _ = t.db.collection::<BsonDoc>(STOP).insert_one(doc! {"stop": true}).await;
+    let old = old.wait_with_output().expect("the old version ends");
+    let stdout = String::from_utf8_lossy(&old.stdout);
+    assert!(old.status.success(), "the old version failed:\n{stdout}\n{}", String::from_utf8_lossy(&old.stderr));
+    during?;
+    let writes: u64 = stdout.lines().find_map(|l| l.strip_prefix("@writes ")?.parse().ok()).expect("it counted");
+    assert!(writes > 10, "the old version wrote during the move: {writes}");
+    assert_eq!(stored::active_moves(&t.db).first().map(|m| m.state), Some(MoveState::Switched));
+    assert_one_relation(&t.db).await?;
+    let linked = raw(&t.db, "mr_comments").await?.iter().filter(|c| c.contains_key("post")).count();
+    assert!(linked > 15, "the comments got their parents: {linked}");
+
+    let replaced = old_version_process(t.db.name(), "replace").output().expect("the old version replaces");
+    let said = String::from_utf8_lossy(&replaced.stdout);
+    assert!(replaced.status.success(), "{said}\n{}", String::from_utf8_lossy(&replaced.stderr));
+    let id: ObjectId = said.lines().find_map(|l| l.strip_prefix("@replaced ")?.parse().ok()).expect("it said which");
+    let comment = raw(&t.db, "mr_comments").await?.into_iter().find(|c| c.get_object_id("_id").ok() == Some(id));
+    let comment = comment.expect("still there");
+    assert_eq!(comment.get_str("text").unwrap(), "replaced at the end");
+    assert!(comment.get_object_id("post").is_ok(), "the replace kept its parent: {comment}");
+    assert_one_relation(&t.db).await?;
+
+    // Switched: the new version reads the parent references as stored.
+    for p in raw(&t.db, "mr_posts").await? {
+        let id = p.get_object_id("_id").unwrap();
+        let read = v2::Comment::repo(&t.db).count(Filter::new(doc! {"post": id})).await?;
+        let held = p.get_array("comment_ids").unwrap().iter().filter(|i| matches!(i, Bson::ObjectId(_))).count();
+        assert!(read as usize <= held, "post {id}: {read} read, {held} held");
+    }
+
+    // Retired, with the array dropped, once the old version's lease ran out.
+    tokio::time::sleep(LEASE * 2).await;
+    let retired = moves::retire(&t.db, &declared, true, LEASE, || false, |_| {}).await?;
+    assert!(retired.iter().all(|r| r.complete), "{retired:?}");
+    assert!(raw(&t.db, "mr_posts").await?.iter().all(|p| !p.contains_key("comment_ids")));
+    Ok(())
+}
+
+/// Mid-move, whatever was copied (one comment with its parent already, one
+/// with a parent its post's array no longer gives it), the new version
+/// reads the parents the arrays give, in every state before the switch.
+#[tokio::test]
+async fn reads_before_the_switch_follow_the_arrays() -> docrel::Result<()> {
+    new_version();
+    let t = TestDb::new("mr_reads").await?;
+    let seeded = old_version_process(t.db.name(), "seed").output().expect("the old version seeds");
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    let posts = raw(&t.db, "mr_posts").await?;
+    let ids = |p: &BsonDoc| -> Vec<ObjectId> {
+        p.get_array("comment_ids").unwrap().iter().filter_map(|i| i.as_object_id()).collect()
+    };
+    let (first, second) = (&posts[0], &posts[1]);
+    let comments = t.db.collection::<BsonDoc>("mr_comments");
+    let copied = doc! {"$set": {"post": first.get_object_id("_id").unwrap()}};
+    comments.update_one(doc! {"_id": ids(first)[0]}, copied).await.map_err(err)?;
+    let stale = doc! {"$set": {"post": first.get_object_id("_id").unwrap()}};
+    comments.update_one(doc! {"_id": ids(second)[0]}, stale).await.map_err(err)?;
+    let spec = stored::program_moves().remove(0);
+    for state in [MoveState::Announced, MoveState::Maintained, MoveState::Moved] {
+        let active = stored::ActiveMove {
+            spec: spec.clone(),
+            field: "comment_ids".into(),
+            bound: Some(40),
+            old: stored::OldArray::Ids,
+            state,
+            since: docrel::bson::DateTime::now(),
+            change: "test".into(),
+        };
+        stored::publish_moves(&t.db, &[active]).await?;
+        docrel::schema::obey(&t.db).await?;
+        assert_reads(&t.db).await?;
+        let by_parent = docrel::Filter::new(doc! {"post": {"$in": [first.get_object_id("_id").unwrap()]}});
+        let read = v2::Comment::repo(&t.db).find(by_parent).to_vec().await?;
+        assert_eq!(read.len(), 3, "{state}: the first post's three comments, by `$in`");
+    }
+    Ok(())
+}
