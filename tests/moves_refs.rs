@@ -334,8 +334,12 @@ async fn the_ids_become_parent_references_while_both_versions_write() -> docrel:
     assert_eq!((counts.parents, counts.elements, counts.dangling, counts.orphans), (6, 19, 1, 1), "{text}");
     assert!(text.contains("index build: mr_posts {comment_ids: 1}"), "{text}");
 
-    // The new version reads through the arrays before anything moved.
+    // The new version reads through the arrays before anything moved, and
+    // its writes of the children wait for the move.
     assert_reads(&t.db).await?;
+    let early = v2::Comment { id: ObjectId::new(), post: None, text: "early".into() };
+    let refused = v2::Comment::repo(&t.db).insert(&early).await.expect_err("no move under way");
+    assert!(refused.to_string().contains("no move under way"), "{refused}");
 
     let old = old_version_process(t.db.name(), "write")
         .stdout(std::process::Stdio::piped())

@@ -27,7 +27,12 @@ type Mirror = (&'static ActiveMove, Side);
 /// database still holds, with no move of it under way: the old version's
 /// readers would not see it, and the move would not keep it.
 fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
-    for m in crate::schema::moves::declared().filter(|m| m.to_collection == T::COLLECTION) {
+    // The type declaring the move, not another of its collection (the old
+    // version's type of the documents an array of ids names).
+    let declaring = |m: &&crate::schema::moves::Move| {
+        m.to_collection == T::COLLECTION && m.to_type == T::schema().rust_name && m.module == T::schema().module
+    };
+    for m in crate::schema::moves::declared().filter(declaring) {
         if !graph.lists_move(m.from_collection, m.from_rust_field, m.to_collection)
             && graph.holds_array(m.from_collection, m.from_rust_field)
         {
