@@ -51,12 +51,15 @@ fn bound(a: &ArrayStat) -> Option<Finding> {
         return None;
     }
     let near = lengths.p99 * 10 >= max * 9;
-    let outgrowing = a.kind == Pattern::Embed && lengths.max * 10 >= max * 8;
+    let movable = matches!(a.kind, Pattern::Embed | Pattern::ChildReferences);
+    let outgrowing = movable && lengths.max * 10 >= max * 8;
     if !near && !outgrowing {
         return None;
     }
     let fix = if a.kind == Pattern::Embed {
         migration(a)
+    } else if a.kind == Pattern::ChildReferences {
+        migration_of_ids(a)
     } else {
         "the arrays are close to their bound, where writes start to fail with EmbedFull: raise `max` if they really \
          grow so (export the new version's schema, then `docrel schema apply --file v2.json` publishes the new \
@@ -89,6 +92,21 @@ fn migration(a: &ArrayStat) -> String {
     )
 }
 
+/// The move of an array of child ids that outgrows its bound into a
+/// parent reference on the children, as attributes and commands.
+fn migration_of_ids(a: &ArrayStat) -> String {
+    let (ty, field) = (&a.rust.0, &a.rust.1);
+    let parent = ty.to_lowercase();
+    format!(
+        "the arrays of ids grow toward their bound, where writes fail with EmbedFull: let each child refer to its \
+         parent instead (one-to-squillions), online. On the children's type declare `#[document(.., moved_from = \
+         {ty}::{field})]` with `#[parent_ref(to = {ty})] {parent}: Option<..>`, remove `{field}` from `{ty}`, export \
+         the new version's schema, then `docrel schema diff --file v2.json` and `docrel schema apply --file \
+         v2.json`. If they only grow a little past it, raise `max` instead: the same two commands publish the new \
+         bound online"
+    )
+}
+
 /// Rule 3: an array longer than its threshold (the field's `warn_above`,
 /// or the default of its kind).
 fn rule_3(a: &ArrayStat, acknowledged: Option<&str>) -> Option<Finding> {
@@ -100,7 +118,8 @@ fn rule_3(a: &ArrayStat, acknowledged: Option<&str>) -> Option<Finding> {
         (
             "references: a few thousand at most",
             "reference the parent from the children instead (`#[parent_ref]`, one-to-squillions) and read them with \
-             `children_of`",
+             `children_of`: `moved_from = Parent::field` on the children's type moves the ids online (`docrel \
+             schema diff` / `apply`)",
         )
     } else {
         (
