@@ -23,6 +23,15 @@ const V1: &str = concat!(module_path!(), "::v1");
 const V2: &str = concat!(module_path!(), "::v2");
 const DB_VARIABLE: &str = "DOCREL_MOVES_REFS_DB";
 const MODE_VARIABLE: &str = "DOCREL_MOVES_REFS_MODE";
+const SEED_VARIABLE: &str = "DOCREL_MOVES_REFS_SEED";
+/// The seeds the fleet test runs (`1..9` or `3`): each draws both versions'
+/// writes and the moment the first run of the move is cut.
+const SEEDS_VARIABLE: &str = "DOCREL_MOVES_REFS_SEEDS";
+/// The seeds run with fail points (`DOCREL_MOVES_REFS_FAULT_SEEDS`, as the
+/// above; 2): on every client of the test's database, both versions' and
+/// the move's.
+const FAULT_SEEDS_VARIABLE: &str = "DOCREL_MOVES_REFS_FAULT_SEEDS";
+const FAULTS_VARIABLE: &str = "DOCREL_MOVES_REFS_FAULTS";
 const LEASE: Duration = Duration::from_millis(400);
 /// The collection where the test tells the old version to stop.
 const STOP: &str = "mr_stop";
@@ -180,8 +189,10 @@ async fn old_version() -> docrel::Result<()> {
     let Ok(name) = std::env::var(DB_VARIABLE) else { return Ok(()) };
     docrel::testing::link_only(&[V1]);
     docrel::schema::set_lease(LEASE);
-    let client = docrel::connect_from_env().await?;
-    let db = client.database(&name);
+    let faulted = std::env::var(FAULTS_VARIABLE).is_ok();
+    // The fail points target the clients named after the database.
+    let db = client(&name, if faulted { &name } else { "mr-old" }).await?.database(&name);
+    let clean = client(&name, "mr-janitor").await?.database(&name);
     match std::env::var(MODE_VARIABLE).as_deref() {
         Ok("seed") => return seed(&db).await,
         Ok("replace") => {
@@ -196,16 +207,54 @@ async fn old_version() -> docrel::Result<()> {
         }
         _ => {}
     }
-    let (mut n, mut writes, until) = (Seeded(7), 0u64, Instant::now() + Duration::from_secs(90));
-    let marker = db.collection::<BsonDoc>(STOP);
+    let seed: u64 = std::env::var(SEED_VARIABLE).ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let (mut n, mut writes, until) = (Seeded(7 + seed * 101), 0u64, Instant::now() + Duration::from_secs(90));
+    let marker = clean.collection::<BsonDoc>(STOP);
     while Instant::now() < until && marker.find_one(doc! {}).await.map_err(err)?.is_none() {
         match old_write(&db, &mut n).await {
             Ok(()) | Err(Error::NotFound { .. }) => writes += 1,
+            // A fault: the write may or may not have landed.
+            Err(_) if faulted => {}
             Err(e) => return Err(e),
         }
     }
     println!("@writes {writes}");
     Ok(())
+}
+
+/// A client named `app`: a fail point names the clients it hits.
+async fn client(db: &str, app: &str) -> docrel::Result<docrel::mongodb::Client> {
+    let uri = std::env::var(docrel::client::URI_VARIABLE).expect("MONGODB_URI is set by the scripts");
+    let mut options = docrel::client::options(&uri).await?;
+    options.app_name = Some(if app.is_empty() { db.to_owned() } else { app.to_owned() });
+    docrel::connect_with(&uri, options).await
+}
+
+/// Sets fail points on the clients named `app` until `stop`, one every 100
+/// to 500 ms: one or two commands, answered with a closed connection or a
+/// BadValue, ShutdownInProgress or WriteConflict, once or twice. A commit
+/// is never cut: a transaction left open stalls the embedded server's
+/// plain writes that meet it. Answers how many were set.
+async fn faults(app: String, seed: u64, stop: Arc<AtomicBool>) -> docrel::Result<u64> {
+    const COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "find", "aggregate", "bulkWrite"];
+    let admin = client("", "mr-janitor").await?.database("admin");
+    let (mut n, mut set) = (Seeded(seed * 7919), 0);
+    while !stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(100 + n.below(400) as u64)).await;
+        let mut commands = vec![COMMANDS[n.below(COMMANDS.len())]];
+        commands.push(COMMANDS[n.below(COMMANDS.len())]);
+        commands.dedup();
+        let mut data = doc! {"appName": &app, "failCommands": commands};
+        match n.below(4) {
+            0 => data.insert("closeConnection", true),
+            k => data.insert("errorCode", [2, 91, 112][k - 1]),
+        };
+        let point = doc! {"configureFailPoint": "failCommand", "mode": {"times": 1 + n.below(2) as i32}, "data": data};
+        admin.run_command(point).await.map_err(err)?;
+        set += 1;
+    }
+    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await.map_err(err)?;
+    Ok(set)
 }
 
 fn old_version_process(db: &str, mode: &str) -> std::process::Command {
@@ -314,9 +363,36 @@ async fn assert_reads(db: &docrel::mongodb::Database) -> docrel::Result<()> {
     Ok(())
 }
 
+/// The seeds `variable` names, as `a..b` or one number (`default` when
+/// unset; none when empty).
+fn seeds(variable: &str, default: u64) -> std::ops::Range<u64> {
+    let Ok(given) = std::env::var(variable) else { return default..default + 1 };
+    let parse = |s: &str| s.trim().parse::<u64>().ok();
+    match given.split_once("..") {
+        Some((a, b)) => parse(a).unwrap_or(1)..parse(b).unwrap_or(1),
+        None => parse(&given).map_or(0..0, |s| s..s + 1),
+    }
+}
+
+/// The invariant of the move under a fleet, for each seed: the array and
+/// the parent references hold one relation, and the new version's newest
+/// three are true, after a run cut at a moment the seed draws and resumed
+/// while both versions write.
 #[tokio::test]
 async fn the_ids_become_parent_references_while_both_versions_write() -> docrel::Result<()> {
     new_version();
+    for seed in seeds(SEEDS_VARIABLE, 1) {
+        println!("seed {seed}");
+        fleet(seed, false).await?;
+    }
+    for seed in seeds(FAULT_SEEDS_VARIABLE, 2) {
+        println!("seed {seed}, with fail points");
+        fleet(seed, true).await?;
+    }
+    Ok(())
+}
+
+async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
     let t = TestDb::new("mr_fleet").await?;
     docrel::schema::set_lease_for(&t.db, LEASE);
     let seeded = old_version_process(t.db.name(), "seed").output().expect("the old version seeds");
@@ -341,44 +417,64 @@ async fn the_ids_become_parent_references_while_both_versions_write() -> docrel:
     let refused = v2::Comment::repo(&t.db).insert(&early).await.expect_err("no move under way");
     assert!(refused.to_string().contains("no move under way"), "{refused}");
 
-    let old = old_version_process(t.db.name(), "write")
+    let mut old = old_version_process(t.db.name(), "write");
+    if faulted {
+        old.env(FAULTS_VARIABLE, "1");
+    }
+    let old = old
+        .env(SEED_VARIABLE, seed.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the old version writes");
+    let quiet = Arc::new(AtomicBool::new(false));
+    let faulting = faulted.then(|| tokio::spawn(faults(t.db.name().to_owned(), seed, quiet.clone())));
     let during = async {
         let stop = Arc::new(AtomicBool::new(false));
         let (db, told) = (t.db.clone(), stop.clone());
         let new = tokio::spawn(async move {
-            let mut n = Seeded(11);
+            let mut n = Seeded(11 + seed * 103);
             while !told.load(Ordering::SeqCst) {
-                new_write(&db, &mut n).await?;
+                match new_write(&db, &mut n).await {
+                    Err(_) if faulted => {}
+                    other => other?,
+                }
             }
             Ok::<_, Error>(())
         });
-        // Cut once, mid-way, then resumed until switched.
+        // Cut once, at a moment the seed draws, then run again until
+        // switched (after every failure, with fail points).
         let cut = moves::run(&t.db, &program, &declared, LEASE, || false, |_| {});
-        let _ = tokio::time::timeout(LEASE * 3, cut).await;
-        let mut reports = Vec::new();
-        for _ in 0..5 {
-            reports = moves::run(&t.db, &program, &declared, LEASE, || false, |_| {}).await?;
-            if reports.iter().all(moves::MoveReport::switched) {
-                break;
+        let _ = tokio::time::timeout(LEASE * (1 + (seed % 5) as u32), cut).await;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match moves::run(&t.db, &program, &declared, LEASE, || false, |_| {}).await {
+                Ok(reports) if reports.iter().all(moves::MoveReport::switched) => break,
+                Ok(reports) => panic!("a run that was not stopped ended before switched: {reports:?}"),
+                Err(e) if faulted && Instant::now() < deadline => eprintln!("the move failed ({e}); run again"),
+                Err(e) => return Err(e),
             }
         }
-        assert!(reports.iter().all(moves::MoveReport::switched), "{reports:?}");
         tokio::time::sleep(Duration::from_millis(800)).await;
         stop.store(true, Ordering::SeqCst);
         new.await.expect("the new version's writer")
     };
     let during = during.await;
-    let _ = t.db.collection::<BsonDoc>(STOP).insert_one(doc! {"stop": true}).await;
+    quiet.store(true, Ordering::SeqCst);
+    // Through a client no fail point targets.
+    if let Ok(janitor) = client(t.db.name(), "mr-janitor").await {
+        let _ = janitor.database(t.db.name()).collection::<BsonDoc>(STOP).insert_one(doc! {"stop": true}).await;
+    }
     let old = old.wait_with_output().expect("the old version ends");
+    if let Some(faulting) = faulting {
+        let set = faulting.await.expect("the faults' task")?;
+        println!("{set} fail point(s) set");
+    }
     let stdout = String::from_utf8_lossy(&old.stdout);
     assert!(old.status.success(), "the old version failed:\n{stdout}\n{}", String::from_utf8_lossy(&old.stderr));
     during?;
     let writes: u64 = stdout.lines().find_map(|l| l.strip_prefix("@writes ")?.parse().ok()).expect("it counted");
-    assert!(writes > 10, "the old version wrote during the move: {writes}");
+    assert!(faulted || writes > 10, "the old version wrote during the move: {writes}");
     assert_eq!(stored::active_moves(&t.db).first().map(|m| m.state), Some(MoveState::Switched));
     assert_one_relation(&t.db).await?;
     let linked = raw(&t.db, "mr_comments").await?.iter().filter(|c| c.contains_key("post")).count();
