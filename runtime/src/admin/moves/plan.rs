@@ -22,6 +22,10 @@ pub struct MovePlan {
     pub id: String,
     /// The change of pattern.
     pub kind: MoveKind,
+    /// What the old array holds: elements, or ids of the new collection's
+    /// documents.
+    #[serde(default, skip_serializing_if = "OldArray::is_elements")]
+    pub old: OldArray,
     /// The old array, `collection.field` as stored.
     pub from: String,
     /// The new collection.
@@ -49,23 +53,27 @@ pub struct MovePlan {
 impl MovePlan {
     /// The plan in words, one line per item.
     pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "move {}.. {} → {}: {}\n",
-            &self.id[..8.min(self.id.len())],
-            self.from,
-            self.to,
-            self.kind.describe()
-        );
+        let describe = match self.old {
+            OldArray::Elements => self.kind.describe(),
+            OldArray::Ids => "array of child references → a parent reference on the children",
+        };
+        let mut out = format!("move {}.. {} → {}: {describe}\n", &self.id[..8.min(self.id.len())], self.from, self.to);
         out.push_str(&format!("  old shape: {}\n", self.old_shape));
         for s in &self.new_shape {
             out.push_str(&format!("  new shape: {s}\n"));
         }
-        if let Some(c) = &self.counts {
-            out.push_str(&format!(
+        match &self.counts {
+            Some(c) if self.old == OldArray::Ids => out.push_str(&format!(
+                "  to move: {} id(s) of {} parent(s), each the parent reference of the document it names (largest \
+                 array {}); {} bytes freed in the parents once retired\n",
+                c.elements, c.parents, c.largest_array, c.array_bytes
+            )),
+            Some(c) => out.push_str(&format!(
                 "  to move: {} element(s) of {} parent(s), {} bytes as documents (largest array {}, largest \
                  document {} bytes); {} bytes freed in the parents once retired\n",
                 c.elements, c.parents, c.bytes, c.largest_array, c.largest_document, c.array_bytes
-            ));
+            )),
+            None => {}
         }
         if let Some(c) = self.counts.as_ref().filter(|c| c.dangling > 0) {
             out.push_str(&format!("  dangling: {} id(s) name no `{}` document\n", c.dangling, self.to));
@@ -194,6 +202,7 @@ async fn plan_one(
 ) -> Result<MovePlan> {
     let mut plan = blank(program, mv);
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan) };
+    plan.old = holds(old);
     plan.from = format!("{}.{}", mv.from.collection, old.field);
     plan.old_shape = super::shapes::old_shape(old);
     plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
@@ -225,6 +234,7 @@ fn blank(program: &[StoredType], mv: &StoredMove) -> MovePlan {
     MovePlan {
         id: mv.id.clone(),
         kind: mv.kind,
+        old: OldArray::Elements,
         from: format!("{}.{rust_field}", mv.from.collection),
         to: mv.to.collection.clone(),
         old_shape: String::new(),
