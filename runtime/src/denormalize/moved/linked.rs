@@ -7,7 +7,7 @@
 //! read the parents' arrays and their documents' ids, paid only while a
 //! move runs.
 
-use super::reconcile::{distinct, read, summaries, Reach};
+use super::common::{distinct, read, summaries, Reach};
 use crate::error::{Error, Result};
 use crate::schema::stored::ActiveMove;
 use crate::store::path::id_key;
@@ -46,7 +46,7 @@ async fn links(cx: &mut Cx<'_>, mv: &ActiveMove, filter: BsonDoc) -> Result<Vec<
 /// of the array of the parent it referred to before, so it has one), and
 /// a document referring to one of them that its array no longer names (or
 /// whose parent is gone) refers to none.
-pub(crate) async fn children_from_arrays(
+pub(super) async fn children_from_arrays(
     cx: &mut Cx<'_>,
     mv: &ActiveMove,
     parents: &[Bson],
@@ -113,7 +113,7 @@ pub(crate) async fn children_from_arrays(
 /// are appended in `_id` order. An array that would pass the old bound
 /// refuses the write ([`Error::EmbedFull`]): old readers keep a complete
 /// array.
-pub(crate) async fn arrays_from_children(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+pub(super) async fn arrays_from_children(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
     if parents.is_empty() {
         return Ok(());
     }

@@ -5,10 +5,39 @@
 //! (`repository/moved.rs`); the change running the move copies what was
 //! there before with the same rule.
 
+mod common;
 mod linked;
 mod marks;
 mod reconcile;
 
+pub(crate) use common::{read, Reach};
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
-pub(crate) use reconcile::{arrays_from_collection, collection_from_arrays, read, Reach};
+
+use crate::error::Result;
+use crate::schema::stored::{ActiveMove, OldArray};
+use crate::store::session::Cx;
+use mongodb::bson::Bson;
+
+/// Makes the new shape of each of `parents` what their old arrays hold
+/// (the documents their elements are, or the parent references of the
+/// documents their ids name), as far as `reach` goes.
+pub(crate) async fn collection_from_arrays(
+    cx: &mut Cx<'_>,
+    mv: &ActiveMove,
+    parents: &[Bson],
+    reach: Reach,
+) -> Result<()> {
+    match mv.old {
+        OldArray::Elements => reconcile::collection_from_arrays(cx, mv, parents, reach).await,
+        OldArray::Ids => linked::children_from_arrays(cx, mv, parents, reach).await,
+    }
+}
+
+/// Makes the old arrays of `parents` hold what the new shape holds.
+pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    match mv.old {
+        OldArray::Elements => reconcile::arrays_from_collection(cx, mv, parents).await,
+        OldArray::Ids => linked::arrays_from_children(cx, mv, parents).await,
+    }
+}

@@ -4,47 +4,13 @@
 //! parent's whole array and documents: correct whatever the write was, at
 //! a cost of the array's length, paid only while a move runs.
 
+use super::common::{distinct, read, summaries, Reach};
 use crate::error::{Error, Result};
-use crate::schema::stored::{ActiveMove, OldArray};
+use crate::schema::stored::ActiveMove;
 use crate::store::path::id_key;
-use crate::store::session::{collect, Cx};
-use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
+use crate::store::session::Cx;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use std::collections::HashMap;
-
-/// How much of the collection's difference a reconcile writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reach {
-    /// Deletes and updates only: while some process may not know of the
-    /// move yet (`announced`), the collection never gains an element its
-    /// array could lose without a mirror.
-    DeletesAndUpdates,
-    /// Every difference.
-    Full,
-}
-
-/// `parents` each once (by id key, as the reconciles key them): a parent
-/// named twice would be reconciled the second time against documents the
-/// first already took.
-pub(super) fn distinct(parents: &[Bson]) -> Vec<Bson> {
-    let mut seen = std::collections::HashSet::new();
-    parents.iter().filter(|p| seen.insert(id_key(p))).cloned().collect()
-}
-
-/// The documents `filter` finds in `collection` (only the `projection`'s
-/// fields when given), read in the call's session from the primary.
-pub(crate) async fn read(
-    cx: &mut Cx<'_>,
-    collection: &str,
-    filter: BsonDoc,
-    projection: Option<BsonDoc>,
-) -> Result<Vec<BsonDoc>> {
-    let coll = cx.db.collection::<RawDocumentBuf>(collection);
-    let mut find = coll.find(filter).sort(doc! {"_id": 1}).selection_criteria(crate::store::primary());
-    if let Some(p) = projection {
-        find = find.projection(p);
-    }
-    collect(find, cx.session(), collection, |raw| crate::store::session::plain(collection, raw)).await
-}
 
 /// Each parent's array, by the parent's id key.
 async fn arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<HashMap<String, Vec<BsonDoc>>> {
@@ -80,15 +46,12 @@ fn same(a: &BsonDoc, b: &BsonDoc) -> bool {
 /// their arrays hold: an element is a document with its parent's `_id` in
 /// the parent reference; a document no array holds any more goes. A parent
 /// that is gone has no array: its documents go.
-pub(crate) async fn collection_from_arrays(
+pub(super) async fn collection_from_arrays(
     cx: &mut Cx<'_>,
     mv: &ActiveMove,
     parents: &[Bson],
     reach: Reach,
 ) -> Result<()> {
-    if mv.old == OldArray::Ids {
-        return super::linked::children_from_arrays(cx, mv, parents, reach).await;
-    }
     if parents.is_empty() {
         return Ok(());
     }
@@ -141,26 +104,12 @@ pub(crate) async fn collection_from_arrays(
     Ok(())
 }
 
-/// Rebuilds the parents' subsets of the move's collection (the new
-/// version's newest N): documents written by a reconcile, not by a write of
-/// their own type, change what they summarize.
-pub(super) async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<()> {
-    let graph = cx.graph;
-    for target in graph.subsets_of(&mv.spec.to.collection).iter().filter(|t| t.parent == mv.spec.from.collection) {
-        target.rebuild_many(cx, parents).await?;
-    }
-    Ok(())
-}
-
 /// Makes each of `parents`' arrays hold their documents in the move's
 /// collection: elements keep their places, a changed one its new fields,
 /// one whose document went goes, and new documents are appended in `_id`
 /// order. An array that would pass the old bound refuses the write
 /// ([`Error::EmbedFull`]): old readers keep a complete array.
-pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
-    if mv.old == OldArray::Ids {
-        return super::linked::arrays_from_children(cx, mv, parents).await;
-    }
+pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
     if parents.is_empty() {
         return Ok(());
     }
