@@ -131,14 +131,7 @@ impl ReadThrough {
 
     /// The pipeline, on the parents, of a find of `filter` with `options`.
     fn find(&self, filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
-        let mut out = match self.old {
-            OldArray::Elements => {
-                let mut made = vec![doc! {"$match": self.parents(&filter)}];
-                made.extend(self.spec.unwound(&self.field));
-                made
-            }
-            OldArray::Ids => self.linked(&filter),
-        };
+        let mut out = self.made(&filter);
         if !filter.is_empty() {
             out.push(doc! {"$match": filter});
         }
@@ -157,17 +150,23 @@ impl ReadThrough {
         out
     }
 
-    /// `stages` of an aggregate of the new documents, run on the parents.
-    fn aggregate(&self, stages: Vec<BsonDoc>) -> Vec<BsonDoc> {
-        let first = stages.first().and_then(|s| s.get_document("$match").ok()).cloned().unwrap_or_default();
-        let mut out = match self.old {
+    /// The stages making the new documents a read matching `filter` may
+    /// meet, before its own.
+    fn made(&self, filter: &BsonDoc) -> Vec<BsonDoc> {
+        match self.old {
             OldArray::Elements => {
-                let mut made = vec![doc! {"$match": self.parents(&first)}];
+                let mut made = vec![doc! {"$match": self.parents(filter)}];
                 made.extend(self.spec.unwound(&self.field));
                 made
             }
-            OldArray::Ids => self.linked(&first),
-        };
+            OldArray::Ids => self.linked(filter),
+        }
+    }
+
+    /// `stages` of an aggregate of the new documents, run on the parents.
+    fn aggregate(&self, stages: Vec<BsonDoc>) -> Vec<BsonDoc> {
+        let first = stages.first().and_then(|s| s.get_document("$match").ok()).cloned().unwrap_or_default();
+        let mut out = self.made(&first);
         out.extend(stages);
         out
     }
