@@ -202,8 +202,10 @@ async fn old_version() -> docrel::Result<()> {
             // A whole comment written by a version whose type has no parent
             // reference keeps the one the move gave it.
             let posts = raw(&db, "mr_posts").await?;
-            let held = posts.iter().find_map(|p| p.get_array("comment_ids").ok()?.first()?.as_object_id());
-            let id = held.expect("a post names a comment");
+            let comments = raw(&db, "mr_comments").await?;
+            let exists = |id: &ObjectId| comments.iter().any(|c| c.get_object_id("_id").ok() == Some(*id));
+            let mut held = posts.iter().flat_map(|p| p.get_array("comment_ids").into_iter().flatten());
+            let id = held.find_map(|i| i.as_object_id().filter(exists)).expect("a post names a comment");
             v1::Comment::repo(&db).replace(&v1::Comment { id, text: "replaced at the end".into() }).await?;
             println!("@replaced {id}");
             return Ok(());
