@@ -19,6 +19,7 @@ mod compose;
 mod contention;
 mod copies;
 mod faults;
+mod nulls;
 mod paging;
 mod published;
 mod repair;
