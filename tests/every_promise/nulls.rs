@@ -36,7 +36,7 @@ struct Gadget {
     id: ObjectId,
     #[reference(to = Owner, on_delete = pull)]
     owner: Option<ObjectId>,
-    #[reference(many, to = Owner, on_delete = pull)]
+    #[reference(many, to = Owner, max = 100, on_delete = pull)]
     fans: Vec<ObjectId>,
     #[embed(max = 5)]
     slots: Vec<Slot>,
