@@ -144,6 +144,9 @@ mod tests {
     fn the_classifier_tells_passing_refused_and_other_apart() {
         use crate::error::Failure;
         assert_eq!(write_error(112).failure(), Failure::Passing, "a write conflict");
+        for code in [11602, 91, 189, 10107] {
+            assert_eq!(command_error(code).failure(), Failure::Passing, "an election or a shutdown: {code}");
+        }
         for code in [121, 11000, 10334, 2] {
             assert_eq!(write_error(code).failure(), Failure::Refused, "write {code}");
         }
