@@ -24,6 +24,8 @@ mod cases {
     pub mod delete;
     #[path = "migrate.rs"]
     pub mod migrate;
+    #[path = "rename.rs"]
+    pub mod rename;
     use super::{cpu_ms, err, ratio, Bench, Opts, Timing};
 }
 
@@ -1087,6 +1089,9 @@ async fn main() -> docrel::Result<()> {
     }
     if o.wants("append") {
         cases::append::append_case(&b).await?;
+    }
+    if o.wants("rename") {
+        cases::rename::rename_case(&b).await?;
     }
     // Dropped before the compile case: a minutes-long build can outlive an idle connection.
     if let Err(e) = db.drop().await {
