@@ -36,6 +36,9 @@ const LEASE: Duration = Duration::from_millis(400);
 /// The collection where the test tells the old version to stop.
 const STOP: &str = "mr_stop";
 
+mod faults;
+use faults::{client, faults, Seeded};
+
 /// The old version: a post holds the ids of its comments.
 pub mod v1 {
     use docrel::bson::oid::ObjectId;
@@ -113,16 +116,6 @@ fn err(e: docrel::mongodb::error::Error) -> Error {
 async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<BsonDoc>> {
     let coll = db.collection::<BsonDoc>(collection);
     coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
-}
-
-/// A small generator, so that each run of the old version is the same.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % n.max(1)
-    }
 }
 
 /// The old version's data: six posts of three comments, a comment no post
@@ -225,41 +218,6 @@ async fn old_version() -> docrel::Result<()> {
     }
     println!("@writes {writes}");
     Ok(())
-}
-
-/// A client named `app`: a fail point names the clients it hits.
-async fn client(db: &str, app: &str) -> docrel::Result<docrel::mongodb::Client> {
-    let uri = std::env::var(docrel::client::URI_VARIABLE).expect("MONGODB_URI is set by the scripts");
-    let mut options = docrel::client::options(&uri).await?;
-    options.app_name = Some(if app.is_empty() { db.to_owned() } else { app.to_owned() });
-    docrel::connect_with(&uri, options).await
-}
-
-/// Sets fail points on the clients named `app` until `stop`, one every 100
-/// to 500 ms: one or two commands, answered with a closed connection or a
-/// BadValue, ShutdownInProgress or WriteConflict, once or twice. A commit
-/// is never cut: a transaction left open stalls the embedded server's
-/// plain writes that meet it. Answers how many were set.
-async fn faults(app: String, seed: u64, stop: Arc<AtomicBool>) -> docrel::Result<u64> {
-    const COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "find", "aggregate", "bulkWrite"];
-    let admin = client("", "mr-janitor").await?.database("admin");
-    let (mut n, mut set) = (Seeded(seed * 7919), 0);
-    while !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(100 + n.below(400) as u64)).await;
-        let mut commands = vec![COMMANDS[n.below(COMMANDS.len())]];
-        commands.push(COMMANDS[n.below(COMMANDS.len())]);
-        commands.dedup();
-        let mut data = doc! {"appName": &app, "failCommands": commands};
-        match n.below(4) {
-            0 => data.insert("closeConnection", true),
-            k => data.insert("errorCode", [2, 91, 112][k - 1]),
-        };
-        let point = doc! {"configureFailPoint": "failCommand", "mode": {"times": 1 + n.below(2) as i32}, "data": data};
-        admin.run_command(point).await.map_err(err)?;
-        set += 1;
-    }
-    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await.map_err(err)?;
-    Ok(set)
 }
 
 fn old_version_process(db: &str, mode: &str) -> std::process::Command {
@@ -436,7 +394,7 @@ async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
         .spawn()
         .expect("the old version writes");
     let quiet = Arc::new(AtomicBool::new(false));
-    let faulting = faulted.then(|| tokio::spawn(faults(t.db.name().to_owned(), seed, quiet.clone())));
+    let faulting = faulted.then(|| tokio::spawn(faults(t.db.name().to_owned(), seed, quiet.clone(), "mr-janitor")));
     let during = async {
         let stop = Arc::new(AtomicBool::new(false));
         let (db, told) = (t.db.clone(), stop.clone());

@@ -20,7 +20,8 @@ const BACKFILLED: &str = "_backfilled";
 /// backfills it owes: those of every rule no complete change backfilled.
 pub(crate) async fn owed(db: &Database, program: &[StoredType]) -> Result<Diff> {
     let mut diff = stored::diff(&stored::load(db).await?, program);
-    let owed = stored::diff(&load(db).await?, program);
+    // The other sides of arrays made two-way are built, not repaired.
+    let owed = stored::diff_building(&load(db).await?, program, Some(&diff.inverses));
     diff.backfills = owed.backfills;
     diff.repairs = owed.repairs;
     Ok(diff)

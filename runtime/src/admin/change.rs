@@ -18,7 +18,8 @@
 //!    resumable from its checkpoint). What is backfilled is every rule of
 //!    the program that no complete change backfilled before, published or
 //!    not: a rule a program published at start-up has no data written for
-//!    what was stored before it.
+//!    what was stored before it. An array made two-way has its other side
+//!    built first, page by page in transactions (`inverse_build.rs`).
 //! 4. **complete**: from here every derived value of the new rules is
 //!    true, whatever mix of versions wrote meanwhile (a value being
 //!    renamed is true once its write returns). A verify of the backfilled
@@ -49,7 +50,9 @@ pub struct ChangeReport {
     pub waited: Duration,
     /// The indexes it built (those the new rules need and the database lacked).
     pub indexes_built: usize,
-    /// The collections whose repair backfilled the new rules.
+    /// The collections whose repair backfilled the new rules, and
+    /// `inverse:<collection>.<field>` for each array made two-way whose
+    /// other side was built.
     pub backfilled: Vec<String>,
     /// Values the backfill rewrote.
     pub fixed: u64,
@@ -232,7 +235,19 @@ impl<'a> Change<'a> {
         step: &mut impl FnMut(&str),
         progress: &mut impl FnMut(&Progress<'_>),
     ) -> Result<bool> {
-        let states = self.db.collection::<BsonDoc>(CHANGE_COLLECTION);
+        for c in report.diff.inverses.clone() {
+            let key = format!("inverse:{}.{}", c.collection, c.field);
+            if report.backfilled.contains(&key) {
+                continue;
+            }
+            step(&format!("backfill: build `{}.{}` from `{}.{}`", c.target, c.inverse, c.collection, c.field));
+            let mut each = |done, total| progress(&Progress::Backfill { collection: &c.target, done, total });
+            if !super::inverse_build::build(self.db, &c, &mut *stop, &mut each).await? {
+                step("stopped: run the change again to resume it");
+                return Ok(false);
+            }
+            self.backfilled(report, key).await?;
+        }
         for collection in report.diff.repairs.clone() {
             if report.backfilled.contains(&collection) {
                 continue;
@@ -247,13 +262,20 @@ impl<'a> Change<'a> {
                 step("stopped: run the change again to resume it");
                 return Ok(false);
             }
-            states
-                .update_one(doc! {"_id": &report.id}, doc! {"$addToSet": {"backfilled": &collection}})
-                .await
-                .map_err(|e| Error::driver("update", CHANGE_COLLECTION, e))?;
-            report.backfilled.push(collection);
+            self.backfilled(report, collection).await?;
         }
         Ok(true)
+    }
+
+    /// Saves `what` as backfilled, so a resumed change skips it.
+    async fn backfilled(&self, report: &mut ChangeReport, what: String) -> Result<()> {
+        self.db
+            .collection::<BsonDoc>(CHANGE_COLLECTION)
+            .update_one(doc! {"_id": &report.id}, doc! {"$addToSet": {"backfilled": &what}})
+            .await
+            .map_err(|e| Error::driver("update", CHANGE_COLLECTION, e))?;
+        report.backfilled.push(what);
+        Ok(())
     }
 
     /// Publishes the new rules, removes the old, and saves the change as
@@ -265,6 +287,11 @@ impl<'a> Change<'a> {
         stored::rebound(self.db, &diff.bounds).await?;
         for b in &diff.bounds {
             step(&format!("bound published: {}", b.describe()));
+        }
+        // And keeps arrays one-way: a change makes them two-way.
+        stored::reinverse(self.db, &diff.inverses).await?;
+        for i in &diff.inverses {
+            step(&format!("inverse published: {}", i.describe()));
         }
         let mut removed = Vec::new();
         for (collection, field) in &self.removals {

@@ -27,6 +27,7 @@ pub mod doctor;
 pub mod html;
 pub mod index_plan;
 mod index_shape;
+mod inverse_build;
 mod missing_indexes;
 pub mod moves;
 pub mod report;

@@ -8,13 +8,15 @@
 
 use super::affected::Affected;
 use super::repo::Operation;
-use crate::denormalize::moved::{arrays_from_collection, collection_from_arrays, mark, read, Reach};
+use crate::denormalize::moved::{
+    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, read, Reach,
+};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
 use crate::schema::document::Schema;
 use crate::schema::graph_moves::Side;
 use crate::schema::repository::Repository;
-use crate::schema::stored::{ActiveMove, MoveState, OldArray};
+use crate::schema::stored::{ActiveMove, AdoptedInverse, MoveState, OldArray};
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson};
 use mongodb::ClientSession;
@@ -22,6 +24,24 @@ use std::time::{Duration, Instant};
 
 /// One move the call's collection takes part in, and on which side.
 type Mirror = (&'static ActiveMove, Side);
+
+/// What a write keeps beside itself: the moves it takes part in, and the
+/// other sides of the arrays it writes that its type declares one-way and
+/// the stored schema two-way.
+struct Keeps {
+    moves: Vec<Mirror>,
+    inverses: Vec<&'static AdoptedInverse>,
+    /// It writes whole documents holding the other side of an adopted
+    /// inverse (kept as stored): in a transaction, so that keeping it
+    /// conflicts with a reconcile changing it rather than undoing it.
+    guarded: bool,
+}
+
+impl Keeps {
+    fn is_empty(&self) -> bool {
+        self.moves.is_empty() && self.inverses.is_empty() && !self.guarded
+    }
+}
 
 /// Refuses a write of a type declared `moved_from` an array that the
 /// database still holds, with no move of it under way: the old version's
@@ -98,9 +118,10 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
 ) -> Result<O::Output> {
     let graph = crate::schema::graph::of(&repo.db);
     applied::<T>(graph)?;
-    // Without a move of this collection a write costs what it cost before:
-    // nothing is asked of it.
-    if graph.mirrored(T::COLLECTION).is_empty() {
+    // Without a move of this collection, or an inverse it adopts, a write
+    // costs what it cost before: nothing is asked of it.
+    let adopting = !graph.adopted_inverses(T::COLLECTION).is_empty() || !graph.adopted_into(T::COLLECTION).is_empty();
+    if graph.mirrored(T::COLLECTION).is_empty() && !adopting {
         return op.run(repo, session).await;
     }
     let affected = op.affected()?;
@@ -124,10 +145,25 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
     in_transaction(repo, op, session, &affected, mirrors).await
 }
 
-/// The moves a write of `T` described by `affected` keeps, as the graph of
-/// `db` has them now.
-fn current<T: Document>(affected: &Affected, db: &mongodb::Database) -> Result<Vec<Mirror>> {
-    mirrors(crate::schema::graph::of(db).mirrored(T::COLLECTION), affected, T::schema())
+/// What a write of `T` described by `affected` keeps, as the graph of `db`
+/// has it now.
+fn current<T: Document>(affected: &Affected, db: &mongodb::Database) -> Result<Keeps> {
+    let graph = crate::schema::graph::of(db);
+    let moves = mirrors(graph.mirrored(T::COLLECTION), affected, T::schema())?;
+    let inverses: Vec<_> =
+        graph.adopted_inverses(T::COLLECTION).into_iter().filter(|a| affected.writes(&a.field)).collect();
+    if let Some(a) = inverses.first().filter(|_| affected.unnamed) {
+        return Err(Error::Invalid {
+            what: Misuse::Schema,
+            message: format!(
+                "`{}.{}` is two-way with `{}.{}` in the stored schema, which this program's writes keep: an inserted \
+                 document needs its `_id` set (none is generated); nothing was written",
+                a.collection, a.field, a.target, a.inverse
+            ),
+        });
+    }
+    let guarded = graph.adopted_into(T::COLLECTION).iter().any(|a| affected.writes(&a.inverse));
+    Ok(Keeps { moves, inverses, guarded })
 }
 
 /// [`mirrored`] in a transaction of its own on `session`, committed with
@@ -139,7 +175,7 @@ async fn in_transaction<'a, T: Document, O: Operation<'a, T>>(
     op: O,
     session: &mut ClientSession,
     affected: &Affected,
-    mut mirrors: Vec<Mirror>,
+    mut mirrors: Keeps,
 ) -> Result<O::Output> {
     let started = Instant::now();
     let within = || started.elapsed() < Duration::from_secs(120);
@@ -199,14 +235,18 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
     op: O,
     session: &mut ClientSession,
     affected: &Affected,
-    mirrors: &[Mirror],
+    keeps: &Keeps,
 ) -> Result<O::Output> {
-    let db = repo.db.clone();
+    let (db, mirrors) = (repo.db.clone(), &keeps.moves);
     let mut before = Vec::new();
+    let mut linking = Vec::new();
     {
         let cx = &mut Cx::new(&db, Some(&mut *session));
+        if !keeps.inverses.is_empty() {
+            linking = parents::<T>(cx, None, affected).await?;
+        }
         for (mv, side) in mirrors {
-            let parents = parents::<T>(cx, mv, *side, affected).await?;
+            let parents = parents::<T>(cx, parent_field(mv, *side), affected).await?;
             // The new shape of a parent not copied yet is made first, from
             // its array, which holds every element until the move is done.
             if *side == Side::Collection {
@@ -217,9 +257,15 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
     }
     let out = op.run(repo, Some(&mut *session)).await?;
     let cx = &mut Cx::new(&db, Some(session));
+    if !keeps.inverses.is_empty() {
+        linking.extend(parents::<T>(cx, None, affected).await?);
+        for a in &keeps.inverses {
+            inverses_from_arrays(cx, a, &linking).await?;
+        }
+    }
     for ((mv, side), mut parents) in mirrors.iter().zip(before) {
         // The reconciles take each parent once, however often it is named.
-        parents.extend(self::parents::<T>(cx, mv, *side, affected).await?);
+        parents.extend(self::parents::<T>(cx, parent_field(mv, *side), affected).await?);
         match side {
             Side::Array => {
                 let reach = if mv.state == MoveState::Announced { Reach::DeletesAndUpdates } else { Reach::Full };
@@ -234,23 +280,28 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
     Ok(out)
 }
 
-/// The parents a write described by `affected` may touch, now: on the
-/// array's side the written documents themselves, on the collection's side
-/// the parents their parent references name (and, for documents given
-/// whole, the ones they will name).
-async fn parents<T: Document>(cx: &mut Cx<'_>, mv: &ActiveMove, side: Side, affected: &Affected) -> Result<Vec<Bson>> {
+/// The parent reference naming a move's parents on `side` (`None`: the
+/// array's side, whose written documents are the parents).
+fn parent_field(mv: &ActiveMove, side: Side) -> Option<&str> {
+    (side == Side::Collection).then_some(mv.spec.parent_field.as_str())
+}
+
+/// The parents a write described by `affected` may touch, now: without a
+/// parent reference (the array's side) the written documents themselves,
+/// with one (the collection's side) the parents it names (and, for
+/// documents given whole, the ones they will name).
+async fn parents<T: Document>(cx: &mut Cx<'_>, parent: Option<&str>, affected: &Affected) -> Result<Vec<Bson>> {
     let mut out: Vec<Bson> = Vec::new();
-    if side == Side::Array {
-        out.extend(affected.ids.iter().cloned());
-    } else {
-        out.extend(affected.docs.iter().filter_map(|d| d.get(&mv.spec.parent_field).cloned()));
+    match parent {
+        None => out.extend(affected.ids.iter().cloned()),
+        Some(p) => out.extend(affected.docs.iter().filter_map(|d| d.get(p).cloned())),
     }
     let filter = match (&affected.filter, affected.ids.is_empty()) {
         (Some(f), _) => f.clone(),
-        (None, false) if side == Side::Collection => doc! {"_id": {"$in": affected.ids.clone()}},
+        (None, false) if parent.is_some() => doc! {"_id": {"$in": affected.ids.clone()}},
         _ => return Ok(out),
     };
-    let field = if side == Side::Array { "_id" } else { mv.spec.parent_field.as_str() };
+    let field = parent.unwrap_or("_id");
     let found = read(cx, T::COLLECTION, filter, Some(doc! {field: 1})).await?;
     out.extend(found.iter().filter_map(|d| d.get(field).cloned()));
     Ok(out)

@@ -208,6 +208,8 @@ pub struct Graph {
     /// The stored bounds linked types keep to beside their own:
     /// (collection, field, max); see [`Graph::bound`].
     pub(crate) bounds: Vec<(String, String, u32)>,
+    /// The stored inverses of arrays linked types declare one-way.
+    pub(crate) adopted: Vec<super::stored::inverses::AdoptedInverse>,
 }
 
 /// The graph of every document type linked into the program.
@@ -243,11 +245,10 @@ pub(crate) fn install(
     db: &mongodb::Database,
     stored: Vec<&'static Schema>,
     moves: Vec<super::stored::moves_state::ActiveMove>,
-    bounds: Vec<(String, String, u32)>,
+    (bounds, adopted): (Vec<(String, String, u32)>, Vec<super::stored::inverses::AdoptedInverse>),
 ) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
-    g.moves = moves;
-    g.bounds = bounds;
+    (g.moves, g.bounds, g.adopted) = (moves, bounds, adopted);
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }

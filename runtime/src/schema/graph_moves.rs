@@ -3,6 +3,7 @@
 //! began with, so one call never mixes two states of a move.
 
 use super::graph::Graph;
+use super::stored::inverses::AdoptedInverse;
 use super::stored::moves_state::{ActiveMove, MoveState, OldArray};
 
 /// Which side of a move a collection is.
@@ -84,6 +85,32 @@ impl Graph {
                 _ => None,
             })
             .collect()
+    }
+}
+
+impl Graph {
+    /// The stored two-way arrays of `collection` that its linked type
+    /// declares one-way: its writes of them keep the other side.
+    pub(crate) fn adopted_inverses(&'static self, collection: &str) -> Vec<&'static AdoptedInverse> {
+        self.adopted.iter().filter(|a| a.collection == collection).collect()
+    }
+
+    /// The adopted inverses `collection` holds the other side of: a whole
+    /// document written there keeps that side as stored, which must not
+    /// race the reconciles writing it.
+    pub(crate) fn adopted_into(&'static self, collection: &str) -> Vec<&'static AdoptedInverse> {
+        self.adopted.iter().filter(|a| a.target == collection).collect()
+    }
+
+    /// The bound writes keep the other side of an adopted inverse to.
+    pub(crate) fn inverse_bound(&self, a: &AdoptedInverse) -> Option<u32> {
+        let types = self.types_of(&a.target);
+        let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.field == a.inverse);
+        let declared = match rel.map(|r| r.kind) {
+            Some(super::document::RelationKind::RefMany { max, .. }) => max,
+            _ => None,
+        };
+        self.bound(&a.target, &a.inverse, declared)
     }
 }
 

@@ -6,11 +6,13 @@
 //! there before with the same rule.
 
 mod common;
+mod inverse;
 mod linked;
 mod marks;
 mod reconcile;
 
 pub(crate) use common::{read, Reach};
+pub(crate) use inverse::inverses_from_arrays;
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
 

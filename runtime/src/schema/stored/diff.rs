@@ -24,6 +24,10 @@ pub struct Diff {
     /// one, and `docrel schema apply` publishes the program's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bounds: Vec<super::bounds::BoundChange>,
+    /// Arrays the program makes two-way: a publish keeps them one-way, and
+    /// `docrel schema apply` publishes and builds their inverses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inverses: Vec<super::inverses::InverseChange>,
     /// Rules the program declares differently (a publish refuses them).
     #[serde(serialize_with = "conflicts_as_text", skip_deserializing)]
     pub conflicts: Vec<Conflict>,
@@ -39,6 +43,7 @@ impl Diff {
         !(self.added_collections.is_empty()
             && self.added_rules.is_empty()
             && self.bounds.is_empty()
+            && self.inverses.is_empty()
             && self.conflicts.is_empty())
     }
 
@@ -57,6 +62,9 @@ impl Diff {
         for b in &self.bounds {
             out.push_str(&format!("bound: {}\n", b.describe()));
         }
+        for i in &self.inverses {
+            out.push_str(&format!("inverse: {}\n", i.describe()));
+        }
         for c in &self.conflicts {
             out.push_str(&format!("conflict: {c}\n"));
         }
@@ -69,6 +77,16 @@ impl Diff {
 
 /// What publishing `program` over `stored` would change.
 pub fn diff(stored: &[StoredType], program: &[StoredType]) -> Diff {
+    diff_building(stored, program, None)
+}
+
+/// [`diff`], whose backfills leave out the two-way pairs of `building`
+/// (the diff's own inverse changes when `None`): a change builds those.
+pub(crate) fn diff_building(
+    stored: &[StoredType],
+    program: &[StoredType],
+    building: Option<&[super::inverses::InverseChange]>,
+) -> Diff {
     let mut d = Diff::default();
     for t in program {
         let Some(s) = stored.iter().find(|s| s.collection == t.collection) else {
@@ -77,6 +95,7 @@ pub fn diff(stored: &[StoredType], program: &[StoredType]) -> Diff {
             continue;
         };
         d.bounds.extend(super::bounds::changes_of(s, t));
+        d.inverses.extend(super::inverses::changes_of(s, t));
         match merge(s, t) {
             Err(conflicts) => d.conflicts.extend(conflicts),
             Ok((_, added)) => d.added_rules.extend(added.into_iter().map(|r| (t.collection.clone(), r))),
@@ -86,9 +105,30 @@ pub fn diff(stored: &[StoredType], program: &[StoredType]) -> Diff {
         let copies: Vec<_> = t.copies.iter().filter(|c| !s.copies.iter().any(|o| o.field == c.field)).collect();
         backfills_of(t, &relations, &copies, &mut d);
     }
+    let building = building.map_or_else(|| d.inverses.clone(), <[_]>::to_vec);
+    without_built_inverses(&mut d, &building);
     d.repairs.sort();
     d.repairs.dedup();
     d
+}
+
+/// The backfills of the other sides of arrays made two-way, taken out: the
+/// change builds those from the arrays in transactions (a repair, which
+/// reads and fixes apart, could undo a link written between the two).
+fn without_built_inverses(d: &mut Diff, building: &[super::inverses::InverseChange]) {
+    let built: Vec<String> = building
+        .iter()
+        .flat_map(|c| {
+            let (array, other) = (format!("{}.{}", c.collection, c.field), format!("{}.{}", c.target, c.inverse));
+            [format!("`{other}` is two-way with `{array}`"), format!("`{array}` is two-way with `{other}`")]
+        })
+        .collect();
+    // `backfills_of` pushes a backfill and its repair together.
+    let keep: Vec<bool> = d.backfills.iter().map(|b| !built.iter().any(|p| b.starts_with(p.as_str()))).collect();
+    let mut flags = keep.iter();
+    d.backfills.retain(|_| *flags.next().unwrap_or(&true));
+    let mut flags = keep.iter();
+    d.repairs.retain(|_| *flags.next().unwrap_or(&true));
 }
 
 /// The backfills new rules of `t` need: copies filled from their sources,

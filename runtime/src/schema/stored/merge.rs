@@ -37,9 +37,12 @@ pub(crate) fn merge(stored: &StoredType, ours: &StoredType) -> Result<(StoredTyp
     let mut clash = Vec::new();
     let fields = linked_fields(&mut merged.fields, &ours.fields, &mut added);
     union(&mut merged.fields, &fields, |f| f.bson.clone(), field_rule, "field", &mut added, &mut clash);
+    // An array made two-way on one side only is an inverse change, which
+    // `docrel schema apply` publishes ([`super::inverses`]).
+    let compared = super::inverses::as_stored(stored, ours);
     union(
         &mut merged.relations,
-        &ours.relations,
+        &compared.relations,
         |r| r.field.clone(),
         relation_rule,
         "relation",

@@ -12,6 +12,7 @@ mod descriptors;
 mod diff;
 mod form;
 mod holders;
+pub(crate) mod inverses;
 mod lease;
 mod lease_time;
 mod merge;
@@ -24,6 +25,7 @@ mod retract;
 
 pub use bounds::BoundChange;
 pub(crate) use descriptors::schema as descriptor;
+pub(crate) use diff::diff_building;
 pub use diff::{diff, Diff};
 pub use form::program;
 pub use form::{
@@ -31,6 +33,7 @@ pub use form::{
     StoredSubset, StoredType, FORMAT,
 };
 pub use holders::LEASES_COLLECTION;
+pub use inverses::{AdoptedInverse, InverseChange};
 pub(crate) use lease::{held_until, hold};
 pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
@@ -40,7 +43,7 @@ pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{fingerprint, load, load_moves, publish, publish_moves, publish_types, Published, SCHEMA_COLLECTION};
-pub use rebound::rebound;
+pub use rebound::{rebound, reinverse};
 pub use retract::retract;
 pub(crate) use retract::without as without_rule;
 

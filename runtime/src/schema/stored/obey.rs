@@ -39,9 +39,20 @@ pub struct Obeyed {
 /// their fingerprints.
 type Followed = BTreeMap<String, (String, StoredType)>;
 
-/// The stored bounds linked types keep to beside their own: (collection,
-/// field, max).
-type Bounds = Vec<(String, String, u32)>;
+/// The stored rules linked types keep beside their own declarations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Kept {
+    /// The stored bounds: (collection, field, max).
+    bounds: Vec<(String, String, u32)>,
+    /// The stored inverses of arrays they declare one-way.
+    inverses: Vec<super::inverses::AdoptedInverse>,
+}
+
+impl Kept {
+    fn is_empty(&self) -> bool {
+        self.bounds.is_empty() && self.inverses.is_empty()
+    }
+}
 
 /// What this process keeps of the schema it obeys in one database
 /// ([`crate::kept`]): each database of each deployment its own.
@@ -52,7 +63,7 @@ struct Obeying {
     reading: tokio::sync::Mutex<()>,
     /// The stored types, moves and bounds the graph was last built with
     /// (`None`: never).
-    followed: Mutex<Option<(Followed, Vec<ActiveMove>, Bounds)>>,
+    followed: Mutex<Option<(Followed, Vec<ActiveMove>, Kept)>>,
     /// The differences last said, so the same ones are said once.
     said: Mutex<Option<Vec<String>>>,
     /// When the stored schema was last read and obeyed.
@@ -99,7 +110,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
     let mut extra = BTreeMap::new();
-    let mut bounds = Vec::new();
+    let mut kept = Kept::default();
     for t in stored {
         let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else {
             out.stored_only.push(t.collection.clone());
@@ -119,7 +130,22 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
                 c.declared.map_or_else(|| "no bound".to_owned(), |m| m.to_string()),
             )
         }));
-        bounds.extend(super::bounds::followed(&t, mine));
+        out.differences.extend(super::inverses::changes_of(&t, mine).iter().map(|c| {
+            format!(
+                "`{}.{}`: this program makes it two-way with `{}.{}`, which the stored schema keeps one-way: \
+                 `{}.{}` holds only the links this program writes until `docrel schema apply` builds it",
+                c.collection, c.field, c.target, c.inverse, c.target, c.inverse
+            )
+        }));
+        kept.bounds.extend(super::bounds::followed(&t, mine));
+        for a in super::inverses::adopted(&t, mine) {
+            out.differences.push(format!(
+                "`{}.{}`: the stored schema makes it two-way with `{}.{}` and this program declares it one-way: \
+                 its writes of it keep the other side, each in a transaction",
+                a.collection, a.field, a.target, a.inverse
+            ));
+            kept.inverses.push(a);
+        }
         if let Some(more) = supplement(&t, mine) {
             let rules = more.relations.iter().map(|r| format!("relation `{}`", r.field));
             let rules: Vec<String> = rules.chain(more.copies.iter().map(|c| format!("copy `{}`", c.field))).collect();
@@ -140,7 +166,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
             tracing::warn!(target: "docrel::schema", database = db.name(), "{d}");
         }
     }
-    install(db, &state, extra, moves.clone(), bounds);
+    install(db, &state, extra, moves.clone(), kept);
     if !moves.is_empty() {
         // A process that cannot say what it saw of a move does not write.
         super::holders::renew(db, &moves, super::lease_time::lease_for(db)).await?;
@@ -205,25 +231,25 @@ fn supplement(t: &StoredType, mine: &StoredType) -> Option<StoredType> {
 }
 
 /// Makes `extra` the stored-only types of `db`, `moves` its moves in
-/// progress and `bounds` the stored bounds its linked types keep to, and
+/// progress and `kept` the stored rules its linked types keep, and
 /// rebuilds its graph when that changed anything.
-fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMove>, bounds: Bounds) {
+fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMove>, kept: Kept) {
     let Ok(mut followed) = state.followed.lock() else { return };
     // A database with nothing stored, seen for the first time, changes nothing.
-    let nothing = extra.is_empty() && moves.is_empty() && bounds.is_empty();
-    let same = followed.as_ref().map_or(nothing, |(before, moved, kept)| {
+    let nothing = extra.is_empty() && moves.is_empty() && kept.is_empty();
+    let same = followed.as_ref().map_or(nothing, |(before, moved, rules)| {
         before.len() == extra.len()
             && before.iter().zip(&extra).all(|((a, (fa, _)), (b, (fb, _)))| a == b && fa == fb)
             && *moved == moves
-            && *kept == bounds
+            && *rules == kept
     });
     if same {
         return;
     }
     // A linked collection's entry holds only the rules it lacks.
     let schemas = extra.values().map(|(_, t)| super::descriptors::schema(t)).collect();
-    crate::schema::graph::install(db, schemas, moves.clone(), bounds.clone());
-    *followed = Some((extra, moves, bounds));
+    crate::schema::graph::install(db, schemas, moves.clone(), (kept.bounds.clone(), kept.inverses.clone()));
+    *followed = Some((extra, moves, kept));
 }
 
 /// Keeps this process obeying the schema of `db` as programs publish to

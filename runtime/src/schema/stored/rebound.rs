@@ -1,9 +1,11 @@
-//! Publishing a program's bounds in the stored schema: the step of an
-//! online change ([`crate::admin::change`]) that changes a bound
-//! ([`super::bounds`]).
+//! Publishing a program's bounds and inverses in the stored schema: the
+//! steps of an online change ([`crate::admin::change`]) that change a
+//! bound ([`super::bounds`]) or make an array two-way
+//! ([`super::inverses`]).
 
 use super::bounds::BoundChange;
 use super::form::{StoredKind, StoredType};
+use super::inverses::InverseChange;
 use super::publish::rewrite;
 use crate::error::Result;
 use mongodb::Database;
@@ -31,4 +33,24 @@ async fn rebound_one(db: &Database, collection: &str, changes: &[BoundChange]) -
         Some(t)
     };
     rewrite(db, collection, edit, "its bounds were published").await.map(drop)
+}
+
+/// Publishes each change's inverse in the stored schema (the step of
+/// `docrel schema apply` that makes an array two-way). Idempotent.
+pub async fn reinverse(db: &Database, changes: &[InverseChange]) -> Result<()> {
+    let mut collections: Vec<&str> = changes.iter().map(|c| c.collection.as_str()).collect();
+    collections.dedup();
+    for collection in collections {
+        let edit = |t: &StoredType| {
+            let mut t = t.clone();
+            for c in changes.iter().filter(|c| c.collection == collection) {
+                if let Some(r) = t.relations.iter_mut().find(|r| r.field == c.field) {
+                    r.inverse = Some(c.inverse.clone());
+                }
+            }
+            Some(t)
+        };
+        rewrite(db, collection, edit, "its inverses were published").await?;
+    }
+    Ok(())
 }

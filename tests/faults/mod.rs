@@ -1,0 +1,57 @@
+//! What the fleet tests of moves share: a seeded generator, clients named
+//! for fail points, and the fail points a faulted seed sets.
+
+use docrel::bson::doc;
+use docrel::Error;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn err(e: docrel::mongodb::error::Error) -> Error {
+    Error::driver("test", "faults", e)
+}
+
+/// A small generator, so that each run of a seed is the same.
+pub struct Seeded(pub u64);
+
+impl Seeded {
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+/// A client named `app`: a fail point names the clients it hits.
+pub async fn client(db: &str, app: &str) -> docrel::Result<docrel::mongodb::Client> {
+    let uri = std::env::var(docrel::client::URI_VARIABLE).expect("MONGODB_URI is set by the scripts");
+    let mut options = docrel::client::options(&uri).await?;
+    options.app_name = Some(if app.is_empty() { db.to_owned() } else { app.to_owned() });
+    docrel::connect_with(&uri, options).await
+}
+
+/// Sets fail points on the clients named `app` until `stop`, one every 100
+/// to 500 ms: one or two commands, answered with a closed connection or a
+/// BadValue, ShutdownInProgress or WriteConflict, once or twice. A commit
+/// is never cut: a transaction left open stalls the embedded server's
+/// plain writes that meet it. Answers how many were set.
+pub async fn faults(app: String, seed: u64, stop: Arc<AtomicBool>, janitor: &str) -> docrel::Result<u64> {
+    const COMMANDS: &[&str] = &["insert", "update", "delete", "findAndModify", "find", "aggregate", "bulkWrite"];
+    let admin = client("", janitor).await?.database("admin");
+    let (mut n, mut set) = (Seeded(seed * 7919), 0);
+    while !stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(100 + n.below(400) as u64)).await;
+        let mut commands = vec![COMMANDS[n.below(COMMANDS.len())]];
+        commands.push(COMMANDS[n.below(COMMANDS.len())]);
+        commands.dedup();
+        let mut data = doc! {"appName": &app, "failCommands": commands};
+        match n.below(4) {
+            0 => data.insert("closeConnection", true),
+            k => data.insert("errorCode", [2, 91, 112][k - 1]),
+        };
+        let point = doc! {"configureFailPoint": "failCommand", "mode": {"times": 1 + n.below(2) as i32}, "data": data};
+        admin.run_command(point).await.map_err(err)?;
+        set += 1;
+    }
+    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await.map_err(err)?;
+    Ok(set)
+}
