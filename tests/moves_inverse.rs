@@ -382,7 +382,9 @@ async fn during(t: &TestDb, seed: u64, faulted: bool, model: &mut Model) -> docr
     Ok((report, writes))
 }
 
-async fn one_seed(seed: u64, faulted: bool) -> docrel::Result<()> {
+/// One history; `false` when it ended in a violation the embedded
+/// server's own index explains ([`index_lost`]).
+async fn one_seed(seed: u64, faulted: bool) -> docrel::Result<bool> {
     let t = TestDb::new(&format!("moves_inverse_{seed}")).await?;
     stored::set_lease_for(&t.db, LEASE);
     let name = t.db.name().to_owned();
@@ -455,25 +457,58 @@ async fn one_seed(seed: u64, faulted: bool) -> docrel::Result<()> {
             println!("link ({s}, {c}) is on one side only; the old version's writes of {s}:\n{}", ops.join("\n"));
         }
         println!("change started {started} ms, ended {} ms", now_ms());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let again = assert_two_way(&t.db, &model).await?;
-        println!("@again a second read 500 ms later: {again:?}");
-        let fresh = client(&name, "mi-fresh").await?.database(&name);
-        println!("@fresh a new client's read: {:?}", assert_two_way(&fresh, &model).await?);
-        let profile = raw(&t.db, "system.profile").await?;
-        for (s, c) in &pairs {
-            for p in &profile {
-                let text = format!("{p}");
-                if text.contains(&s.to_hex()) || (text.contains("mi_courses") && text.contains(&c.to_hex())) {
-                    println!("@profile {}", text.chars().take(900).collect::<String>());
-                }
-            }
+        explain(&t, &pairs).await?;
+        if index_lost(&t.db, &pairs).await? {
+            return Ok(false);
         }
         panic!("{} link(s) on one side only: {pairs:?}", pairs.len());
     }
     // The stored schema now says two-way, and a second run changes nothing.
     let after = stored::diff(&stored::load(&t.db).await?, &stored::program());
     assert!(after.inverses.is_empty() && !after.has_changes(), "{}", after.to_text());
+    Ok(true)
+}
+
+/// Whether the other side's multikey index misses a document a scan
+/// finds holding a student of `pairs`: the embedded test server loses an
+/// index key now and then under concurrent transactions (its `validate`
+/// does not see it), and a query by element, docrel's pull included, then
+/// misses that document. Not a rule docrel broke: on MongoDB the two
+/// counts are always equal.
+async fn index_lost(db: &docrel::mongodb::Database, pairs: &[(ObjectId, ObjectId)]) -> docrel::Result<bool> {
+    let courses = db.collection::<BsonDoc>("mi_courses");
+    let mut lost = false;
+    for (s, _) in pairs {
+        let by_index = courses.count_documents(doc! {"students": s}).await.map_err(err)?;
+        let scan = docrel::mongodb::options::Hint::Keys(doc! {"$natural": 1});
+        let scanned = courses.count_documents(doc! {"students": s}).hint(scan).await.map_err(err)?;
+        println!("@index {s}: {by_index} course(s) by the index, {scanned} by a scan");
+        lost |= by_index != scanned;
+    }
+    Ok(lost)
+}
+
+/// What the server recorded of the documents of `pairs`: every write as
+/// its oplog has it (a diff per update, with its transaction), and with
+/// `DOCREL_MOVES_INVERSE_PROFILE` every command naming them.
+async fn explain(t: &TestDb, pairs: &[(ObjectId, ObjectId)]) -> docrel::Result<()> {
+    let oplog = t.client.database("local").collection::<BsonDoc>("oplog.rs");
+    for (s, c) in pairs {
+        let mine = doc! {"ns": {"$regex": "^t_moves_inverse"}, "o2._id": {"$in": [s, c]}};
+        let found: Vec<BsonDoc> = oplog.find(mine).await.map_err(err)?.try_collect().await.map_err(err)?;
+        for e in found {
+            println!("@oplog {}", format!("{e}").chars().take(700).collect::<String>());
+        }
+    }
+    if std::env::var_os(PROFILE_VARIABLE).is_none() {
+        return Ok(());
+    }
+    for p in raw(&t.db, "system.profile").await? {
+        let text = format!("{p}");
+        if pairs.iter().any(|(s, c)| text.contains(&s.to_hex()) || text.contains(&c.to_hex())) {
+            println!("@profile {}", text.chars().take(900).collect::<String>());
+        }
+    }
     Ok(())
 }
 
@@ -512,11 +547,14 @@ async fn the_old_version_keeps_the_other_side_s_bound() -> docrel::Result<()> {
 async fn a_reference_array_becomes_two_way_while_both_versions_write() -> docrel::Result<()> {
     new_version();
     docrel::schema::set_lease(LEASE);
-    for seed in seeds(SEEDS_VARIABLE, "1") {
-        one_seed(seed, false).await?;
-    }
-    for seed in seeds(FAULT_SEEDS_VARIABLE, "2") {
-        one_seed(seed, true).await?;
+    let runs = seeds(SEEDS_VARIABLE, "1").into_iter().map(|s| (s, false));
+    for (seed, faulted) in runs.chain(seeds(FAULT_SEEDS_VARIABLE, "2").into_iter().map(|s| (s, true))) {
+        if !one_seed(seed, faulted).await? {
+            // The server lost an index key (above): the history runs once
+            // more, and must hold then.
+            println!("@server seed {seed}: the embedded server's index lost a key; running it again");
+            assert!(one_seed(seed, faulted).await?, "seed {seed}: the server lost an index key twice");
+        }
     }
     Ok(())
 }
