@@ -40,7 +40,9 @@ pub(super) async fn build(
         let db2 = db.clone();
         crate::store::transaction::run(db, "build of a two-way reference's other side", &mut |s| {
             let (db, page) = (db2.clone(), page.clone());
-            Box::pin(async move { inverses_from_arrays(&mut Cx::new(&db, Some(s)), kept, &page).await })
+            Box::pin(
+                async move { inverses_from_arrays(&mut Cx::new(&db, Some(s)), kept, &page, &Default::default()).await },
+            )
         })
         .await?;
         linked += page.len() as u64;

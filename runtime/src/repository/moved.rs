@@ -9,7 +9,7 @@
 use super::affected::Affected;
 use super::repo::Operation;
 use crate::denormalize::moved::{
-    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, read, Reach,
+    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, read, Named, Reach,
 };
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
@@ -239,11 +239,14 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
 ) -> Result<O::Output> {
     let (db, mirrors) = (repo.db.clone(), &keeps.moves);
     let mut before = Vec::new();
-    let mut linking = Vec::new();
+    let (mut linking, mut before_arrays) = (Vec::new(), Vec::new());
     {
         let cx = &mut Cx::new(&db, Some(&mut *session));
         if !keeps.inverses.is_empty() {
             linking = parents::<T>(cx, None, affected).await?;
+            for a in &keeps.inverses {
+                before_arrays.push(named_before(cx, a, &linking).await?);
+            }
         }
         for (mv, side) in mirrors {
             let parents = parents::<T>(cx, parent_field(mv, *side), affected).await?;
@@ -259,8 +262,8 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
     let cx = &mut Cx::new(&db, Some(session));
     if !keeps.inverses.is_empty() {
         linking.extend(parents::<T>(cx, None, affected).await?);
-        for a in &keeps.inverses {
-            inverses_from_arrays(cx, a, &linking).await?;
+        for (a, before) in keeps.inverses.iter().zip(&before_arrays) {
+            inverses_from_arrays(cx, a, &linking, before).await?;
         }
     }
     for ((mv, side), mut parents) in mirrors.iter().zip(before) {
@@ -278,6 +281,22 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
         }
     }
     Ok(out)
+}
+
+/// What the arrays of `ids` named before the write, by id key: the
+/// documents whose other side it may leave.
+async fn named_before(cx: &mut Cx<'_>, a: &AdoptedInverse, ids: &[Bson]) -> Result<Named> {
+    if ids.is_empty() {
+        return Ok(Named::new());
+    }
+    let found = read(cx, &a.collection, doc! {"_id": {"$in": ids.to_vec()}}, Some(doc! {&a.field: 1})).await?;
+    Ok(found
+        .iter()
+        .filter_map(|d| {
+            let named = d.get_array(&a.field).map(|n| n.to_vec()).unwrap_or_default();
+            Some((crate::store::path::id_key(d.get("_id")?), named))
+        })
+        .collect())
 }
 
 /// The parent reference naming a move's parents on `side` (`None`: the

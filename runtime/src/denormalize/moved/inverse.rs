@@ -22,10 +22,22 @@ use std::collections::{HashMap, HashSet};
 /// The counter every reconcile of a document's links bumps.
 const LINKS: &str = "_docrel.links";
 
+/// What arrays named, by the id key of their documents.
+pub(crate) type Named = HashMap<String, Vec<Bson>>;
+
 /// Makes the inverses of `ids`' arrays agree with them (see the module's
 /// head), refusing a link that would pass the inverse's bound
-/// ([`Error::EmbedFull`]); in the caller's transaction.
-pub(crate) async fn inverses_from_arrays(cx: &mut Cx<'_>, a: &'static AdoptedInverse, ids: &[Bson]) -> Result<()> {
+/// ([`Error::EmbedFull`]); in the caller's transaction. `before` is what
+/// the arrays named before the write (empty when not known): the documents
+/// they left are found by `_id`, besides by element, so that a pull does
+/// not depend on the other side's multikey index alone (the embedded test
+/// server's misses a key now and then).
+pub(crate) async fn inverses_from_arrays(
+    cx: &mut Cx<'_>,
+    a: &'static AdoptedInverse,
+    ids: &[Bson],
+    before: &Named,
+) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -34,7 +46,7 @@ pub(crate) async fn inverses_from_arrays(cx: &mut Cx<'_>, a: &'static AdoptedInv
     in_session!(holders.update_many(doc! {"_id": {"$in": &ids}}, doc! {"$inc": {LINKS: 1_i64}}), cx.session())
         .map_err(|e| Error::driver("update", a.collection.clone(), e))?;
     let found = read(cx, &a.collection, doc! {"_id": {"$in": &ids}}, Some(doc! {&a.field: 1})).await?;
-    let arrays: HashMap<String, Vec<Bson>> = found
+    let arrays: Named = found
         .iter()
         .filter_map(|d| {
             let named: Vec<Bson> = d
@@ -65,6 +77,16 @@ pub(crate) async fn inverses_from_arrays(cx: &mut Cx<'_>, a: &'static AdoptedInv
             statements.push(doc! {
                 "q": {"_id": {"$in": &named}, &a.inverse: {"$ne": id.clone()}},
                 "u": {"$push": {&a.inverse: id.clone()}},
+                "multi": true,
+            });
+        }
+        let kept: HashSet<String> = named.iter().map(id_key).collect();
+        let left: Vec<Bson> =
+            before.get(&id_key(id)).into_iter().flatten().filter(|c| !kept.contains(&id_key(c))).cloned().collect();
+        if !left.is_empty() {
+            statements.push(doc! {
+                "q": {"_id": {"$in": left}, &a.inverse: id.clone()},
+                "u": {"$pull": {&a.inverse: id.clone()}},
                 "multi": true,
             });
         }
