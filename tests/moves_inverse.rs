@@ -379,6 +379,8 @@ async fn during(t: &TestDb, seed: u64, faulted: bool, model: &mut Model) -> docr
     }
     let report = changing.await.expect("the change ran")?;
     assert_eq!(report.state, "complete", "{report:?}");
+    // The other side is built, not repaired (a repair could undo a link).
+    assert_eq!(report.backfilled, ["inverse:mi_students.courses"], "{report:?}");
     Ok((report, writes))
 }
 

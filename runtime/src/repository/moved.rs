@@ -9,7 +9,7 @@
 use super::affected::Affected;
 use super::repo::Operation;
 use crate::denormalize::moved::{
-    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, read, Named, Reach,
+    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, named, read, Reach,
 };
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
@@ -245,7 +245,8 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
         if !keeps.inverses.is_empty() {
             linking = parents::<T>(cx, None, affected).await?;
             for a in &keeps.inverses {
-                before_arrays.push(named_before(cx, a, &linking).await?);
+                // What they named before, whose other sides the write may leave.
+                before_arrays.push(named(cx, a, &linking).await?);
             }
         }
         for (mv, side) in mirrors {
@@ -281,22 +282,6 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
         }
     }
     Ok(out)
-}
-
-/// What the arrays of `ids` named before the write, by id key: the
-/// documents whose other side it may leave.
-async fn named_before(cx: &mut Cx<'_>, a: &AdoptedInverse, ids: &[Bson]) -> Result<Named> {
-    if ids.is_empty() {
-        return Ok(Named::new());
-    }
-    let found = read(cx, &a.collection, doc! {"_id": {"$in": ids.to_vec()}}, Some(doc! {&a.field: 1})).await?;
-    Ok(found
-        .iter()
-        .filter_map(|d| {
-            let named = d.get_array(&a.field).map(|n| n.to_vec()).unwrap_or_default();
-            Some((crate::store::path::id_key(d.get("_id")?), named))
-        })
-        .collect())
 }
 
 /// The parent reference naming a move's parents on `side` (`None`: the

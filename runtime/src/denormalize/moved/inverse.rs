@@ -45,17 +45,7 @@ pub(crate) async fn inverses_from_arrays(
     let holders = cx.db.collection::<BsonDoc>(&a.collection);
     in_session!(holders.update_many(doc! {"_id": {"$in": &ids}}, doc! {"$inc": {LINKS: 1_i64}}), cx.session())
         .map_err(|e| Error::driver("update", a.collection.clone(), e))?;
-    let found = read(cx, &a.collection, doc! {"_id": {"$in": &ids}}, Some(doc! {&a.field: 1})).await?;
-    let arrays: Named = found
-        .iter()
-        .filter_map(|d| {
-            let named: Vec<Bson> = d
-                .get_array(&a.field)
-                .map(|n| n.iter().filter(|i| **i != Bson::Null).cloned().collect())
-                .unwrap_or_default();
-            Some((id_key(d.get("_id")?), distinct(&named)))
-        })
-        .collect();
+    let arrays = named(cx, a, &ids).await?;
     let all: Vec<Bson> = distinct(&arrays.values().flatten().cloned().collect::<Vec<_>>());
     let full = full(cx, a, &all).await?;
     let mut statements = Vec::new();
@@ -97,6 +87,25 @@ pub(crate) async fn inverses_from_arrays(
         });
     }
     crate::store::updates::send_updates(cx, &a.target, statements).await.map(drop)
+}
+
+/// What the arrays of `ids` name, each id once, by the id key of their
+/// documents (a document not stored is absent).
+pub(crate) async fn named(cx: &mut Cx<'_>, a: &AdoptedInverse, ids: &[Bson]) -> Result<Named> {
+    if ids.is_empty() {
+        return Ok(Named::new());
+    }
+    let found = read(cx, &a.collection, doc! {"_id": {"$in": ids.to_vec()}}, Some(doc! {&a.field: 1})).await?;
+    Ok(found
+        .iter()
+        .filter_map(|d| {
+            let named: Vec<Bson> = d
+                .get_array(&a.field)
+                .map(|n| n.iter().filter(|i| **i != Bson::Null).cloned().collect())
+                .unwrap_or_default();
+            Some((id_key(d.get("_id")?), distinct(&named)))
+        })
+        .collect())
 }
 
 /// The documents of `named` whose inverse holds as many as its bound

@@ -12,7 +12,7 @@ mod marks;
 mod reconcile;
 
 pub(crate) use common::{read, Reach};
-pub(crate) use inverse::{inverses_from_arrays, Named};
+pub(crate) use inverse::{inverses_from_arrays, named};
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
 

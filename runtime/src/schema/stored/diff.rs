@@ -89,13 +89,21 @@ pub(crate) fn diff_building(
 ) -> Diff {
     let mut d = Diff::default();
     for t in program {
+        if let Some(s) = stored.iter().find(|s| s.collection == t.collection) {
+            d.inverses.extend(super::inverses::changes_of(s, t));
+        }
+    }
+    // The other sides of arrays made two-way are built by the change from
+    // the arrays, in transactions; a repair, which reads and fixes apart,
+    // could undo a link written between the two.
+    let building = building.map_or_else(|| d.inverses.clone(), <[_]>::to_vec);
+    for t in program {
         let Some(s) = stored.iter().find(|s| s.collection == t.collection) else {
             d.added_collections.push(t.collection.clone());
-            backfills_of(t, &t.relations, &t.copies.iter().collect::<Vec<_>>(), &mut d);
+            backfills_of(t, &t.relations, &t.copies.iter().collect::<Vec<_>>(), &building, &mut d);
             continue;
         };
         d.bounds.extend(super::bounds::changes_of(s, t));
-        d.inverses.extend(super::inverses::changes_of(s, t));
         match merge(s, t) {
             Err(conflicts) => d.conflicts.extend(conflicts),
             Ok((_, added)) => d.added_rules.extend(added.into_iter().map(|r| (t.collection.clone(), r))),
@@ -103,37 +111,23 @@ pub(crate) fn diff_building(
         let relations: Vec<StoredRelation> =
             t.relations.iter().filter(|r| !s.relations.iter().any(|o| o.field == r.field)).cloned().collect();
         let copies: Vec<_> = t.copies.iter().filter(|c| !s.copies.iter().any(|o| o.field == c.field)).collect();
-        backfills_of(t, &relations, &copies, &mut d);
+        backfills_of(t, &relations, &copies, &building, &mut d);
     }
-    let building = building.map_or_else(|| d.inverses.clone(), <[_]>::to_vec);
-    without_built_inverses(&mut d, &building);
     d.repairs.sort();
     d.repairs.dedup();
     d
 }
 
-/// The backfills of the other sides of arrays made two-way, taken out: the
-/// change builds those from the arrays in transactions (a repair, which
-/// reads and fixes apart, could undo a link written between the two).
-fn without_built_inverses(d: &mut Diff, building: &[super::inverses::InverseChange]) {
-    let built: Vec<String> = building
-        .iter()
-        .flat_map(|c| {
-            let (array, other) = (format!("{}.{}", c.collection, c.field), format!("{}.{}", c.target, c.inverse));
-            [format!("`{other}` is two-way with `{array}`"), format!("`{array}` is two-way with `{other}`")]
-        })
-        .collect();
-    // `backfills_of` pushes a backfill and its repair together.
-    let keep: Vec<bool> = d.backfills.iter().map(|b| !built.iter().any(|p| b.starts_with(p.as_str()))).collect();
-    let mut flags = keep.iter();
-    d.backfills.retain(|_| *flags.next().unwrap_or(&true));
-    let mut flags = keep.iter();
-    d.repairs.retain(|_| *flags.next().unwrap_or(&true));
-}
-
 /// The backfills new rules of `t` need: copies filled from their sources,
-/// subsets built from their children.
-fn backfills_of(t: &StoredType, relations: &[StoredRelation], copies: &[&super::form::StoredCopy], d: &mut Diff) {
+/// subsets built from their children, the sides of two-way references
+/// agreeing (but for those `building` builds).
+fn backfills_of(
+    t: &StoredType,
+    relations: &[StoredRelation],
+    copies: &[&super::form::StoredCopy],
+    building: &[super::inverses::InverseChange],
+    d: &mut Diff,
+) {
     for c in copies {
         d.repairs.push(c.source.clone());
         d.backfills.push(format!(
@@ -158,7 +152,8 @@ fn backfills_of(t: &StoredType, relations: &[StoredRelation], copies: &[&super::
                 ));
             }
         }
-        if let (Some(target), Some(inverse)) = (&r.target, &r.inverse) {
+        let built = building.iter().any(|c| c.has_end(&t.collection, &r.field));
+        if let (Some(target), Some(inverse), false) = (&r.target, &r.inverse, built) {
             d.repairs.push(t.collection.clone());
             d.backfills.push(format!(
                 "`{}.{}` is two-way with `{target}.{inverse}`: `docrel repair {}` makes the sides agree",

@@ -26,6 +26,11 @@ pub struct InverseChange {
 }
 
 impl InverseChange {
+    /// Whether `collection.field` is one of its two ends.
+    pub(crate) fn has_end(&self, collection: &str, field: &str) -> bool {
+        (self.collection == collection && self.field == field) || (self.target == collection && self.inverse == field)
+    }
+
     /// The change in words, with what each version sees.
     pub fn describe(&self) -> String {
         format!(
