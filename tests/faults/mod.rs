@@ -55,3 +55,13 @@ pub async fn faults(app: String, seed: u64, stop: Arc<AtomicBool>, janitor: &str
     admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await.map_err(err)?;
     Ok(set)
 }
+
+/// The seeds a variable names (`1..9`, or `3,5`), else `default`.
+#[allow(dead_code)] // not every fleet test reads seeds so
+pub fn seeds(variable: &str, default: &str) -> Vec<u64> {
+    let spec = std::env::var(variable).unwrap_or_else(|_| default.into());
+    match spec.split_once("..") {
+        Some((a, b)) => (a.parse().unwrap()..b.parse().unwrap()).collect(),
+        None => spec.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+    }
+}

@@ -293,6 +293,9 @@ impl<'a> Change<'a> {
         for i in &diff.inverses {
             step(&format!("inverse published: {}", i.describe()));
         }
+        for i in &diff.one_way {
+            step(&format!("inverse kept two-way: {}", i.describe_one_way()));
+        }
         let mut removed = Vec::new();
         for (collection, field) in &self.removals {
             if stored::retract(self.db, collection, field).await? {

@@ -198,14 +198,17 @@ enum SchemaChange {
     /// Retire the old shape of every switched move a program declares
     /// (`moved_from`), once no live process links it: both shapes are no
     /// longer kept, the old array's rule leaves the stored schema, and the
-    /// move completes. Refused, with nothing written, while an old version
-    /// holds a lease (`schema status` lists them). Exit 0 when complete.
+    /// move completes. Likewise the other side of every two-way array the
+    /// program makes one-way (listed first, so every process says within
+    /// a lease whether it declares it). Refused while an old version holds
+    /// a lease (`schema status` lists them). Exit 0 when complete.
     Retire {
         /// The program's exported schema (the new version's).
         #[arg(long, value_name = "FILE")]
         file: PathBuf,
-        /// Also remove the old array from every parent (in pages, once
-        /// every process has seen the move retired).
+        /// Also remove the old array from every parent, or the retired
+        /// side from its documents (in pages, once every process has seen
+        /// it retired).
         #[arg(long)]
         drop_old: bool,
         /// The fleet's lease in seconds (default: this process's, 30 s).

@@ -5,7 +5,7 @@
 use super::console::{json, Console, Exit, Shutdown};
 use crate::admin::change::Progress;
 use crate::error::{Error, Misuse, Result};
-use crate::schema::stored::{read_export, Exported};
+use crate::schema::stored::{self, read_export, Exported};
 use mongodb::Database;
 use std::io::Write;
 use std::path::Path;
@@ -183,20 +183,31 @@ pub(super) async fn retire(
     as_json: bool,
 ) -> Result<Exit> {
     let exported = program(file)?;
-    if exported.moves.is_empty() {
+    let one_way = !crate::schema::stored::inverses::retirements(&stored::load(db).await?, &exported.types).is_empty()
+        || !stored::load_retiring(db).await?.is_empty();
+    if exported.moves.is_empty() && !one_way {
         return Err(Error::Invalid {
             what: Misuse::Schema,
-            message: format!("{}: the program declares no move (`moved_from`); nothing to retire", file.display()),
+            message: format!(
+                "{}: the program declares no move (`moved_from`) and makes no two-way array one-way; nothing to retire",
+                file.display()
+            ),
         });
     }
     let reports = {
         let (err, quiet) = (&mut console.err, as_json);
-        let say = |step: &str| {
+        let mut say = |step: &str| {
             if !quiet {
                 let _ = writeln!(err, "{step}");
             }
         };
-        crate::admin::moves::retire(db, &exported.moves, drop_old, lease, || shutdown.requested(), say).await?
+        let mut reports =
+            crate::admin::moves::retire(db, &exported.moves, drop_old, lease, || shutdown.requested(), &mut say)
+                .await?;
+        let types = &exported.types;
+        let stop = || shutdown.requested();
+        reports.extend(crate::admin::moves::make_one_way(db, types, drop_old, lease, stop, &mut say).await?);
+        reports
     };
     let complete = reports.iter().all(|r| r.complete);
     if as_json {

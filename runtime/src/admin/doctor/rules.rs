@@ -223,7 +223,10 @@ pub(super) fn balance(
                     side.threshold
                 ),
                 fix: format!(
-                    "keep `{}` one-way: drop its `inverse` and find these documents from the other side with \
+                    "stop keeping `{}`, online: in the new version declare the other side's array without \
+                     `inverse` and remove this field from its type, export its schema and deploy it (its writes \
+                     keep both sides until the retirement), then `docrel schema retire --file v2.json --drop-old` \
+                     once no process of the old version runs; find these documents from the other side with \
                      `referrers` (through the multikey index)",
                     side.label
                 ),

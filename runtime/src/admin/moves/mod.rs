@@ -2,13 +2,15 @@
 //! planned from the attributes and counted on the live data (`schema
 //! diff`), their states and the processes holding the schema lease
 //! (`schema status`), run online to `switched` (`schema apply`, [`run`]),
-//! and their old shapes retired (`schema retire`, [`retire`]).
+//! and their old shapes retired (`schema retire`, [`retire`]); two-way
+//! arrays made one-way the same way ([`make_one_way`]).
 
 mod copy;
 mod copy_run;
 mod count;
 mod holders;
 mod indexes;
+mod one_way;
 mod plan;
 mod progress;
 mod retire;
@@ -20,6 +22,7 @@ mod status;
 pub use copy::Estimate;
 pub use count::MoveCounts;
 pub use holders::{holders, Holder};
+pub use one_way::make_one_way;
 pub(crate) use plan::plan_with;
 pub use plan::{plan, undeclared, MovePlan};
 pub use progress::{Copied, Step};

@@ -65,7 +65,7 @@ pub async fn retire(
                 out.push(report);
                 continue;
             }
-            let (dropped, finished) = drop_array(db, &active, &mut stop).await?;
+            let (dropped, finished) = drop_field(db, &active.spec.from.collection, &active.field, &mut stop).await?;
             report.dropped = dropped;
             step(&format!("{}: the old array removed from {dropped} parent(s)", mv.label()));
             if !finished {
@@ -113,13 +113,17 @@ async fn retiring(db: &Database, mv: &StoredMove) -> Result<ActiveMove> {
     }
 }
 
-/// Removes the old array (and its copies' version records) from every
-/// parent, a page at a time; answers the parents changed and whether it
-/// finished (`false`: stopped).
-async fn drop_array(db: &Database, active: &ActiveMove, stop: &mut impl FnMut() -> bool) -> Result<(u64, bool)> {
-    let parents = db.collection::<BsonDoc>(&active.spec.from.collection);
-    let failed = |op: &'static str| move |e| Error::driver(op, active.spec.from.collection.clone(), e);
-    let field = active.field.as_str();
+/// Removes `field` (and its copies' version records) from every document
+/// of `collection`, a page at a time; answers the documents changed and
+/// whether it finished (`false`: stopped).
+pub(super) async fn drop_field(
+    db: &Database,
+    collection: &str,
+    field: &str,
+    stop: &mut impl FnMut() -> bool,
+) -> Result<(u64, bool)> {
+    let parents = db.collection::<BsonDoc>(collection);
+    let failed = |op: &'static str| move |e| Error::driver(op, collection.to_owned(), e);
     let mut dropped = 0;
     loop {
         if stop() {
@@ -146,17 +150,24 @@ async fn drop_array(db: &Database, active: &ActiveMove, stop: &mut impl FnMut() 
     }
 }
 
+/// Deletes the lease rows once nothing is moving or retiring: no process
+/// writes one then.
+pub(super) async fn forget_leases_if_idle(db: &Database) -> Result<()> {
+    if stored::load_moves(db).await?.is_empty() && stored::load_retiring(db).await?.is_empty() {
+        let leases = stored::LEASES_COLLECTION;
+        db.collection::<BsonDoc>(leases).delete_many(doc! {}).await.map_err(|e| Error::driver("delete", leases, e))?;
+    }
+    Ok(())
+}
+
 /// Ends the move: its entry leaves the published moves, its marks go, and
-/// with no move left the lease rows go too (no process writes one then).
+/// with nothing left moving or retiring the lease rows go too.
 async fn complete(db: &Database, active: &ActiveMove) -> Result<()> {
     let rest: Vec<ActiveMove> =
         stored::load_moves(db).await?.into_iter().filter(|m| m.spec.id != active.spec.id).collect();
     stored::publish_moves(db, &rest).await?;
     super::run::forget_marks(db, &active.spec).await?;
-    if rest.is_empty() {
-        let leases = stored::LEASES_COLLECTION;
-        db.collection::<BsonDoc>(leases).delete_many(doc! {}).await.map_err(|e| Error::driver("delete", leases, e))?;
-    }
+    forget_leases_if_idle(db).await?;
     record(db, &active.spec, "complete").await?;
     stored::obey(db).await?;
     Ok(())

@@ -48,11 +48,14 @@ pub fn may_enter(id: &str, current: MoveState, elapsed: Duration, holders: &[Hol
 }
 
 /// Whether the old shape of `from` (`posts.comments`) may be retired: no
-/// live holder links it.
+/// holder that renewed within two leases links it. A process renews when
+/// a write finds its lease lapsed, so a busy one's row is up to a lease
+/// and a write old; a row older than two leases is a process that has
+/// not written since (stopped, or idle: stop the old version first).
 pub fn may_retire(from: &str, holders: &[Holder]) -> Wait {
     let linking: Vec<String> = holders
         .iter()
-        .filter(|h| h.live && h.old_shape.iter().any(|s| s == from))
+        .filter(|h| h.age_ms < h.lease_ms.saturating_mul(2) && h.old_shape.iter().any(|s| s == from))
         .map(|h| format!("{} (pid {} on {}) links `{from}`", h.program, h.pid, h.host))
         .collect();
     if linking.is_empty() {
@@ -113,12 +116,16 @@ mod tests {
     }
 
     #[test]
-    fn retiring_waits_for_every_live_holder_of_the_old_shape() {
+    fn retiring_waits_for_every_holder_of_the_old_shape_renewed_within_two_leases() {
         let hs = [holder(1, 10, None, true), holder(2, 5000, None, true), holder(3, 10, None, false)];
         assert_eq!(
             may_retire("posts.comments", &hs),
             Wait::Holders(vec!["app (pid 1 on h) links `posts.comments`".into()])
         );
         assert_eq!(may_retire("posts.comments", &hs[1..]), Wait::Ready);
+        // Between its lease lapsing and its next write, a busy process
+        // still counts.
+        let between = [holder(4, 1500, None, true)];
+        assert!(matches!(may_retire("posts.comments", &between), Wait::Holders(_)));
     }
 }

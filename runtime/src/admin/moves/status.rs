@@ -1,11 +1,12 @@
 //! `docrel schema status`: the moves in progress in a database, where each
-//! stands and what its next state waits for, and the processes holding the
-//! schema lease with what each has seen.
+//! stands and what its next state waits for, the two-way arrays being made
+//! one-way, and the processes holding the schema lease with what each has
+//! seen.
 
 use super::holders::Holder;
-use super::states::{may_enter, Wait};
+use super::states::{may_enter, may_retire, Wait};
 use crate::error::Result;
-use crate::schema::stored::{load_moves, MoveState};
+use crate::schema::stored::{load_moves, load_retiring, MoveState, RetiringInverse};
 use mongodb::Database;
 use serde::Serialize;
 use std::time::Duration;
@@ -32,6 +33,10 @@ pub struct MoveStatus {
 pub struct Status {
     /// The moves in progress.
     pub moves: Vec<MoveStatus>,
+    /// The two-way arrays being made one-way, with the live processes
+    /// that still declare the side that goes (`docrel schema retire`
+    /// waits for them).
+    pub retiring: Vec<(RetiringInverse, Wait)>,
     /// The processes that registered a lease while a move ran, newest first.
     pub holders: Vec<Holder>,
 }
@@ -40,8 +45,15 @@ impl Status {
     /// The status in words, one line each.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        if self.moves.is_empty() {
+        if self.moves.is_empty() && self.retiring.is_empty() {
             out.push_str("no move in progress\n");
+        }
+        for (r, wait) in &self.retiring {
+            let state = if r.retracted { "left the stored schema" } else { "announced" };
+            out.push_str(&format!("one-way {}: {state}\n", r.label()));
+            if let Wait::Holders(h) = wait {
+                out.push_str(&format!("  declared by: {}\n", h.join("; ")));
+            }
         }
         for m in &self.moves {
             out.push_str(&format!(
@@ -125,5 +137,6 @@ pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
             }
         })
         .collect();
-    Ok(Status { moves, holders })
+    let retiring = load_retiring(db).await?.into_iter().map(|r| (r.clone(), may_retire(&r.side(), &holders))).collect();
+    Ok(Status { moves, retiring, holders })
 }

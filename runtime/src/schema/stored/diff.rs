@@ -28,6 +28,10 @@ pub struct Diff {
     /// `docrel schema apply` publishes and builds their inverses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inverses: Vec<super::inverses::InverseChange>,
+    /// Two-way arrays the program makes one-way: `docrel schema retire`
+    /// takes the other side out once no running program declares it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_way: Vec<super::inverses::InverseChange>,
     /// Rules the program declares differently (a publish refuses them).
     #[serde(serialize_with = "conflicts_as_text", skip_deserializing)]
     pub conflicts: Vec<Conflict>,
@@ -44,6 +48,7 @@ impl Diff {
             && self.added_rules.is_empty()
             && self.bounds.is_empty()
             && self.inverses.is_empty()
+            && self.one_way.is_empty()
             && self.conflicts.is_empty())
     }
 
@@ -64,6 +69,9 @@ impl Diff {
         }
         for i in &self.inverses {
             out.push_str(&format!("inverse: {}\n", i.describe()));
+        }
+        for i in &self.one_way {
+            out.push_str(&format!("inverse: {}\n", i.describe_one_way()));
         }
         for c in &self.conflicts {
             out.push_str(&format!("conflict: {c}\n"));
@@ -87,7 +95,7 @@ pub(crate) fn diff_building(
     program: &[StoredType],
     building: Option<&[super::inverses::InverseChange]>,
 ) -> Diff {
-    let mut d = Diff::default();
+    let mut d = Diff { one_way: super::inverses::retirements(stored, program), ..Diff::default() };
     for t in program {
         if let Some(s) = stored.iter().find(|s| s.collection == t.collection) {
             d.inverses.extend(super::inverses::changes_of(s, t));

@@ -1,12 +1,14 @@
 //! Who holds a database's schema lease while a move runs: each process
 //! renews one row of [`LEASES_COLLECTION`] whenever it confirms the
 //! schema, stamped with the server's clock, saying which state of each
-//! move it has seen and which shape it links. The change running a move
+//! move it has seen and which shape it links (or which side of a two-way
+//! array being made one-way it declares). The change running a move
 //! enters a state only once every live holder has seen the previous one,
 //! and retires the old shape only once no live holder links it. Without a
-//! move nothing is written.
+//! move or a retiring array nothing is written.
 
 use super::moves_state::ActiveMove;
+use super::retiring::RetiringInverse;
 use crate::error::{Error, Result};
 use mongodb::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use mongodb::Database;
@@ -34,8 +36,9 @@ fn process() -> &'static (ObjectId, String, String) {
 
 /// The shapes of `moves` this program links: the old arrays (`posts.comments`)
 /// whose owner type it declares with the field, and the new collections
-/// whose type declares the move.
-fn shapes(moves: &[ActiveMove]) -> (Vec<String>, Vec<String>) {
+/// whose type declares the move; and the sides of `retiring` two-way pairs
+/// it declares (`courses.students`), as old arrays.
+fn shapes(moves: &[ActiveMove], retiring: &[RetiringInverse]) -> (Vec<String>, Vec<String>) {
     let declared: Vec<String> = super::moves::program_moves().into_iter().map(|m| m.id).collect();
     let mut old = Vec::new();
     let mut new = Vec::new();
@@ -51,14 +54,27 @@ fn shapes(moves: &[ActiveMove]) -> (Vec<String>, Vec<String>) {
             new.push(m.spec.to.collection.clone());
         }
     }
+    for r in retiring {
+        let declares = crate::schema::registry::schemas()
+            .filter(|s| s.collection == r.collection)
+            .any(|s| s.relations.iter().any(|rel| rel.field == r.field));
+        if declares {
+            old.push(r.side());
+        }
+    }
     (old, new)
 }
 
-/// Renews this process's row for `db`: what it has seen of `moves`, under
-/// a lease of `lease`, at the server's time.
-pub(super) async fn renew(db: &Database, moves: &[ActiveMove], lease: std::time::Duration) -> Result<()> {
+/// Renews this process's row for `db`: what it has seen of `moves` and
+/// which retiring sides it declares, under a lease of `lease`, at the
+/// server's time.
+pub(super) async fn renew(
+    db: &Database,
+    (moves, retiring): (&[ActiveMove], &[RetiringInverse]),
+    lease: std::time::Duration,
+) -> Result<()> {
     let (id, host, program) = process();
-    let (old, new) = shapes(moves);
+    let (old, new) = shapes(moves, retiring);
     let seen: BsonDoc = moves.iter().map(|m| (m.spec.id.clone(), m.state.name().into())).collect();
     let row = doc! {
         "process": id.to_hex(),

@@ -40,6 +40,40 @@ impl InverseChange {
             self.collection, self.field, self.target, self.inverse, self.target, self.inverse
         )
     }
+
+    /// The change the other way (N:M two-way → one-way) in words, with
+    /// what each version sees.
+    pub fn describe_one_way(&self) -> String {
+        format!(
+            "`{}.{}` becomes one-way: `{}.{}` is no longer kept (N:M two-way → one-way). Until it is retired this \
+             program keeps both sides, in a transaction with each of its writes of the array, so the old version \
+             reads every link; `docrel schema retire --file <export>` takes `{}.{}` out of the stored schema once \
+             no running program declares it, and `--drop-old` removes it from the documents",
+            self.collection, self.field, self.target, self.inverse, self.target, self.inverse
+        )
+    }
+}
+
+/// The stored two-way arrays `program` makes one-way: it declares the
+/// array without its inverse and links the other side's type without the
+/// other side (the old version reads it, this one does not). A program
+/// that does not link the other side's type says nothing of it.
+pub(crate) fn retirements(stored: &[StoredType], program: &[StoredType]) -> Vec<InverseChange> {
+    let declared = |collection: &str| program.iter().find(|t| t.collection == collection);
+    let mut out = Vec::new();
+    for s in stored {
+        let Some(ours) = declared(&s.collection) else { continue };
+        for r in s.relations.iter().filter(|r| plain_many(r)) {
+            let (Some(target), Some(inverse)) = (&r.target, &r.inverse) else { continue };
+            let one_way = relation(ours, &r.field).is_some_and(|o| plain_many(o) && o.inverse.is_none());
+            let drops_side = declared(target).is_some_and(|t| relation(t, inverse).is_none());
+            if one_way && drops_side {
+                let (collection, field) = (s.collection.clone(), r.field.clone());
+                out.push(InverseChange { collection, field, target: target.clone(), inverse: inverse.clone() });
+            }
+        }
+    }
+    out
 }
 
 /// A stored two-way array a linked type declares one-way: its writes keep
@@ -168,5 +202,27 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!((kept[0].field.as_str(), kept[0].inverse.as_str()), ("courses", "students"));
         assert!(adopted(&one_way, &one_way).is_empty() && adopted(&two_way, &two_way).is_empty());
+    }
+
+    fn course(students: bool) -> StoredType {
+        let mut r = array(Some("courses"));
+        (r.field, r.rust_field, r.target) = ("students".into(), "students".into(), Some("students".into()));
+        let relations = if students { vec![r] } else { Vec::new() };
+        StoredType { collection: "courses".into(), rust_name: "Course".into(), relations, ..student(None) }
+    }
+
+    #[test]
+    fn a_program_makes_a_two_way_array_one_way_only_by_dropping_the_other_side() {
+        let stored = [student(Some("students")), course(true)];
+        let gone = retirements(&stored, &[student(None), course(false)]);
+        assert_eq!(gone.len(), 1);
+        assert_eq!((gone[0].collection.as_str(), gone[0].inverse.as_str()), ("students", "students"));
+        assert!(gone[0].describe_one_way().contains("`courses.students` is no longer kept"));
+        // Declaring the other side still, or not linking its type, or
+        // keeping the array two-way, retires nothing.
+        assert!(retirements(&stored, &[student(None), course(true)]).is_empty());
+        assert!(retirements(&stored, &[student(None)]).is_empty());
+        assert!(retirements(&stored, &[student(Some("students")), course(false)]).is_empty());
+        assert!(retirements(&[student(None), course(false)], &[student(None), course(false)]).is_empty());
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod moves_state;
 mod obey;
 mod publish;
 mod rebound;
+mod retiring;
 mod retract;
 
 pub use bounds::BoundChange;
@@ -42,8 +43,12 @@ pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
-pub use publish::{fingerprint, load, load_moves, publish, publish_moves, publish_types, Published, SCHEMA_COLLECTION};
+pub use publish::{
+    fingerprint, load, load_moves, load_retiring, publish, publish_moves, publish_retiring, publish_types, Published,
+    SCHEMA_COLLECTION,
+};
 pub use rebound::{rebound, reinverse};
+pub use retiring::RetiringInverse;
 pub use retract::retract;
 pub(crate) use retract::without as without_rule;
 

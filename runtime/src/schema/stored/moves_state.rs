@@ -124,7 +124,9 @@ pub(super) fn decode(d: &BsonDoc) -> Result<Vec<ActiveMove>> {
             super::moves::MOVES_FORMAT
         )));
     }
-    let moves = d.get_array("moves").map_err(|e| bad(e.to_string()))?;
+    // A document listing only two-way arrays being made one-way has none.
+    let Some(moves) = d.get("moves") else { return Ok(Vec::new()) };
+    let moves = moves.as_array().ok_or_else(|| bad(format!("`moves` is {moves}, not an array")))?;
     moves
         .iter()
         .map(|m| match m {

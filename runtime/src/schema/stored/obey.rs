@@ -70,6 +70,10 @@ struct Obeying {
     confirmed: Mutex<Option<Instant>>,
     /// The moves in progress, as last read.
     moves: Mutex<Vec<ActiveMove>>,
+    /// The two-way arrays being made one-way, as last read.
+    retiring: Mutex<Vec<super::retiring::RetiringInverse>>,
+    /// When this process last renewed its lease row.
+    renewed: Mutex<Option<Instant>>,
 }
 
 fn obeying(db: &Database) -> std::sync::Arc<Obeying> {
@@ -104,8 +108,9 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     let _one = state.reading.lock().await;
     // The lease runs from before the read: what was read was true then.
     let read_at = Instant::now();
-    let (stored, moves) = load_all(db).await?;
-    let stored: Vec<StoredType> = stored.into_iter().map(|(t, _)| t).collect();
+    let loaded = load_all(db).await?;
+    let (moves, retiring) = (loaded.moves, loaded.retiring);
+    let stored: Vec<StoredType> = loaded.types.into_iter().map(|(t, _)| t).collect();
     let ours = program();
     let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
@@ -167,15 +172,33 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
         }
     }
     install(db, &state, extra, moves.clone(), kept);
-    if !moves.is_empty() {
-        // A process that cannot say what it saw of a move does not write.
-        super::holders::renew(db, &moves, super::lease_time::lease_for(db)).await?;
+    remember(db, &state, moves, retiring).await?;
+    confirmed_at(db, read_at);
+    Ok(out)
+}
+
+/// Keeps the moves and retirements just read, and renews this process's
+/// lease row while any runs: a process that cannot say what it saw of a
+/// move does not write.
+async fn remember(
+    db: &Database,
+    state: &Obeying,
+    moves: Vec<ActiveMove>,
+    retiring: Vec<super::retiring::RetiringInverse>,
+) -> Result<()> {
+    if !moves.is_empty() || !retiring.is_empty() {
+        super::holders::renew(db, (&moves, &retiring), super::lease_time::lease_for(db)).await?;
+        if let Ok(mut renewed) = state.renewed.lock() {
+            *renewed = Some(Instant::now());
+        }
     }
     if let Ok(mut kept) = state.moves.lock() {
         *kept = moves;
     }
-    confirmed_at(db, read_at);
-    Ok(out)
+    if let Ok(mut kept) = state.retiring.lock() {
+        *kept = retiring;
+    }
+    Ok(())
 }
 
 /// The moves in progress in `db` as this process last read them (with the
@@ -254,8 +277,10 @@ fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMov
 
 /// Keeps this process obeying the schema of `db` as programs publish to
 /// it: a change stream on the schema collection re-reads it on every
-/// change and renews the lease with every answer; where the deployment has no change streams (a standalone
-/// server), it is re-read every `every`. Runs until the task is aborted.
+/// change and renews the lease with every answer (and, while a move or a
+/// retirement runs, its lease row every half lease); where the deployment
+/// has no change streams (a standalone server), it is re-read every
+/// `every`. Runs until the task is aborted.
 pub fn keep_current(db: &Database, every: Duration) -> tokio::task::JoinHandle<()> {
     let db = db.clone();
     tokio::spawn(async move {
@@ -284,11 +309,32 @@ async fn follow(db: &Database) -> Result<()> {
             Ok(Some(_)) => {
                 obey(db).await?;
             }
-            Ok(None) if stream.is_alive() => confirmed(db),
+            Ok(None) if stream.is_alive() => {
+                confirmed(db);
+                renew_due(db).await?;
+            }
             Ok(None) => return Ok(()),
             Err(e) => return Err(crate::error::Error::driver("watch", SCHEMA_COLLECTION, e)),
         }
     }
+}
+
+/// Renews this process's lease row when a move or a retirement runs and
+/// the row is half a lease old: a process the change stream alone keeps
+/// confirmed still says, within every lease, what it holds.
+async fn renew_due(db: &Database) -> Result<()> {
+    let (state, lease) = (obeying(db), super::lease_time::lease_for(db));
+    let due = state.renewed.lock().map_or(true, |r| r.is_none_or(|at| at.elapsed() >= lease / 2));
+    let moves = state.moves.lock().map(|m| m.clone()).unwrap_or_default();
+    let retiring = state.retiring.lock().map(|r| r.clone()).unwrap_or_default();
+    if !due || (moves.is_empty() && retiring.is_empty()) {
+        return Ok(());
+    }
+    super::holders::renew(db, (&moves, &retiring), lease).await?;
+    if let Ok(mut renewed) = state.renewed.lock() {
+        *renewed = Some(Instant::now());
+    }
+    Ok(())
 }
 
 /// How long ago this process last confirmed the schema of `db` (`None`:

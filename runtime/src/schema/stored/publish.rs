@@ -4,6 +4,7 @@
 use super::form::{StoredType, FORMAT};
 use super::merge::{merge, Conflict};
 use super::moves_state::ActiveMove;
+use super::retiring::RetiringInverse;
 use crate::error::{Error, Misuse, Result};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -155,12 +156,21 @@ pub async fn load(db: &Database) -> Result<Vec<StoredType>> {
 
 /// Every stored type with its fingerprint, from the primary.
 pub(super) async fn load_documents(db: &Database) -> Result<Vec<(StoredType, String)>> {
-    Ok(load_all(db).await?.0)
+    Ok(load_all(db).await?.types)
 }
 
-/// Every stored type with its fingerprint, and the moves in progress,
-/// from the primary in one read.
-pub(super) async fn load_all(db: &Database) -> Result<(Vec<(StoredType, String)>, Vec<ActiveMove>)> {
+/// What the schema collection holds: the stored types with their
+/// fingerprints, the moves in progress and the two-way arrays being made
+/// one-way.
+#[derive(Debug, Default)]
+pub(super) struct Loaded {
+    pub(super) types: Vec<(StoredType, String)>,
+    pub(super) moves: Vec<ActiveMove>,
+    pub(super) retiring: Vec<RetiringInverse>,
+}
+
+/// Everything the schema collection holds, from the primary in one read.
+pub(super) async fn load_all(db: &Database) -> Result<Loaded> {
     let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
     let cursor = coll
         .find(doc! {})
@@ -170,16 +180,21 @@ pub(super) async fn load_all(db: &Database) -> Result<(Vec<(StoredType, String)>
         .map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
     let docs: Vec<BsonDoc> = cursor.try_collect().await.map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
     let (moves, types): (Vec<BsonDoc>, Vec<BsonDoc>) = docs.into_iter().partition(super::moves_state::is_moves);
-    let moves = match moves.first() {
-        Some(d) => super::moves_state::decode(d)?,
-        None => Vec::new(),
+    let (moves, retiring) = match moves.first() {
+        Some(d) => (super::moves_state::decode(d)?, super::retiring::decode(d)?),
+        None => (Vec::new(), Vec::new()),
     };
-    Ok((types.iter().map(decode).collect::<Result<_>>()?, moves))
+    Ok(Loaded { types: types.iter().map(decode).collect::<Result<_>>()?, moves, retiring })
 }
 
 /// The moves in progress in `db`, from the primary.
 pub async fn load_moves(db: &Database) -> Result<Vec<ActiveMove>> {
-    Ok(load_all(db).await?.1)
+    Ok(load_all(db).await?.moves)
+}
+
+/// The two-way arrays being made one-way in `db`, from the primary.
+pub async fn load_retiring(db: &Database) -> Result<Vec<RetiringInverse>> {
+    Ok(load_all(db).await?.retiring)
 }
 
 fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
@@ -201,21 +216,37 @@ fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
 }
 
 /// Publishes `moves` as the moves in progress of `db` (all of them: the
-/// document is replaced), or removes the document when there are none.
+/// list is replaced); the moves document goes when it lists nothing.
 pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
-    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
-    let failed = |e| Error::driver("update", SCHEMA_COLLECTION, e);
-    if moves.is_empty() {
-        coll.delete_one(doc! {"_id": super::moves_state::MOVES_ID}).await.map_err(failed)?;
-        return Ok(());
-    }
     let listed = moves
         .iter()
         .map(|m| crate::bson_compat::to_document(m).map(Bson::Document))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("a move cannot be stored: {e}") })?;
-    let body = doc! {"_id": super::moves_state::MOVES_ID, "format": super::moves::MOVES_FORMAT as i32, "moves": listed};
-    coll.replace_one(doc! {"_id": super::moves_state::MOVES_ID}, body).upsert(true).await.map_err(failed)?;
+    set_listed(db, "moves", "retiring", listed).await
+}
+
+/// Publishes `retiring` as the two-way arrays being made one-way in `db`
+/// (all of them: the list is replaced).
+pub async fn publish_retiring(db: &Database, retiring: &[RetiringInverse]) -> Result<()> {
+    set_listed(db, "retiring", "moves", super::retiring::encode(retiring)?).await
+}
+
+/// Sets one list of the moves document, which keeps the other (`beside`);
+/// the document goes when both are empty. Each list is written alone, so
+/// a move and a retirement published at once do not undo each other.
+async fn set_listed(db: &Database, field: &str, beside: &str, listed: Vec<Bson>) -> Result<()> {
+    let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
+    let failed = |e| Error::driver("update", SCHEMA_COLLECTION, e);
+    let id = super::moves_state::MOVES_ID;
+    if listed.is_empty() {
+        let other_empty = format!("{beside}.0");
+        coll.delete_one(doc! {"_id": id, other_empty: {"$exists": false}}).await.map_err(failed)?;
+        coll.update_one(doc! {"_id": id}, doc! {"$set": {field: []}}).await.map_err(failed)?;
+        return Ok(());
+    }
+    let set = doc! {"$set": {"format": super::moves::MOVES_FORMAT as i32, field: listed}};
+    coll.update_one(doc! {"_id": id}, set).upsert(true).await.map_err(failed)?;
     Ok(())
 }
 

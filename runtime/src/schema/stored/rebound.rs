@@ -54,3 +54,16 @@ pub async fn reinverse(db: &Database, changes: &[InverseChange]) -> Result<()> {
     }
     Ok(())
 }
+
+/// Makes `collection.field` one-way where the stored schema names
+/// `inverse` as its other side (the step of `docrel schema retire` that
+/// makes an array one-way, after that side was removed). Idempotent.
+pub(super) async fn uninverse(db: &Database, collection: &str, field: &str, inverse: &str) -> Result<()> {
+    let edit = |t: &StoredType| {
+        let mut t = t.clone();
+        let r = t.relations.iter_mut().find(|r| r.field == field && r.inverse.as_deref() == Some(inverse))?;
+        r.inverse = None;
+        Some(t)
+    };
+    rewrite(db, collection, edit, "its inverse was removed").await.map(drop)
+}

@@ -12,7 +12,8 @@ use mongodb::Database;
 /// the reference array `refs`) from the stored schema of `collection`.
 /// Returns whether it was there. Processes follow the removal within
 /// their lease; a program that still declares the rule keeps following
-/// its own declaration.
+/// its own declaration. Removing one side of a two-way pair of reference
+/// arrays leaves the other side one-way.
 ///
 /// ```no_run
 /// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
@@ -20,7 +21,16 @@ use mongodb::Database;
 /// # Ok(()) }
 /// ```
 pub async fn retract(db: &Database, collection: &str, field: &str) -> Result<bool> {
-    rewrite(db, collection, |t| without(t, field), &format!("`{field}` was removed from it")).await
+    // One side of a two-way pair going leaves the other one-way.
+    let partner = super::publish::load(db).await?.into_iter().find(|t| t.collection == collection).and_then(|t| {
+        let r = t.relations.into_iter().find(|r| r.field == field)?;
+        Some((r.target?, r.inverse?))
+    });
+    let removed = rewrite(db, collection, |t| without(t, field), &format!("`{field}` was removed from it")).await?;
+    if let (true, Some((target, inverse))) = (removed, partner) {
+        super::rebound::uninverse(db, &target, &inverse, field).await?;
+    }
+    Ok(removed)
 }
 
 /// `t` without its rule on `field`, or `None` when it has none there.

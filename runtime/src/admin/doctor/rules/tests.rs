@@ -172,6 +172,8 @@ fn balance_warns_from_the_threshold() {
     assert_eq!(rules_of(&findings), [("balance", Severity::Warning), ("balance", Severity::Warning)]);
     assert!(findings[0].figure.ends_with(&format!("balance: {edge}")), "{}", findings[0].figure);
     assert!(findings[1].figure.ends_with("acknowledged with `allow_two_way`"), "{}", findings[1].figure);
+    assert!(findings[0].fix.contains("stop keeping `authors.books`, online"), "{}", findings[0].fix);
+    assert!(findings[0].fix.contains("`docrel schema retire --file v2.json --drop-old`"), "{}", findings[0].fix);
 }
 
 fn ref_stat(kind: Missing, missing: u64) -> RefStat {
