@@ -295,7 +295,7 @@ async fn assert_one_relation(db: &docrel::mongodb::Database) -> docrel::Result<b
         // the multikey index on `comment_ids`: where the embedded server's
         // index lost a key (it does now and then under concurrent
         // transactions), that is the server's, and the history runs again.
-        if index_lost(db, &broken).await? {
+        if faults::index_lost(db, ("mr_posts", "comment_ids"), broken.iter().map(|(id, _)| *id)).await? {
             println!("@server the multikey index lost a key: {broken:?}");
             return Ok(false);
         }
@@ -314,21 +314,6 @@ async fn assert_one_relation(db: &docrel::mongodb::Database) -> docrel::Result<b
         assert_eq!(recent, mine, "post {id}'s newest three");
     }
     Ok(true)
-}
-
-/// Whether the posts' multikey index misses a post a scan finds holding
-/// one of the ids of `broken`.
-async fn index_lost(db: &docrel::mongodb::Database, broken: &[(ObjectId, String)]) -> docrel::Result<bool> {
-    let posts = db.collection::<BsonDoc>("mr_posts");
-    let mut lost = false;
-    for (id, _) in broken {
-        let by_index = posts.count_documents(doc! {"comment_ids": id}).await.map_err(err)?;
-        let scan = docrel::mongodb::options::Hint::Keys(doc! {"$natural": 1});
-        let scanned = posts.count_documents(doc! {"comment_ids": id}).hint(scan).await.map_err(err)?;
-        println!("@index {id}: {by_index} post(s) by the index, {scanned} by a scan");
-        lost |= by_index != scanned;
-    }
-    Ok(lost)
 }
 
 /// Before the move is switched the new version reads every comment with

@@ -282,23 +282,10 @@ pub async fn write_until_stopped(
     Ok(())
 }
 
-/// Whether the other side's multikey index misses a document a scan
-/// finds holding a student of `pairs`: the embedded test server loses an
-/// index key now and then under concurrent transactions (its `validate`
-/// does not see it), and a query by element, docrel's pull included, then
-/// misses that document. Not a rule docrel broke: on MongoDB the two
-/// counts are always equal.
+/// Whether the other side's multikey index misses a course a scan finds
+/// holding a student of `pairs` ([`super::faults::index_lost`]).
 pub async fn index_lost(db: &docrel::mongodb::Database, pairs: &[(ObjectId, ObjectId)]) -> docrel::Result<bool> {
-    let courses = db.collection::<BsonDoc>("mi_courses");
-    let mut lost = false;
-    for (s, _) in pairs {
-        let by_index = courses.count_documents(doc! {"students": s}).await.map_err(err)?;
-        let scan = docrel::mongodb::options::Hint::Keys(doc! {"$natural": 1});
-        let scanned = courses.count_documents(doc! {"students": s}).hint(scan).await.map_err(err)?;
-        println!("@index {s}: {by_index} course(s) by the index, {scanned} by a scan");
-        lost |= by_index != scanned;
-    }
-    Ok(lost)
+    super::faults::index_lost(db, ("mi_courses", "students"), pairs.iter().map(|(s, _)| *s)).await
 }
 
 /// What the server recorded of the documents of `pairs`: every write as
