@@ -17,6 +17,7 @@ use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use docrel::schema::stored;
 use docrel::testing::TestDb;
 use docrel::Error;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -268,6 +269,86 @@ async fn a_reference_array_becomes_two_way_while_both_versions_write() -> docrel
             println!("@server seed {seed}: the embedded server's index lost a key; running it again");
             assert!(one_seed(seed, faulted).await?, "seed {seed}: the server lost an index key twice");
         }
+    }
+    Ok(())
+}
+
+/// Every course's students as the students' arrays name them.
+async fn linked_from_arrays(db: &docrel::mongodb::Database) -> docrel::Result<BTreeMap<ObjectId, BTreeSet<ObjectId>>> {
+    let mut out: BTreeMap<ObjectId, BTreeSet<ObjectId>> =
+        course_ids(db).await?.into_iter().map(|c| (c, BTreeSet::new())).collect();
+    for s in raw(db, "mi_students").await? {
+        for c in ids(&s, "courses") {
+            out.entry(c).or_default().insert(s.get_object_id("_id").unwrap());
+        }
+    }
+    Ok(out)
+}
+
+/// The new version reads every course's students, by id, all at once, and
+/// counted, as the arrays name them.
+async fn reads_every_link(db: &docrel::mongodb::Database, when: &str) -> docrel::Result<()> {
+    let want = linked_from_arrays(db).await?;
+    let repo = v2::Course::repo(db);
+    for course in repo.find(docrel::Filter::new(doc! {})).to_vec().await? {
+        let read: BTreeSet<ObjectId> = course.students.iter().copied().collect();
+        assert_eq!(read.len(), course.students.len(), "{when}: course {} names each student once", course.id);
+        assert_eq!(Some(&read), want.get(&course.id), "{when}: the students of course {}", course.id);
+        let one = repo.require(&course.id).await?.students.into_iter().collect::<BTreeSet<_>>();
+        assert_eq!(one, read, "{when}: course {} by its id", course.id);
+    }
+    let (first, named) = want.iter().find(|(_, s)| !s.is_empty()).expect("a course with students");
+    let someone = *named.iter().next().unwrap();
+    let counted = repo.count(docrel::Filter::new(doc! {"students": someone})).await?;
+    let courses = want.values().filter(|s| s.contains(&someone)).count() as u64;
+    assert_eq!(counted, courses, "{when}: the courses of student {someone} (course {first} among them), counted");
+    Ok(())
+}
+
+/// Until the change has built `mi_courses.students`, the new version reads
+/// it from the students' arrays: every link, before the change, once it is
+/// announced, and (as stored) once it is complete.
+#[tokio::test]
+async fn the_new_version_reads_every_link_before_the_other_side_is_built() -> docrel::Result<()> {
+    new_version();
+    let t = TestDb::new("moves_inverse_reads").await?;
+    stored::set_lease_for(&t.db, LEASE);
+    let seeded = old_version_process(t.db.name(), "seed", 1).output().expect("the old version seeds");
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    docrel::schema::publish(&t.db).await?;
+    // As a process starting now reads it at its first write.
+    stored::obey(&t.db).await?;
+    reads_every_link(&t.db, "before the change").await?;
+    let students = raw(&t.db, "mi_students").await?;
+    let s = students[0].get_object_id("_id").unwrap();
+    let c = course_ids(&t.db).await?.into_iter().find(|c| !ids(&students[0], "courses").contains(c)).unwrap();
+    v2::Student::rels().courses.link(&t.db, &s, &c).await?;
+    let held: usize = raw(&t.db, "mi_courses").await?.iter().map(|c| ids(c, "students").len()).sum();
+    assert_eq!(held, 1, "the side holds only the link written since");
+    reads_every_link(&t.db, "after one link").await?;
+
+    let steps = AtomicUsize::new(0);
+    let stop = || steps.load(Ordering::SeqCst) >= 1;
+    let step = |_: &str| {
+        steps.fetch_add(1, Ordering::SeqCst);
+    };
+    let cut = change(&t.db, stored::program()).run(stop, step).await?;
+    assert_eq!(cut.state, "announced", "{cut:?}");
+    assert_eq!(stored::load_building(&t.db).await?.len(), 1, "the side is listed as being built");
+    stored::obey(&t.db).await?;
+    reads_every_link(&t.db, "announced").await?;
+
+    let done = change(&t.db, stored::program()).run(|| false, |_| {}).await?;
+    assert!(done.complete(), "{done:?}");
+    assert!(stored::load_building(&t.db).await?.is_empty(), "built: no longer listed");
+    let schema = t.db.collection::<BsonDoc>(stored::SCHEMA_COLLECTION);
+    assert_eq!(schema.count_documents(doc! {"_id": stored::MOVES_ID}).await.map_err(err)?, 0);
+    stored::obey(&t.db).await?;
+    reads_every_link(&t.db, "complete").await?;
+    let want = linked_from_arrays(&t.db).await?;
+    for course in raw(&t.db, "mi_courses").await? {
+        let held: BTreeSet<ObjectId> = ids(&course, "students").into_iter().collect();
+        assert_eq!(Some(&held), want.get(&course.get_object_id("_id").unwrap()), "built as stored: {course}");
     }
     Ok(())
 }

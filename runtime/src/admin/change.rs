@@ -238,6 +238,7 @@ impl<'a> Change<'a> {
         for c in report.diff.inverses.clone() {
             let key = format!("inverse:{}.{}", c.collection, c.field);
             if report.backfilled.contains(&key) {
+                super::inverse_build::built(self.db, &c).await?;
                 continue;
             }
             step(&format!("backfill: build `{}.{}` from `{}.{}`", c.target, c.inverse, c.collection, c.field));
@@ -247,6 +248,7 @@ impl<'a> Change<'a> {
                 return Ok(false);
             }
             self.backfilled(report, key).await?;
+            super::inverse_build::built(self.db, &c).await?;
         }
         for collection in report.diff.repairs.clone() {
             if report.backfilled.contains(&collection) {
@@ -288,7 +290,9 @@ impl<'a> Change<'a> {
         for b in &diff.bounds {
             step(&format!("bound published: {}", b.describe()));
         }
-        // And keeps arrays one-way: a change makes them two-way.
+        // And keeps arrays one-way: a change makes them two-way. Their other
+        // sides are read from the arrays until built.
+        super::inverse_build::announce(self.db, &diff.inverses).await?;
         stored::reinverse(self.db, &diff.inverses).await?;
         for i in &diff.inverses {
             step(&format!("inverse published: {}", i.describe()));

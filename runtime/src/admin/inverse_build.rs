@@ -5,10 +5,12 @@
 //! in `_id` order, and each page's documents are linked back in a
 //! transaction, with the reconcile the old version's writes use. A page
 //! is idempotent, so a stopped build starts again from the first page.
+//! Until it is built the side is listed in the moves document, and a
+//! program declaring it reads it from the arrays.
 
 use crate::denormalize::moved::inverses_from_arrays;
 use crate::error::{Error, Result};
-use crate::schema::stored::{AdoptedInverse, InverseChange};
+use crate::schema::stored::{AdoptedInverse, BuildingInverse, InverseChange};
 use crate::store::page::id_page;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocumentBuf};
@@ -50,4 +52,39 @@ pub(super) async fn build(
         after = page.last().cloned();
     }
     Ok(true)
+}
+
+/// The other sides `changes` build, listed so that a program declaring
+/// one reads it from the arrays until it is built ([`built`] unlists it).
+pub(super) async fn announce(db: &Database, changes: &[InverseChange]) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut listed = crate::schema::stored::load_building(db).await?;
+    for c in changes {
+        let side = building(c);
+        if !listed.contains(&side) {
+            listed.push(side);
+        }
+    }
+    crate::schema::stored::publish_building(db, &listed).await
+}
+
+/// `c`'s other side is built: it is read as stored from now on.
+pub(super) async fn built(db: &Database, c: &InverseChange) -> Result<()> {
+    let listed = crate::schema::stored::load_building(db).await?;
+    if !listed.contains(&building(c)) {
+        return Ok(());
+    }
+    let rest: Vec<BuildingInverse> = listed.into_iter().filter(|b| *b != building(c)).collect();
+    crate::schema::stored::publish_building(db, &rest).await
+}
+
+fn building(c: &InverseChange) -> BuildingInverse {
+    BuildingInverse {
+        collection: c.target.clone(),
+        field: c.inverse.clone(),
+        from_collection: c.collection.clone(),
+        from_field: c.field.clone(),
+    }
 }

@@ -210,6 +210,9 @@ pub struct Graph {
     pub(crate) bounds: Vec<(String, String, u32)>,
     /// The stored inverses of arrays linked types declare one-way.
     pub(crate) adopted: Vec<super::stored::inverses::AdoptedInverse>,
+    /// The other sides of arrays made two-way, not built yet, that linked
+    /// types declare: read from the arrays.
+    pub(crate) building: Vec<super::stored::transitions::BuildingInverse>,
 }
 
 /// The graph of every document type linked into the program.
@@ -245,10 +248,10 @@ pub(crate) fn install(
     db: &mongodb::Database,
     stored: Vec<&'static Schema>,
     moves: Vec<super::stored::moves_state::ActiveMove>,
-    (bounds, adopted): (Vec<(String, String, u32)>, Vec<super::stored::inverses::AdoptedInverse>),
+    (bounds, adopted, building): super::stored::transitions::Rules,
 ) {
     let mut g = Graph::build(schemas().chain(stored.iter().copied()));
-    (g.moves, g.bounds, g.adopted) = (moves, bounds, adopted);
+    (g.moves, g.bounds, g.adopted, g.building) = (moves, bounds, adopted, building);
     for s in stored.into_iter().filter(|s| schemas().any(|linked| linked.collection == s.collection)) {
         g.supplements.entry(s.collection).or_default().push(s);
     }

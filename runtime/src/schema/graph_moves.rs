@@ -102,6 +102,12 @@ impl Graph {
         self.adopted.iter().filter(|a| a.target == collection).collect()
     }
 
+    /// The other sides of arrays made two-way in `collection` that are
+    /// not built yet: read from the arrays naming each document.
+    pub(crate) fn read_from_arrays(&self, collection: &str) -> Vec<&super::stored::transitions::BuildingInverse> {
+        self.building.iter().filter(|b| b.collection == collection).collect()
+    }
+
     /// The bound writes keep the other side of an adopted inverse to.
     pub(crate) fn inverse_bound(&self, a: &AdoptedInverse) -> Option<u32> {
         let types = self.types_of(&a.target);

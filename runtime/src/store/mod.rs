@@ -21,6 +21,7 @@ pub mod query;
 pub mod scan;
 pub(crate) mod session;
 pub mod transaction;
+mod unbuilt;
 pub mod update;
 pub(crate) mod updates;
 

@@ -42,11 +42,29 @@ pub(crate) async fn collect_find<U>(
 ) -> Result<Vec<U>> {
     let db = database_of(coll);
     match source(&db, coll.name()).await? {
-        None => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
+        None => match &super::unbuilt::sides(&db, coll.name())[..] {
+            [] => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
+            sides => {
+                let aggregate = coll.aggregate(super::unbuilt::find(sides, filter, &options));
+                collect_aggregate(batched(aggregate, &options), session, coll.name(), each).await
+            }
+        },
         Some(through) => {
             let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
             collect_aggregate(through.on_parents(&source, filter, &options), session, coll.name(), each).await
         }
+    }
+}
+
+/// `aggregate` with the find's batch size.
+fn batched<'c>(
+    aggregate: mongodb::action::Aggregate<'c, mongodb::action::ImplicitSession, BsonDoc>,
+    options: &FindOptions,
+) -> mongodb::action::Aggregate<'c, mongodb::action::ImplicitSession, RawDocumentBuf> {
+    let aggregate = aggregate.with_type::<RawDocumentBuf>();
+    match options.batch_size {
+        Some(b) => aggregate.batch_size(b),
+        None => aggregate,
     }
 }
 
@@ -59,7 +77,13 @@ pub(crate) async fn cursor(
 ) -> Result<mongodb::Cursor<RawDocumentBuf>> {
     let db = database_of(coll);
     match source(&db, coll.name()).await? {
-        None => coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e)),
+        None => match &super::unbuilt::sides(&db, coll.name())[..] {
+            [] => coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e)),
+            sides => {
+                let aggregate = batched(coll.aggregate(super::unbuilt::find(sides, filter, &options)), &options);
+                aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
+            }
+        },
         Some(through) => {
             let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
             let aggregate = through.on_parents(&source, filter, &options);
@@ -76,13 +100,20 @@ pub(crate) async fn count(
     session: Option<&mut ClientSession>,
 ) -> Result<u64> {
     let db = database_of(coll);
-    let Some(through) = source(&db, coll.name()).await? else {
-        let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
-        return counted.map_err(|e| Error::driver("count", coll.name(), e));
+    let (source, stages) = match source(&db, coll.name()).await? {
+        Some(through) => {
+            let mut stages = through.find(filter.clone(), &FindOptions::default());
+            stages.push(doc! {"$count": "n"});
+            (db.collection::<RawDocumentBuf>(through.runs_on(&filter)), stages)
+        }
+        None => match super::unbuilt::count(&super::unbuilt::sides(&db, coll.name()), &filter) {
+            Some(stages) => (coll.clone(), stages),
+            None => {
+                let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
+                return counted.map_err(|e| Error::driver("count", coll.name(), e));
+            }
+        },
     };
-    let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
-    let mut stages = through.find(filter, &FindOptions::default());
-    stages.push(doc! {"$count": "n"});
     let aggregate = source.aggregate(stages).with_type::<RawDocumentBuf>();
     let counts = collect_aggregate(aggregate, session, coll.name(), |raw| {
         Ok(raw.get("n").ok().flatten().and_then(|n| n.as_i64().or(n.as_i32().map(i64::from))).unwrap_or(0))

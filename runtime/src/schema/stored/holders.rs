@@ -8,7 +8,7 @@
 //! move or a retiring array nothing is written.
 
 use super::moves_state::ActiveMove;
-use super::retiring::RetiringInverse;
+use super::transitions::RetiringInverse;
 use crate::error::{Error, Result};
 use mongodb::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use mongodb::Database;

@@ -21,8 +21,8 @@ pub(crate) mod moves_state;
 mod obey;
 mod publish;
 mod rebound;
-mod retiring;
 mod retract;
+pub(crate) mod transitions;
 
 pub use bounds::BoundChange;
 pub(crate) use descriptors::schema as descriptor;
@@ -44,13 +44,13 @@ pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
 pub use publish::{
-    fingerprint, load, load_moves, load_retiring, publish, publish_moves, publish_retiring, publish_types, Published,
-    SCHEMA_COLLECTION,
+    fingerprint, load, load_building, load_moves, load_retiring, publish, publish_building, publish_moves,
+    publish_retiring, publish_types, Published, SCHEMA_COLLECTION,
 };
 pub use rebound::{rebound, reinverse};
-pub use retiring::RetiringInverse;
 pub use retract::retract;
 pub(crate) use retract::without as without_rule;
+pub use transitions::{BuildingInverse, RetiringInverse};
 
 /// The rules of `ours` joined to those of `stored` (a rule both declare
 /// differently is `ours`'s).

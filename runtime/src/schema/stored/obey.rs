@@ -46,12 +46,46 @@ struct Kept {
     bounds: Vec<(String, String, u32)>,
     /// The stored inverses of arrays they declare one-way.
     inverses: Vec<super::inverses::AdoptedInverse>,
+    /// The other sides of arrays made two-way that they declare and that
+    /// are not built yet: read from the arrays.
+    building: Vec<super::transitions::BuildingInverse>,
 }
 
 impl Kept {
     fn is_empty(&self) -> bool {
-        self.bounds.is_empty() && self.inverses.is_empty()
+        self.bounds.is_empty() && self.inverses.is_empty() && self.building.is_empty()
     }
+}
+
+/// The other sides of arrays made two-way that this program's types
+/// declare and that do not hold every link yet: those a change is building
+/// (`listed`), and those this program makes two-way before any change
+/// published them (the stored array is one-way). Each is read from the
+/// arrays naming its documents.
+fn read_from_arrays(
+    listed: Vec<super::transitions::BuildingInverse>,
+    stored: &[StoredType],
+    ours: &[StoredType],
+) -> Vec<super::transitions::BuildingInverse> {
+    let mut out = listed;
+    for t in stored {
+        let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else { continue };
+        for c in super::inverses::changes_of(t, mine) {
+            out.push(super::transitions::BuildingInverse {
+                collection: c.target,
+                field: c.inverse,
+                from_collection: c.collection,
+                from_field: c.field,
+            });
+        }
+    }
+    let declared = |b: &super::transitions::BuildingInverse| {
+        ours.iter().any(|o| o.collection == b.collection && o.relations.iter().any(|r| r.field == b.field))
+    };
+    out.retain(declared);
+    out.sort_by(|a, b| (&a.collection, &a.field).cmp(&(&b.collection, &b.field)));
+    out.dedup();
+    out
 }
 
 /// What this process keeps of the schema it obeys in one database
@@ -71,7 +105,7 @@ struct Obeying {
     /// The moves in progress, as last read.
     moves: Mutex<Vec<ActiveMove>>,
     /// The two-way arrays being made one-way, as last read.
-    retiring: Mutex<Vec<super::retiring::RetiringInverse>>,
+    retiring: Mutex<Vec<super::transitions::RetiringInverse>>,
     /// When this process last renewed its lease row.
     renewed: Mutex<Option<Instant>>,
 }
@@ -115,7 +149,7 @@ pub(crate) async fn obey_saying(db: &Database, unpublished: bool) -> Result<Obey
     let missing = unpublished_rules(&stored, &ours);
     let mut out = Obeyed::default();
     let mut extra = BTreeMap::new();
-    let mut kept = Kept::default();
+    let mut kept = Kept { building: read_from_arrays(loaded.building, &stored, &ours), ..Kept::default() };
     for t in stored {
         let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else {
             out.stored_only.push(t.collection.clone());
@@ -184,7 +218,7 @@ async fn remember(
     db: &Database,
     state: &Obeying,
     moves: Vec<ActiveMove>,
-    retiring: Vec<super::retiring::RetiringInverse>,
+    retiring: Vec<super::transitions::RetiringInverse>,
 ) -> Result<()> {
     if !moves.is_empty() || !retiring.is_empty() {
         super::holders::renew(db, (&moves, &retiring), super::lease_time::lease_for(db)).await?;
@@ -271,7 +305,8 @@ fn install(db: &Database, state: &Obeying, extra: Followed, moves: Vec<ActiveMov
     }
     // A linked collection's entry holds only the rules it lacks.
     let schemas = extra.values().map(|(_, t)| super::descriptors::schema(t)).collect();
-    crate::schema::graph::install(db, schemas, moves.clone(), (kept.bounds.clone(), kept.inverses.clone()));
+    let rules = (kept.bounds.clone(), kept.inverses.clone(), kept.building.clone());
+    crate::schema::graph::install(db, schemas, moves.clone(), rules);
     *followed = Some((extra, moves, kept));
 }
 

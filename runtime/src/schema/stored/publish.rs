@@ -4,7 +4,7 @@
 use super::form::{StoredType, FORMAT};
 use super::merge::{merge, Conflict};
 use super::moves_state::ActiveMove;
-use super::retiring::RetiringInverse;
+use super::transitions::{BuildingInverse, RetiringInverse};
 use crate::error::{Error, Misuse, Result};
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -160,13 +160,14 @@ pub(super) async fn load_documents(db: &Database) -> Result<Vec<(StoredType, Str
 }
 
 /// What the schema collection holds: the stored types with their
-/// fingerprints, the moves in progress and the two-way arrays being made
-/// one-way.
+/// fingerprints, the moves in progress, the two-way arrays being made
+/// one-way and the other sides of arrays being made two-way.
 #[derive(Debug, Default)]
 pub(super) struct Loaded {
     pub(super) types: Vec<(StoredType, String)>,
     pub(super) moves: Vec<ActiveMove>,
     pub(super) retiring: Vec<RetiringInverse>,
+    pub(super) building: Vec<BuildingInverse>,
 }
 
 /// Everything the schema collection holds, from the primary in one read.
@@ -180,11 +181,15 @@ pub(super) async fn load_all(db: &Database) -> Result<Loaded> {
         .map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
     let docs: Vec<BsonDoc> = cursor.try_collect().await.map_err(|e| Error::driver("find", SCHEMA_COLLECTION, e))?;
     let (moves, types): (Vec<BsonDoc>, Vec<BsonDoc>) = docs.into_iter().partition(super::moves_state::is_moves);
-    let (moves, retiring) = match moves.first() {
-        Some(d) => (super::moves_state::decode(d)?, super::retiring::decode(d)?),
-        None => (Vec::new(), Vec::new()),
+    let (moves, retiring, building) = match moves.first() {
+        Some(d) => (
+            super::moves_state::decode(d)?,
+            super::transitions::decode(d, "retiring")?,
+            super::transitions::decode(d, "building")?,
+        ),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
-    Ok(Loaded { types: types.iter().map(decode).collect::<Result<_>>()?, moves, retiring })
+    Ok(Loaded { types: types.iter().map(decode).collect::<Result<_>>()?, moves, retiring, building })
 }
 
 /// The moves in progress in `db`, from the primary.
@@ -195,6 +200,11 @@ pub async fn load_moves(db: &Database) -> Result<Vec<ActiveMove>> {
 /// The two-way arrays being made one-way in `db`, from the primary.
 pub async fn load_retiring(db: &Database) -> Result<Vec<RetiringInverse>> {
     Ok(load_all(db).await?.retiring)
+}
+
+/// The other sides of arrays being made two-way in `db`, from the primary.
+pub async fn load_building(db: &Database) -> Result<Vec<BuildingInverse>> {
+    Ok(load_all(db).await?.building)
 }
 
 fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
@@ -223,25 +233,37 @@ pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
         .map(|m| crate::bson_compat::to_document(m).map(Bson::Document))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("a move cannot be stored: {e}") })?;
-    set_listed(db, "moves", "retiring", listed).await
+    set_listed(db, "moves", listed).await
 }
 
 /// Publishes `retiring` as the two-way arrays being made one-way in `db`
 /// (all of them: the list is replaced).
 pub async fn publish_retiring(db: &Database, retiring: &[RetiringInverse]) -> Result<()> {
-    set_listed(db, "retiring", "moves", super::retiring::encode(retiring)?).await
+    set_listed(db, "retiring", super::transitions::encode(retiring)?).await
 }
 
-/// Sets one list of the moves document, which keeps the other (`beside`);
-/// the document goes when both are empty. Each list is written alone, so
-/// a move and a retirement published at once do not undo each other.
-async fn set_listed(db: &Database, field: &str, beside: &str, listed: Vec<Bson>) -> Result<()> {
+/// Publishes `building` as the other sides of arrays being made two-way
+/// in `db` (all of them: the list is replaced).
+pub async fn publish_building(db: &Database, building: &[BuildingInverse]) -> Result<()> {
+    set_listed(db, "building", super::transitions::encode(building)?).await
+}
+
+/// The lists of the moves document.
+const LISTS: [&str; 3] = ["moves", "retiring", "building"];
+
+/// Sets one list of the moves document, which keeps the others; the
+/// document goes when all are empty. Each list is written alone, so a move
+/// and a retirement published at once do not undo each other.
+async fn set_listed(db: &Database, field: &str, listed: Vec<Bson>) -> Result<()> {
     let coll = db.collection::<BsonDoc>(SCHEMA_COLLECTION);
     let failed = |e| Error::driver("update", SCHEMA_COLLECTION, e);
     let id = super::moves_state::MOVES_ID;
     if listed.is_empty() {
-        let other_empty = format!("{beside}.0");
-        coll.delete_one(doc! {"_id": id, other_empty: {"$exists": false}}).await.map_err(failed)?;
+        let mut all_empty = doc! {"_id": id};
+        for other in LISTS.iter().filter(|l| **l != field) {
+            all_empty.insert(format!("{other}.0"), doc! {"$exists": false});
+        }
+        coll.delete_one(all_empty).await.map_err(failed)?;
         coll.update_one(doc! {"_id": id}, doc! {"$set": {field: []}}).await.map_err(failed)?;
         return Ok(());
     }
