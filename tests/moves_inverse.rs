@@ -319,7 +319,19 @@ async fn the_new_version_reads_every_link_before_the_other_side_is_built() -> do
     // As a process starting now reads it at its first write.
     stored::obey(&t.db).await?;
     reads_every_link(&t.db, "before the change").await?;
+    // The diff counts what the change builds on the live data.
+    let want = linked_from_arrays(&t.db).await?;
     let students = raw(&t.db, "mi_students").await?;
+    let holders = students.iter().filter(|s| !ids(s, "courses").is_empty()).count();
+    let (links, into) = (want.values().map(BTreeSet::len).sum::<usize>(), want.values().filter(|s| !s.is_empty()));
+    let most = want.values().map(BTreeSet::len).max().unwrap_or(0);
+    let preview = docrel::admin::change_preview::preview(&t.db, &stored::program()).await?.to_text();
+    let counted = format!(
+        "inverse count: `mi_courses.students`: {holders} document(s) hold {links} link(s) into {} `mi_courses` \
+         document(s), at most {most} into one; 0 would pass its bound of 500",
+        into.count()
+    );
+    assert!(preview.contains(&counted), "{counted}\n{preview}");
     let s = students[0].get_object_id("_id").unwrap();
     let c = course_ids(&t.db).await?.into_iter().find(|c| !ids(&students[0], "courses").contains(c)).unwrap();
     v2::Student::rels().courses.link(&t.db, &s, &c).await?;
@@ -335,6 +347,8 @@ async fn the_new_version_reads_every_link_before_the_other_side_is_built() -> do
     let cut = change(&t.db, stored::program()).run(stop, step).await?;
     assert_eq!(cut.state, "announced", "{cut:?}");
     assert_eq!(stored::load_building(&t.db).await?.len(), 1, "the side is listed as being built");
+    let status = docrel::admin::moves::status(&t.db, LEASE).await?.to_text();
+    assert!(status.contains("two-way mi_students.courses ↔ mi_courses.students: being built"), "{status}");
     stored::obey(&t.db).await?;
     reads_every_link(&t.db, "announced").await?;
 

@@ -360,6 +360,9 @@ async fn the_command_line_makes_the_array_one_way() -> docrel::Result<()> {
     assert!(out.contains("inverse: `mi_students.courses` becomes one-way: `mi_courses.students` is no longer kept"));
     let linked = raw(&t.db, "mi_courses").await?.iter().map(|c| ids(c, "students").len()).sum::<usize>();
     assert!(linked > 0, "the seed linked courses back");
+    let holding = raw(&t.db, "mi_courses").await?.iter().filter(|c| !ids(c, "students").is_empty()).count();
+    let counted = format!("inverse count: `mi_courses.students`: {holding} document(s) hold {linked} id(s), ");
+    assert!(out.contains(&counted), "{counted}\n{out}");
     let retire = ["schema", "retire", "--file", path, "--drop-old", "--lease", "0.05", "--json"];
     let (exit, out, err) = admin(&t.db, &retire).await;
     assert_eq!(exit, Exit::Ok, "{err}");

@@ -1,7 +1,7 @@
 //! What a program's schema would meet in a live database before it is
 //! applied: the stored rules it adds (and the backfills they need), the
-//! index builds its types need, and the documents already over a bound it
-//! declares.
+//! index builds its types need, the documents already over a bound it
+//! declares, and what an N:M array changing direction carries.
 
 use crate::admin::index_plan::{existing_collections, show};
 use crate::admin::index_shape::Shape;
@@ -23,6 +23,11 @@ pub struct Preview {
     /// The arrays already over a bound the program declares, one line each
     /// with how many documents: writes of those documents will be refused.
     pub bound_violations: Vec<String>,
+    /// What each N:M array changing direction carries, counted: the links
+    /// a change builds into the other side (and the documents that would
+    /// pass its bound), or the ids a retired side holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inverse_counts: Vec<String>,
     /// The plan of each move the program declares (`moved_from`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<crate::admin::moves::MovePlan>,
@@ -50,6 +55,9 @@ impl Preview {
         for b in &self.bound_violations {
             out.push_str(&format!("bound violation: {b}\n"));
         }
+        for c in &self.inverse_counts {
+            out.push_str(&format!("inverse count: {c}\n"));
+        }
         for m in &self.moves {
             out.push_str(&m.to_text());
         }
@@ -62,7 +70,8 @@ impl Preview {
 
 /// Compares `program` (a program's exported types) with the schema stored
 /// in `db` and with its data: one `listIndexes` per collection the program
-/// declares, and one count per bounded array.
+/// declares, one count per bounded array, and one aggregate per N:M array
+/// changing direction.
 ///
 /// ```no_run
 /// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
@@ -80,6 +89,12 @@ pub async fn preview(db: &Database, program: &[StoredType]) -> Result<Preview> {
     }
     for t in program.iter().filter(|t| existing.contains(&t.collection)) {
         out.bound_violations.extend(over_bounds(db, t).await?);
+    }
+    for c in &out.diff.inverses {
+        out.inverse_counts.push(super::inverse_counts::built(db, program, c).await?);
+    }
+    for c in &out.diff.one_way {
+        out.inverse_counts.push(super::inverse_counts::retired(db, c).await?);
     }
     Ok(out)
 }

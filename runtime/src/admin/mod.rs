@@ -28,6 +28,7 @@ pub mod html;
 pub mod index_plan;
 mod index_shape;
 mod inverse_build;
+mod inverse_counts;
 mod missing_indexes;
 pub mod moves;
 pub mod report;

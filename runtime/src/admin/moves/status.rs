@@ -6,7 +6,7 @@
 use super::holders::Holder;
 use super::states::{may_enter, may_retire, Wait};
 use crate::error::Result;
-use crate::schema::stored::{load_moves, load_retiring, MoveState, RetiringInverse};
+use crate::schema::stored::{load_building, load_moves, load_retiring, BuildingInverse, MoveState, RetiringInverse};
 use mongodb::Database;
 use serde::Serialize;
 use std::time::Duration;
@@ -37,6 +37,9 @@ pub struct Status {
     /// that still declare the side that goes (`docrel schema retire`
     /// waits for them).
     pub retiring: Vec<(RetiringInverse, Wait)>,
+    /// The other sides of arrays an online change is making two-way, not
+    /// built yet (programs declaring one read it from the arrays).
+    pub building: Vec<BuildingInverse>,
     /// The processes that registered a lease while a move ran, newest first.
     pub holders: Vec<Holder>,
 }
@@ -45,8 +48,14 @@ impl Status {
     /// The status in words, one line each.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        if self.moves.is_empty() && self.retiring.is_empty() {
+        if self.moves.is_empty() && self.retiring.is_empty() && self.building.is_empty() {
             out.push_str("no move in progress\n");
+        }
+        for b in &self.building {
+            out.push_str(&format!(
+                "two-way {}.{} ↔ {}.{}: being built (read from `{}.{}` until then)\n",
+                b.from_collection, b.from_field, b.collection, b.field, b.from_collection, b.from_field
+            ));
         }
         for (r, wait) in &self.retiring {
             let state = if r.retracted { "left the stored schema" } else { "announced" };
@@ -138,5 +147,5 @@ pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
         })
         .collect();
     let retiring = load_retiring(db).await?.into_iter().map(|r| (r.clone(), may_retire(&r.side(), &holders))).collect();
-    Ok(Status { moves, retiring, holders })
+    Ok(Status { moves, retiring, building: load_building(db).await?, holders })
 }
