@@ -176,6 +176,8 @@ async fn refused_while_the_old_version_runs(db: &docrel::mongodb::Database, faul
             other => panic!("retired while the old version runs: {other:?}"),
         }
     }
+    // Read back on a client no fail point names.
+    let db = &client(db.name(), "mi-janitor").await?.database(db.name());
     let courses = stored::load(db).await?.into_iter().find(|t| t.collection == "mi_courses").expect("stored");
     assert!(courses.relations.iter().any(|r| r.field == "students"), "the side is still stored");
     let listed = stored::load_retiring(db).await?;
