@@ -62,7 +62,7 @@ pub(super) async fn announce(db: &Database, changes: &[InverseChange]) -> Result
     }
     let mut listed = crate::schema::stored::load_building(db).await?;
     for c in changes {
-        let side = building(c);
+        let side = BuildingInverse::from(c);
         if !listed.contains(&side) {
             listed.push(side);
         }
@@ -72,19 +72,10 @@ pub(super) async fn announce(db: &Database, changes: &[InverseChange]) -> Result
 
 /// `c`'s other side is built: it is read as stored from now on.
 pub(super) async fn built(db: &Database, c: &InverseChange) -> Result<()> {
-    let listed = crate::schema::stored::load_building(db).await?;
-    if !listed.contains(&building(c)) {
+    let (side, listed) = (BuildingInverse::from(c), crate::schema::stored::load_building(db).await?);
+    if !listed.contains(&side) {
         return Ok(());
     }
-    let rest: Vec<BuildingInverse> = listed.into_iter().filter(|b| *b != building(c)).collect();
+    let rest: Vec<BuildingInverse> = listed.into_iter().filter(|b| *b != side).collect();
     crate::schema::stored::publish_building(db, &rest).await
-}
-
-fn building(c: &InverseChange) -> BuildingInverse {
-    BuildingInverse {
-        collection: c.target.clone(),
-        field: c.inverse.clone(),
-        from_collection: c.collection.clone(),
-        from_field: c.field.clone(),
-    }
 }

@@ -2,36 +2,17 @@
 //! data for `docrel schema diff`: for an array made two-way, the links the
 //! change builds into the other side and the documents that would pass its
 //! bound; for one made one-way, the ids the retired side holds and their
-//! bytes. One aggregate each, on the primary.
+//! bytes. One aggregate each, on the primary (the move plan's `first`).
 
+use crate::admin::moves::first;
 use crate::error::{Error, Result};
 use crate::schema::stored::{InverseChange, StoredKind, StoredType};
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
-/// The first row of an aggregate of `collection` (`None`: no document).
-async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
-    let failed = |e| Error::driver("aggregate", collection.to_owned(), e);
-    let rows: Vec<BsonDoc> = db
-        .collection::<BsonDoc>(collection)
-        .aggregate(pipeline)
-        .selection_criteria(crate::store::primary())
-        .await
-        .map_err(failed)?
-        .try_collect()
-        .await
-        .map_err(failed)?;
-    Ok(rows.into_iter().next())
-}
-
+/// A count, whatever numeric type the server answered with.
 fn number(row: &BsonDoc, key: &str) -> u64 {
-    match row.get(key) {
-        Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
-        Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
-        Some(Bson::Double(n)) => *n as u64,
-        _ => 0,
-    }
+    crate::admin::doctor::as_u64(row.get(key)).unwrap_or(0)
 }
 
 /// The bound `program` declares on the other side of `c`.

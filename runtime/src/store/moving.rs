@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::schema::graph_moves::ReadThrough;
-use crate::schema::stored::OldArray;
+use crate::schema::stored::{BuildingInverse, OldArray};
 use crate::store::session::{collect, collect_aggregate};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
 use mongodb::options::FindOptions;
@@ -20,10 +20,37 @@ use mongodb::{ClientSession, Collection, Database};
 /// the database's stored schema first (it learns where the move stands);
 /// any other follows the move its graph knows, at no cost.
 pub(crate) async fn source(db: &Database, collection: &str) -> Result<Option<ReadThrough>> {
+    Ok(match reading(db, collection).await? {
+        Reading::Through(through) => Some(*through),
+        Reading::Stored | Reading::Unbuilt(_) => None,
+    })
+}
+
+/// How a find of a collection runs now.
+enum Reading {
+    /// As stored.
+    Stored,
+    /// Through the old shape of the move that fills it.
+    Through(Box<ReadThrough>),
+    /// As stored, but for its sides of arrays made two-way that are not
+    /// built yet, read from the arrays ([`super::unbuilt`]).
+    Unbuilt(Vec<&'static BuildingInverse>),
+}
+
+/// How a find of `collection` of `db` runs now: [`source`], and the sides
+/// not built yet, from one look at the graph.
+async fn reading(db: &Database, collection: &str) -> Result<Reading> {
     if crate::schema::moves::declared().any(|m| m.to_collection == collection) {
         crate::schema::stored::hold(db).await?;
     }
-    Ok(crate::schema::graph::of(db).read_through(collection))
+    let graph = crate::schema::graph::of(db);
+    Ok(match graph.read_through(collection) {
+        Some(through) => Reading::Through(Box::new(through)),
+        None => match graph.read_from_arrays(collection) {
+            sides if sides.is_empty() => Reading::Stored,
+            sides => Reading::Unbuilt(sides),
+        },
+    })
 }
 
 /// The database of `coll`.
@@ -41,15 +68,13 @@ pub(crate) async fn collect_find<U>(
     each: impl FnMut(&RawDocument) -> Result<U>,
 ) -> Result<Vec<U>> {
     let db = database_of(coll);
-    match source(&db, coll.name()).await? {
-        None => match &super::unbuilt::sides(&db, coll.name())[..] {
-            [] => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
-            sides => {
-                let aggregate = coll.aggregate(super::unbuilt::find(sides, filter, &options));
-                collect_aggregate(batched(aggregate, &options), session, coll.name(), each).await
-            }
-        },
-        Some(through) => {
+    match reading(&db, coll.name()).await? {
+        Reading::Stored => collect(coll.find(filter).with_options(options), session, coll.name(), each).await,
+        Reading::Unbuilt(sides) => {
+            let aggregate = coll.aggregate(super::unbuilt::find(&sides, filter, &options));
+            collect_aggregate(batched(aggregate, &options), session, coll.name(), each).await
+        }
+        Reading::Through(through) => {
             let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
             collect_aggregate(through.on_parents(&source, filter, &options), session, coll.name(), each).await
         }
@@ -76,15 +101,15 @@ pub(crate) async fn cursor(
     options: FindOptions,
 ) -> Result<mongodb::Cursor<RawDocumentBuf>> {
     let db = database_of(coll);
-    match source(&db, coll.name()).await? {
-        None => match &super::unbuilt::sides(&db, coll.name())[..] {
-            [] => coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e)),
-            sides => {
-                let aggregate = batched(coll.aggregate(super::unbuilt::find(sides, filter, &options)), &options);
-                aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
-            }
-        },
-        Some(through) => {
+    match reading(&db, coll.name()).await? {
+        Reading::Stored => {
+            coll.find(filter).with_options(options).await.map_err(|e| Error::driver("find", coll.name(), e))
+        }
+        Reading::Unbuilt(sides) => {
+            let aggregate = batched(coll.aggregate(super::unbuilt::find(&sides, filter, &options)), &options);
+            aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
+        }
+        Reading::Through(through) => {
             let source = db.collection::<RawDocumentBuf>(through.runs_on(&filter));
             let aggregate = through.on_parents(&source, filter, &options);
             aggregate.await.map_err(|e| Error::driver("aggregate", coll.name(), e))
@@ -100,19 +125,20 @@ pub(crate) async fn count(
     session: Option<&mut ClientSession>,
 ) -> Result<u64> {
     let db = database_of(coll);
-    let (source, stages) = match source(&db, coll.name()).await? {
-        Some(through) => {
+    let read = reading(&db, coll.name()).await?;
+    let (source, stages) = match read {
+        Reading::Through(through) => {
             let mut stages = through.find(filter.clone(), &FindOptions::default());
             stages.push(doc! {"$count": "n"});
             (db.collection::<RawDocumentBuf>(through.runs_on(&filter)), stages)
         }
-        None => match super::unbuilt::count(&super::unbuilt::sides(&db, coll.name()), &filter) {
-            Some(stages) => (coll.clone(), stages),
-            None => {
-                let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
-                return counted.map_err(|e| Error::driver("count", coll.name(), e));
-            }
-        },
+        Reading::Unbuilt(sides) if super::unbuilt::names_any(&sides, &filter) => {
+            (coll.clone(), super::unbuilt::count(&sides, filter))
+        }
+        Reading::Stored | Reading::Unbuilt(_) => {
+            let counted = crate::store::session::in_session!(coll.count_documents(filter), session);
+            return counted.map_err(|e| Error::driver("count", coll.name(), e));
+        }
     };
     let aggregate = source.aggregate(stages).with_type::<RawDocumentBuf>();
     let counts = collect_aggregate(aggregate, session, coll.name(), |raw| {
@@ -153,11 +179,7 @@ impl ReadThrough {
         filter: BsonDoc,
         options: &FindOptions,
     ) -> mongodb::action::Aggregate<'c, mongodb::action::ImplicitSession, RawDocumentBuf> {
-        let aggregate = parents.aggregate(self.find(filter, options)).with_type::<RawDocumentBuf>();
-        match options.batch_size {
-            Some(b) => aggregate.batch_size(b),
-            None => aggregate,
-        }
+        batched(parents.aggregate(self.find(filter, options)), options)
     }
 
     /// The pipeline, on the parents, of a find of `filter` with `options`.

@@ -9,12 +9,6 @@
 use crate::schema::stored::BuildingInverse;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::FindOptions;
-use mongodb::Database;
-
-/// The sides of `collection` of `db` read from the arrays now (none: as stored).
-pub(crate) fn sides(db: &Database, collection: &str) -> Vec<BuildingInverse> {
-    crate::schema::graph::of(db).read_from_arrays(collection).into_iter().cloned().collect()
-}
 
 /// Whether `d` (a filter or a sort) names `field` or a path inside it, at
 /// any depth (`$and`, `$or`, `$elemMatch`, ..).
@@ -33,9 +27,9 @@ fn names(d: &BsonDoc, field: &str) -> bool {
 /// The aggregate of a find of `filter` with `options` whose `sides` are
 /// read from the arrays. The filter, order, skip and limit run before the
 /// `$lookup`s unless they name a side.
-pub(crate) fn find(sides: &[BuildingInverse], filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
+pub(crate) fn find(sides: &[&BuildingInverse], filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
     let sort = options.sort.clone().unwrap_or_default();
-    let late = sides.iter().any(|b| names(&filter, &b.field) || names(&sort, &b.field));
+    let late = names_any(sides, &filter) || names_any(sides, &sort);
     let mut narrowing = Vec::new();
     if !filter.is_empty() {
         narrowing.push(doc! {"$match": filter});
@@ -64,15 +58,17 @@ pub(crate) fn find(sides: &[BuildingInverse], filter: BsonDoc, options: &FindOpt
     out
 }
 
-/// The aggregate counting the documents of `filter` when it names one of
-/// `sides` (`None`: a count as stored counts the same).
-pub(crate) fn count(sides: &[BuildingInverse], filter: &BsonDoc) -> Option<Vec<BsonDoc>> {
-    let named = sides.iter().any(|b| names(filter, &b.field));
-    named.then(|| {
-        let mut stages = find(sides, filter.clone(), &FindOptions::default());
-        stages.push(doc! {"$count": "n"});
-        stages
-    })
+/// Whether `d` (a filter or a sort) names one of `sides`: a count that
+/// does not counts the same as stored.
+pub(crate) fn names_any(sides: &[&BuildingInverse], d: &BsonDoc) -> bool {
+    sides.iter().any(|b| names(d, &b.field))
+}
+
+/// The aggregate counting the documents of `filter`.
+pub(crate) fn count(sides: &[&BuildingInverse], filter: BsonDoc) -> Vec<BsonDoc> {
+    let mut stages = find(sides, filter, &FindOptions::default());
+    stages.push(doc! {"$count": "n"});
+    stages
 }
 
 #[cfg(test)]
@@ -91,10 +87,10 @@ mod tests {
     #[test]
     fn a_read_narrows_before_the_lookup_unless_it_names_the_side() {
         let options = FindOptions::builder().sort(doc! {"title": 1}).limit(2).build();
-        let early = find(&[side()], doc! {"title": "a"}, &options);
+        let early = find(&[&side()], doc! {"title": "a"}, &options);
         assert_eq!(early[0], doc! {"$match": {"title": "a"}});
         assert!(early[3].contains_key("$lookup") && early[4].contains_key("$set"));
-        let late = find(&[side()], doc! {"$or": [{"students": 1}, {"title": "b"}]}, &options);
+        let late = find(&[&side()], doc! {"$or": [{"students": 1}, {"title": "b"}]}, &options);
         assert!(late[0].contains_key("$lookup"));
         assert_eq!(late[2], doc! {"$match": {"$or": [{"students": 1}, {"title": "b"}]}});
         assert!(names(&doc! {"students.0": {"$exists": true}}, "students"));

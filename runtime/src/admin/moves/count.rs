@@ -186,7 +186,7 @@ async fn duplicates(db: &Database, collection: &str, field: &str, key: &str) -> 
 }
 
 /// The one row an aggregate answers, if any.
-pub(super) async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
+pub(crate) async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
     let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
     let mut cursor = db
         .collection::<BsonDoc>(collection)

@@ -20,6 +20,7 @@ mod states;
 mod status;
 
 pub use copy::Estimate;
+pub(crate) use count::first;
 pub use count::MoveCounts;
 pub use holders::{holders, Holder};
 pub use one_way::make_one_way;

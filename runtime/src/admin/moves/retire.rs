@@ -153,7 +153,8 @@ pub(super) async fn drop_field(
 /// Deletes the lease rows once nothing is moving or retiring: no process
 /// writes one then.
 pub(super) async fn forget_leases_if_idle(db: &Database) -> Result<()> {
-    if stored::load_moves(db).await?.is_empty() && stored::load_retiring(db).await?.is_empty() {
+    let (moves, retiring, _) = stored::load_transitions(db).await?;
+    if moves.is_empty() && retiring.is_empty() {
         let leases = stored::LEASES_COLLECTION;
         db.collection::<BsonDoc>(leases).delete_many(doc! {}).await.map_err(|e| Error::driver("delete", leases, e))?;
     }

@@ -6,7 +6,7 @@
 use super::holders::Holder;
 use super::states::{may_enter, may_retire, Wait};
 use crate::error::Result;
-use crate::schema::stored::{load_building, load_moves, load_retiring, BuildingInverse, MoveState, RetiringInverse};
+use crate::schema::stored::{load_transitions, BuildingInverse, MoveState, RetiringInverse};
 use mongodb::Database;
 use serde::Serialize;
 use std::time::Duration;
@@ -129,7 +129,7 @@ fn links(h: &Holder) -> String {
 /// ```
 pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
     super::holders::forget_silent(db).await?;
-    let moves = load_moves(db).await?;
+    let (moves, retiring, building) = load_transitions(db).await?;
     let (holders, now) = super::holders::holders_now(db).await?;
     let moves = moves
         .into_iter()
@@ -146,6 +146,6 @@ pub async fn status(db: &Database, lease: Duration) -> Result<Status> {
             }
         })
         .collect();
-    let retiring = load_retiring(db).await?.into_iter().map(|r| (r.clone(), may_retire(&r.side(), &holders))).collect();
-    Ok(Status { moves, retiring, building: load_building(db).await?, holders })
+    let retiring = retiring.into_iter().map(|r| (r.clone(), may_retire(&r.side(), &holders))).collect();
+    Ok(Status { moves, retiring, building, holders })
 }

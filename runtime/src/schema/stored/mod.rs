@@ -43,6 +43,7 @@ pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;
 pub use obey::{active_moves, confirmed_ago, keep_current, obey, Obeyed};
+pub(crate) use publish::load_transitions;
 pub use publish::{
     fingerprint, load, load_building, load_moves, load_retiring, publish, publish_building, publish_moves,
     publish_retiring, publish_types, Published, SCHEMA_COLLECTION,

@@ -124,7 +124,7 @@ pub(super) fn decode(d: &BsonDoc) -> Result<Vec<ActiveMove>> {
             super::moves::MOVES_FORMAT
         )));
     }
-    // A document listing only two-way arrays being made one-way has none.
+    // A document listing only two-way arrays changing direction has none.
     let Some(moves) = d.get("moves") else { return Ok(Vec::new()) };
     let moves = moves.as_array().ok_or_else(|| bad(format!("`moves` is {moves}, not an array")))?;
     moves

@@ -70,14 +70,7 @@ fn read_from_arrays(
     let mut out = listed;
     for t in stored {
         let Some(mine) = ours.iter().find(|o| o.collection == t.collection) else { continue };
-        for c in super::inverses::changes_of(t, mine) {
-            out.push(super::transitions::BuildingInverse {
-                collection: c.target,
-                field: c.inverse,
-                from_collection: c.collection,
-                from_field: c.field,
-            });
-        }
+        out.extend(super::inverses::changes_of(t, mine).iter().map(super::transitions::BuildingInverse::from));
     }
     let declared = |b: &super::transitions::BuildingInverse| {
         ours.iter().any(|o| o.collection == b.collection && o.relations.iter().any(|r| r.field == b.field))

@@ -197,6 +197,15 @@ pub async fn load_moves(db: &Database) -> Result<Vec<ActiveMove>> {
     Ok(load_all(db).await?.moves)
 }
 
+/// The moves in progress, the two-way arrays being made one-way and the
+/// other sides being built in `db`, from the primary in one read.
+pub(crate) async fn load_transitions(
+    db: &Database,
+) -> Result<(Vec<ActiveMove>, Vec<RetiringInverse>, Vec<BuildingInverse>)> {
+    let all = load_all(db).await?;
+    Ok((all.moves, all.retiring, all.building))
+}
+
 /// The two-way arrays being made one-way in `db`, from the primary.
 pub async fn load_retiring(db: &Database) -> Result<Vec<RetiringInverse>> {
     Ok(load_all(db).await?.retiring)
@@ -228,24 +237,19 @@ fn decode(d: &BsonDoc) -> Result<(StoredType, String)> {
 /// Publishes `moves` as the moves in progress of `db` (all of them: the
 /// list is replaced); the moves document goes when it lists nothing.
 pub async fn publish_moves(db: &Database, moves: &[ActiveMove]) -> Result<()> {
-    let listed = moves
-        .iter()
-        .map(|m| crate::bson_compat::to_document(m).map(Bson::Document))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("a move cannot be stored: {e}") })?;
-    set_listed(db, "moves", listed).await
+    set_listed(db, "moves", super::transitions::encode(moves, "a move")?).await
 }
 
 /// Publishes `retiring` as the two-way arrays being made one-way in `db`
 /// (all of them: the list is replaced).
 pub async fn publish_retiring(db: &Database, retiring: &[RetiringInverse]) -> Result<()> {
-    set_listed(db, "retiring", super::transitions::encode(retiring)?).await
+    set_listed(db, "retiring", super::transitions::encode(retiring, "a retiring array")?).await
 }
 
 /// Publishes `building` as the other sides of arrays being made two-way
 /// in `db` (all of them: the list is replaced).
 pub async fn publish_building(db: &Database, building: &[BuildingInverse]) -> Result<()> {
-    set_listed(db, "building", super::transitions::encode(building)?).await
+    set_listed(db, "building", super::transitions::encode(building, "a side being built")?).await
 }
 
 /// The lists of the moves document.

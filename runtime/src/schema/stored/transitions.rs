@@ -62,6 +62,18 @@ pub struct BuildingInverse {
     pub from_field: String,
 }
 
+impl From<&super::inverses::InverseChange> for BuildingInverse {
+    /// The other side `c` builds.
+    fn from(c: &super::inverses::InverseChange) -> Self {
+        BuildingInverse {
+            collection: c.target.clone(),
+            field: c.inverse.clone(),
+            from_collection: c.collection.clone(),
+            from_field: c.field.clone(),
+        }
+    }
+}
+
 /// The stored rules a graph keeps beside its types: bounds, adopted
 /// inverses, other sides not built yet.
 pub(crate) type Rules = (Vec<(String, String, u32)>, Vec<super::inverses::AdoptedInverse>, Vec<BuildingInverse>);
@@ -82,11 +94,12 @@ pub(super) fn decode<T: DeserializeOwned>(d: &BsonDoc, key: &str) -> Result<Vec<
         .collect()
 }
 
-/// `listed` as the moves document stores it.
-pub(super) fn encode<T: Serialize>(listed: &[T]) -> Result<Vec<Bson>> {
+/// `listed` as the moves document stores it; an error names `what` an
+/// entry is (`a move`).
+pub(super) fn encode<T: Serialize>(listed: &[T], what: &str) -> Result<Vec<Bson>> {
     listed
         .iter()
         .map(|r| crate::bson_compat::to_document(r).map(Bson::Document))
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("an entry cannot be stored: {e}") })
+        .map_err(|e| Error::Invalid { what: Misuse::Schema, message: format!("{what} cannot be stored: {e}") })
 }
