@@ -14,6 +14,10 @@ use docrel::bson::{doc, Bson};
 use docrel::testing::TestDb;
 use docrel::Filter;
 
+/// The server has one `failCommand` fail point: the tests that set it take
+/// turns, or one's `off` (or its own point) undoes the other's.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_delete_whose_rules_reach_three_collections_is_three_round_trips() -> docrel::Result<()> {
     let t = TestDb::new("bulk_delete").await?;
@@ -58,6 +62,7 @@ async fn refuse_bulk_writes(t: &TestDb, mode: Bson) {
 
 #[tokio::test]
 async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("bulk_delete_refused").await?;
     let (ann, _) = seed(&t).await?;
     refuse_bulk_writes(&t, doc! {"times": 1}.into()).await;
@@ -76,6 +81,7 @@ async fn a_refused_statement_is_the_error_of_its_collection() -> docrel::Result<
 /// delete.
 #[tokio::test]
 async fn rules_that_stop_after_the_delete_say_the_delete_stands() -> docrel::Result<()> {
+    let _one = FAIL_POINT.lock().await;
     let t = TestDb::new("bulk_delete_unfinished").await?;
     let (ann, _) = seed(&t).await?;
     refuse_bulk_writes(&t, doc! {"times": 1}.into()).await;
