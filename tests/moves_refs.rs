@@ -527,6 +527,7 @@ async fn reads_before_the_switch_follow_the_arrays() -> docrel::Result<()> {
             field: "comment_ids".into(),
             bound: Some(40),
             old: stored::OldArray::Ids,
+            required: false,
             state,
             since: docrel::bson::DateTime::now(),
             change: "test".into(),

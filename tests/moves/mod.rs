@@ -89,6 +89,7 @@ pub fn active(state: docrel::schema::stored::MoveState) -> docrel::schema::store
         field: "comments".into(),
         bound: Some(50),
         old: Default::default(),
+        required: false,
         state,
         since: docrel::bson::DateTime::now(),
         change: "test".into(),

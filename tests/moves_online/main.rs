@@ -96,6 +96,8 @@ struct Finished {
     model: serde_json::Value,
     errors: Vec<String>,
     wrote: u64,
+    /// Comments of posts deleted meanwhile, refused (the new version's).
+    orphans: u64,
 }
 
 /// Waits for a writer off the runtime's threads, so the watchdog runs.
@@ -106,8 +108,9 @@ async fn finish(child: std::process::Child) -> Finished {
     assert!(out.status.success(), "a writer failed:\n{text}");
     let model = text.lines().find_map(|l| l.strip_prefix("@model ")).expect("its model");
     let errors = text.lines().filter_map(|l| l.strip_prefix("@error ")).map(str::to_owned).collect();
-    let wrote = text.lines().find_map(|l| l.strip_prefix("@wrote ")).and_then(|n| n.parse().ok()).unwrap_or(0);
-    Finished { model: serde_json::from_str(model).expect("JSON"), errors, wrote }
+    let number = |tag: &str| text.lines().find_map(|l| l.strip_prefix(tag)).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let (wrote, orphans) = (number("@wrote "), number("@orphans "));
+    Finished { model: serde_json::from_str(model).expect("JSON"), errors, wrote, orphans }
 }
 
 /// Writes the stop file when dropped: whatever happens to a history, its
@@ -233,9 +236,10 @@ async fn history(seed: u64, ops: usize, faults: bool) -> docrel::Result<String> 
         }
     };
     Ok(format!(
-        "{runs} run(s) of the move, {} + {} writes, {} + {} errors, {retired}",
+        "{runs} run(s) of the move, {} + {} writes ({} refused for a deleted post), {} + {} errors, {retired}",
         old.wrote,
         new.wrote,
+        new.orphans,
         old.errors.len(),
         new.errors.len()
     ))

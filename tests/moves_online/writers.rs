@@ -147,7 +147,8 @@ pub async fn new_writes(o: &Orders<'_>) -> docrel::Result<serde_json::Value> {
     let (repo, f) = (Comment::repo(o.db), Comment::fields());
     let mut dice = Dice::new(o.seed, 0x2e3);
     let mut model: BTreeMap<ObjectId, (ObjectId, String)> = BTreeMap::new();
-    let (mut n, mut refused, mut wrote) = (0, 0, 0);
+    let (mut n, mut refused, mut wrote, mut orphans) = (0, 0, 0, 0);
+    let mut posts = Posts::default();
     while o.more(n) {
         n += 1;
         let mine: Vec<ObjectId> = model.keys().copied().collect();
@@ -156,7 +157,17 @@ pub async fn new_writes(o: &Orders<'_>) -> docrel::Result<serde_json::Value> {
         let before = model.clone();
         let new =
             |k: usize| Comment { id: ObjectId::new(), post: seed, author: "new".into(), text: format!("n{n}.{k}") };
+        let gone = posts.gone(o.clean, n).await;
+        let orphan = !gone.is_empty() && dice.below(4) == 0;
         let (touched, written): (Vec<ObjectId>, _) = match (dice.below(6), pick) {
+            // A post the old version deleted: the old shape cannot hold a
+            // comment of it, so it is refused (a comment written would be
+            // in the new shape alone, which M1 names).
+            _ if orphan => {
+                let c = Comment { post: gone[dice.below(gone.len())], ..new(0) };
+                model.insert(c.id, (c.post, c.text.clone()));
+                (vec![c.id], repo.insert(&c).await.map(drop))
+            }
             (0 | 1, _) | (_, None) => {
                 let c = new(0);
                 model.insert(c.id, (seed, c.text.clone()));
@@ -183,6 +194,10 @@ pub async fn new_writes(o: &Orders<'_>) -> docrel::Result<serde_json::Value> {
         match written {
             Ok(()) => wrote += 1,
             // Refused until the move is maintained: nothing was written.
+            Err(docrel::Error::Invalid { what: docrel::Misuse::MovedWrite, .. }) if orphan => {
+                orphans += 1;
+                model = before;
+            }
             Err(docrel::Error::Invalid { what: docrel::Misuse::Schema, .. }) => {
                 refused += 1;
                 model = before;
@@ -205,7 +220,37 @@ pub async fn new_writes(o: &Orders<'_>) -> docrel::Result<serde_json::Value> {
     }
     println!("@refused {refused}");
     println!("@wrote {wrote}");
+    println!("@orphans {orphans}");
     let json: serde_json::Map<String, serde_json::Value> =
         model.iter().map(|(c, (p, t))| (c.to_hex(), serde_json::json!([p.to_hex(), t]))).collect();
     Ok(json.into())
+}
+
+/// The posts the old version wrote that the new one has seen, read every
+/// tenth operation: those gone since are where a comment cannot go.
+#[derive(Default)]
+struct Posts {
+    seen: std::collections::BTreeSet<ObjectId>,
+    gone: Vec<ObjectId>,
+}
+
+impl Posts {
+    async fn gone(&mut self, clean: &Database, n: usize) -> Vec<ObjectId> {
+        if n % 10 == 1 {
+            let live: Vec<BsonDoc> = clean
+                .collection::<BsonDoc>("mv_posts")
+                .find(doc! {"title": {"$ne": "seed"}})
+                .projection(doc! {"_id": 1})
+                .await
+                .expect("find")
+                .try_collect()
+                .await
+                .expect("read");
+            let live: std::collections::BTreeSet<ObjectId> =
+                live.iter().filter_map(|d| d.get_object_id("_id").ok()).collect();
+            self.gone = self.seen.difference(&live).copied().collect();
+            self.seen.extend(live);
+        }
+        self.gone.clone()
+    }
 }

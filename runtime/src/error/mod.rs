@@ -471,6 +471,9 @@ pub enum Misuse {
     /// a document without an `_id` (an `Option` id still `None`) given to
     /// a write that names a stored document by it.
     Id,
+    /// a write of a shape a move between patterns keeps, that the other
+    /// shape cannot hold (a second document where the old shape holds one).
+    MovedWrite,
     /// An error of the application built on docrel (its own validation),
     /// carried in docrel's error type.
     Application(&'static str),
@@ -506,6 +509,7 @@ impl std::fmt::Display for Misuse {
             Misuse::Index => "index",
             Misuse::Validator => "validator",
             Misuse::Id => "id",
+            Misuse::MovedWrite => "write during a move",
             Misuse::Application(what) => what,
         })
     }

@@ -153,6 +153,7 @@ impl Graph {
             let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;
             let old = match rel.kind {
                 super::document::RelationKind::RefMany { .. } => OldArray::Ids,
+                super::document::RelationKind::Embed { many: false, .. } => OldArray::One,
                 _ => OldArray::Elements,
             };
             Some(ReadThrough { spec: super::stored::moves::StoredMove::from(m), field: rel.field.to_owned(), old })

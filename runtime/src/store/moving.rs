@@ -207,9 +207,9 @@ impl ReadThrough {
     /// meet, before its own.
     fn made(&self, filter: &BsonDoc) -> Vec<BsonDoc> {
         match self.old {
-            OldArray::Elements => {
+            OldArray::Elements | OldArray::One => {
                 let mut made = vec![doc! {"$match": self.parents(filter)}];
-                made.extend(self.spec.unwound(&self.field));
+                made.extend(self.spec.unwound(&self.field, self.old));
                 made
             }
             OldArray::Ids => self.linked(filter),
@@ -227,7 +227,7 @@ impl ReadThrough {
     /// A `$lookup` from the new documents, reading the parents instead.
     fn lookup(&self, spec: BsonDoc) -> BsonDoc {
         match self.old {
-            OldArray::Elements => self.lookup_elements(spec),
+            OldArray::Elements | OldArray::One => self.lookup_elements(spec),
             OldArray::Ids => self.lookup_linked(spec),
         }
     }
@@ -254,7 +254,7 @@ impl ReadThrough {
                 vars.insert("docrel_local", format!("${local}"));
                 spec.insert("let", vars);
                 let many = doc! {"$cond": [{"$isArray": "$$docrel_local"}, "$$docrel_local", ["$$docrel_local"]]};
-                pipeline.extend(self.spec.unwound(&self.field).map(Bson::Document));
+                pipeline.extend(self.spec.unwound(&self.field, self.old).map(Bson::Document));
                 pipeline.push(Bson::Document(doc! {"$match": {"$expr": {"$in": [format!("${f}"), many]}}}));
                 pipeline.extend(inner);
                 spec.insert("pipeline", pipeline);
@@ -262,7 +262,7 @@ impl ReadThrough {
             }
             None => {}
         }
-        pipeline.extend(self.spec.unwound(&self.field).map(Bson::Document));
+        pipeline.extend(self.spec.unwound(&self.field, self.old).map(Bson::Document));
         pipeline.extend(inner);
         spec.insert("pipeline", pipeline);
         spec
@@ -270,17 +270,18 @@ impl ReadThrough {
 
     /// The parents' `$match` of a read of the new documents matching
     /// `filter`: the parents holding an element, and, where the filter
-    /// names the parent or an element's key by equality or `$in`, those.
-    /// It only narrows what the read's own `$match` would drop anyway.
+    /// names the parent or an element's key by equality or `$in`, those
+    /// (one embedded document's key is its parent's `_id`). It only
+    /// narrows what the read's own `$match` would drop anyway.
     pub(super) fn parents(&self, filter: &BsonDoc) -> BsonDoc {
-        let mut out = doc! {format!("{}.0", self.field): {"$exists": true}};
+        let mut out = self.old.holding(&self.field);
         let mut conditions: Vec<(&String, &Bson)> = filter.iter().collect();
         if let Ok(all) = filter.get_array("$and") {
             conditions.extend(all.iter().filter_map(Bson::as_document).flat_map(|d| d.iter()));
         }
         for (name, value) in conditions {
             let Some(value) = pinned(value) else { continue };
-            if *name == self.spec.parent_field {
+            if *name == self.spec.parent_field || (*name == "_id" && self.old == OldArray::One) {
                 out.insert("_id", value);
             } else if *name == "_id" {
                 out.insert(format!("{}.{}", self.field, self.spec.key), value);

@@ -25,7 +25,7 @@ pub(super) fn pipeline(
     matched: BsonDoc,
     limit: Option<i64>,
 ) -> Vec<BsonDoc> {
-    let mut first = doc! {format!("{field}.0"): {"$exists": true}};
+    let mut first = holds.holding(field);
     first.extend(matched);
     let mut out = vec![doc! {"$match": first}, doc! {"$sort": {"_id": 1}}];
     if let Some(limit) = limit {
@@ -38,7 +38,7 @@ pub(super) fn pipeline(
         out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "merge", "whenNotMatched": missing}});
         return out;
     }
-    out.extend(mv.unwound(field));
+    out.extend(mv.unwound(field, holds));
     out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}});
     out
 }

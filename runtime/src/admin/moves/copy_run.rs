@@ -7,7 +7,7 @@
 use super::progress::{Copied as Progress, Step};
 use crate::denormalize::moved::{collection_from_arrays, Reach, MARKS_COLLECTION};
 use crate::error::{Error, Result};
-use crate::schema::stored::ActiveMove;
+use crate::schema::stored::{ActiveMove, OldArray};
 use crate::store::session::Cx;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
@@ -46,7 +46,7 @@ pub(super) async fn copy(
         if stop() {
             return Ok(out);
         }
-        let ids = page_of(&parents, field, after.as_ref(), page).await?;
+        let ids = page_of(&parents, active.old, field, after.as_ref(), page).await?;
         let Some(bound) = ids.last().and_then(|d| d.get("_id")).cloned() else { break };
         let mut matched = doc! {"_id": {"$lte": bound.clone()}};
         if let Some(a) = &after {
@@ -76,10 +76,10 @@ pub(super) async fn copy(
 /// progress's totals (one pass over the parents, without their arrays
 /// leaving the server).
 async fn totals(db: &Database, active: &ActiveMove, after: Option<&Bson>) -> Result<Progress> {
-    let field = active.field.as_str();
+    let (field, old) = (active.field.as_str(), active.old);
     let pipeline = vec![
-        doc! {"$match": left(field, after)},
-        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "elements": {"$sum": {"$size": format!("${field}")}}}},
+        doc! {"$match": left(old, field, after)},
+        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "elements": {"$sum": old.size(field)}}},
     ];
     let row = super::count::first(db, &active.spec.from.collection, pipeline).await?.unwrap_or_default();
     let number = |name| crate::admin::doctor::as_u64(row.get(name)).unwrap_or(0);
@@ -92,8 +92,8 @@ async fn totals(db: &Database, active: &ActiveMove, after: Option<&Bson>) -> Res
 }
 
 /// The parents holding elements after `after`.
-fn left(field: &str, after: Option<&Bson>) -> BsonDoc {
-    let mut range = doc! {format!("{field}.0"): {"$exists": true}};
+fn left(old: OldArray, field: &str, after: Option<&Bson>) -> BsonDoc {
+    let mut range = old.holding(field);
     if let Some(a) = after {
         range.insert("_id", doc! {"$gt": a.clone()});
     }
@@ -104,16 +104,17 @@ fn left(field: &str, after: Option<&Bson>) -> BsonDoc {
 /// elements (`n`).
 async fn page_of(
     parents: &mongodb::Collection<BsonDoc>,
+    old: OldArray,
     field: &str,
     after: Option<&Bson>,
     page: i64,
 ) -> Result<Vec<BsonDoc>> {
     let failed = |e| Error::driver("find", parents.name().to_owned(), e);
     parents
-        .find(left(field, after))
+        .find(left(old, field, after))
         .sort(doc! {"_id": 1})
         .limit(page)
-        .projection(doc! {"_id": 1, "n": {"$size": format!("${field}")}})
+        .projection(doc! {"_id": 1, "n": old.size(field)})
         .await
         .map_err(failed)?
         .try_collect()

@@ -160,6 +160,43 @@ pub(super) async fn count_ids(
     Ok(counts)
 }
 
+/// What a move of one embedded document (`collection.field`) carries, in
+/// one aggregate: each parent holding one gives one new document whose
+/// `_id` is the parent's, so no key is missing or held twice; the key
+/// types are the parents' `_id` types.
+pub(super) async fn count_one(db: &Database, collection: &str, field: &str, parent_field: &str) -> Result<MoveCounts> {
+    let one = format!("${field}");
+    let pipeline = vec![
+        doc! {"$match": {field: {"$type": "object"}}},
+        doc! {"$project": {
+            "doc": {"$bsonSize": {"$mergeObjects": [&one, {"_id": "$_id", parent_field: "$_id"}]}},
+            "type": {"$type": "$_id"},
+            "fieldBytes": {"$bsonSize": {"a": &one}},
+        }},
+        doc! {"$group": {
+            "_id": Bson::Null,
+            "parents": {"$sum": 1},
+            "bytes": {"$sum": "$doc"},
+            "largestDocument": {"$max": "$doc"},
+            "types": {"$addToSet": "$type"},
+            "fieldBytes": {"$sum": "$fieldBytes"},
+        }},
+    ];
+    let Some(row) = first(db, collection, pipeline).await? else { return Ok(MoveCounts::default()) };
+    let types = row.get_array("types").cloned().unwrap_or_default();
+    let parents = number(&row, "parents");
+    Ok(MoveCounts {
+        parents,
+        elements: parents,
+        bytes: number(&row, "bytes"),
+        largest_array: 1,
+        largest_document: number(&row, "largestDocument"),
+        key_types: key_types(&doc! {"types": [types]}),
+        array_bytes: number(&row, "fieldBytes"),
+        ..MoveCounts::default()
+    })
+}
+
 /// The documents of `mv`'s collection that no parent's array of ids
 /// (`field`) names.
 pub(super) async fn orphans(db: &Database, mv: &crate::schema::stored::StoredMove, field: &str) -> Result<u64> {

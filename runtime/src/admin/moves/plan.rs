@@ -56,6 +56,7 @@ impl MovePlan {
         let describe = match self.old {
             OldArray::Elements => self.kind.describe(),
             OldArray::Ids => "array of child references → a parent reference on the children",
+            OldArray::One => "one-to-one embedded document → a document of its own whose `_id` is its parent's",
         };
         let mut out = format!("move {}.. {} → {}: {describe}\n", &self.id[..8.min(self.id.len())], self.from, self.to);
         out.push_str(&format!("  old shape: {}\n", self.old_shape));
@@ -63,6 +64,11 @@ impl MovePlan {
             out.push_str(&format!("  new shape: {s}\n"));
         }
         match &self.counts {
+            Some(c) if self.old == OldArray::One => out.push_str(&format!(
+                "  to move: {} document(s), one per parent, {} bytes as documents of their own (largest {} \
+                 bytes); {} bytes freed in the parents once retired\n",
+                c.elements, c.bytes, c.largest_document, c.array_bytes
+            )),
             Some(c) if self.old == OldArray::Ids => out.push_str(&format!(
                 "  to move: {} id(s) of {} parent(s), each the parent reference of the document it names (largest \
                  array {}); {} bytes freed in the parents once retired\n",
@@ -141,11 +147,16 @@ pub(crate) async fn refusals(
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan.refusals) };
     plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
     if existing_collections(db).await?.contains(&mv.from.collection) {
-        let key = if holds(old) == OldArray::Ids { "" } else { mv.key.as_str() };
-        let mut keys = super::count::keys(db, &mv.from.collection, &old.field, key).await?;
-        if holds(old) == OldArray::Ids {
-            keys.orphans = super::count::orphans(db, mv, &old.field).await?;
-        }
+        let (collection, field) = (&mv.from.collection, &old.field);
+        let keys = match holds(old) {
+            OldArray::Elements => super::count::keys(db, collection, field, &mv.key).await?,
+            OldArray::Ids => {
+                let mut keys = super::count::keys(db, collection, field, "").await?;
+                keys.orphans = super::count::orphans(db, mv, field).await?;
+                keys
+            }
+            OldArray::One => super::count::count_one(db, collection, field, &mv.parent_field).await?,
+        };
         plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &keys));
     }
     Ok(plan.refusals)
@@ -218,6 +229,7 @@ async fn plan_one(
         let counts = match holds(old) {
             OldArray::Elements => count(db, &mv.from.collection, &old.field, &mv.key, &mv.parent_field).await?,
             OldArray::Ids => super::count::count_ids(db, mv, &old.field).await?,
+            OldArray::One => super::count::count_one(db, &mv.from.collection, &old.field, &mv.parent_field).await?,
         };
         plan.refusals.extend(super::shapes::data_refusals(program, mv, old, &counts));
         if with_probe && counts.elements > 0 {
@@ -273,7 +285,7 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
         return None;
     };
     let refusal = match &old.kind {
-        StoredKind::Embed { many: true, .. } => None,
+        StoredKind::Embed { .. } => None,
         StoredKind::RefMany { key: None, .. } if old.target.as_deref() == Some(mv.to.collection.as_str()) => None,
         StoredKind::RefMany { key: None, .. } => Some(format!(
             "`{}.{}` holds ids of `{}`, not of `{}`: the documents that get the parent reference are the ones \
@@ -288,7 +300,8 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
             mv.from.collection, old.field
         )),
         _ => Some(format!(
-            "`{}.{}` is {}: `moved_from` on a document type moves an embedded array or an array of references",
+            "`{}.{}` is {}: `moved_from` on a document type moves an embedded array, an embedded document or an \
+             array of references",
             mv.from.collection,
             old.field,
             old.pattern().name()
@@ -302,11 +315,16 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
     Some(old)
 }
 
-/// What the stored array `old` holds: elements, or ids of the new
-/// collection's documents.
+/// What the stored field `old` holds: elements, one document, or ids of
+/// the new collection's documents.
 pub(super) fn holds(old: &StoredRelation) -> OldArray {
-    match old.kind {
-        StoredKind::RefMany { .. } => OldArray::Ids,
-        _ => OldArray::Elements,
-    }
+    OldArray::of(&old.kind).unwrap_or_default()
+}
+
+/// Whether the old version's type of `mv` requires its field `field` (no
+/// `Option`), as stored: then a parent keeps its one document while the
+/// old shape is kept.
+pub(super) fn required(stored: &[StoredType], mv: &StoredMove, field: &str) -> bool {
+    let owner = stored.iter().filter(|t| t.collection == mv.from.collection);
+    owner.flat_map(|t| &t.fields).find(|f| f.bson == field).is_some_and(|f| !super::shapes::optional(&f.rust_type))
 }

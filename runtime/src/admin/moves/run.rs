@@ -146,16 +146,14 @@ async fn announce(
     // A plan without refusals found the old array.
     let old = super::plan::stored_array(&stored_types, mv);
     let field = old.map(|r| r.field.clone()).unwrap_or_default();
-    let (bound, holds) = match old.map(|r| &r.kind) {
-        Some(stored::StoredKind::Embed { max, .. }) => (*max, OldArray::Elements),
-        Some(stored::StoredKind::RefMany { max, .. }) => (*max, OldArray::Ids),
-        _ => (None, OldArray::Elements),
-    };
+    let holds = old.and_then(|r| OldArray::of(&r.kind)).unwrap_or_default();
+    let bound = old.and_then(|r| holds.bound(&r.kind));
+    let required = holds == OldArray::One && super::plan::required(&stored_types, mv, &field);
     super::indexes::build(db, program, mv, holds, &field, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let (spec, state, change) = (mv.clone(), MoveState::Announced, mv.id.clone());
-    let active = ActiveMove { spec, field, bound, old: holds, state, since, change };
+    let active = ActiveMove { spec, field, bound, old: holds, required, state, since, change };
     let mut all = stored::load_moves(db).await?;
     all.push(active.clone());
     stored::publish_moves(db, &all).await?;

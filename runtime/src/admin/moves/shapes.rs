@@ -100,8 +100,7 @@ pub(super) fn data_refusals(
     let mut out = Vec::new();
     if matches!(old.kind, StoredKind::RefMany { .. }) {
         let parent = types(program, &mv.to.collection).flat_map(|t| &t.fields).find(|f| f.bson == mv.parent_field);
-        let optional =
-            parent.is_some_and(|f| f.rust_type.split('<').next().is_some_and(|h| h.trim().ends_with("Option")));
+        let optional = parent.is_some_and(|f| optional(&f.rust_type));
         if c.orphans > 0 && !optional {
             out.push(format!(
                 "{} `{}` document(s) are named by no array of {at}, so they get no parent reference, and `{}::{}` \
@@ -150,6 +149,11 @@ pub(super) fn data_refusals(
     out
 }
 
+/// Whether a Rust type, as written, is an `Option`.
+pub(super) fn optional(rust_type: &str) -> bool {
+    rust_type.split('<').next().is_some_and(|h| h.trim().ends_with("Option"))
+}
+
 /// Whether a Rust `_id` type reads a stored BSON type (unknown types do).
 fn holds(rust: &str, bson: &str) -> bool {
     let last = rust.rsplit("::").next().unwrap_or(rust).replace(' ', "");
@@ -181,6 +185,11 @@ pub(super) fn derived(program: &[StoredType], mv: &StoredMove, old: &StoredRelat
         return out;
     }
     let mut out = Vec::new();
+    // An element's field is `comments[].x`; one document's `address.x`.
+    let path = match old.kind {
+        StoredKind::Embed { many: false, .. } => old.field.clone(),
+        _ => format!("{}[]", old.field),
+    };
     let new_copies: Vec<&str> =
         types(program, &mv.to.collection).flat_map(|t| &t.copies).map(|c| c.field.as_str()).collect();
     for r in &old.elements {
@@ -194,13 +203,13 @@ pub(super) fn derived(program: &[StoredType], mv: &StoredMove, old: &StoredRelat
                 )
             };
             out.push(format!(
-                "copy `{}[].{}` ← `{}.{}` becomes `{}.{}`, {kept}",
-                old.field, c.field, c.source, c.source_field, mv.to.collection, c.field
+                "copy `{}.{}` ← `{}.{}` becomes `{}.{}`, {kept}",
+                path, c.field, c.source, c.source_field, mv.to.collection, c.field
             ));
         }
         out.push(format!(
-            "reference `{}[].{}` → `{}` (on_delete {}) becomes `{}.{}`",
-            old.field, r.field, r.target, r.on_delete, mv.to.collection, r.field
+            "reference `{}.{}` → `{}` (on_delete {}) becomes `{}.{}`",
+            path, r.field, r.target, r.on_delete, mv.to.collection, r.field
         ));
     }
     for (r, _) in subsets_from(program, mv) {
@@ -247,6 +256,11 @@ pub(super) fn readers(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
 /// The old bound keeps limiting writes while both shapes are kept.
 pub(super) fn bounds(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
     match old.kind {
+        StoredKind::Embed { many: false, .. } => vec![format!(
+            "`{}.{}` is one document while both shapes are kept: a second `{}` of one parent, or one whose `_id` \
+             is not its parent's, is refused in either version until the old field is retired",
+            mv.from.collection, old.field, mv.to.rust_type
+        )],
         StoredKind::Embed { max: Some(max), .. } | StoredKind::RefMany { max: Some(max), .. } => vec![format!(
             "`{}.{}` keeps its bound of {max} while both shapes are kept: a parent's element {} is refused in either \
              version until the old array is retired",

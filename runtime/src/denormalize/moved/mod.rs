@@ -31,7 +31,7 @@ pub(crate) async fn collection_from_arrays(
     reach: Reach,
 ) -> Result<()> {
     match mv.old {
-        OldArray::Elements => reconcile::collection_from_arrays(cx, mv, parents, reach).await,
+        OldArray::Elements | OldArray::One => reconcile::collection_from_arrays(cx, mv, parents, reach).await,
         OldArray::Ids => linked::children_from_arrays(cx, mv, parents, reach).await,
     }
 }
@@ -39,7 +39,7 @@ pub(crate) async fn collection_from_arrays(
 /// Makes the old arrays of `parents` hold what the new shape holds.
 pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
     match mv.old {
-        OldArray::Elements => reconcile::arrays_from_collection(cx, mv, parents).await,
+        OldArray::Elements | OldArray::One => reconcile::arrays_from_collection(cx, mv, parents).await,
         OldArray::Ids => linked::arrays_from_children(cx, mv, parents).await,
     }
 }

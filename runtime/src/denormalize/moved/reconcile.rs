@@ -5,22 +5,32 @@
 //! a cost of the array's length, paid only while a move runs.
 
 use super::common::{distinct, read, summaries, Reach};
-use crate::error::{Error, Result};
-use crate::schema::stored::ActiveMove;
+use crate::error::{Error, Misuse, Result};
+use crate::schema::stored::{ActiveMove, OldArray};
 use crate::store::path::id_key;
 use crate::store::session::Cx;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use std::collections::HashMap;
 
-/// Each parent's array, by the parent's id key.
+/// Each parent's array, by the parent's id key. One embedded document
+/// ([`OldArray::One`]) is an array of that one element, its key the
+/// parent's `_id`.
 async fn arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<HashMap<String, Vec<BsonDoc>>> {
     let filter = doc! {"_id": {"$in": parents.to_vec()}};
     let found = read(cx, &mv.spec.from.collection, filter, Some(doc! {&mv.field: 1})).await?;
     Ok(found
         .into_iter()
         .map(|d| {
-            let elements = d.get_array(&mv.field).map(|a| a.iter().filter_map(|e| e.as_document().cloned()).collect());
-            (d.get("_id").map(id_key).unwrap_or_default(), elements.unwrap_or_default())
+            let id = d.get("_id").cloned().unwrap_or(Bson::Null);
+            let elements = match mv.old {
+                OldArray::One => d.get_document(&mv.field).ok().map(|one| {
+                    let mut one = one.clone();
+                    one.insert(&mv.spec.key, id.clone());
+                    vec![one]
+                }),
+                _ => d.get_array(&mv.field).ok().map(|a| a.iter().filter_map(|e| e.as_document().cloned()).collect()),
+            };
+            (id_key(&id), elements.unwrap_or_default())
         })
         .collect())
 }
@@ -119,10 +129,26 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
     let mut statements = Vec::new();
     for parent in parents {
         let key = id_key(parent);
-        // A parent that is not stored holds nothing: a dangling parent
-        // reference is the reference checks' to report.
-        let Some(old) = arrays.get(&key) else { continue };
-        let elements = elements_of(mv, old, documents.remove(&key).unwrap_or_default());
+        let documents = documents.remove(&key).unwrap_or_default();
+        let Some(old) = arrays.get(&key) else {
+            // A parent that is not stored holds nothing: a document written
+            // for it would be in the new shape alone (deleting one is fine).
+            if let Some(d) = documents.first() {
+                return Err(moved_write(
+                    mv,
+                    format!(
+                        "`{}` {} is not stored, so the old shape cannot hold the `{}` {} written for it (deleted \
+                         meanwhile?)",
+                        mv.spec.from.collection,
+                        crate::bson_compat::relaxed_extjson(parent),
+                        mv.spec.to.rust_type,
+                        d.get("_id").map(crate::bson_compat::relaxed_extjson).unwrap_or_default()
+                    ),
+                ));
+            }
+            continue;
+        };
+        let elements = elements_of(mv, old, documents);
         if let Some(max) = mv.bound.filter(|max| elements.len() > *max as usize) {
             return Err(Error::EmbedFull {
                 collection: &mv.spec.from.collection,
@@ -133,8 +159,7 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
             });
         }
         if elements.len() != old.len() || elements.iter().zip(old).any(|(a, b)| !same(a, b)) {
-            let array: Vec<Bson> = elements.into_iter().map(Bson::Document).collect();
-            statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: array}}});
+            statements.push(doc! {"q": {"_id": parent.clone()}, "u": written(mv, parent, old, elements)?});
         }
     }
     if !statements.is_empty() {
@@ -157,4 +182,48 @@ fn elements_of(mv: &ActiveMove, old: &[BsonDoc], documents: Vec<BsonDoc>) -> Vec
     let mut out: Vec<BsonDoc> = old.iter().filter_map(|e| by_id.remove(&e.get(&mv.spec.key).map(id_key)?)).collect();
     out.extend(order.into_iter().filter_map(|id| by_id.remove(&id)));
     out
+}
+
+/// The update making a parent's old field hold `elements`: the array, or
+/// for one embedded document the document without its key (`$unset` when
+/// none is left). One document refuses what the old version could not
+/// read: a document whose `_id` is not its parent's, or none where the old
+/// type requires one.
+fn written(mv: &ActiveMove, parent: &Bson, old: &[BsonDoc], elements: Vec<BsonDoc>) -> Result<BsonDoc> {
+    if mv.old != OldArray::One {
+        let array: Vec<Bson> = elements.into_iter().map(Bson::Document).collect();
+        return Ok(doc! {"$set": {&mv.field: array}});
+    }
+    let refused = |why: String| moved_write(mv, why);
+    let parent_text = crate::bson_compat::relaxed_extjson(parent);
+    let Some(mut one) = elements.into_iter().next() else {
+        if mv.required && !old.is_empty() {
+            return Err(refused(format!(
+                "the old version's `{}::{}` is required, so `{}` {parent_text} keeps its `{}` until the old field \
+                 is retired (delete the parent, or replace its `{}`)",
+                mv.spec.from.rust_type, mv.field, mv.spec.from.collection, mv.spec.to.rust_type, mv.spec.to.rust_type
+            )));
+        }
+        return Ok(doc! {"$unset": {&mv.field: ""}});
+    };
+    match one.remove(&mv.spec.key) {
+        Some(id) if id_key(&id) == id_key(parent) => Ok(doc! {"$set": {&mv.field: one}}),
+        id => Err(refused(format!(
+            "a `{}` of `{}` {parent_text} has `_id` {}, and while `{}.{}` holds one document its `_id` is its \
+             parent's: insert it with `_id` {parent_text}",
+            mv.spec.to.rust_type,
+            mv.spec.from.collection,
+            id.map_or_else(|| "none".to_owned(), |i| crate::bson_compat::relaxed_extjson(&i).to_string()),
+            mv.spec.from.collection,
+            mv.field
+        ))),
+    }
+}
+
+/// The refusal of a write the other shape of `mv` cannot hold.
+fn moved_write(mv: &ActiveMove, why: String) -> Error {
+    Error::Invalid {
+        what: Misuse::MovedWrite,
+        message: format!("`{}` is moving ({}): {why}; nothing was written", mv.spec.label(), mv.state),
+    }
 }

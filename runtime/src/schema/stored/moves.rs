@@ -3,6 +3,7 @@
 //! one changes no rule); it reaches the database only through the change
 //! that runs it.
 
+use super::moves_state::OldArray;
 use crate::schema::moves::{Move, MoveKind};
 use serde::{Deserialize, Serialize};
 
@@ -67,16 +68,22 @@ impl StoredMove {
     /// array `field` (its stored name): each element becomes a document
     /// whose `_id` is its key and whose parent reference is its parent's
     /// `_id`. The copy writes what they make; a read before the switch
-    /// reads it.
-    pub(crate) fn unwound(&self, field: &str) -> [mongodb::bson::Document; 3] {
+    /// reads it. One embedded document (`old` is [`OldArray::One`]) is
+    /// unwound as one element (`$unwind` takes a document so) whose `_id`
+    /// is its parent's.
+    pub(crate) fn unwound(&self, field: &str, old: OldArray) -> [mongodb::bson::Document; 3] {
         use mongodb::bson::doc;
         let element = format!("${field}");
+        let id = match old {
+            OldArray::One => "$_id".to_owned(),
+            OldArray::Elements | OldArray::Ids => format!("{element}.{}", self.key),
+        };
         [
             doc! {"$project": {field: 1}},
             doc! {"$unwind": &element},
             doc! {"$replaceRoot": {"newRoot": {"$mergeObjects": [
                 &element,
-                {"_id": format!("{element}.{}", self.key), &self.parent_field: "$_id"},
+                {"_id": id, &self.parent_field: "$_id"},
             ]}}},
         ]
     }
