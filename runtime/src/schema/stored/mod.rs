@@ -19,6 +19,7 @@ mod merge;
 pub(crate) mod moves;
 pub(crate) mod moves_state;
 mod obey;
+mod old_array;
 mod publish;
 mod rebound;
 mod retract;

@@ -3,7 +3,7 @@
 //! one changes no rule); it reaches the database only through the change
 //! that runs it.
 
-use super::moves_state::OldArray;
+use super::old_array::OldArray;
 use crate::schema::moves::{Move, MoveKind};
 use serde::{Deserialize, Serialize};
 
