@@ -9,7 +9,7 @@
 //! data, then sets, clears and replaces addresses while the move runs, is
 //! cut, and resumes.
 
-use docrel::admin::moves;
+use docrel::admin::{moves, run, Console, Exit};
 use docrel::bson::{doc, Document as BsonDoc};
 use docrel::schema::stored::{self, MoveState, StoredMove};
 use docrel::testing::TestDb;
@@ -475,5 +475,51 @@ async fn writes_the_old_field_cannot_hold_are_refused() -> docrel::Result<()> {
     let cards = raw(&t.db, "mo_cards").await?;
     let card = (cards[1].get_i64("_id").ok(), cards[1].get_i64("member").ok(), cards[1].get_str("number").ok());
     assert_eq!(card, (Some(1), Some(1), Some("c1")), "{}", cards[1]);
+    Ok(())
+}
+
+async fn admin(db: &docrel::mongodb::Database, args: &[&str]) -> (Exit, String, String) {
+    let mut console = Console::captured();
+    let mut full = vec!["admin", "--db", db.name()];
+    full.extend_from_slice(args);
+    let exit = run(full, &mut console, std::future::pending()).await;
+    (exit, console.output(), console.errors())
+}
+
+/// From the command line, with the new version's export: `schema diff`
+/// plans both moves, `schema apply` runs them to switched, `schema
+/// status` shows them, and `schema retire --drop-old`, with no old version
+/// running, removes the old fields; the documents stay.
+#[tokio::test]
+async fn the_command_line_moves_the_documents_out() -> docrel::Result<()> {
+    new_version();
+    let t = seeded("mo_cli").await?;
+    let file = std::env::temp_dir().join(format!("docrel_mo_{}.json", std::process::id()));
+    std::fs::write(&file, docrel::schema::export()).expect("export written");
+    let path = file.to_str().expect("a UTF-8 path");
+    let (exit, out, err) = admin(&t.db, &["schema", "diff", "--file", path, "--no-probe"]).await;
+    assert_eq!(exit, Exit::Found, "{err}");
+    assert!(out.contains("mo_patrons.address → mo_addresses: one-to-one embedded document"), "{out}");
+    assert!(out.contains("to move: 6 document(s), one per parent"), "{out}");
+    assert!(out.contains("to move: 3 document(s), one per parent"), "{out}");
+
+    let (exit, _, err) = admin(&t.db, &["schema", "apply", "--file", path, "--wait", "0"]).await;
+    assert_eq!(exit, Exit::Ok, "{err}");
+    assert!(err.contains("mo_patrons.address → mo_addresses: switched"), "{err}");
+    assert!(err.contains("mo_members.card → mo_cards: switched"), "{err}");
+    assert_eq!(assert_one_relation(&t.db).await?, 6);
+    let (exit, out, _) = admin(&t.db, &["schema", "status"]).await;
+    assert_eq!(exit, Exit::Ok);
+    assert!(out.contains("mo_patrons.address → mo_addresses") && out.contains("switched"), "{out}");
+
+    let retire = ["schema", "retire", "--file", path, "--drop-old", "--lease", "0.05", "--json"];
+    let (exit, out, err) = admin(&t.db, &retire).await;
+    assert_eq!(exit, Exit::Ok, "{err}");
+    let reports: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(reports.as_array().is_some_and(|r| r.len() == 2 && r.iter().all(|r| r["complete"] == true)), "{out}");
+    assert!(raw(&t.db, "mo_patrons").await?.iter().all(|p| !p.contains_key("address")));
+    assert!(raw(&t.db, "mo_members").await?.iter().all(|m| !m.contains_key("card")));
+    assert_eq!((raw(&t.db, "mo_addresses").await?.len(), raw(&t.db, "mo_cards").await?.len()), (6, 3));
+    let _ = std::fs::remove_file(&file);
     Ok(())
 }

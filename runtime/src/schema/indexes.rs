@@ -137,7 +137,7 @@ pub fn validator(schema: &Schema) -> Option<BsonDoc> {
 }
 
 /// `Option<..>` as written (`Option<Vec<T>>`, `std::option::Option<..>`).
-fn is_option(rust_type: &str) -> bool {
+pub(crate) fn is_option(rust_type: &str) -> bool {
     rust_type.split('<').next().is_some_and(|head| head.trim_end().ends_with("Option"))
 }
 

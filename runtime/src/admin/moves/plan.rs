@@ -326,5 +326,8 @@ pub(super) fn holds(old: &StoredRelation) -> OldArray {
 /// old shape is kept.
 pub(super) fn required(stored: &[StoredType], mv: &StoredMove, field: &str) -> bool {
     let owner = stored.iter().filter(|t| t.collection == mv.from.collection);
-    owner.flat_map(|t| &t.fields).find(|f| f.bson == field).is_some_and(|f| !super::shapes::optional(&f.rust_type))
+    owner
+        .flat_map(|t| &t.fields)
+        .find(|f| f.bson == field)
+        .is_some_and(|f| !crate::schema::indexes::is_option(&f.rust_type))
 }

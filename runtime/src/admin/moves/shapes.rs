@@ -100,7 +100,7 @@ pub(super) fn data_refusals(
     let mut out = Vec::new();
     if matches!(old.kind, StoredKind::RefMany { .. }) {
         let parent = types(program, &mv.to.collection).flat_map(|t| &t.fields).find(|f| f.bson == mv.parent_field);
-        let optional = parent.is_some_and(|f| optional(&f.rust_type));
+        let optional = parent.is_some_and(|f| crate::schema::indexes::is_option(&f.rust_type));
         if c.orphans > 0 && !optional {
             out.push(format!(
                 "{} `{}` document(s) are named by no array of {at}, so they get no parent reference, and `{}::{}` \
@@ -147,11 +147,6 @@ pub(super) fn data_refusals(
         }
     }
     out
-}
-
-/// Whether a Rust type, as written, is an `Option`.
-pub(super) fn optional(rust_type: &str) -> bool {
-    rust_type.split('<').next().is_some_and(|h| h.trim().ends_with("Option"))
 }
 
 /// Whether a Rust `_id` type reads a stored BSON type (unknown types do).
