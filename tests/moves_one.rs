@@ -523,3 +523,24 @@ async fn the_command_line_moves_the_documents_out() -> docrel::Result<()> {
     let _ = std::fs::remove_file(&file);
     Ok(())
 }
+
+/// A parent whose `_id` the new type's `_id` cannot hold refuses the move
+/// in the plan, and `schema apply` writes nothing.
+#[tokio::test]
+async fn a_parent_id_the_new_type_cannot_hold_refuses_the_move() -> docrel::Result<()> {
+    new_version();
+    let t = seeded("mo_plan").await?;
+    let odd = doc! {"_id": "p-x", "name": "odd", "address": {"street": "1 rue Haute", "city": "Lyon"}};
+    t.db.collection::<BsonDoc>("mo_patrons").insert_one(odd).await.map_err(err)?;
+    let (program, moves) = (stored::program(), declared("mo_addresses"));
+    let plan = moves::plan(&t.db, &program, &moves, false).await?.remove(0);
+    let text = plan.to_text();
+    let said = "refused: parents holding `mo_patrons.address` have `_id`s of type `string`, which become the new \
+                documents' `_id`, where `Address`'s `_id` is `i64`: declare it so";
+    assert!(text.contains(said), "{text}");
+    let e = moves::run(&t.db, &program, &moves, LEASE, || false, |_| {}).await.expect_err("refused");
+    assert!(e.to_string().contains("is refused, nothing was written"), "{e}");
+    assert!(stored::load_moves(&t.db).await?.is_empty());
+    assert!(raw(&t.db, "mo_addresses").await?.is_empty());
+    Ok(())
+}

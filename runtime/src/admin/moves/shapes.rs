@@ -136,13 +136,19 @@ pub(super) fn data_refusals(
         .find(|f| f.bson == "_id")
         .map(|f| f.rust_type.clone());
     if let Some(id_type) = id_type {
-        let wrong: Vec<&String> = c.key_types.iter().filter(|t| !holds(&id_type, t)).collect();
-        if !wrong.is_empty() {
+        let wrong: Vec<String> = c.key_types.iter().filter(|t| !holds(&id_type, t)).map(|t| format!("`{t}`")).collect();
+        let wrong = wrong.join(", ");
+        let one = matches!(old.kind, StoredKind::Embed { many: false, .. });
+        if one && !wrong.is_empty() {
             out.push(format!(
-                "elements of {at} hold `{}` of type {} where `{}`'s `_id` is `{id_type}`",
-                mv.key,
-                wrong.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
+                "parents holding {at} have `_id`s of type {wrong}, which become the new documents' `_id`, where \
+                 `{}`'s `_id` is `{id_type}`: declare it so",
                 mv.to.rust_type
+            ));
+        } else if !wrong.is_empty() {
+            out.push(format!(
+                "elements of {at} hold `{}` of type {wrong} where `{}`'s `_id` is `{id_type}`",
+                mv.key, mv.to.rust_type
             ));
         }
     }
