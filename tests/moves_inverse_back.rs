@@ -13,7 +13,7 @@
 //! and unlinks its own students until told to stop.
 
 use docrel::admin::moves::make_one_way;
-use docrel::admin::{run, Console, Exit};
+use docrel::admin::Exit;
 use docrel::bson::{doc, Document as BsonDoc};
 use docrel::schema::stored;
 use docrel::testing::TestDb;
@@ -39,7 +39,7 @@ const STOP: &str = "mi_stop";
 
 mod faults;
 mod inverse_fleet;
-use faults::{client, faults, seeds, Seeded};
+use faults::{admin, client, faults, seeds, Seeded};
 use inverse_fleet::*;
 
 /// This process is the new version, whichever test runs first.
@@ -335,14 +335,6 @@ async fn a_two_way_array_becomes_one_way_once_the_old_version_is_gone() -> docre
         }
     }
     Ok(())
-}
-
-async fn admin(db: &docrel::mongodb::Database, args: &[&str]) -> (Exit, String, String) {
-    let mut console = Console::captured();
-    let mut full = vec!["admin", "--db", db.name()];
-    full.extend_from_slice(args);
-    let exit = run(full, &mut console, std::future::pending()).await;
-    (exit, console.output(), console.errors())
 }
 
 /// From the command line: `schema diff` says what a retirement does,

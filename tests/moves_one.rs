@@ -9,15 +9,13 @@
 //! data, then sets, clears and replaces addresses while the move runs, is
 //! cut, and resumes.
 
-use docrel::admin::{moves, run, Console, Exit};
+use docrel::admin::{moves, Exit};
 use docrel::bson::{doc, Document as BsonDoc};
 use docrel::schema::stored::{self, MoveState, StoredMove};
 use docrel::testing::TestDb;
 use docrel::{Error, Filter, Misuse};
 use futures::TryStreamExt;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const V1: &str = concat!(module_path!(), "::v1");
@@ -36,7 +34,8 @@ const LEASE: Duration = Duration::from_millis(400);
 const STOP: &str = "mo_stop";
 
 mod faults;
-use faults::{client, faults, seeds, Seeded};
+use faults::fleet::{run_move, History};
+use faults::{admin, client, seeds, Seeded};
 
 /// The old version: a patron embeds its address, if it has one; a member
 /// always has its card.
@@ -365,57 +364,17 @@ async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the old version writes");
-    let quiet = Arc::new(AtomicBool::new(false));
-    let faulting = faulted.then(|| tokio::spawn(faults(t.db.name().to_owned(), seed, quiet.clone(), "mo-janitor")));
-    let during = async {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (db, told) = (t.db.clone(), stop.clone());
-        let new = tokio::spawn(async move {
-            let mut n = Seeded(13 + seed * 89);
-            while !told.load(Ordering::SeqCst) {
-                match new_write(&db, &mut n).await {
-                    Err(_) if faulted => {}
-                    other => other?,
-                }
-            }
-            Ok::<_, Error>(())
-        });
-        // Cut once, at a moment the seed draws, then run again until
-        // switched (after every failure, with fail points).
-        let cut = moves::run(&t.db, &program, &declared, LEASE, || false, |_| {});
-        let _ = tokio::time::timeout(LEASE * (1 + (seed % 5) as u32), cut).await;
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            match moves::run(&t.db, &program, &declared, LEASE, || false, |_| {}).await {
-                Ok(reports) if reports.iter().all(moves::MoveReport::switched) => break,
-                Ok(reports) => panic!("a run that was not stopped ended before switched: {reports:?}"),
-                Err(e) if faulted && Instant::now() < deadline => eprintln!("the move failed ({e}); run again"),
-                Err(e) => return Err(e),
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(800)).await;
-        stop.store(true, Ordering::SeqCst);
-        new.await.expect("the new version's writer")
+    let history = History {
+        db: &t.db,
+        program: &program,
+        declared: &declared,
+        lease: LEASE,
+        seed,
+        faulted,
+        janitor: "mo-janitor",
+        stop: STOP,
     };
-    let during = during.await;
-    quiet.store(true, Ordering::SeqCst);
-    // Through a client no fail point targets.
-    if let Ok(janitor) = client(t.db.name(), "mo-janitor").await {
-        let _ = janitor.database(t.db.name()).collection::<BsonDoc>(STOP).insert_one(doc! {"stop": true}).await;
-    }
-    let old = old.wait_with_output().expect("the old version ends");
-    if let Some(faulting) = faulting {
-        let set = faulting.await.expect("the faults' task")?;
-        println!("{set} fail point(s) set");
-        // A transaction whose abort a cut connection lost stays open until
-        // the server reaps it; the retire's plain writes meeting it would
-        // stall the embedded server (`tests/history/gate.rs`).
-        let janitor = client(t.db.name(), "mo-janitor").await?;
-        janitor.database("admin").run_command(doc! {"killAllSessions": []}).await.map_err(err)?;
-    }
-    let stdout = String::from_utf8_lossy(&old.stdout);
-    assert!(old.status.success(), "the old version failed:\n{stdout}\n{}", String::from_utf8_lossy(&old.stderr));
-    during?;
+    let stdout = run_move(&history, old, |db, n| Box::pin(new_write(db, n))).await?;
     let writes: u64 = stdout.lines().find_map(|l| l.strip_prefix("@writes ")?.parse().ok()).expect("it counted");
     assert!(faulted || writes > 10, "the old version wrote during the move: {writes}");
     assert_eq!(stored::active_moves(&t.db).first().map(|m| m.state), Some(MoveState::Switched));
@@ -476,14 +435,6 @@ async fn writes_the_old_field_cannot_hold_are_refused() -> docrel::Result<()> {
     let card = (cards[1].get_i64("_id").ok(), cards[1].get_i64("member").ok(), cards[1].get_str("number").ok());
     assert_eq!(card, (Some(1), Some(1), Some("c1")), "{}", cards[1]);
     Ok(())
-}
-
-async fn admin(db: &docrel::mongodb::Database, args: &[&str]) -> (Exit, String, String) {
-    let mut console = Console::captured();
-    let mut full = vec!["admin", "--db", db.name()];
-    full.extend_from_slice(args);
-    let exit = run(full, &mut console, std::future::pending()).await;
-    (exit, console.output(), console.errors())
 }
 
 /// From the command line, with the new version's export: `schema diff`

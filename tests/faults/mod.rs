@@ -1,6 +1,8 @@
 //! What the fleet tests of moves share: a seeded generator, clients named
 //! for fail points, and the fail points a faulted seed sets.
 
+pub mod fleet;
+
 use docrel::bson::doc;
 use docrel::Error;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,4 +90,15 @@ pub async fn index_lost(
         lost |= by_index != scanned;
     }
     Ok(lost)
+}
+
+/// Runs `docrel admin --db <db> <args>` in this process: its exit, what it
+/// printed and what it said on standard error.
+#[allow(dead_code)] // not every fleet test runs the command line
+pub async fn admin(db: &docrel::mongodb::Database, args: &[&str]) -> (docrel::admin::Exit, String, String) {
+    let mut console = docrel::admin::Console::captured();
+    let mut full = vec!["admin", "--db", db.name()];
+    full.extend_from_slice(args);
+    let exit = docrel::admin::run(full, &mut console, std::future::pending()).await;
+    (exit, console.output(), console.errors())
 }
