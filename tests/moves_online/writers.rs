@@ -158,7 +158,7 @@ pub async fn new_writes(o: &Orders<'_>) -> docrel::Result<serde_json::Value> {
         let new =
             |k: usize| Comment { id: ObjectId::new(), post: seed, author: "new".into(), text: format!("n{n}.{k}") };
         let gone = posts.gone(o.clean, n).await;
-        let orphan = !gone.is_empty() && dice.below(4) == 0;
+        let orphan = !gone.is_empty() && dice.below(10) == 0;
         let (touched, written): (Vec<ObjectId>, _) = match (dice.below(6), pick) {
             // A post the old version deleted: the old shape cannot hold a
             // comment of it, so it is refused (a comment written would be
