@@ -431,6 +431,10 @@ async fn writes_the_old_field_cannot_hold_are_refused() -> docrel::Result<()> {
     assert_eq!(patrons[3].get_document("address").unwrap(), &doc! {"street": "3 quai Sud", "city": "Metz"});
     assert!(!patrons[0].contains_key("address"), "{}", patrons[0]);
     assert_one_relation(&t.db).await?;
+    // A patron the new version deletes takes its address with it.
+    assert!(v2::Patron::repo(&t.db).delete_by_id(&1).await?);
+    assert!(!raw(&t.db, "mo_addresses").await?.iter().any(|a| a.get_i64("_id").ok() == Some(1)));
+    assert_one_relation(&t.db).await?;
     let cards = raw(&t.db, "mo_cards").await?;
     let card = (cards[1].get_i64("_id").ok(), cards[1].get_i64("member").ok(), cards[1].get_str("number").ok());
     assert_eq!(card, (Some(1), Some(1), Some("c1")), "{}", cards[1]);
