@@ -8,7 +8,8 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
-    let Some(mv) = &m.moved else { return TokenStream::new() };
+    let back = embedded_from(m);
+    let Some(mv) = &m.moved else { return back };
     // Naming the old owner through its derive checks it is a document.
     let from = checked.doc(&mv.from.path);
     let (from_type, from_field, parent_field) = (&mv.from.name, &mv.from_field, &mv.parent_field);
@@ -25,5 +26,27 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             module: ::core::module_path!(),
         };
         __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE) }
+        #back
+    }
+}
+
+/// `#[embed(moved_from = "addresses")]`: the move back into this type, its
+/// parent reference found in the stored schema when it is planned.
+fn embedded_from(m: &Model) -> TokenStream {
+    let Some(back) = &m.embedded_from else { return TokenStream::new() };
+    let (from_collection, from_type, from_field) = (&m.collection, m.ident.to_string(), &back.rust_field);
+    let to_collection = &back.collection;
+    quote! {
+        static __DOCREL_MOVE_BACK: __docrel::Move = __docrel::Move {
+            kind: __docrel::MoveKind::ReferencedToEmbedded,
+            from_collection: #from_collection,
+            from_type: #from_type,
+            from_rust_field: #from_field,
+            to_collection: #to_collection,
+            to_type: "",
+            parent_field: "",
+            module: ::core::module_path!(),
+        };
+        __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE_BACK) }
     }
 }

@@ -120,6 +120,10 @@ pub struct EmbedAttr {
     pub key: Option<Ident>,
     /// Keep the `first` N elements in `sort` order (default) or the `last` N.
     pub keep: Option<Ident>,
+    /// The collection whose documents (each with a `#[parent_ref]` to this
+    /// type) this one struct was, in the old version: `docrel schema diff`
+    /// plans the move back into the parent.
+    pub moved_from: Option<LitStr>,
 }
 
 /// `#[bucket(size = 50)]` / `#[bucket(by = time, window = "day")]` on the

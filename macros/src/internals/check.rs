@@ -24,6 +24,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
     let indexes = super::index_check::indexes(c, cx);
     let shard_key = check_shard_key(c, id?, relations.as_deref(), indexes.as_deref(), cx);
     let moved = super::moved::moved(c, relations.as_deref(), cx);
+    let embedded_from = super::moved::embedded_from(c, cx);
     let id = &c.fields[id?];
     Some(Model {
         ident: c.ident,
@@ -39,6 +40,7 @@ pub fn document<'a>(c: &'a Container<'a>, cx: &Ctxt) -> Option<Model<'a>> {
         shard_key: shard_key?,
         indexes: indexes?,
         moved: moved?,
+        embedded_from: embedded_from?,
     })
 }
 

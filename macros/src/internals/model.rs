@@ -36,6 +36,8 @@ pub struct Model<'a> {
     pub indexes: Vec<ModelIndex<'a>>,
     /// `#[document(moved_from = Post::comments)]`.
     pub moved: Option<ModelMove>,
+    /// `#[embed(moved_from = "addresses")]` on one of its fields.
+    pub embedded_from: Option<ModelEmbedded>,
 }
 
 /// A declared index, its keys resolved to stored paths.
@@ -407,6 +409,15 @@ impl RelationKind<'_> {
 }
 
 /// A validated move into this type's collection.
+/// A field that was, in the old version, the one document of another
+/// collection referring to this one (`#[embed(moved_from = "addresses")]`).
+pub struct ModelEmbedded {
+    /// The old collection.
+    pub collection: String,
+    /// The field's Rust name.
+    pub rust_field: String,
+}
+
 pub struct ModelMove {
     /// The type whose array held these documents (`Post`).
     pub from: Target,

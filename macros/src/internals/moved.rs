@@ -4,8 +4,9 @@
 //! here; `docrel schema diff` finds its stored rule in the database.
 
 use super::ast::Container;
+use super::ast::Role;
 use super::ctxt::Ctxt;
-use super::model::{ModelMove, ModelRelation, RelationKind, Target};
+use super::model::{ModelEmbedded, ModelMove, ModelRelation, RelationKind, Target};
 use super::ty::path_name;
 
 /// The move `c` declares, if any; `None` when its declaration is wrong (the
@@ -99,4 +100,44 @@ fn parent_field(
         return None;
     }
     Some(first.stored.clone())
+}
+
+/// The field `c` declares `#[embed(moved_from = "..")]`, if any: one struct
+/// (not an array, not a subset), one field per type; `None` when the
+/// declaration is wrong (the error is in `cx`).
+pub fn embedded_from(c: &Container, cx: &Ctxt) -> Option<Option<ModelEmbedded>> {
+    let mut found: Option<ModelEmbedded> = None;
+    let mut ok = true;
+    for f in &c.fields {
+        let Role::Embed { attr, .. } = &f.role else { continue };
+        let Some(from) = &attr.moved_from else { continue };
+        let span = from.span();
+        if super::ty::array_element(f.ty).is_some() {
+            cx.error_at(
+                span,
+                format!(
+                    "not yet: moving documents of `{}` back into the array `{}`; `moved_from` on a field works for \
+                     one embedded struct (`Option<T>` or `T`)",
+                    from.value(),
+                    f.ident
+                ),
+            );
+            ok = false;
+        } else if attr.subset_of.is_some() {
+            cx.error_at(span, "`moved_from` names where one struct was; a subset is built from its children");
+            ok = false;
+        } else if let Some(first) = &found {
+            cx.error_at(
+                span,
+                format!(
+                    "`{}` and `{}` both declare `moved_from`: move one field per version of `{}`",
+                    first.rust_field, f.ident, c.ident
+                ),
+            );
+            ok = false;
+        } else {
+            found = Some(ModelEmbedded { collection: from.value(), rust_field: f.ident.to_string() });
+        }
+    }
+    ok.then_some(found)
 }

@@ -11,6 +11,10 @@ pub enum MoveKind {
     /// An embedded array becomes documents of their own collection, each
     /// with a parent reference (one-to-few → one-to-many/squillions).
     EmbedToCollection,
+    /// One document of another collection, referring to its parent, becomes
+    /// a struct embedded in the parent (one-to-one referenced → embedded):
+    /// the way back of an embedded document moved out.
+    ReferencedToEmbedded,
 }
 
 impl MoveKind {
@@ -18,6 +22,7 @@ impl MoveKind {
     pub fn describe(self) -> &'static str {
         match self {
             MoveKind::EmbedToCollection => "embedded array → documents of their own with a parent reference",
+            MoveKind::ReferencedToEmbedded => "one-to-one referenced document → embedded in its parent",
         }
     }
 }
