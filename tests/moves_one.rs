@@ -30,6 +30,8 @@ const SEEDS_VARIABLE: &str = "DOCREL_MOVES_ONE_SEEDS";
 const FAULT_SEEDS_VARIABLE: &str = "DOCREL_MOVES_ONE_FAULT_SEEDS";
 const FAULTS_VARIABLE: &str = "DOCREL_MOVES_ONE_FAULTS";
 const LEASE: Duration = Duration::from_millis(400);
+/// Patrons no writer touches during the move: only the copy moves theirs.
+const COLD: std::ops::Range<i64> = 100..110;
 /// The collection where the test tells the old version to stop.
 const STOP: &str = "mo_stop";
 
@@ -159,7 +161,12 @@ async fn seed(db: &docrel::mongodb::Database) -> docrel::Result<()> {
 /// replaced with its patron, a patron inserted (`next` numbers them),
 /// deleted or renamed.
 async fn old_write(db: &docrel::mongodb::Database, n: &mut Seeded, next: &mut i64) -> docrel::Result<()> {
-    let patrons: Vec<i64> = raw(db, "mo_patrons").await?.iter().filter_map(|p| p.get_i64("_id").ok()).collect();
+    let patrons: Vec<i64> = raw(db, "mo_patrons")
+        .await?
+        .iter()
+        .filter_map(|p| p.get_i64("_id").ok())
+        .filter(|p| !COLD.contains(p))
+        .collect();
     let repo = v1::Patron::repo(db);
     let (op, p) = (n.below(8), patrons.get(n.below(patrons.len())).copied());
     let fields = v1::Patron::fields();
@@ -232,7 +239,12 @@ async fn seeded(name: &str) -> docrel::Result<TestDb> {
 /// edited, replaced or deleted. Refused, with nothing written, until the
 /// move is maintained.
 async fn new_write(db: &docrel::mongodb::Database, n: &mut Seeded) -> docrel::Result<()> {
-    let patrons: Vec<i64> = raw(db, "mo_patrons").await?.iter().filter_map(|p| p.get_i64("_id").ok()).collect();
+    let patrons: Vec<i64> = raw(db, "mo_patrons")
+        .await?
+        .iter()
+        .filter_map(|p| p.get_i64("_id").ok())
+        .filter(|p| !COLD.contains(p))
+        .collect();
     let Some(&p) = patrons.get(n.below(patrons.len())) else { return Ok(()) };
     let repo = v2::Address::repo(db);
     let mine = |street: &str| v2::Address { id: p, patron: p, street: street.into(), city: "Paris".into() };
@@ -346,6 +358,12 @@ async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
     let counts = plan.counts.clone().expect("counted");
     assert_eq!((counts.parents, counts.elements, counts.largest_array), (6, 6, 1), "{text}");
     assert_eq!(counts.key_types, ["long"], "the patrons' `_id`s become the addresses'");
+
+    // Patrons no writer touches: only the copy moves their addresses.
+    let cold: Vec<BsonDoc> = COLD
+        .map(|p| doc! {"_id": p, "name": "cold", "address": {"street": format!("{p} quai"), "city": "Sète"}})
+        .collect();
+    t.db.collection::<BsonDoc>("mo_patrons").insert_many(cold).await.map_err(err)?;
 
     // The new version reads through the patrons before anything moved,
     // and its writes of addresses wait for the move.

@@ -9,7 +9,7 @@
 use super::affected::Affected;
 use super::repo::Operation;
 use crate::denormalize::moved::{
-    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, named, read, Reach,
+    arrays_from_collection, collection_from_arrays, inverses_from_arrays, mark, named, one_each, read, Reach,
 };
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
@@ -52,7 +52,8 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
     let declaring = |m: &&crate::schema::moves::Move| {
         m.to_collection == T::COLLECTION && m.to_type == T::schema().rust_name && m.module == T::schema().module
     };
-    for m in crate::schema::moves::declared().filter(declaring) {
+    let forward = |m: &&crate::schema::moves::Move| m.kind != crate::schema::moves::MoveKind::ReferencedToEmbedded;
+    for m in crate::schema::moves::declared().filter(declaring).filter(forward) {
         if !graph.lists_move(m.from_collection, m.from_rust_field, m.to_collection)
             && graph.holds_array(m.from_collection, m.from_rust_field)
         {
@@ -70,6 +71,24 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
     Ok(())
 }
 
+/// The stored name of `T`'s field declared `#[embed(moved_from = "..")]`
+/// while the database keeps the old collection with no move of it listed:
+/// its writes would not reach the old version's readers.
+fn unapplied_back<T: Document>(graph: &crate::schema::graph::Graph) -> Option<&'static str> {
+    let m = crate::schema::moves::declared().find(|m| {
+        m.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
+            && m.from_collection == T::COLLECTION
+            && m.from_type == T::schema().rust_name
+            && m.module == T::schema().module
+    })?;
+    if graph.lists_move(m.from_collection, m.from_rust_field, m.to_collection)
+        || graph.back_parent(m.to_collection, m.from_collection).is_none()
+    {
+        return None;
+    }
+    T::schema().relations.iter().find(|r| r.rust_field == m.from_rust_field).map(|r| r.field)
+}
+
 /// The moves `moving` a write of `schema` described by `affected` must
 /// keep, refusing a write they cannot take yet.
 fn mirrors(moving: Vec<Mirror>, affected: &Affected, schema: &Schema) -> Result<Vec<Mirror>> {
@@ -79,7 +98,25 @@ fn mirrors(moving: Vec<Mirror>, affected: &Affected, schema: &Schema) -> Result<
         // type has no parent reference to change, and until the move is
         // maintained no document has one to keep.
         let unlinked = mv.old == OldArray::Ids && !schema.fields.iter().any(|f| f.bson == mv.spec.parent_field);
+        // A move back: the documents are the old shape, the field the new.
+        let back = back(mv);
         match side {
+            // The old shape: before the field is kept, only checked to keep
+            // one document a parent.
+            Side::Collection if back => out.push((mv, side)),
+            Side::Array if back && !affected.writes(&mv.field) => continue,
+            // The old version's parents (without the field) need no mirror
+            // before the field is kept; the new version's wait for it.
+            Side::Array
+                if back
+                    && mv.state < MoveState::Maintained
+                    && !schema.relations.iter().any(|r| r.field == mv.field) =>
+            {
+                continue
+            }
+            Side::Array if back && mv.state < MoveState::Maintained => {
+                return Err(refused(mv, "the new shape takes writes once the move is maintained"))
+            }
             Side::Collection if unlinked && mv.state < MoveState::Maintained => continue,
             Side::Array if !affected.writes(&mv.field) => continue,
             Side::Array if affected.unnamed => {
@@ -118,6 +155,19 @@ pub(super) async fn run<'a, T: Document, O: Operation<'a, T>>(
 ) -> Result<O::Output> {
     let graph = crate::schema::graph::of(&repo.db);
     applied::<T>(graph)?;
+    if let Some(field) = unapplied_back::<T>(graph) {
+        if op.affected()?.writes(field) {
+            return Err(Error::Invalid {
+                what: Misuse::Schema,
+                message: format!(
+                    "`{}.{field}` was declared `moved_from` another collection, and the database still keeps that \
+                     collection with no move under way: nothing was written. Run `docrel schema apply --file <this \
+                     program's export>` first; writes of the field are taken once the move is maintained",
+                    T::COLLECTION
+                ),
+            });
+        }
+    }
     // Without a move of this collection, or an inverse it adopts, a write
     // costs what it cost before: nothing is asked of it.
     let adopting = !graph.adopted_inverses(T::COLLECTION).is_empty() || !graph.adopted_into(T::COLLECTION).is_empty();
@@ -252,9 +302,13 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
         for (mv, side) in mirrors {
             let parents = parents::<T>(cx, parent_field(mv, *side), affected).await?;
             // The new shape of a parent not copied yet is made first, from
-            // its array, which holds every element until the move is done.
-            if *side == Side::Collection {
-                collection_from_arrays(cx, mv, &parents, Reach::Full).await?;
+            // the old one, which holds every element until the move is done
+            // (for a move back, the old shape is the documents).
+            let back = back(mv);
+            match side {
+                Side::Collection if !back => collection_from_arrays(cx, mv, &parents, Reach::Full).await?,
+                Side::Array if back => arrays_from_collection(cx, mv, &parents).await?,
+                _ => {}
             }
             before.push(parents);
         }
@@ -275,6 +329,7 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
                 let reach = if mv.state == MoveState::Announced { Reach::DeletesAndUpdates } else { Reach::Full };
                 collection_from_arrays(cx, mv, &parents, reach).await?;
             }
+            Side::Collection if back(mv) && mv.state < MoveState::Maintained => one_each(cx, mv, &parents).await?,
             Side::Collection => arrays_from_collection(cx, mv, &parents).await?,
         }
         if mv.state == MoveState::Maintained {
@@ -309,4 +364,9 @@ async fn parents<T: Document>(cx: &mut Cx<'_>, parent: Option<&str>, affected: &
     let found = read(cx, T::COLLECTION, filter, Some(doc! {field: 1})).await?;
     out.extend(found.iter().filter_map(|d| d.get(field).cloned()));
     Ok(out)
+}
+
+/// Whether `mv` moves documents back into their parents.
+fn back(mv: &ActiveMove) -> bool {
+    mv.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
 }

@@ -108,6 +108,51 @@ impl Graph {
         self.building.iter().filter(|b| b.collection == collection).collect()
     }
 
+    /// The fields of `collection` that one-to-one documents are moving
+    /// back into and that are not read as stored yet: under way and not
+    /// switched, or declared by this program and not applied. Each is read
+    /// from the old collection, as a side not built yet is.
+    pub(crate) fn read_embedded(&self, collection: &str) -> Vec<super::stored::transitions::BuildingInverse> {
+        use super::moves::MoveKind::ReferencedToEmbedded as Back;
+        let side = |field: &str, to: &str, parent: &str| super::stored::transitions::BuildingInverse {
+            collection: collection.to_owned(),
+            field: field.to_owned(),
+            from_collection: to.to_owned(),
+            from_field: parent.to_owned(),
+        };
+        let mut out: Vec<_> = self
+            .moves
+            .iter()
+            .filter(|m| m.spec.kind == Back && m.spec.from.collection == collection && m.state < MoveState::Switched)
+            .map(|m| side(&m.field, &m.spec.to.collection, &m.spec.parent_field))
+            .collect();
+        for m in super::moves::declared().filter(|m| m.kind == Back && m.from_collection == collection) {
+            if self.lists_move(m.from_collection, m.from_rust_field, m.to_collection) {
+                continue;
+            }
+            let linked = self
+                .types_of(collection)
+                .iter()
+                .flat_map(|s| s.relations.iter())
+                .find(|r| r.rust_field == m.from_rust_field);
+            if let (Some(parent), Some(field)) = (self.back_parent(m.to_collection, collection), linked) {
+                out.push(side(field.field, m.to_collection, parent));
+            }
+        }
+        out
+    }
+
+    /// The parent reference to `parent` that a type of `old` (linked, or
+    /// as stored) declares: the old shape of a move back, while kept.
+    pub(crate) fn back_parent(&self, old: &str, parent: &str) -> Option<&'static str> {
+        let found = self
+            .types_of(old)
+            .iter()
+            .flat_map(|s| s.relations.iter())
+            .find(|r| matches!(r.kind, super::document::RelationKind::ParentRef) && r.target == Some(parent));
+        found.map(|r| r.field)
+    }
+
     /// The bound writes keep the other side of an adopted inverse to.
     pub(crate) fn inverse_bound(&self, a: &AdoptedInverse) -> Option<u32> {
         let types = self.types_of(&a.target);
@@ -138,7 +183,8 @@ impl Graph {
     /// fills it and its reads are not switched yet, whether the move is
     /// under way or only declared by this program (`None`: as stored).
     pub(crate) fn read_through(&self, collection: &str) -> Option<ReadThrough> {
-        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection) {
+        let forward = |kind: super::moves::MoveKind| kind != super::moves::MoveKind::ReferencedToEmbedded;
+        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection && forward(m.spec.kind)) {
             return (m.state < MoveState::Switched).then(|| ReadThrough {
                 spec: m.spec.clone(),
                 field: m.field.clone(),
@@ -147,7 +193,7 @@ impl Graph {
         }
         // Declared, not under way: the array still holds every element
         // while the database keeps it (a move not applied yet).
-        let declared = super::moves::declared().filter(|m| m.to_collection == collection);
+        let declared = super::moves::declared().filter(|m| m.to_collection == collection && forward(m.kind));
         declared.into_iter().find_map(|m| {
             let types = self.types_of(m.from_collection);
             let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;

@@ -7,9 +7,10 @@
 //! name a parent or an element's key are also given to the parents'
 //! `$match`, so a read of one parent's children reads one parent.
 
+use super::unbuilt::Unbuilt;
 use crate::error::{Error, Result};
 use crate::schema::graph_moves::ReadThrough;
-use crate::schema::stored::{BuildingInverse, OldArray};
+use crate::schema::stored::OldArray;
 use crate::store::session::{collect, collect_aggregate};
 use mongodb::bson::{doc, Bson, Document as BsonDoc, RawDocument, RawDocumentBuf};
 use mongodb::options::FindOptions;
@@ -32,24 +33,37 @@ enum Reading {
     Stored,
     /// Through the old shape of the move that fills it.
     Through(Box<ReadThrough>),
-    /// As stored, but for its sides of arrays made two-way that are not
-    /// built yet, read from the arrays ([`super::unbuilt`]).
-    Unbuilt(Vec<&'static BuildingInverse>),
+    /// As stored, but for its fields not built yet: sides of arrays made
+    /// two-way, read from the arrays, and one-to-one documents moving back
+    /// into it, read from their collection ([`super::unbuilt`]).
+    Unbuilt(Vec<Unbuilt>),
 }
 
 /// How a find of `collection` of `db` runs now: [`source`], and the sides
 /// not built yet, from one look at the graph.
 async fn reading(db: &Database, collection: &str) -> Result<Reading> {
-    if crate::schema::moves::declared().any(|m| m.to_collection == collection) {
+    let back = crate::schema::moves::MoveKind::ReferencedToEmbedded;
+    if crate::schema::moves::declared().any(|m| {
+        (m.to_collection == collection && m.kind != back) || (m.from_collection == collection && m.kind == back)
+    }) {
         crate::schema::stored::hold(db).await?;
     }
     let graph = crate::schema::graph::of(db);
     Ok(match graph.read_through(collection) {
         Some(through) => Reading::Through(Box::new(through)),
-        None => match graph.read_from_arrays(collection) {
-            sides if sides.is_empty() => Reading::Stored,
-            sides => Reading::Unbuilt(sides),
-        },
+        None => {
+            let mut sides: Vec<Unbuilt> = graph
+                .read_from_arrays(collection)
+                .into_iter()
+                .map(|b| Unbuilt { side: b.clone(), one: false })
+                .collect();
+            sides.extend(graph.read_embedded(collection).into_iter().map(|side| Unbuilt { side, one: true }));
+            if sides.is_empty() {
+                Reading::Stored
+            } else {
+                Reading::Unbuilt(sides)
+            }
+        }
     })
 }
 

@@ -10,6 +10,17 @@ use crate::schema::stored::BuildingInverse;
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::options::FindOptions;
 
+/// A field of the read collection that is not built yet, and how it is
+/// read: the ids of the documents of `from_collection` whose `from_field`
+/// names each document (the other side of an array made two-way), or the
+/// one such document itself (`one`: a one-to-one document moved back into
+/// its parent, without its `_id` and parent reference).
+#[derive(Debug, Clone)]
+pub(crate) struct Unbuilt {
+    pub(crate) side: BuildingInverse,
+    pub(crate) one: bool,
+}
+
 /// Whether `d` (a filter or a sort) names `field` or a path inside it, at
 /// any depth (`$and`, `$or`, `$elemMatch`, ..).
 fn names(d: &BsonDoc, field: &str) -> bool {
@@ -27,7 +38,7 @@ fn names(d: &BsonDoc, field: &str) -> bool {
 /// The aggregate of a find of `filter` with `options` whose `sides` are
 /// read from the arrays. The filter, order, skip and limit run before the
 /// `$lookup`s unless they name a side.
-pub(crate) fn find(sides: &[&BuildingInverse], filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
+pub(crate) fn find(sides: &[Unbuilt], filter: BsonDoc, options: &FindOptions) -> Vec<BsonDoc> {
     let sort = options.sort.clone().unwrap_or_default();
     let late = names_any(sides, &filter) || names_any(sides, &sort);
     let mut narrowing = Vec::new();
@@ -44,9 +55,17 @@ pub(crate) fn find(sides: &[&BuildingInverse], filter: BsonDoc, options: &FindOp
         narrowing.push(doc! {"$limit": l.abs()});
     }
     let mut out = if late { Vec::new() } else { std::mem::take(&mut narrowing) };
-    for b in sides {
+    for Unbuilt { side: b, one } in sides {
         let side = format!("${}", b.field);
         out.push(doc! {"$lookup": {"from": &b.from_collection, "localField": "_id", "foreignField": &b.from_field, "as": &b.field}});
+        if *one {
+            let first = doc! {"$cond": [{"$gt": [{"$size": &side}, 0]}, {"$arrayElemAt": [&side, 0]}, "$$REMOVE"]};
+            out.push(doc! {"$set": {&b.field: first}});
+            let (id, parent, records) =
+                (format!("{}._id", b.field), format!("{}.{}", b.field, b.from_field), format!("{}._docrel", b.field));
+            out.push(doc! {"$project": {id: 0, parent: 0, records: 0}});
+            continue;
+        }
         // `$map` rather than `"$side._id"`: a path through an array is what
         // some servers answer wrongly inside expressions.
         out.push(doc! {"$set": {&b.field: {"$map": {"input": &side, "as": "d", "in": "$$d._id"}}}});
@@ -60,12 +79,12 @@ pub(crate) fn find(sides: &[&BuildingInverse], filter: BsonDoc, options: &FindOp
 
 /// Whether `d` (a filter or a sort) names one of `sides`: a count that
 /// does not counts the same as stored.
-pub(crate) fn names_any(sides: &[&BuildingInverse], d: &BsonDoc) -> bool {
-    sides.iter().any(|b| names(d, &b.field))
+pub(crate) fn names_any(sides: &[Unbuilt], d: &BsonDoc) -> bool {
+    sides.iter().any(|b| names(d, &b.side.field))
 }
 
 /// The aggregate counting the documents of `filter`.
-pub(crate) fn count(sides: &[&BuildingInverse], filter: BsonDoc) -> Vec<BsonDoc> {
+pub(crate) fn count(sides: &[Unbuilt], filter: BsonDoc) -> Vec<BsonDoc> {
     let mut stages = find(sides, filter, &FindOptions::default());
     stages.push(doc! {"$count": "n"});
     stages
@@ -75,22 +94,23 @@ pub(crate) fn count(sides: &[&BuildingInverse], filter: BsonDoc) -> Vec<BsonDoc>
 mod tests {
     use super::*;
 
-    fn side() -> BuildingInverse {
-        BuildingInverse {
+    fn side() -> Unbuilt {
+        let side = BuildingInverse {
             collection: "courses".into(),
             field: "students".into(),
             from_collection: "students".into(),
             from_field: "courses".into(),
-        }
+        };
+        Unbuilt { side, one: false }
     }
 
     #[test]
     fn a_read_narrows_before_the_lookup_unless_it_names_the_side() {
         let options = FindOptions::builder().sort(doc! {"title": 1}).limit(2).build();
-        let early = find(&[&side()], doc! {"title": "a"}, &options);
+        let early = find(&[side()], doc! {"title": "a"}, &options);
         assert_eq!(early[0], doc! {"$match": {"title": "a"}});
         assert!(early[3].contains_key("$lookup") && early[4].contains_key("$set"));
-        let late = find(&[&side()], doc! {"$or": [{"students": 1}, {"title": "b"}]}, &options);
+        let late = find(&[side()], doc! {"$or": [{"students": 1}, {"title": "b"}]}, &options);
         assert!(late[0].contains_key("$lookup"));
         assert_eq!(late[2], doc! {"$match": {"$or": [{"students": 1}, {"title": "b"}]}});
         assert!(names(&doc! {"students.0": {"$exists": true}}, "students"));

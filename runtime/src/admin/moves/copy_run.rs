@@ -40,20 +40,25 @@ pub(super) async fn copy(
     let saved = checkpoints.find_one(doc! {"_id": &id}).await.map_err(|e| Error::driver("find", "checkpoint", e))?;
     let mut after = saved.and_then(|s| s.get("after").cloned());
     let mut out = Copied { pages: 0, elements: 0, settled: 0, finished: false };
-    let parents = db.collection::<BsonDoc>(&spec.from.collection);
-    let mut progress = totals(db, active, after.as_ref()).await?;
+    let source = Source::of(active);
+    let parents = db.collection::<BsonDoc>(&source.collection);
+    let mut progress = totals(db, &source, active, after.as_ref()).await?;
     loop {
         if stop() {
             return Ok(out);
         }
-        let ids = page_of(&parents, active.old, field, after.as_ref(), page).await?;
+        let ids = page_of(&parents, &source, after.as_ref(), page).await?;
         let Some(bound) = ids.last().and_then(|d| d.get("_id")).cloned() else { break };
         let mut matched = doc! {"_id": {"$lte": bound.clone()}};
         if let Some(a) = &after {
             matched = doc! {"_id": {"$gt": a.clone(), "$lte": bound.clone()}};
         }
-        let pipeline = super::copy::pipeline(spec, active.old, field, &spec.to.collection, matched, None);
-        parents.aggregate(pipeline).await.map_err(|e| Error::driver("aggregate", spec.from.collection.clone(), e))?;
+        let pipeline = if super::back::is_back(spec) {
+            super::back::copy_pipeline(spec, field, matched, None)
+        } else {
+            super::copy::pipeline(spec, active.old, field, &spec.to.collection, matched, None)
+        };
+        parents.aggregate(pipeline).await.map_err(|e| Error::driver("aggregate", source.collection.clone(), e))?;
         out.settled += settle(db, active).await?;
         checkpoints
             .update_one(doc! {"_id": &id}, doc! {"$set": {"after": bound.clone()}, "$inc": {"pages": 1}})
@@ -75,13 +80,12 @@ pub(super) async fn copy(
 /// The parents left to copy after `after`, and their elements: the
 /// progress's totals (one pass over the parents, without their arrays
 /// leaving the server).
-async fn totals(db: &Database, active: &ActiveMove, after: Option<&Bson>) -> Result<Progress> {
-    let (field, old) = (active.field.as_str(), active.old);
+async fn totals(db: &Database, source: &Source, active: &ActiveMove, after: Option<&Bson>) -> Result<Progress> {
     let pipeline = vec![
-        doc! {"$match": left(old, field, after)},
-        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "elements": {"$sum": old.size(field)}}},
+        doc! {"$match": left(source, after)},
+        doc! {"$group": {"_id": Bson::Null, "parents": {"$sum": 1}, "elements": {"$sum": source.size.clone()}}},
     ];
-    let row = super::count::first(db, &active.spec.from.collection, pipeline).await?.unwrap_or_default();
+    let row = super::count::first(db, &source.collection, pipeline).await?.unwrap_or_default();
     let number = |name| crate::admin::doctor::as_u64(row.get(name)).unwrap_or(0);
     Ok(Progress {
         label: active.spec.label(),
@@ -91,9 +95,29 @@ async fn totals(db: &Database, active: &ActiveMove, after: Option<&Bson>) -> Res
     })
 }
 
-/// The parents holding elements after `after`.
-fn left(old: OldArray, field: &str, after: Option<&Bson>) -> BsonDoc {
-    let mut range = old.holding(field);
+/// Where a move's copy reads: the parents holding elements (or, for a
+/// move back, the old documents naming a parent), and what each holds.
+struct Source {
+    collection: String,
+    holding: BsonDoc,
+    size: Bson,
+}
+
+impl Source {
+    fn of(active: &ActiveMove) -> Source {
+        let spec = &active.spec;
+        if super::back::is_back(spec) {
+            let holding = doc! {&spec.parent_field: {"$exists": true, "$ne": Bson::Null}};
+            return Source { collection: spec.to.collection.clone(), holding, size: OldArray::One.size("") };
+        }
+        let (field, old) = (active.field.as_str(), active.old);
+        Source { collection: spec.from.collection.clone(), holding: old.holding(field), size: old.size(field) }
+    }
+}
+
+/// What is left to copy after `after`.
+fn left(source: &Source, after: Option<&Bson>) -> BsonDoc {
+    let mut range = source.holding.clone();
     if let Some(a) = after {
         range.insert("_id", doc! {"$gt": a.clone()});
     }
@@ -104,17 +128,16 @@ fn left(old: OldArray, field: &str, after: Option<&Bson>) -> BsonDoc {
 /// elements (`n`).
 async fn page_of(
     parents: &mongodb::Collection<BsonDoc>,
-    old: OldArray,
-    field: &str,
+    source: &Source,
     after: Option<&Bson>,
     page: i64,
 ) -> Result<Vec<BsonDoc>> {
     let failed = |e| Error::driver("find", parents.name().to_owned(), e);
     parents
-        .find(left(old, field, after))
+        .find(left(source, after))
         .sort(doc! {"_id": 1})
         .limit(page)
-        .projection(doc! {"_id": 1, "n": old.size(field)})
+        .projection(doc! {"_id": 1, "n": source.size.clone()})
         .await
         .map_err(failed)?
         .try_collect()
@@ -147,7 +170,15 @@ pub(super) async fn settle(db: &Database, active: &ActiveMove) -> Result<u64> {
             let (db, active, parents, exact) = (db2.clone(), active.clone(), parents.clone(), exact.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(s));
-                collection_from_arrays(cx, &active, &parents, Reach::Full).await?;
+                if super::back::is_back(&active.spec) {
+                    // The old shape is the collection: the field follows it.
+                    let Some(kept) = cx.graph.moves.iter().find(|m| m.spec.id == active.spec.id) else {
+                        return Ok(());
+                    };
+                    crate::denormalize::moved::arrays_from_collection(cx, kept, &parents).await?;
+                } else {
+                    collection_from_arrays(cx, &active, &parents, Reach::Full).await?;
+                }
                 let seen = doc! {"$or": exact};
                 crate::store::session::in_session!(
                     db.collection::<BsonDoc>(MARKS_COLLECTION).delete_many(seen),

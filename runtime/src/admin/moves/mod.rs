@@ -5,11 +5,13 @@
 //! and their old shapes retired (`schema retire`, [`retire`]); two-way
 //! arrays made one-way the same way ([`make_one_way`]).
 
+mod back;
 mod copy;
 mod copy_run;
 mod count;
 mod holders;
 mod indexes;
+mod move_plan;
 mod one_way;
 mod plan;
 mod progress;

@@ -56,8 +56,13 @@ pub async fn retire(
             continue;
         }
         let active = retiring(db, mv).await?;
-        // The stored schema stops listing the array: no process follows it.
-        stored::retract(db, &active.spec.from.collection, &active.field).await?;
+        let back = super::back::is_back(&active.spec);
+        // The stored schema stops listing the array (for a move back, the
+        // old documents' parent reference): no process follows it.
+        match back {
+            true => stored::retract(db, &active.spec.to.collection, &active.spec.parent_field).await?,
+            false => stored::retract(db, &active.spec.from.collection, &active.field).await?,
+        };
         if drop_old {
             // Every holder stopped writing the array before it goes.
             if !wait_for(db, &active, lease, &mut stop, &mut step).await? {
@@ -65,7 +70,10 @@ pub async fn retire(
                 out.push(report);
                 continue;
             }
-            let (dropped, finished) = drop_field(db, &active.spec.from.collection, &active.field, &mut stop).await?;
+            let (dropped, finished) = match back {
+                true => super::back::drop_documents(db, &active.spec).await?,
+                false => drop_field(db, &active.spec.from.collection, &active.field, &mut stop).await?,
+            };
             report.dropped = dropped;
             step(&format!("{}: the old array removed from {dropped} parent(s)", mv.label()));
             if !finished {
@@ -97,7 +105,10 @@ async fn retiring(db: &Database, mv: &StoredMove) -> Result<ActiveMove> {
     match active.state {
         MoveState::Retired => Ok(active),
         MoveState::Switched => {
-            let from = format!("{}.{}", mv.from.collection, mv.from.rust_field.as_deref().unwrap_or_default());
+            let from = match super::back::is_back(mv) {
+                true => mv.to.collection.clone(),
+                false => format!("{}.{}", mv.from.collection, mv.from.rust_field.as_deref().unwrap_or_default()),
+            };
             let (holders, _) = super::holders::holders_now(db).await?;
             if let Wait::Holders(linking) = may_retire(&from, &holders) {
                 return Err(refused(format!(

@@ -143,16 +143,11 @@ async fn announce(
             message: format!("the move {} is refused, nothing was written: {}", mv.label(), refusals.join("; ")),
         });
     }
-    // A plan without refusals found the old array.
-    let old = super::plan::stored_array(&stored_types, mv);
-    let field = old.map(|r| r.field.clone()).unwrap_or_default();
-    let holds = old.and_then(|r| OldArray::of(&r.kind)).unwrap_or_default();
-    let bound = old.and_then(|r| holds.bound(&r.kind));
-    let required = holds == OldArray::One && super::plan::required(&stored_types, mv, &field);
-    super::indexes::build(db, program, mv, holds, &field, &mut |s: &str| step(&s.into())).await?;
+    let (spec, field, holds, bound, required) = shape(&stored_types, program, mv);
+    super::indexes::build(db, program, &spec, holds, &field, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
-    let (spec, state, change) = (mv.clone(), MoveState::Announced, mv.id.clone());
+    let (state, change) = (MoveState::Announced, mv.id.clone());
     let active = ActiveMove { spec, field, bound, old: holds, required, state, since, change };
     let mut all = stored::load_moves(db).await?;
     all.push(active.clone());
@@ -160,6 +155,27 @@ async fn announce(
     stored::obey(db).await?;
     step(&format!("{}: announced", mv.label()).into());
     Ok(active)
+}
+
+/// What a move whose plan has no refusals keeps: its spec (a move back
+/// given its parent reference), the old field's stored name, what it
+/// holds, its bound, and whether the field is required.
+fn shape(
+    stored_types: &[StoredType],
+    program: &[StoredType],
+    mv: &StoredMove,
+) -> (StoredMove, String, OldArray, Option<u32>, bool) {
+    if super::back::is_back(mv) {
+        let (spec, field, required) =
+            super::back::resolve(stored_types, program, mv).unwrap_or_else(|_| (mv.clone(), String::new(), false));
+        return (spec, field, OldArray::One, Some(1), required);
+    }
+    let old = super::plan::stored_array(stored_types, mv);
+    let field = old.map(|r| r.field.clone()).unwrap_or_default();
+    let holds = old.and_then(|r| OldArray::of(&r.kind)).unwrap_or_default();
+    let bound = old.and_then(|r| holds.bound(&r.kind));
+    let required = holds == OldArray::One && super::plan::required(stored_types, mv, &field);
+    (mv.clone(), field, holds, bound, required)
 }
 
 /// Takes `active` from its state to `switched`, copying in `maintained`.
@@ -189,7 +205,8 @@ async fn advance(
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
-            if crate::admin::checks::involves(crate::schema::graph::of(db), &to) {
+            let forward = !super::back::is_back(&active.spec);
+            if forward && crate::admin::checks::involves(crate::schema::graph::of(db), &to) {
                 step(&format!("{}: backfill: repair {to}", active.spec.label()).into());
                 let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;
                 if repaired.interrupted {

@@ -43,3 +43,9 @@ pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
         OldArray::Ids => linked::arrays_from_children(cx, mv, parents).await,
     }
 }
+
+/// Refuses a write of the documents of a move back that gives a parent a
+/// second one, while its field is not kept yet.
+pub(crate) async fn one_each(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    reconcile::one_each(cx, mv, parents).await
+}

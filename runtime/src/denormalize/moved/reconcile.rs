@@ -71,14 +71,18 @@ pub(super) async fn collection_from_arrays(
     let (mut gone, mut statements) = (Vec::new(), Vec::new());
     for parent in parents {
         let key = id_key(parent);
-        let elements = arrays.get(&key).map(Vec::as_slice).unwrap_or_default();
         let mut existing: HashMap<String, BsonDoc> = documents
             .remove(&key)
             .unwrap_or_default()
             .into_iter()
             .map(|d| (d.get("_id").map(id_key).unwrap_or_default(), d))
             .collect();
-        for e in elements {
+        let elements = match arrays.get(&key) {
+            Some(one) if mv.old == OldArray::One => identified(cx, mv, parent, one, &existing),
+            Some(elements) => elements.clone(),
+            None => Vec::new(),
+        };
+        for e in &elements {
             let Some(id) = e.get(&mv.spec.key) else { continue };
             let mut want = e.clone();
             want.insert(&mv.spec.parent_field, parent.clone());
@@ -114,6 +118,44 @@ pub(super) async fn collection_from_arrays(
     Ok(())
 }
 
+/// One embedded document as the element of its parent: it is the
+/// parent's one document whatever that one's `_id` (the old documents of
+/// a move back keep theirs), or a new one, whose `_id` is the parent's
+/// (or, for a move back whose old type's `_id` is an `ObjectId`, a new
+/// one).
+fn identified(
+    cx: &Cx<'_>,
+    mv: &ActiveMove,
+    parent: &Bson,
+    one: &[BsonDoc],
+    existing: &HashMap<String, BsonDoc>,
+) -> Vec<BsonDoc> {
+    let id = match existing.values().next().and_then(|d| d.get("_id")) {
+        Some(id) if existing.len() == 1 => id.clone(),
+        _ if back(mv) && object_ids(cx, mv) => Bson::ObjectId(mongodb::bson::oid::ObjectId::new()),
+        _ => parent.clone(),
+    };
+    one.iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.insert(&mv.spec.key, id.clone());
+            e
+        })
+        .collect()
+}
+
+/// Whether `mv` moves documents back into their parents.
+fn back(mv: &ActiveMove) -> bool {
+    mv.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
+}
+
+/// Whether the old documents of `mv`, as a type of their collection
+/// declares them, have `ObjectId`s for `_id`.
+fn object_ids(cx: &Cx<'_>, mv: &ActiveMove) -> bool {
+    let types = cx.graph.types_of(&mv.spec.to.collection);
+    types.iter().flat_map(|s| s.fields.iter()).any(|f| f.bson == "_id" && f.rust_type.ends_with("ObjectId"))
+}
+
 /// Makes each of `parents`' arrays hold their documents in the move's
 /// collection: elements keep their places, a changed one its new fields,
 /// one whose document went goes, and new documents are appended in `_id`
@@ -137,11 +179,11 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
                 return Err(moved_write(
                     mv,
                     format!(
-                        "`{}` {} is not stored, so the old shape cannot hold the `{}` {} written for it (deleted \
-                         meanwhile?)",
+                        "`{}` {} is not stored, so the other shape cannot hold the `{}` document {} written for it \
+                         (deleted meanwhile?)",
                         mv.spec.from.collection,
                         crate::bson_compat::relaxed_extjson(parent),
-                        mv.spec.to.rust_type,
+                        mv.spec.to.collection,
                         d.get("_id").map(crate::bson_compat::relaxed_extjson).unwrap_or_default()
                     ),
                 ));
@@ -158,7 +200,15 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
                 len: elements.len(),
             });
         }
-        if elements.len() != old.len() || elements.iter().zip(old).any(|(a, b)| !same(a, b)) {
+        let key = |d: &BsonDoc| {
+            let mut d = d.clone();
+            // One document of a move back keeps its own `_id`.
+            if back(mv) {
+                d.remove(&mv.spec.key);
+            }
+            d
+        };
+        if elements.len() != old.len() || elements.iter().zip(old).any(|(a, b)| !same(&key(a), &key(b))) {
             statements.push(doc! {"q": {"_id": parent.clone()}, "u": written(mv, parent, old, elements)?});
         }
     }
@@ -207,6 +257,7 @@ fn written(mv: &ActiveMove, parent: &Bson, old: &[BsonDoc], elements: Vec<BsonDo
         return Ok(doc! {"$unset": {&mv.field: ""}});
     };
     match one.remove(&mv.spec.key) {
+        _ if back(mv) => Ok(doc! {"$set": {&mv.field: one}}),
         Some(id) if id_key(&id) == id_key(parent) => Ok(doc! {"$set": {&mv.field: one}}),
         id => Err(refused(format!(
             "a `{}` of `{}` {parent_text} has `_id` {}, and while `{}.{}` holds one document its `_id` is its \
@@ -226,4 +277,29 @@ fn moved_write(mv: &ActiveMove, why: String) -> Error {
         what: Misuse::MovedWrite,
         message: format!("`{}` is moving ({}): {why}; nothing was written", mv.spec.label(), mv.state),
     }
+}
+
+/// Refuses a write that left a parent of `parents` with more than the one
+/// document a move back keeps, before its field is kept (`announced`):
+/// the field could hold only one of them. It bumps the parents'
+/// `_docrel.links` first, so that a process already keeping the field
+/// (`maintained`) and writing it conflicts with this write, and one of
+/// them is retried, rather than each adding a document the other misses.
+pub(super) async fn one_each(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    let parents = distinct(parents);
+    let coll = cx.db.collection::<BsonDoc>(&mv.spec.from.collection);
+    let bump = doc! {"$inc": {"_docrel.links": 1_i64}};
+    crate::store::session::in_session!(coll.update_many(doc! {"_id": {"$in": &parents}}, bump), cx.session())
+        .map_err(|e| Error::driver("update", mv.spec.from.collection.clone(), e))?;
+    let documents = documents(cx, mv, &parents).await?;
+    if let Some((parent, docs)) = documents.into_iter().find(|(_, d)| d.len() > 1) {
+        return Err(Error::EmbedFull {
+            collection: &mv.spec.from.collection,
+            id: parent,
+            field: &mv.field,
+            max: 1,
+            len: docs.len(),
+        });
+    }
+    Ok(())
 }

@@ -43,6 +43,22 @@ fn shapes(moves: &[ActiveMove], retiring: &[RetiringInverse]) -> (Vec<String>, V
     let mut old = Vec::new();
     let mut new = Vec::new();
     for m in moves {
+        if m.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded {
+            // A move back's old shape is the documents referring to their parent.
+            let links_old =
+                crate::schema::registry::schemas().filter(|s| s.collection == m.spec.to.collection).any(|s| {
+                    s.relations
+                        .iter()
+                        .any(|r| r.field == m.spec.parent_field && r.target == Some(&m.spec.from.collection))
+                });
+            if links_old {
+                old.push(m.spec.to.collection.clone());
+            }
+            if declared.contains(&m.spec.id) {
+                new.push(format!("{}.{}", m.spec.from.collection, m.field));
+            }
+            continue;
+        }
         let field = m.spec.from.rust_field.as_deref().unwrap_or_default();
         let links_old = crate::schema::registry::schemas()
             .filter(|s| s.collection == m.spec.from.collection)

@@ -88,8 +88,13 @@ impl StoredMove {
         ]
     }
 
-    /// `posts.comments → comments`, for messages.
+    /// `posts.comments → comments` (a move back: `addresses →
+    /// patrons.address`), for messages.
     pub fn label(&self) -> String {
+        if self.kind == MoveKind::ReferencedToEmbedded {
+            let field = self.from.rust_field.as_deref().unwrap_or("?");
+            return format!("{} → {}.{field}", self.to.collection, self.from.collection);
+        }
         format!("{}.{} → {}", self.from.collection, self.from.rust_field.as_deref().unwrap_or("?"), self.to.collection)
     }
 }
