@@ -103,7 +103,7 @@ fn parent_field(
 }
 
 /// The field `c` declares `#[embed(moved_from = "..")]`, if any: one struct
-/// (not an array, not a subset), one field per type; `None` when the
+/// (not an array, so no subset either), one field per type; `None` when the
 /// declaration is wrong (the error is in `cx`).
 pub fn embedded_from(c: &Container, cx: &Ctxt) -> Option<Option<ModelEmbedded>> {
     let mut found: Option<ModelEmbedded> = None;
@@ -122,9 +122,6 @@ pub fn embedded_from(c: &Container, cx: &Ctxt) -> Option<Option<ModelEmbedded>> 
                     f.ident
                 ),
             );
-            ok = false;
-        } else if attr.subset_of.is_some() {
-            cx.error_at(span, "`moved_from` names where one struct was; a subset is built from its children");
             ok = false;
         } else if let Some(first) = &found {
             cx.error_at(

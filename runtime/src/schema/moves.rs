@@ -27,24 +27,30 @@ impl MoveKind {
     }
 }
 
-/// One declared move (the derive writes these; users read them).
+/// One declared move (the derive writes these; users read them). `from`
+/// is always the parents' side (the field) and `to` the documents' side,
+/// whichever is old: a move back ([`MoveKind::ReferencedToEmbedded`]) goes
+/// from `to` into `from`.
 #[derive(Debug)]
 pub struct Move {
     /// The change of pattern.
     pub kind: MoveKind,
-    /// The collection whose documents held the array (`posts`).
+    /// The collection whose documents hold the field (`posts`).
     pub from_collection: &'static str,
     /// The Rust name of that document type (`Post`).
     pub from_type: &'static str,
-    /// The array's Rust field name in the old version (`comments`): its
-    /// stored name is read from the stored schema when the move is planned.
+    /// The field's Rust name (`comments`): in the old version, whose stored
+    /// name is read from the stored schema when the move is planned; for a
+    /// move back, in this one.
     pub from_rust_field: &'static str,
-    /// The collection the elements become documents of (`comments`).
+    /// The collection of the documents (`comments`).
     pub to_collection: &'static str,
-    /// The Rust name of the new document type (`Comment`).
+    /// The Rust name of the new document type (`Comment`); empty for a
+    /// move back, whose document type is the old version's.
     pub to_type: &'static str,
     /// The stored name of the new type's parent reference (`post`), filled
-    /// with the old parent's `_id`.
+    /// with the old parent's `_id`; empty for a move back, whose parent
+    /// reference the plan reads from the old type in the stored schema.
     pub parent_field: &'static str,
     /// The module declaring the new type.
     pub module: &'static str,
