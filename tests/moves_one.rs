@@ -14,7 +14,6 @@ use docrel::bson::{doc, Document as BsonDoc};
 use docrel::schema::stored::{self, MoveState, StoredMove};
 use docrel::testing::TestDb;
 use docrel::{Error, Filter, Misuse};
-use futures::TryStreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -37,7 +36,7 @@ const STOP: &str = "mo_stop";
 
 mod faults;
 use faults::fleet::{run_move, History};
-use faults::{admin, client, seeds, Seeded};
+use faults::{admin, client, raw, seeds, Seeded};
 
 /// The old version: a patron embeds its address, if it has one; a member
 /// always has its card.
@@ -127,11 +126,6 @@ fn new_version() {
 
 fn err(e: docrel::mongodb::error::Error) -> Error {
     Error::driver("test", "mo", e)
-}
-
-async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<BsonDoc>> {
-    let coll = db.collection::<BsonDoc>(collection);
-    coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
 }
 
 /// The move into `collection`, of the ones this program declares.

@@ -14,7 +14,6 @@ use docrel::bson::{doc, oid::ObjectId, Document as BsonDoc};
 use docrel::schema::stored::{self, MoveState, StoredMove};
 use docrel::testing::TestDb;
 use docrel::Error;
-use futures::TryStreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -36,7 +35,7 @@ const STOP: &str = "mb_stop";
 
 mod faults;
 use faults::fleet::{run_move, History};
-use faults::{client, seeds, Seeded};
+use faults::{client, raw, seeds, Seeded};
 
 /// The old version: an address is a document of its own referring to its
 /// patron.
@@ -95,11 +94,6 @@ fn new_version() {
 
 fn err(e: docrel::mongodb::error::Error) -> Error {
     Error::driver("test", "mb", e)
-}
-
-async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<BsonDoc>> {
-    let coll = db.collection::<BsonDoc>(collection);
-    coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
 }
 
 fn declared() -> Vec<StoredMove> {

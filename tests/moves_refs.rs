@@ -13,7 +13,6 @@ use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
 use docrel::schema::stored::{self, MoveState};
 use docrel::testing::TestDb;
 use docrel::{Error, Filter};
-use futures::TryStreamExt;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -36,7 +35,7 @@ const STOP: &str = "mr_stop";
 
 mod faults;
 use faults::fleet::{run_move, History};
-use faults::{client, Seeded};
+use faults::{client, raw, Seeded};
 
 /// The old version: a post holds the ids of its comments.
 pub mod v1 {
@@ -110,11 +109,6 @@ fn new_version() {
 
 fn err(e: docrel::mongodb::error::Error) -> Error {
     Error::driver("test", "mr", e)
-}
-
-async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<BsonDoc>> {
-    let coll = db.collection::<BsonDoc>(collection);
-    coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
 }
 
 /// The old version's data: six posts of three comments, a comment no post

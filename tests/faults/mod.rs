@@ -102,3 +102,11 @@ pub async fn admin(db: &docrel::mongodb::Database, args: &[&str]) -> (docrel::ad
     let exit = docrel::admin::run(full, &mut console, std::future::pending()).await;
     (exit, console.output(), console.errors())
 }
+
+/// Every document of `collection`, in `_id` order, read with the raw driver.
+#[allow(dead_code)] // not every fleet test reads back so
+pub async fn raw(db: &docrel::mongodb::Database, collection: &str) -> docrel::Result<Vec<docrel::bson::Document>> {
+    use futures::TryStreamExt;
+    let coll = db.collection::<docrel::bson::Document>(collection);
+    coll.find(doc! {}).sort(doc! {"_id": 1}).await.map_err(err)?.try_collect().await.map_err(err)
+}

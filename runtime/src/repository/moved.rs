@@ -52,8 +52,7 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
     let declaring = |m: &&crate::schema::moves::Move| {
         m.to_collection == T::COLLECTION && m.to_type == T::schema().rust_name && m.module == T::schema().module
     };
-    let forward = |m: &&crate::schema::moves::Move| m.kind != crate::schema::moves::MoveKind::ReferencedToEmbedded;
-    for m in crate::schema::moves::declared().filter(declaring).filter(forward) {
+    for m in crate::schema::moves::declared().filter(declaring).filter(|m| !m.kind.is_back()) {
         if !graph.lists_move(m.from_collection, m.from_rust_field, m.to_collection)
             && graph.holds_array(m.from_collection, m.from_rust_field)
         {
@@ -76,7 +75,7 @@ fn applied<T: Document>(graph: &crate::schema::graph::Graph) -> Result<()> {
 /// its writes would not reach the old version's readers.
 fn unapplied_back<T: Document>(graph: &crate::schema::graph::Graph) -> Option<&'static str> {
     let m = crate::schema::moves::declared().find(|m| {
-        m.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
+        m.kind.is_back()
             && m.from_collection == T::COLLECTION
             && m.from_type == T::schema().rust_name
             && m.module == T::schema().module
@@ -99,7 +98,7 @@ fn mirrors(moving: Vec<Mirror>, affected: &Affected, schema: &Schema) -> Result<
         // maintained no document has one to keep.
         let unlinked = mv.old == OldArray::Ids && !schema.fields.iter().any(|f| f.bson == mv.spec.parent_field);
         // A move back: the documents are the old shape, the field the new.
-        let back = back(mv);
+        let back = mv.spec.kind.is_back();
         match side {
             // The old shape: before the field is kept, only checked to keep
             // one document a parent.
@@ -304,7 +303,7 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
             // The new shape of a parent not copied yet is made first, from
             // the old one, which holds every element until the move is done
             // (for a move back, the old shape is the documents).
-            let back = back(mv);
+            let back = mv.spec.kind.is_back();
             match side {
                 Side::Collection if !back => collection_from_arrays(cx, mv, &parents, Reach::Full).await?,
                 Side::Array if back => arrays_from_collection(cx, mv, &parents).await?,
@@ -329,7 +328,9 @@ async fn mirrored<'a, T: Document, O: Operation<'a, T>>(
                 let reach = if mv.state == MoveState::Announced { Reach::DeletesAndUpdates } else { Reach::Full };
                 collection_from_arrays(cx, mv, &parents, reach).await?;
             }
-            Side::Collection if back(mv) && mv.state < MoveState::Maintained => one_each(cx, mv, &parents).await?,
+            Side::Collection if mv.spec.kind.is_back() && mv.state < MoveState::Maintained => {
+                one_each(cx, mv, &parents).await?
+            }
             Side::Collection => arrays_from_collection(cx, mv, &parents).await?,
         }
         if mv.state == MoveState::Maintained {
@@ -364,9 +365,4 @@ async fn parents<T: Document>(cx: &mut Cx<'_>, parent: Option<&str>, affected: &
     let found = read(cx, T::COLLECTION, filter, Some(doc! {field: 1})).await?;
     out.extend(found.iter().filter_map(|d| d.get(field).cloned()));
     Ok(out)
-}
-
-/// Whether `mv` moves documents back into their parents.
-fn back(mv: &ActiveMove) -> bool {
-    mv.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
 }

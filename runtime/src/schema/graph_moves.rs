@@ -113,7 +113,6 @@ impl Graph {
     /// switched, or declared by this program and not applied. Each is read
     /// from the old collection, as a side not built yet is.
     pub(crate) fn read_embedded(&self, collection: &str) -> Vec<super::stored::transitions::BuildingInverse> {
-        use super::moves::MoveKind::ReferencedToEmbedded as Back;
         let side = |field: &str, to: &str, parent: &str| super::stored::transitions::BuildingInverse {
             collection: collection.to_owned(),
             field: field.to_owned(),
@@ -123,10 +122,10 @@ impl Graph {
         let mut out: Vec<_> = self
             .moves
             .iter()
-            .filter(|m| m.spec.kind == Back && m.spec.from.collection == collection && m.state < MoveState::Switched)
+            .filter(|m| m.spec.kind.is_back() && m.spec.from.collection == collection && m.state < MoveState::Switched)
             .map(|m| side(&m.field, &m.spec.to.collection, &m.spec.parent_field))
             .collect();
-        for m in super::moves::declared().filter(|m| m.kind == Back && m.from_collection == collection) {
+        for m in super::moves::declared().filter(|m| m.kind.is_back() && m.from_collection == collection) {
             if self.lists_move(m.from_collection, m.from_rust_field, m.to_collection) {
                 continue;
             }
@@ -183,8 +182,7 @@ impl Graph {
     /// fills it and its reads are not switched yet, whether the move is
     /// under way or only declared by this program (`None`: as stored).
     pub(crate) fn read_through(&self, collection: &str) -> Option<ReadThrough> {
-        let forward = |kind: super::moves::MoveKind| kind != super::moves::MoveKind::ReferencedToEmbedded;
-        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection && forward(m.spec.kind)) {
+        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection && !m.spec.kind.is_back()) {
             return (m.state < MoveState::Switched).then(|| ReadThrough {
                 spec: m.spec.clone(),
                 field: m.field.clone(),
@@ -193,7 +191,7 @@ impl Graph {
         }
         // Declared, not under way: the array still holds every element
         // while the database keeps it (a move not applied yet).
-        let declared = super::moves::declared().filter(|m| m.to_collection == collection && forward(m.kind));
+        let declared = super::moves::declared().filter(|m| m.to_collection == collection && !m.kind.is_back());
         declared.into_iter().find_map(|m| {
             let types = self.types_of(m.from_collection);
             let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;

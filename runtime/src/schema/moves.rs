@@ -18,6 +18,14 @@ pub enum MoveKind {
 }
 
 impl MoveKind {
+    /// Whether it moves documents back into their parents
+    /// ([`MoveKind::ReferencedToEmbedded`]): the documents are the old
+    /// shape and the parents' field the new one, where every other move
+    /// has it the other way.
+    pub fn is_back(self) -> bool {
+        self == MoveKind::ReferencedToEmbedded
+    }
+
     /// The change of pattern in the reference texts' words.
     pub fn describe(self) -> &'static str {
         match self {

@@ -42,10 +42,10 @@ enum Reading {
 /// How a find of `collection` of `db` runs now: [`source`], and the sides
 /// not built yet, from one look at the graph.
 async fn reading(db: &Database, collection: &str) -> Result<Reading> {
-    let back = crate::schema::moves::MoveKind::ReferencedToEmbedded;
-    if crate::schema::moves::declared().any(|m| {
-        (m.to_collection == collection && m.kind != back) || (m.from_collection == collection && m.kind == back)
-    }) {
+    // A program reading the collection its declared move fills (the
+    // parents, for a move back) learns first where the move stands.
+    let filled = |m: &crate::schema::moves::Move| if m.kind.is_back() { m.from_collection } else { m.to_collection };
+    if crate::schema::moves::declared().any(|m| filled(m) == collection) {
         crate::schema::stored::hold(db).await?;
     }
     let graph = crate::schema::graph::of(db);

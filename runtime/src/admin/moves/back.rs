@@ -8,15 +8,9 @@
 use super::count::{first, MoveCounts};
 use super::move_plan::{blank, MovePlan};
 use crate::error::Result;
-use crate::schema::moves::MoveKind;
 use crate::schema::stored::{OldArray, StoredKind, StoredMove, StoredRelation, StoredType};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
-
-/// Whether `mv` moves documents back into their parents.
-pub(crate) fn is_back(mv: &StoredMove) -> bool {
-    mv.kind == MoveKind::ReferencedToEmbedded
-}
 
 /// `mv` with the old documents' parent reference, the new field's stored
 /// name, and whether the new type requires it; or what refuses it.
@@ -39,12 +33,7 @@ pub(super) fn resolve(
     let Some(field) = new_field(program, mv) else {
         return Err(format!("the file declares the move into `{}` but not its field", mv.from.rust_type));
     };
-    let required = program
-        .iter()
-        .filter(|t| t.collection == mv.from.collection)
-        .flat_map(|t| &t.fields)
-        .find(|f| f.bson == field.field)
-        .is_some_and(|f| !crate::schema::indexes::is_option(&f.rust_type));
+    let required = super::shapes::required(program, &mv.from.collection, &field.field);
     let spec = StoredMove { parent_field: parent.field.clone(), ..mv.clone() };
     Ok((spec, field.field.clone(), required))
 }

@@ -53,7 +53,7 @@ pub(super) async fn copy(
         if let Some(a) = &after {
             matched = doc! {"_id": {"$gt": a.clone(), "$lte": bound.clone()}};
         }
-        let pipeline = if super::back::is_back(spec) {
+        let pipeline = if spec.kind.is_back() {
             super::back::copy_pipeline(spec, field, matched, None)
         } else {
             super::copy::pipeline(spec, active.old, field, &spec.to.collection, matched, None)
@@ -106,7 +106,7 @@ struct Source {
 impl Source {
     fn of(active: &ActiveMove) -> Source {
         let spec = &active.spec;
-        if super::back::is_back(spec) {
+        if spec.kind.is_back() {
             let holding = doc! {&spec.parent_field: {"$exists": true, "$ne": Bson::Null}};
             return Source { collection: spec.to.collection.clone(), holding, size: OldArray::One.size("") };
         }
@@ -170,7 +170,7 @@ pub(super) async fn settle(db: &Database, active: &ActiveMove) -> Result<u64> {
             let (db, active, parents, exact) = (db2.clone(), active.clone(), parents.clone(), exact.clone());
             Box::pin(async move {
                 let cx = &mut Cx::new(&db, Some(s));
-                if super::back::is_back(&active.spec) {
+                if active.spec.kind.is_back() {
                     // The old shape is the collection: the field follows it.
                     let Some(kept) = cx.graph.moves.iter().find(|m| m.spec.id == active.spec.id) else {
                         return Ok(());

@@ -46,7 +46,7 @@ impl MovePlan {
     /// The plan in words, one line per item.
     pub fn to_text(&self) -> String {
         let describe = match self.old {
-            _ if self.kind == MoveKind::ReferencedToEmbedded => self.kind.describe(),
+            _ if self.kind.is_back() => self.kind.describe(),
             OldArray::Elements => self.kind.describe(),
             OldArray::Ids => "array of child references → a parent reference on the children",
             OldArray::One => "one-to-one embedded document → a document of its own whose `_id` is its parent's",
@@ -57,7 +57,7 @@ impl MovePlan {
             out.push_str(&format!("  new shape: {s}\n"));
         }
         match &self.counts {
-            Some(c) if self.kind == MoveKind::ReferencedToEmbedded => out.push_str(&format!(
+            Some(c) if self.kind.is_back() => out.push_str(&format!(
                 "  to move: {} document(s) into their parents, {} bytes (largest {} bytes); {} naming no stored \
                  parent are not moved\n",
                 c.elements, c.bytes, c.largest_document, c.orphans

@@ -48,7 +48,7 @@ pub(crate) async fn refusals(
     program: &[StoredType],
     mv: &StoredMove,
 ) -> Result<Vec<String>> {
-    if super::back::is_back(mv) {
+    if mv.kind.is_back() {
         return super::back::refusals(db, stored, program, mv).await;
     }
     let mut plan = blank(program, mv);
@@ -119,7 +119,7 @@ async fn plan_one(
     mv: &StoredMove,
     with_probe: bool,
 ) -> Result<MovePlan> {
-    if super::back::is_back(mv) {
+    if mv.kind.is_back() {
         return super::back::plan(db, stored, program, existing, mv).await;
     }
     let mut plan = blank(program, mv);
@@ -209,15 +209,4 @@ fn old_relation<'s>(stored: &'s [StoredType], mv: &StoredMove, plan: &mut MovePl
 /// the new collection's documents.
 pub(super) fn holds(old: &StoredRelation) -> OldArray {
     OldArray::of(&old.kind).unwrap_or_default()
-}
-
-/// Whether the old version's type of `mv` requires its field `field` (no
-/// `Option`), as stored: then a parent keeps its one document while the
-/// old shape is kept.
-pub(super) fn required(stored: &[StoredType], mv: &StoredMove, field: &str) -> bool {
-    let owner = stored.iter().filter(|t| t.collection == mv.from.collection);
-    owner
-        .flat_map(|t| &t.fields)
-        .find(|f| f.bson == field)
-        .is_some_and(|f| !crate::schema::indexes::is_option(&f.rust_type))
 }

@@ -56,7 +56,7 @@ pub async fn retire(
             continue;
         }
         let active = retiring(db, mv).await?;
-        let back = super::back::is_back(&active.spec);
+        let back = active.spec.kind.is_back();
         // The stored schema stops listing the array (for a move back, the
         // old documents' parent reference): no process follows it.
         match back {
@@ -105,7 +105,7 @@ async fn retiring(db: &Database, mv: &StoredMove) -> Result<ActiveMove> {
     match active.state {
         MoveState::Retired => Ok(active),
         MoveState::Switched => {
-            let from = match super::back::is_back(mv) {
+            let from = match mv.kind.is_back() {
                 true => mv.to.collection.clone(),
                 false => format!("{}.{}", mv.from.collection, mv.from.rust_field.as_deref().unwrap_or_default()),
             };

@@ -165,7 +165,7 @@ fn shape(
     program: &[StoredType],
     mv: &StoredMove,
 ) -> (StoredMove, String, OldArray, Option<u32>, bool) {
-    if super::back::is_back(mv) {
+    if mv.kind.is_back() {
         let (spec, field, required) =
             super::back::resolve(stored_types, program, mv).unwrap_or_else(|_| (mv.clone(), String::new(), false));
         return (spec, field, OldArray::One, Some(1), required);
@@ -174,7 +174,7 @@ fn shape(
     let field = old.map(|r| r.field.clone()).unwrap_or_default();
     let holds = old.and_then(|r| OldArray::of(&r.kind)).unwrap_or_default();
     let bound = old.and_then(|r| holds.bound(&r.kind));
-    let required = holds == OldArray::One && super::plan::required(stored_types, mv, &field);
+    let required = holds == OldArray::One && super::shapes::required(stored_types, &mv.from.collection, &field);
     (mv.clone(), field, holds, bound, required)
 }
 
@@ -205,7 +205,7 @@ async fn advance(
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
-            let forward = !super::back::is_back(&active.spec);
+            let forward = !active.spec.kind.is_back();
             if forward && crate::admin::checks::involves(crate::schema::graph::of(db), &to) {
                 step(&format!("{}: backfill: repair {to}", active.spec.label()).into());
                 let repaired = crate::admin::checks::repair(db, Some(&to))?.run(&mut *stop, |_, _| {}).await?;

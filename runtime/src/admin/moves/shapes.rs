@@ -272,3 +272,15 @@ pub(super) fn bounds(mv: &StoredMove, old: &StoredRelation) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// Whether a type of `collection` in `types` requires its field `field`
+/// (no `Option`): the old version's, as stored, for a move out (a parent
+/// keeps its one document while the old shape is kept); the new
+/// version's, for a move back (every parent needs its document).
+pub(super) fn required(types: &[StoredType], collection: &str, field: &str) -> bool {
+    let owner = types.iter().filter(|t| t.collection == collection);
+    owner
+        .flat_map(|t| &t.fields)
+        .find(|f| f.bson == field)
+        .is_some_and(|f| !crate::schema::indexes::is_option(&f.rust_type))
+}

@@ -132,7 +132,7 @@ fn identified(
 ) -> Vec<BsonDoc> {
     let id = match existing.values().next().and_then(|d| d.get("_id")) {
         Some(id) if existing.len() == 1 => id.clone(),
-        _ if back(mv) && object_ids(cx, mv) => Bson::ObjectId(mongodb::bson::oid::ObjectId::new()),
+        _ if mv.spec.kind.is_back() && object_ids(cx, mv) => Bson::ObjectId(mongodb::bson::oid::ObjectId::new()),
         _ => parent.clone(),
     };
     one.iter()
@@ -142,11 +142,6 @@ fn identified(
             e
         })
         .collect()
-}
-
-/// Whether `mv` moves documents back into their parents.
-fn back(mv: &ActiveMove) -> bool {
-    mv.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded
 }
 
 /// Whether the old documents of `mv`, as a type of their collection
@@ -203,7 +198,7 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
         let key = |d: &BsonDoc| {
             let mut d = d.clone();
             // One document of a move back keeps its own `_id`.
-            if back(mv) {
+            if mv.spec.kind.is_back() {
                 d.remove(&mv.spec.key);
             }
             d
@@ -257,7 +252,7 @@ fn written(mv: &ActiveMove, parent: &Bson, old: &[BsonDoc], elements: Vec<BsonDo
         return Ok(doc! {"$unset": {&mv.field: ""}});
     };
     match one.remove(&mv.spec.key) {
-        _ if back(mv) => Ok(doc! {"$set": {&mv.field: one}}),
+        _ if mv.spec.kind.is_back() => Ok(doc! {"$set": {&mv.field: one}}),
         Some(id) if id_key(&id) == id_key(parent) => Ok(doc! {"$set": {&mv.field: one}}),
         id => Err(refused(format!(
             "a `{}` of `{}` {parent_text} has `_id` {}, and while `{}.{}` holds one document its `_id` is its \

@@ -43,7 +43,7 @@ fn shapes(moves: &[ActiveMove], retiring: &[RetiringInverse]) -> (Vec<String>, V
     let mut old = Vec::new();
     let mut new = Vec::new();
     for m in moves {
-        if m.spec.kind == crate::schema::moves::MoveKind::ReferencedToEmbedded {
+        if m.spec.kind.is_back() {
             // A move back's old shape is the documents referring to their parent.
             let links_old =
                 crate::schema::registry::schemas().filter(|s| s.collection == m.spec.to.collection).any(|s| {

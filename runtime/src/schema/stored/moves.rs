@@ -91,7 +91,7 @@ impl StoredMove {
     /// `posts.comments → comments` (a move back: `addresses →
     /// patrons.address`), for messages.
     pub fn label(&self) -> String {
-        if self.kind == MoveKind::ReferencedToEmbedded {
+        if self.kind.is_back() {
             let field = self.from.rust_field.as_deref().unwrap_or("?");
             return format!("{} → {}.{field}", self.to.collection, self.from.collection);
         }
