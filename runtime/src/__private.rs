@@ -11,7 +11,7 @@ pub use crate::schema::document::{
 pub use crate::schema::document::FieldCopy as Copy;
 pub use crate::schema::elements::{ElementsOf, NoElements};
 pub use crate::schema::entries::{embed_relation, link_field, plain_field, ref_relation};
-pub use crate::schema::moves::{Move, MoveKind, RegisteredMove};
+pub use crate::schema::moves::{Move, MoveKind, MovedBuckets, RegisteredMove};
 pub use crate::schema::registry::Registered;
 pub use inventory;
 pub use mongodb;

@@ -83,6 +83,7 @@ pub fn active(state: docrel::schema::stored::MoveState) -> docrel::schema::store
         to: MoveEnd { collection: "mv_comments".into(), rust_type: "Comment".into(), rust_field: None },
         parent_field: "post".into(),
         key: "_id".into(),
+        buckets: None,
     };
     ActiveMove {
         spec,

@@ -14,9 +14,21 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let from = checked.doc(&mv.from.path);
     let (from_type, from_field, parent_field) = (&mv.from.name, &mv.from_field, &mv.parent_field);
     let (to_collection, to_type) = (&m.collection, m.ident.to_string());
+    let (kind, buckets) = match &mv.buckets {
+        Some(b) => {
+            let (field, page, count, size) = (&b.field, &b.page, &b.count, b.size);
+            let buckets = quote! {
+                ::core::option::Option::Some(__docrel::MovedBuckets {
+                    field: #field, page: #page, count: #count, size: #size,
+                })
+            };
+            (quote!(EmbedToBuckets), buckets)
+        }
+        None => (quote!(EmbedToCollection), quote!(::core::option::Option::None)),
+    };
     quote! {
         static __DOCREL_MOVE: __docrel::Move = __docrel::Move {
-            kind: __docrel::MoveKind::EmbedToCollection,
+            kind: __docrel::MoveKind::#kind,
             from_collection: <#from as __docrel::Document>::COLLECTION,
             from_type: #from_type,
             from_rust_field: #from_field,
@@ -24,6 +36,7 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
             to_type: #to_type,
             parent_field: #parent_field,
             module: ::core::module_path!(),
+            buckets: #buckets,
         };
         __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE) }
         #back
@@ -46,6 +59,7 @@ fn embedded_from(m: &Model) -> TokenStream {
             to_type: "",
             parent_field: "",
             module: ::core::module_path!(),
+            buckets: ::core::option::Option::None,
         };
         __docrel::inventory::submit! { __docrel::RegisteredMove(&__DOCREL_MOVE_BACK) }
     }

@@ -408,7 +408,6 @@ impl RelationKind<'_> {
     }
 }
 
-/// A validated move into this type's collection.
 /// A field that was, in the old version, the one document of another
 /// collection referring to this one (`#[embed(moved_from = "addresses")]`).
 pub struct ModelEmbedded {
@@ -418,6 +417,7 @@ pub struct ModelEmbedded {
     pub rust_field: String,
 }
 
+/// A validated move into this type's collection.
 pub struct ModelMove {
     /// The type whose array held these documents (`Post`).
     pub from: Target,
@@ -426,4 +426,15 @@ pub struct ModelMove {
     /// The stored name of this type's `#[parent_ref(to = Post)]` field, which
     /// the move fills with the old parent's `_id`.
     pub parent_field: String,
+    /// The bucket fields, when this type is a bucket document by count.
+    pub buckets: Option<ModelBuckets>,
+}
+
+/// The stored names of a bucket document's array, page and count, and its
+/// size: where a move into buckets puts the elements.
+pub struct ModelBuckets {
+    pub field: String,
+    pub page: String,
+    pub count: String,
+    pub size: u32,
 }

@@ -6,7 +6,7 @@
 use super::ast::Container;
 use super::ast::Role;
 use super::ctxt::Ctxt;
-use super::model::{ModelEmbedded, ModelMove, ModelRelation, RelationKind, Target};
+use super::model::{ModelBuckets, ModelEmbedded, ModelMove, ModelRelation, RelationKind, Target};
 use super::ty::path_name;
 
 /// The move `c` declares, if any; `None` when its declaration is wrong (the
@@ -44,19 +44,40 @@ pub fn moved(c: &Container, relations: Option<&[ModelRelation]>, cx: &Ctxt) -> O
         return None;
     }
     let relations = relations?;
-    if relations.iter().any(|r| matches!(r.kind, RelationKind::Bucket(_))) {
+    let buckets = buckets(relations, &from, &field, span, cx)?;
+    let parent_field = parent_field(c, relations, &from, &field, span, cx)?;
+    Some(Some(ModelMove { from, from_field: field, parent_field, buckets }))
+}
+
+/// Where the elements go when `c` is a bucket document: its array, page
+/// and count fields and its size. Only buckets by count take a move: a
+/// time bucket's pages are not a function of the array's order.
+fn buckets(
+    relations: &[ModelRelation],
+    from: &Target,
+    field: &str,
+    span: proc_macro2::Span,
+    cx: &Ctxt,
+) -> Option<Option<ModelBuckets>> {
+    let Some((array, b)) = relations.iter().find_map(|r| match &r.kind {
+        RelationKind::Bucket(b) => Some((r, b)),
+        _ => None,
+    }) else {
+        return Some(None);
+    };
+    let by_count = b.counter.is_none() && b.window_ms.is_none();
+    let Some(size) = b.size.filter(|_| by_count) else {
         cx.error_at(
             span,
             format!(
-                "not yet: moving `{}::{field}` into bucket documents; `moved_from` works for a collection of \
-                     documents with a `#[parent_ref(to = {})]`",
-                from.name, from.name
+                "not yet: moving `{}::{field}` into time buckets or counters; `moved_from` on a bucket document \
+                 works for buckets by count (`#[bucket(size = 50)]`)",
+                from.name
             ),
         );
         return None;
-    }
-    let parent_field = parent_field(c, relations, &from, &field, span, cx)?;
-    Some(Some(ModelMove { from, from_field: field, parent_field }))
+    };
+    Some(Some(ModelBuckets { field: array.stored.clone(), page: b.page.clone(), count: b.count.clone(), size }))
 }
 
 /// The stored name of the one `#[parent_ref]` to the old owner.

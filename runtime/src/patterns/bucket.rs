@@ -220,6 +220,9 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         crate::schema::stored::hold(db).await?;
         let spec = self.spec()?;
         let value = self.element(element)?;
+        if self.moving(db)?.is_some() {
+            return self.append_moving(db, parent.to_bson(), value).await;
+        }
         let coll = db.collection::<BsonDoc>(B::COLLECTION);
         // A pipeline update rather than `$inc`/`$push`: it creates `count`
         // before the array in a new bucket, the order of the reference text
@@ -398,6 +401,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// is an [`Error::Invalid`].
     pub async fn page(&self, db: &Database, parent: &P::Id, k: u64) -> Result<Option<B>> {
         let spec = self.spec()?;
+        self.readable(db)?;
         let k = crate::store::options::count("page", k)?;
         let k = i32::try_from(k).map_or(Bson::Int64(k), Bson::Int32);
         crate::store::find::Find::<B, B>::on(db, doc! { spec.parent: parent.to_bson(), spec.page: k }).one().await
@@ -446,6 +450,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
 
     async fn elements(&self, db: &Database, filter: BsonDoc, keep: impl Fn(&E) -> bool) -> Result<Vec<E>> {
         let spec = self.spec()?;
+        self.readable(db)?;
         // A window's first bucket has no spill number, which sorts first.
         let order = match spec.window_ms {
             Some(_) => doc! { spec.start: 1, spec.page: 1 },

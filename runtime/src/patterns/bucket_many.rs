@@ -108,6 +108,14 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 crate::schema::stored::hold(db).await?;
                 let spec = self.spec()?;
                 let values = items.iter().map(|(_, e)| self.element(e)).collect::<Result<Vec<Bson>>>()?;
+                if self.moving(db)?.is_some() {
+                    // Each element to its parent's array, in order.
+                    let mut out = Vec::with_capacity(items.len());
+                    for ((parent, _), value) in items.iter().zip(values) {
+                        out.push(self.append_moving(db, parent.to_bson(), value).await?);
+                    }
+                    return Ok(out);
+                }
                 let groups = self.groups(spec, items);
                 if groups.is_empty() {
                     return Ok(Vec::new());

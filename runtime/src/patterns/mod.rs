@@ -5,6 +5,7 @@
 pub(crate) mod bucket;
 pub(crate) mod bucket_check;
 mod bucket_many;
+mod bucket_moving;
 mod bucket_opened;
 pub(crate) mod bucket_whole;
 pub(crate) mod counter;

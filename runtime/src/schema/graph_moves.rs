@@ -178,11 +178,57 @@ pub(crate) struct ReadThrough {
 }
 
 impl Graph {
+    /// The move into buckets that fills `collection`, listed and not
+    /// retired: an append is then made to the parent's array, and the
+    /// pages follow it.
+    pub(crate) fn filling_pages(&self, collection: &str) -> Option<&ActiveMove> {
+        self.moves
+            .iter()
+            .find(|m| m.spec.to.collection == collection && m.spec.buckets.is_some() && m.state < MoveState::Retired)
+    }
+
+    /// Why `collection`'s pages cannot be read yet: a move into buckets
+    /// fills it and has not made every page (`moved`), or this program
+    /// declares one that is not under way while the database keeps the
+    /// array. A page made from an array has no `_id` until it is stored,
+    /// so such a read is refused rather than made up.
+    pub(crate) fn unmade_pages(&self, collection: &str) -> Option<String> {
+        if let Some(m) = self.filling_pages(collection) {
+            return (m.state < MoveState::Moved).then(|| {
+                format!(
+                    "`{}` is moving into buckets ({}): its pages are read once every one is made (`moved`); \
+                     `docrel schema apply` takes it there",
+                    m.spec.label(),
+                    m.state
+                )
+            });
+        }
+        let declared = super::moves::declared().find(|m| m.to_collection == collection && m.buckets.is_some())?;
+        let pending = !self.lists_move(declared.from_collection, declared.from_rust_field, collection)
+            && self.holds_array(declared.from_collection, declared.from_rust_field);
+        pending.then(|| {
+            format!(
+                "`{}` was declared `moved_from = {}::{}`, and the database still keeps `{}.{}` with no move under \
+                 way: run `docrel schema apply --file <this program's export>` first",
+                declared.to_type,
+                declared.from_type,
+                declared.from_rust_field,
+                declared.from_collection,
+                declared.from_rust_field
+            )
+        })
+    }
+
     /// How `collection` is read now: through the old shape when a move
     /// fills it and its reads are not switched yet, whether the move is
     /// under way or only declared by this program (`None`: as stored).
     pub(crate) fn read_through(&self, collection: &str) -> Option<ReadThrough> {
-        if let Some(m) = self.moves.iter().find(|m| m.spec.to.collection == collection && !m.spec.kind.is_back()) {
+        let paged = |kind: super::moves::MoveKind| kind == super::moves::MoveKind::EmbedToBuckets;
+        let filling = |m: &&ActiveMove| m.spec.to.collection == collection && !m.spec.kind.is_back();
+        if let Some(m) = self.moves.iter().find(filling) {
+            if paged(m.spec.kind) {
+                return None;
+            }
             return (m.state < MoveState::Switched).then(|| ReadThrough {
                 spec: m.spec.clone(),
                 field: m.field.clone(),
@@ -191,7 +237,8 @@ impl Graph {
         }
         // Declared, not under way: the array still holds every element
         // while the database keeps it (a move not applied yet).
-        let declared = super::moves::declared().filter(|m| m.to_collection == collection && !m.kind.is_back());
+        let declared =
+            super::moves::declared().filter(|m| m.to_collection == collection && !m.kind.is_back() && !paged(m.kind));
         declared.into_iter().find_map(|m| {
             let types = self.types_of(m.from_collection);
             let rel = types.iter().flat_map(|s| s.relations.iter()).find(|r| r.rust_field == m.from_rust_field)?;

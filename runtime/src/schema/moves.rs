@@ -15,6 +15,10 @@ pub enum MoveKind {
     /// a struct embedded in the parent (one-to-one referenced → embedded):
     /// the way back of an embedded document moved out.
     ReferencedToEmbedded,
+    /// An embedded array becomes bucket documents of the same parent, a
+    /// fixed number of elements each (one-to-few → the bucket pattern):
+    /// page `k` holds elements `[(k-1)·size, k·size)` of the array.
+    EmbedToBuckets,
 }
 
 impl MoveKind {
@@ -31,6 +35,7 @@ impl MoveKind {
         match self {
             MoveKind::EmbedToCollection => "embedded array → documents of their own with a parent reference",
             MoveKind::ReferencedToEmbedded => "one-to-one referenced document → embedded in its parent",
+            MoveKind::EmbedToBuckets => "embedded array → bucket documents of a fixed number of elements",
         }
     }
 }
@@ -62,6 +67,23 @@ pub struct Move {
     pub parent_field: &'static str,
     /// The module declaring the new type.
     pub module: &'static str,
+    /// Where the elements go in a bucket document
+    /// ([`MoveKind::EmbedToBuckets`]); `None` for every other kind.
+    pub buckets: Option<MovedBuckets>,
+}
+
+/// The fields of the bucket documents a move into buckets fills (their
+/// stored names) and the elements each holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MovedBuckets {
+    /// The bucket array (`comments`).
+    pub field: &'static str,
+    /// The page number, from 1 (`page`).
+    pub page: &'static str,
+    /// The number of elements the page holds (`count`).
+    pub count: &'static str,
+    /// Elements per page.
+    pub size: u32,
 }
 
 /// One registered move (generated code submits these).

@@ -49,6 +49,9 @@ async fn reading(db: &Database, collection: &str) -> Result<Reading> {
         crate::schema::stored::hold(db).await?;
     }
     let graph = crate::schema::graph::of(db);
+    if let Some(why) = graph.unmade_pages(collection) {
+        return Err(unmade(why));
+    }
     Ok(match graph.read_through(collection) {
         Some(through) => Reading::Through(Box::new(through)),
         None => {
@@ -65,6 +68,11 @@ async fn reading(db: &Database, collection: &str) -> Result<Reading> {
             }
         }
     })
+}
+
+/// The refusal of a read of pages a move into buckets has not made yet.
+pub(crate) fn unmade(why: String) -> Error {
+    Error::Invalid { what: crate::error::Misuse::Schema, message: format!("{why}; nothing was read") }
 }
 
 /// The database of `coll`.
@@ -334,6 +342,7 @@ mod tests {
             to: end("comments", "Comment"),
             parent_field: "post".into(),
             key: "_id".into(),
+            buckets: None,
         };
         ReadThrough { spec, field: "comments".into(), old: OldArray::Elements }
     }

@@ -38,6 +38,10 @@ pub(super) fn pipeline(
         out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "merge", "whenNotMatched": missing}});
         return out;
     }
+    if let Some(b) = &mv.buckets {
+        out.extend(super::paged::copy_stages(mv, b, field, into));
+        return out;
+    }
     out.extend(mv.unwound(field, holds));
     out.push(doc! {"$merge": {"into": into, "on": "_id", "whenMatched": "keepExisting", "whenNotMatched": "insert"}});
     out

@@ -36,6 +36,13 @@ pub struct MoveCounts {
     /// parent reference.
     #[serde(default)]
     pub orphans: u64,
+    /// The bucket documents a move into buckets makes (0 for other kinds).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pages: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counts the elements of `collection.field`; `key` is the element field
@@ -86,6 +93,7 @@ pub(super) async fn count(
         duplicate_keys: 0,
         dangling: 0,
         orphans: 0,
+        pages: 0,
     };
     // An element without its key has no identity to compare.
     if counts.without_key == 0 {

@@ -13,6 +13,7 @@ mod holders;
 mod indexes;
 mod move_plan;
 mod one_way;
+mod paged;
 mod plan;
 mod progress;
 mod retire;

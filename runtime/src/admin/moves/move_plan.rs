@@ -67,6 +67,11 @@ impl MovePlan {
                  bytes); {} bytes freed in the parents once retired\n",
                 c.elements, c.bytes, c.largest_document, c.array_bytes
             )),
+            Some(c) if self.kind == MoveKind::EmbedToBuckets => out.push_str(&format!(
+                "  to move: {} element(s) of {} parent(s) into {} page(s), {} bytes as pages (largest array {}, \
+                 largest page {} bytes); {} bytes freed in the parents once retired\n",
+                c.elements, c.parents, c.pages, c.bytes, c.largest_array, c.largest_document, c.array_bytes
+            )),
             Some(c) if self.old == OldArray::Ids => out.push_str(&format!(
                 "  to move: {} id(s) of {} parent(s), each the parent reference of the document it names (largest \
                  array {}); {} bytes freed in the parents once retired\n",
@@ -92,10 +97,13 @@ impl MovePlan {
             }
         }
         match &self.estimate {
-            Some(e) => out.push_str(&format!(
-                "  time: about {:.1} s ({:.0} elements/s measured on {} element(s))\n",
-                e.seconds, e.elements_per_second, e.probed_elements
-            )),
+            Some(e) => {
+                let unit = if self.kind == MoveKind::EmbedToBuckets { "page" } else { "element" };
+                out.push_str(&format!(
+                    "  time: about {:.1} s ({:.0} {unit}s/s measured on {} {unit}(s))\n",
+                    e.seconds, e.elements_per_second, e.probed_elements
+                ))
+            }
             None => out.push_str("  time: nothing to copy\n"),
         }
         for r in &self.readers {

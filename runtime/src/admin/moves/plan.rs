@@ -54,6 +54,13 @@ pub(crate) async fn refusals(
     let mut plan = blank(program, mv);
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan.refusals) };
     plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
+    if let Some(b) = &mv.buckets {
+        let present = existing_collections(db).await?.contains(&mv.from.collection);
+        let counts = if present { Some(super::paged::count(db, mv, b, &old.field).await?) } else { None };
+        let listed = listed(db, mv).await?;
+        plan.refusals.extend(super::paged::refusals(db, mv, old, counts.as_ref(), listed).await?);
+        return Ok(plan.refusals);
+    }
     if existing_collections(db).await?.contains(&mv.from.collection) {
         let (collection, field) = (&mv.from.collection, &old.field);
         let keys = match holds(old) {
@@ -124,6 +131,9 @@ async fn plan_one(
     }
     let mut plan = blank(program, mv);
     let Some(old) = old_relation(stored, mv, &mut plan) else { return Ok(plan) };
+    if let Some(b) = &mv.buckets {
+        return plan_buckets(db, program, existing, (mv, b), old, plan, with_probe).await;
+    }
     plan.old = holds(old);
     plan.from = format!("{}.{}", mv.from.collection, old.field);
     plan.old_shape = super::shapes::old_shape(old);
@@ -149,6 +159,48 @@ async fn plan_one(
         plan.counts = Some(counts);
     }
     Ok(plan)
+}
+
+/// [`plan_one`] of a move into buckets ([`super::paged`]).
+async fn plan_buckets(
+    db: &Database,
+    program: &[StoredType],
+    existing: &[String],
+    (mv, b): (&StoredMove, &crate::schema::stored::StoredBuckets),
+    old: &StoredRelation,
+    mut plan: MovePlan,
+    with_probe: bool,
+) -> Result<MovePlan> {
+    plan.from = format!("{}.{}", mv.from.collection, old.field);
+    plan.old_shape = super::shapes::old_shape(old);
+    plan.new_shape = vec![super::paged::new_shape(mv, b)];
+    plan.refusals.extend(super::shapes::program_refusals(program, mv, old));
+    plan.derived = super::paged::derived(mv, b, old);
+    plan.readers = super::shapes::readers(mv, old);
+    plan.readers.push(super::paged::new_readers(mv));
+    plan.bounds = super::shapes::bounds(mv, old);
+    plan.index_builds = super::indexes::needed(db, program, mv, OldArray::Elements, &old.field)
+        .await?
+        .into_iter()
+        .map(|(collection, model)| format!("{collection} {}", show(&model.keys)))
+        .collect();
+    let counts = if existing.contains(&mv.from.collection) {
+        Some(super::paged::count(db, mv, b, &old.field).await?)
+    } else {
+        None
+    };
+    let listed = listed(db, mv).await?;
+    plan.refusals.extend(super::paged::refusals(db, mv, old, counts.as_ref(), listed).await?);
+    if let Some(c) = counts.as_ref().filter(|c| with_probe && c.pages > 0) {
+        plan.estimate = probe(db, mv, OldArray::Elements, &old.field, PROBE_PARENTS, c.pages).await?;
+    }
+    plan.counts = counts;
+    Ok(plan)
+}
+
+/// Whether `mv` is under way in `db` (its pages are then its own).
+async fn listed(db: &Database, mv: &StoredMove) -> Result<bool> {
+    Ok(crate::schema::stored::load_moves(db).await?.iter().any(|m| m.spec.id == mv.id))
 }
 
 /// The stored rule of `mv`'s old array, found by the old version's Rust

@@ -9,6 +9,7 @@ mod common;
 mod inverse;
 mod linked;
 mod marks;
+mod paged;
 mod reconcile;
 
 pub(crate) use common::{read, Reach};
@@ -22,14 +23,18 @@ use crate::store::session::Cx;
 use mongodb::bson::Bson;
 
 /// Makes the new shape of each of `parents` what their old arrays hold
-/// (the documents their elements are, or the parent references of the
-/// documents their ids name), as far as `reach` goes.
+/// (the documents their elements are, the parent references of the
+/// documents their ids name, or the pages their slices are), as far as
+/// `reach` goes.
 pub(crate) async fn collection_from_arrays(
     cx: &mut Cx<'_>,
     mv: &ActiveMove,
     parents: &[Bson],
     reach: Reach,
 ) -> Result<()> {
+    if mv.spec.buckets.is_some() {
+        return paged::pages_from_arrays(cx, mv, parents, reach).await;
+    }
     match mv.old {
         OldArray::Elements | OldArray::One => reconcile::collection_from_arrays(cx, mv, parents, reach).await,
         OldArray::Ids => linked::children_from_arrays(cx, mv, parents, reach).await,
@@ -38,6 +43,9 @@ pub(crate) async fn collection_from_arrays(
 
 /// Makes the old arrays of `parents` hold what the new shape holds.
 pub(crate) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    if mv.spec.buckets.is_some() {
+        return paged::arrays_from_pages(cx, mv, parents).await;
+    }
     match mv.old {
         OldArray::Elements | OldArray::One => reconcile::arrays_from_collection(cx, mv, parents).await,
         OldArray::Ids => linked::arrays_from_children(cx, mv, parents).await,

@@ -267,7 +267,7 @@ fn written(mv: &ActiveMove, parent: &Bson, old: &[BsonDoc], elements: Vec<BsonDo
 }
 
 /// The refusal of a write the other shape of `mv` cannot hold.
-fn moved_write(mv: &ActiveMove, why: String) -> Error {
+pub(super) fn moved_write(mv: &ActiveMove, why: String) -> Error {
     Error::Invalid {
         what: Misuse::MovedWrite,
         message: format!("`{}` is moving ({}): {why}; nothing was written", mv.spec.label(), mv.state),

@@ -39,7 +39,7 @@ pub use inverses::{AdoptedInverse, InverseChange};
 pub(crate) use lease::{held_until, hold};
 pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
 pub use merge::Conflict;
-pub use moves::{program_moves, read_export, Exported, MoveEnd, StoredMove, MOVES_FORMAT};
+pub use moves::{program_moves, read_export, Exported, MoveEnd, StoredBuckets, StoredMove, MOVES_FORMAT};
 pub use moves_state::{ActiveMove, MoveState, OldArray, MOVES_ID};
 #[cfg(feature = "testing")]
 pub(crate) use obey::obey_saying;

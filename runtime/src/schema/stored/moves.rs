@@ -36,6 +36,25 @@ pub struct StoredMove {
     /// The stored field identifying an element, which becomes the new
     /// document's `_id`.
     pub key: String,
+    /// The bucket documents' fields, for a move into buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<StoredBuckets>,
+}
+
+/// Where a move into buckets puts the elements: the stored names of the
+/// bucket document's array, page number and element count, and how many
+/// elements a page holds. Page `k` (from 1) holds the array's elements
+/// `[(k-1)·size, k·size)`, so the pages are a function of the array.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredBuckets {
+    /// The bucket array (`comments`).
+    pub field: String,
+    /// The page number (`page`).
+    pub page: String,
+    /// The page's element count (`count`).
+    pub count: String,
+    /// Elements per page.
+    pub size: u32,
 }
 
 impl From<&Move> for StoredMove {
@@ -59,6 +78,12 @@ impl From<&Move> for StoredMove {
             to: MoveEnd { collection: m.to_collection.to_owned(), rust_type: m.to_type.to_owned(), rust_field: None },
             parent_field: m.parent_field.to_owned(),
             key: "_id".to_owned(),
+            buckets: m.buckets.map(|b| StoredBuckets {
+                field: b.field.to_owned(),
+                page: b.page.to_owned(),
+                count: b.count.to_owned(),
+                size: b.size,
+            }),
         }
     }
 }

@@ -1,0 +1,191 @@
+//! The two reconciles of a move into buckets, per parent. The pages are a
+//! function of the array while both shapes are kept (page `k` holds the
+//! elements `[(k-1)·size, k·size)`), so both directions end the same way:
+//! the array is what it should be, then each page is made to hold its
+//! slice. A write of the pages is read back as their elements in page
+//! order; a page emptied or removed in the middle closes up.
+
+use super::common::{distinct, read, Reach};
+use super::reconcile::moved_write;
+use crate::error::{Error, Result};
+use crate::schema::stored::{ActiveMove, StoredBuckets};
+use crate::store::path::id_key;
+use crate::store::session::Cx;
+use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use std::collections::HashMap;
+
+/// Each stored parent's array (empty when it has none), by id key.
+async fn arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<HashMap<String, Vec<Bson>>> {
+    let filter = doc! {"_id": {"$in": parents.to_vec()}};
+    let found = read(cx, &mv.spec.from.collection, filter, Some(doc! {&mv.field: 1})).await?;
+    Ok(found
+        .into_iter()
+        .map(|d| {
+            let id = d.get("_id").map(id_key).unwrap_or_default();
+            (id, d.get_array(&mv.field).cloned().unwrap_or_default())
+        })
+        .collect())
+}
+
+/// Each parent's pages, in page order, by the parent's id key.
+async fn pages(
+    cx: &mut Cx<'_>,
+    mv: &ActiveMove,
+    b: &StoredBuckets,
+    parents: &[Bson],
+) -> Result<HashMap<String, Vec<BsonDoc>>> {
+    let filter = doc! {&mv.spec.parent_field: {"$in": parents.to_vec()}};
+    let mut out: HashMap<String, Vec<BsonDoc>> = HashMap::new();
+    for d in read(cx, &mv.spec.to.collection, filter, None).await? {
+        out.entry(d.get(&mv.spec.parent_field).map(id_key).unwrap_or_default()).or_default().push(d);
+    }
+    for list in out.values_mut() {
+        list.sort_by_key(|d| number(d.get(&b.page)));
+    }
+    Ok(out)
+}
+
+/// A stored page number or count, whatever its numeric type.
+fn number(value: Option<&Bson>) -> i64 {
+    match value {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Double(n)) => *n as i64,
+        _ => 0,
+    }
+}
+
+/// The move's bucket fields; an error for a move of another kind.
+fn buckets(mv: &ActiveMove) -> Result<&StoredBuckets> {
+    mv.spec.buckets.as_ref().ok_or_else(|| moved_write(mv, "the move names no bucket fields".to_owned()))
+}
+
+/// Makes the pages of each of `parents` the slices of its array; a parent
+/// that is gone has no pages. Within `reach`: while some process may not
+/// know of the move (`announced`) no page is added.
+pub(super) async fn pages_from_arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson], reach: Reach) -> Result<()> {
+    if parents.is_empty() {
+        return Ok(());
+    }
+    let b = buckets(mv)?;
+    let parents = &distinct(parents)[..];
+    let arrays = arrays(cx, mv, parents).await?;
+    let mut pages = pages(cx, mv, b, parents).await?;
+    let mut writes = Writes::default();
+    for parent in parents {
+        let key = id_key(parent);
+        let have = pages.remove(&key).unwrap_or_default();
+        let array = arrays.get(&key).map(Vec::as_slice).unwrap_or_default();
+        writes.page(mv, b, parent, array, have, reach);
+    }
+    writes.send(cx, mv).await
+}
+
+/// Makes each of `parents`' arrays hold its pages' elements in page
+/// order, then the pages the slices of it. An array that would pass the
+/// old bound refuses the write ([`Error::EmbedFull`]), and so do pages of
+/// a parent that is not stored: the old shape could not hold them.
+pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
+    if parents.is_empty() {
+        return Ok(());
+    }
+    let b = buckets(mv)?;
+    let parents = &distinct(parents)[..];
+    let arrays = arrays(cx, mv, parents).await?;
+    let mut pages = pages(cx, mv, b, parents).await?;
+    let (mut writes, mut statements) = (Writes::default(), Vec::new());
+    for parent in parents {
+        let key = id_key(parent);
+        let have = pages.remove(&key).unwrap_or_default();
+        let Some(old) = arrays.get(&key) else {
+            if let Some(page) = have.first() {
+                return Err(moved_write(mv, not_stored(mv, parent, page)));
+            }
+            continue;
+        };
+        let array: Vec<Bson> = have.iter().flat_map(|p| p.get_array(&b.field).cloned().unwrap_or_default()).collect();
+        if let Some(max) = mv.bound.filter(|max| array.len() > *max as usize) {
+            return Err(Error::EmbedFull {
+                collection: &mv.spec.from.collection,
+                id: crate::bson_compat::relaxed_extjson(parent),
+                field: &mv.field,
+                max,
+                len: array.len(),
+            });
+        }
+        if &array != old {
+            statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: array.clone()}}});
+        }
+        writes.page(mv, b, parent, &array, have, Reach::Full);
+    }
+    if !statements.is_empty() {
+        crate::store::updates::send_updates(cx, &mv.spec.from.collection, statements).await?;
+    }
+    writes.send(cx, mv).await
+}
+
+fn not_stored(mv: &ActiveMove, parent: &Bson, page: &BsonDoc) -> String {
+    format!(
+        "`{}` {} is not stored, so the other shape cannot hold the `{}` page {} written for it (deleted meanwhile?)",
+        mv.spec.from.collection,
+        crate::bson_compat::relaxed_extjson(parent),
+        mv.spec.to.collection,
+        page.get("_id").map(crate::bson_compat::relaxed_extjson).unwrap_or_default()
+    )
+}
+
+/// The writes making pages hold their slices, for one statement of each
+/// kind whatever the number of parents.
+#[derive(Default)]
+struct Writes {
+    gone: Vec<Bson>,
+    statements: Vec<BsonDoc>,
+}
+
+impl Writes {
+    /// What makes `have`, the pages of `parent`, the slices of `array`.
+    fn page(
+        &mut self,
+        mv: &ActiveMove,
+        b: &StoredBuckets,
+        parent: &Bson,
+        array: &[Bson],
+        have: Vec<BsonDoc>,
+        reach: Reach,
+    ) {
+        let mut have: HashMap<i64, BsonDoc> = have.into_iter().map(|p| (number(p.get(&b.page)), p)).collect();
+        for (i, slice) in array.chunks(b.size.max(1) as usize).enumerate() {
+            let page = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            let count = i32::try_from(slice.len()).unwrap_or(i32::MAX);
+            match have.remove(&i64::from(page)) {
+                Some(p) if number(p.get(&b.count)) == i64::from(count) && p.get_array(&b.field).is_ok_and(|a| a == slice) => {}
+                Some(p) => self.statements.push(doc! {
+                    "q": {"_id": p.get("_id").cloned().unwrap_or(Bson::Null)},
+                    "u": {"$set": {&b.count: count, &b.field: slice.to_vec()}},
+                }),
+                None if reach == Reach::Full => self.statements.push(doc! {
+                    "q": {&mv.spec.parent_field: parent.clone(), &b.page: page},
+                    "u": {&mv.spec.parent_field: parent.clone(), &b.page: page, &b.count: count, &b.field: slice.to_vec()},
+                    "upsert": true,
+                }),
+                None => {}
+            }
+        }
+        self.gone.extend(have.into_values().filter_map(|p| p.get("_id").cloned()));
+    }
+
+    /// Deletes the pages past the end first: a page number is unique per
+    /// parent, and the upserts may reuse one.
+    async fn send(self, cx: &mut Cx<'_>, mv: &ActiveMove) -> Result<()> {
+        let to = &mv.spec.to.collection;
+        if !self.gone.is_empty() {
+            let coll = cx.db.collection::<BsonDoc>(to);
+            crate::store::session::in_session!(coll.delete_many(doc! {"_id": {"$in": self.gone}}), cx.session())
+                .map_err(|e| Error::driver("delete", to.clone(), e))?;
+        }
+        if !self.statements.is_empty() {
+            crate::store::updates::send_updates(cx, to, self.statements).await?;
+        }
+        Ok(())
+    }
+}
