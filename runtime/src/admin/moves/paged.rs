@@ -9,7 +9,7 @@
 
 use super::count::{first, MoveCounts};
 use crate::error::Result;
-use crate::schema::stored::{StoredBuckets, StoredMove, StoredRelation};
+use crate::schema::stored::{StoredBuckets, StoredMove, StoredRelation, StoredType};
 use mongodb::bson::{doc, Bson, Document as BsonDoc};
 use mongodb::Database;
 
@@ -99,19 +99,20 @@ pub(super) async fn count(db: &Database, mv: &StoredMove, b: &StoredBuckets, fie
     })
 }
 
-/// What stops a move into buckets: an old field that is no array, a page
-/// over the server's document limit, or a bucket collection that already
-/// holds pages (the copy fills an empty one; `listed` says the move is
-/// under way already, whose pages those are).
+/// What stops a move into buckets: an old field that is no array, a
+/// bucket type requiring a field the pages are not made with, a page over
+/// the server's document limit, or a bucket collection that already holds
+/// pages (the copy fills an empty one; `listed` says the move is under way
+/// already, whose pages those are).
 pub(super) async fn refusals(
     db: &Database,
-    mv: &StoredMove,
+    (program, mv): (&[StoredType], &StoredMove),
     old: &StoredRelation,
     counts: Option<&MoveCounts>,
     listed: bool,
 ) -> Result<Vec<String>> {
     let at = format!("`{}.{}`", mv.from.collection, old.field);
-    let mut out = Vec::new();
+    let mut out = unmade_fields(program, mv);
     if !matches!(old.kind, crate::schema::stored::StoredKind::Embed { many: true, .. }) {
         out.push(format!(
             "{at} is {}: a move into buckets takes an embedded array (`#[embed] {}: Vec<..>`)",
@@ -143,6 +144,26 @@ pub(super) async fn refusals(
         }
     }
     Ok(out)
+}
+
+/// The fields of the bucket type that the pages a move makes do not hold
+/// and that it requires (no `Option`): reading such a page would fail.
+fn unmade_fields(program: &[StoredType], mv: &StoredMove) -> Vec<String> {
+    let Some(b) = &mv.buckets else { return Vec::new() };
+    let made = ["_id", mv.parent_field.as_str(), b.page.as_str(), b.count.as_str(), b.field.as_str()];
+    let bucket = program.iter().find(|t| t.collection == mv.to.collection && t.rust_name == mv.to.rust_type);
+    let fields = bucket.into_iter().flat_map(|t| &t.fields);
+    fields
+        .filter(|f| !made.contains(&f.bson.as_str()) && !crate::schema::indexes::is_option(&f.rust_type))
+        .map(|f| {
+            format!(
+                "`{}::{}` is required, and the pages a move makes hold only `{}`: make it an `Option`",
+                mv.to.rust_type,
+                f.bson,
+                made.join("`, `")
+            )
+        })
+        .collect()
 }
 
 /// The new shape's words for a move into buckets.

@@ -58,7 +58,7 @@ pub(crate) async fn refusals(
         let present = existing_collections(db).await?.contains(&mv.from.collection);
         let counts = if present { Some(super::paged::count(db, mv, b, &old.field).await?) } else { None };
         let listed = listed(db, mv).await?;
-        plan.refusals.extend(super::paged::refusals(db, mv, old, counts.as_ref(), listed).await?);
+        plan.refusals.extend(super::paged::refusals(db, (program, mv), old, counts.as_ref(), listed).await?);
         return Ok(plan.refusals);
     }
     if existing_collections(db).await?.contains(&mv.from.collection) {
@@ -190,7 +190,7 @@ async fn plan_buckets(
         None
     };
     let listed = listed(db, mv).await?;
-    plan.refusals.extend(super::paged::refusals(db, mv, old, counts.as_ref(), listed).await?);
+    plan.refusals.extend(super::paged::refusals(db, (program, mv), old, counts.as_ref(), listed).await?);
     if let Some(c) = counts.as_ref().filter(|c| with_probe && c.pages > 0) {
         plan.estimate = probe(db, mv, OldArray::Elements, &old.field, PROBE_PARENTS, c.pages).await?;
     }
