@@ -10,7 +10,7 @@
 
 use docrel::admin::{moves, Exit};
 use docrel::bson::{doc, oid::ObjectId, Bson, Document as BsonDoc};
-use docrel::schema::stored::{self, MoveState, StoredMove};
+use docrel::schema::stored::{self, MoveState, StoredMove, StoredType};
 use docrel::testing::TestDb;
 use docrel::{Error, Filter, Misuse, Update};
 use std::collections::{HashMap, HashSet};
@@ -36,6 +36,8 @@ const SIZE: usize = 4;
 const STOP: &str = "mb_stop";
 
 mod faults;
+#[path = "moves_buckets/windows.rs"]
+mod windows;
 use faults::fleet::{run_move, History};
 use faults::{admin, client, raw, seeds, Seeded};
 
@@ -58,6 +60,21 @@ pub mod v1 {
         pub title: String,
         #[embed(max = 30)]
         pub comments: Vec<Comment>,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+    pub struct Reading {
+        pub id: String,
+        pub t: docrel::bson::DateTime,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mb_sensors")]
+    pub struct Sensor {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[embed(max = 60)]
+        pub readings: Vec<Reading>,
     }
 }
 
@@ -93,6 +110,33 @@ pub mod v2 {
         pub id: i64,
         pub title: String,
     }
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+    pub struct Reading {
+        pub id: String,
+        pub t: docrel::bson::DateTime,
+    }
+
+    /// An hour of a sensor's readings, three a bucket.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mb_hours", moved_from = Sensor::readings)]
+    pub struct Hour {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[parent_ref(to = Sensor)]
+        pub sensor: i64,
+        pub start: docrel::bson::DateTime,
+        pub count: i32,
+        #[bucket(by = t, window = "hour", size = 3)]
+        pub readings: Vec<Reading>,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[document(collection = "mb_sensors")]
+    pub struct Sensor {
+        #[serde(rename = "_id")]
+        pub id: i64,
+    }
 }
 
 /// This process is the new version, whichever test runs first.
@@ -105,8 +149,12 @@ fn err(e: docrel::mongodb::error::Error) -> Error {
     Error::driver("test", "mb", e)
 }
 
+/// Both moves: the comments into pages, the readings into hours.
 fn declared() -> Vec<StoredMove> {
-    stored::program_moves().into_iter().filter(|m| m.to.collection == "mb_pages").collect()
+    stored::program_moves()
+        .into_iter()
+        .filter(|m| ["mb_pages", "mb_hours"].contains(&m.to.collection.as_str()))
+        .collect()
 }
 
 fn comment(text: String) -> v1::Comment {
@@ -120,7 +168,7 @@ async fn seed(db: &docrel::mongodb::Database) -> docrel::Result<()> {
         let comments = (0..(p * 3 % 11)).map(|i| comment(format!("seed {p}.{i}"))).collect();
         v1::Post::repo(db).insert(&v1::Post { id: p, title: format!("p{p}"), comments }).await?;
     }
-    Ok(())
+    windows::seed(db).await
 }
 
 /// The ids of the posts writers may touch.
@@ -134,11 +182,14 @@ async fn posts(db: &docrel::mongodb::Database) -> docrel::Result<Vec<i64>> {
 /// replaced, a post inserted (`next` numbers them and the comments),
 /// deleted or renamed.
 async fn old_write(db: &docrel::mongodb::Database, n: &mut Seeded, next: &mut i64) -> docrel::Result<()> {
+    *next += 1;
+    if n.below(3) == 0 {
+        return windows::old_write(db, n, *next).await;
+    }
     let posts = posts(db).await?;
     let repo = v1::Post::repo(db);
     let f = v1::Post::fields();
     let (op, p) = (n.below(9), posts.get(n.below(posts.len())).copied());
-    *next += 1;
     let fresh = |k: usize, next: i64| (0..k).map(|i| comment(format!("old {next}.{i}"))).collect::<Vec<_>>();
     let Some(p) = p.filter(|_| op != 6) else {
         let post = v1::Post { id: *next, title: "new".into(), comments: fresh(n.below(6), *next) };
@@ -209,6 +260,9 @@ async fn seeded(name: &str) -> docrel::Result<TestDb> {
 /// at once), a page deleted, or its pages read. Refused, with nothing
 /// written, until the move is maintained (a read: until it is moved).
 async fn new_write(db: &docrel::mongodb::Database, n: &mut Seeded) -> docrel::Result<()> {
+    if n.below(3) == 0 {
+        return taken(windows::new_write(db, n).await);
+    }
     let posts = posts(db).await?;
     let Some(&p) = posts.get(n.below(posts.len())) else { return Ok(()) };
     let pages = v2::CommentPage::rels().comments;
@@ -222,6 +276,12 @@ async fn new_write(db: &docrel::mongodb::Database, n: &mut Seeded) -> docrel::Re
         // A read: refused until every page is made.
         _ => pages.all(db, &p).await.map(drop),
     };
+    taken(written)
+}
+
+/// A write of the new version as the history takes it: a refusal that
+/// wrote nothing is no failure.
+fn taken(written: docrel::Result<()>) -> docrel::Result<()> {
     match written {
         // Before the move is maintained (announced, or not yet applied).
         Err(Error::Invalid { message, .. })
@@ -293,29 +353,48 @@ async fn the_comments_become_pages_while_both_versions_write() -> docrel::Result
     Ok(())
 }
 
-async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
-    let t = seeded("mb_fleet").await?;
-    let (program, declared) = (stored::program(), declared());
-    assert_eq!(declared.len(), 1, "v2 declares the move of the comments");
-
-    // The plan, from the attributes and the data: 7 posts hold 1+..+10
-    // comments (3, 6, 9, 1, 4, 7, 10: 40), in 1+2+3+1+1+2+3 = 13 pages.
-    let plan = moves::plan(&t.db, &program, &declared, false).await?.remove(0);
-    let text = plan.to_text();
-    assert!(plan.refusals.is_empty(), "{text}");
-    assert!(text.contains(": embedded array → bucket documents of a fixed number of elements"), "{text}");
+/// What both moves' plans say, from the attributes and the data.
+async fn assert_plans(
+    db: &docrel::mongodb::Database,
+    program: &[StoredType],
+    declared: &[StoredMove],
+) -> docrel::Result<()> {
+    let plans = moves::plan(db, program, declared, false).await?;
+    let text: String = plans.iter().map(moves::MovePlan::to_text).collect();
+    assert!(plans.iter().all(|p| p.refusals.is_empty()), "{text}");
+    assert!(text.contains(": embedded array → bucket documents, by count or by time window"), "{text}");
+    // 7 posts hold 3, 6, 9, 1, 4, 7 and 10 comments: 40, in 1+2+3+1+1+2+3 = 13 pages.
     assert!(text.contains("to move: 40 element(s) of 7 parent(s) into 13 page(s)"), "{text}");
     assert!(text.contains("bucket, 4 element(s) of one `Post` per page"), "{text}");
     assert!(text.contains("bound: `mb_posts.comments` keeps its bound of 30"), "{text}");
+    // 3 sensors hold 5, 2 and 7 readings in four hours.
+    assert!(text.contains("to move: 14 element(s) of 3 parent(s) into "), "{text}");
+    assert!(text.contains("bucket by time, the elements of one `Sensor` whose `t` falls in a window of 3600000 ms"));
+    Ok(())
+}
 
-    // Posts no writer touches: only the copy pages their comments.
-    let cold: Vec<BsonDoc> = COLD
-        .map(|p| {
-            let comments: Vec<BsonDoc> = (0..6).map(|i| doc! {"by": "cold", "text": format!("cold {p}.{i}")}).collect();
-            doc! {"_id": p, "title": "cold", "comments": comments}
-        })
-        .collect();
-    t.db.collection::<BsonDoc>("mb_posts").insert_many(cold).await.map_err(err)?;
+/// Posts and sensors no writer touches: only the copy pages theirs.
+async fn insert_cold(db: &docrel::mongodb::Database) -> docrel::Result<()> {
+    let post = |p: i64| {
+        let comments: Vec<BsonDoc> = (0..6).map(|i| doc! {"by": "cold", "text": format!("cold {p}.{i}")}).collect();
+        doc! {"_id": p, "title": "cold", "comments": comments}
+    };
+    db.collection::<BsonDoc>("mb_posts").insert_many(COLD.map(post)).await.map_err(err)?;
+    let sensor = |s: i64| {
+        let t = |i: i64| docrel::bson::DateTime::from_millis(1_700_000_000_000 + i * 60_000);
+        let readings: Vec<BsonDoc> = (0..5).map(|i| doc! {"id": format!("cold {s}.{i}"), "t": t(i)}).collect();
+        doc! {"_id": s, "readings": readings}
+    };
+    db.collection::<BsonDoc>("mb_sensors").insert_many(COLD.map(sensor)).await.map_err(err)?;
+    Ok(())
+}
+
+async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
+    let t = seeded("mb_fleet").await?;
+    let (program, declared) = (stored::program(), declared());
+    assert_eq!(declared.len(), 2, "v2 declares the moves of the comments and the readings");
+    assert_plans(&t.db, &program, &declared).await?;
+    insert_cold(&t.db).await?;
 
     // Before the move: the pages are neither read nor written.
     let pages = v2::CommentPage::rels().comments;
@@ -348,25 +427,37 @@ async fn fleet(seed: u64, faulted: bool) -> docrel::Result<()> {
     let stdout = run_move(&history, old, |db, n| Box::pin(new_write(db, n))).await?;
     let writes: u64 = stdout.lines().find_map(|l| l.strip_prefix("@writes ")?.parse().ok()).expect("it counted");
     assert!(faulted || writes > 10, "the old version wrote during the move: {writes}");
-    assert_eq!(stored::active_moves(&t.db).first().map(|m| m.state), Some(MoveState::Switched));
-    let held = assert_pages(&t.db).await?;
+    let states: Vec<MoveState> = stored::active_moves(&t.db).iter().map(|m| m.state).collect();
+    assert_eq!(states, [MoveState::Switched, MoveState::Switched]);
+    let held = (assert_pages(&t.db).await?, windows::assert_windows(&t.db).await?);
     for p in COLD {
-        let cold = pages.all(&t.db, &p).await?;
-        assert_eq!(cold.len(), 6, "cold post {p} was paged by the copy");
+        assert_eq!(pages.all(&t.db, &p).await?.len(), 6, "cold post {p} was paged by the copy");
+        let hours = v2::Hour::rels().readings.all(&t.db, &p).await?;
+        assert_eq!(hours.len(), 5, "cold sensor {p} was bucketed by the copy");
     }
+    retire_both(&t.db, &declared, held).await
+}
 
-    // Retired, with the old array dropped, once the old version's lease ran out.
+/// Retires both moves, with the old arrays dropped, once the old version's
+/// lease ran out: every page and bucket stays, and they are the new
+/// version's own (an append fills a cold post's last page).
+async fn retire_both(
+    db: &docrel::mongodb::Database,
+    declared: &[StoredMove],
+    held: (usize, usize),
+) -> docrel::Result<()> {
     tokio::time::sleep(LEASE * 2).await;
-    let before = raw(&t.db, "mb_pages").await?;
-    let retired = moves::retire(&t.db, &declared, true, LEASE, || false, |_| {}).await?;
+    let before = (raw(db, "mb_pages").await?, raw(db, "mb_hours").await?);
+    assert_eq!((before.0.len(), before.1.len()), held);
+    let retired = moves::retire(db, declared, true, LEASE, || false, |_| {}).await?;
     assert!(retired.iter().all(|r| r.complete), "{retired:?}");
-    assert!(raw(&t.db, "mb_posts").await?.iter().all(|p| !p.contains_key("comments")));
-    assert_eq!(raw(&t.db, "mb_pages").await?, before, "every page stays as it was");
-    assert_eq!(before.len(), held);
-    // The buckets are the new version's own now: an append fills the last page.
-    let last = pages.latest(&t.db, &COLD.start).await?.expect("a cold post's last page");
+    assert!(raw(db, "mb_posts").await?.iter().all(|p| !p.contains_key("comments")));
+    assert!(raw(db, "mb_sensors").await?.iter().all(|s| !s.contains_key("readings")));
+    assert_eq!((raw(db, "mb_pages").await?, raw(db, "mb_hours").await?), before, "every page stays as it was");
+    let pages = v2::CommentPage::rels().comments;
+    let last = pages.latest(db, &COLD.start).await?.expect("a cold post's last page");
     assert_eq!((last.page, last.count), (2, 2));
-    let appended = pages.append(&t.db, &COLD.start, &early).await?;
+    let appended = pages.append(db, &COLD.start, &v2::Comment { by: "new".into(), text: "late".into() }).await?;
     assert_eq!(appended.page, Some(2));
     Ok(())
 }
@@ -383,6 +474,7 @@ async fn the_pages_follow_the_array_while_both_are_kept() -> docrel::Result<()> 
     let reports = moves::run(&t.db, &program, &declared(), LEASE, || false, |_| {}).await?;
     assert!(reports.iter().all(moves::MoveReport::switched), "{reports:?}");
     assert_eq!(assert_pages(&t.db).await?, 13, "the thirteen pages were made");
+    windows::assert_windows(&t.db).await?;
     let pages = v2::CommentPage::rels().comments;
     let mine = |text: &str| v2::Comment { by: "new".into(), text: text.into() };
 
@@ -412,6 +504,17 @@ async fn the_pages_follow_the_array_while_both_are_kept() -> docrel::Result<()> 
     assert_eq!((raw(&t.db, "mb_posts").await?, raw(&t.db, "mb_pages").await?), before, "nothing written");
 
     // Page 1 of post 2 deleted: its array loses those four, the rest close up.
+    // Sensor 0 holds no reading: its first, at 10:00, opens its 10:00 bucket.
+    let hours = v2::Hour::rels().readings;
+    let at = docrel::bson::DateTime::from_millis(1_700_002_800_000);
+    let first = hours.append(&t.db, &0, &v2::Reading { id: "first".into(), t: at }).await?;
+    assert_eq!((first.page, first.start), (None, Some(at)));
+    for i in 0..3 {
+        let next = hours.append(&t.db, &0, &v2::Reading { id: format!("r{i}"), t: at }).await?;
+        assert_eq!(next.page, (i == 2).then_some(2), "the fourth reading of an hour spills into bucket 2");
+    }
+    windows::assert_windows(&t.db).await?;
+
     assert_eq!(v2::CommentPage::repo(&t.db).delete_many(Filter::new(doc! {"post": 2, "page": 1})).await?, 1);
     let left = pages.all(&t.db, &2).await?;
     assert_eq!(left.len(), 3, "{left:?}");
@@ -447,6 +550,10 @@ async fn pages_are_read_once_every_one_is_made() -> docrel::Result<()> {
     assert_eq!(stored::load_moves(&t.db).await?.first().map(|m| m.state), Some(MoveState::Announced));
     docrel::schema::obey(&t.db).await?;
     let pages = v2::CommentPage::rels().comments;
+    let from = docrel::bson::DateTime::from_millis(0);
+    let e =
+        v2::Hour::rels().readings.range(&t.db, &1, from, docrel::bson::DateTime::now()).await.expect_err("announced");
+    assert!(e.to_string().contains("`mb_sensors.readings → mb_hours` is moving into buckets (announced)"), "{e}");
     let e = pages.latest(&t.db, &1).await.expect_err("announced");
     assert!(e.to_string().contains("its pages are read once every one is made"), "{e}");
     let e = v2::CommentPage::repo(&t.db).find(Filter::all()).to_vec().await.expect_err("announced");
@@ -474,10 +581,12 @@ async fn the_command_line_pages_the_comments() -> docrel::Result<()> {
     assert_eq!(exit, Exit::Ok, "{err}");
     assert!(err.contains("mb_posts.comments → mb_pages: switched"), "{err}");
     assert_eq!(assert_pages(&t.db).await?, 13);
+    windows::assert_windows(&t.db).await?;
     let retire = ["schema", "retire", "--file", path, "--drop-old", "--lease", "0.05"];
     let (exit, _, err) = admin(&t.db, &retire).await;
     assert_eq!(exit, Exit::Ok, "{err}");
     assert!(raw(&t.db, "mb_posts").await?.iter().all(|p| !p.contains_key("comments")));
+    assert!(raw(&t.db, "mb_sensors").await?.iter().all(|s| !s.contains_key("readings")));
     assert_eq!(raw(&t.db, "mb_pages").await?.len(), 13);
     let _ = std::fs::remove_file(&file);
     Ok(())

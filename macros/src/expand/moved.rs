@@ -17,9 +17,15 @@ pub fn expand(m: &Model, checked: &mut Checked) -> TokenStream {
     let (kind, buckets) = match &mv.buckets {
         Some(b) => {
             let (field, page, count, size) = (&b.field, &b.page, &b.count, b.size);
+            let (start, window, by) = match &b.time {
+                Some((start, window, by)) => {
+                    (start.as_str(), quote!(::core::option::Option::Some(#window)), by.as_str())
+                }
+                None => ("", quote!(::core::option::Option::None), ""),
+            };
             let buckets = quote! {
                 ::core::option::Option::Some(__docrel::MovedBuckets {
-                    field: #field, page: #page, count: #count, size: #size,
+                    field: #field, page: #page, count: #count, size: #size, start: #start, window_ms: #window, by: #by,
                 })
             };
             (quote!(EmbedToBuckets), buckets)

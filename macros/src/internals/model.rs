@@ -437,4 +437,7 @@ pub struct ModelBuckets {
     pub page: String,
     pub count: String,
     pub size: u32,
+    /// Time buckets: the window start's stored name, the window in
+    /// milliseconds, and the element field the window is of.
+    pub time: Option<(String, i64, String)>,
 }

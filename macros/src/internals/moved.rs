@@ -49,9 +49,14 @@ pub fn moved(c: &Container, relations: Option<&[ModelRelation]>, cx: &Ctxt) -> O
     Some(Some(ModelMove { from, from_field: field, parent_field, buckets }))
 }
 
+/// Elements per bucket of a time bucket that declares no `size`
+/// (`docrel::schema::TIME_BUCKET_SIZE`).
+const TIME_BUCKET_SIZE: u32 = 1_000;
+
 /// Where the elements go when `c` is a bucket document: its array, page
-/// and count fields and its size. Only buckets by count take a move: a
-/// time bucket's pages are not a function of the array's order.
+/// and count fields, its size, and for time buckets the window's start
+/// field, length and the elements' time field. Counters take no move:
+/// they keep no elements.
 fn buckets(
     relations: &[ModelRelation],
     from: &Target,
@@ -65,19 +70,26 @@ fn buckets(
     }) else {
         return Some(None);
     };
-    let by_count = b.counter.is_none() && b.window_ms.is_none();
-    let Some(size) = b.size.filter(|_| by_count) else {
+    let Some(size) = b.size.or(b.window_ms.map(|_| TIME_BUCKET_SIZE)).filter(|_| b.counter.is_none()) else {
         cx.error_at(
             span,
             format!(
-                "not yet: moving `{}::{field}` into time buckets or counters; `moved_from` on a bucket document \
-                 works for buckets by count (`#[bucket(size = 50)]`)",
+                "not yet: moving `{}::{field}` into counters; `moved_from` on a bucket document works for buckets \
+                 by count (`#[bucket(size = 50)]`) and by time (`#[bucket(by = t, window = \"hour\")]`)",
                 from.name
             ),
         );
         return None;
     };
-    Some(Some(ModelBuckets { field: array.stored.clone(), page: b.page.clone(), count: b.count.clone(), size }))
+    Some(Some(ModelBuckets {
+        field: array.stored.clone(),
+        page: b.page.clone(),
+        count: b.count.clone(),
+        size,
+        time: b
+            .window_ms
+            .map(|window_ms| (b.start.clone(), window_ms, b.by.map(ToString::to_string).unwrap_or_default())),
+    }))
 }
 
 /// The stored name of the one `#[parent_ref]` to the old owner.

@@ -6,7 +6,7 @@
 //! move has made every one (`moved`).
 
 use super::bucket::{Appended, Bucket};
-use crate::denormalize::moved::{collection_from_arrays, mark, Reach};
+use crate::denormalize::moved::{collection_from_arrays, last_place, mark, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::document::Document;
 use crate::schema::stored::{ActiveMove, MoveState};
@@ -71,24 +71,30 @@ impl<B: Document, P: Document, E> Bucket<B, P, E> {
                 let parents = [parent.clone()];
                 // A parent the copy has not reached gets its pages first.
                 collection_from_arrays(cx, mv, &parents, Reach::Full).await?;
-                let len = push(cx, mv, &parent, value).await?;
+                let array = push(cx, mv, &parent, value).await?;
                 collection_from_arrays(cx, mv, &parents, Reach::Full).await?;
                 if mv.state == MoveState::Maintained {
                     mark(cx, mv, &parents).await?;
                 }
-                Ok((len, mv.spec.buckets.as_ref().map_or(1, |b| b.size.max(1))))
+                Ok(mv.spec.buckets.as_ref().map(|b| last_place(b, &array)))
             })
         })
         .await?;
-        let (len, size) = pushed;
-        let page = (len as i64 + i64::from(size) - 1) / i64::from(size);
-        Ok(Appended { page: Some(page.max(1)), start: None })
+        Ok(match pushed {
+            // A time bucket's page is its spill number, from 2.
+            Some((Some(start), spill)) => Appended {
+                page: (spill > 1).then_some(spill),
+                start: Some(mongodb::bson::DateTime::from_millis(start)),
+            },
+            Some((None, page)) => Appended { page: Some(page), start: None },
+            None => Appended { page: None, start: None },
+        })
     }
 }
 
 /// Pushes `value` to the parent's array within the move's bound; the
-/// array's length after it.
-async fn push(cx: &mut Cx<'_>, mv: &'static ActiveMove, parent: &Bson, value: Bson) -> Result<usize> {
+/// array after it.
+async fn push(cx: &mut Cx<'_>, mv: &'static ActiveMove, parent: &Bson, value: Bson) -> Result<Vec<Bson>> {
     let from = &mv.spec.from.collection;
     let coll = cx.db.collection::<BsonDoc>(from);
     let mut filter = doc! {"_id": parent.clone()};
@@ -104,7 +110,7 @@ async fn push(cx: &mut Cx<'_>, mv: &'static ActiveMove, parent: &Bson, value: Bs
     )
     .map_err(|e| Error::driver("findAndModify", from.clone(), e))?;
     if let Some(d) = found {
-        return Ok(d.get_array(&mv.field).map_or(0, Vec::len));
+        return Ok(d.get_array(&mv.field).cloned().unwrap_or_default());
     }
     let id = crate::bson_compat::relaxed_extjson(parent);
     let stored = crate::denormalize::moved::read(cx, from, doc! {"_id": parent.clone()}, Some(doc! {"_id": 1}));

@@ -15,9 +15,10 @@ pub enum MoveKind {
     /// a struct embedded in the parent (one-to-one referenced → embedded):
     /// the way back of an embedded document moved out.
     ReferencedToEmbedded,
-    /// An embedded array becomes bucket documents of the same parent, a
-    /// fixed number of elements each (one-to-few → the bucket pattern):
-    /// page `k` holds elements `[(k-1)·size, k·size)` of the array.
+    /// An embedded array becomes bucket documents of the same parent
+    /// (one-to-few → the bucket pattern): by count, page `k` holds the
+    /// array's elements `[(k-1)·size, k·size)`; by time, a window's
+    /// buckets hold its elements in array order, `size` each.
     EmbedToBuckets,
 }
 
@@ -35,7 +36,7 @@ impl MoveKind {
         match self {
             MoveKind::EmbedToCollection => "embedded array → documents of their own with a parent reference",
             MoveKind::ReferencedToEmbedded => "one-to-one referenced document → embedded in its parent",
-            MoveKind::EmbedToBuckets => "embedded array → bucket documents of a fixed number of elements",
+            MoveKind::EmbedToBuckets => "embedded array → bucket documents, by count or by time window",
         }
     }
 }
@@ -82,8 +83,15 @@ pub struct MovedBuckets {
     pub page: &'static str,
     /// The number of elements the page holds (`count`).
     pub count: &'static str,
-    /// Elements per page.
+    /// Elements per page (per bucket of a window, for time buckets).
     pub size: u32,
+    /// The window start (`start`), for time buckets; empty otherwise.
+    pub start: &'static str,
+    /// The window length in milliseconds, for time buckets.
+    pub window_ms: Option<i64>,
+    /// The elements' time field (`by = t`), for time buckets; empty
+    /// otherwise. Its stored name is its Rust name.
+    pub by: &'static str,
 }
 
 /// One registered move (generated code submits these).

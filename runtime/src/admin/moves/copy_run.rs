@@ -58,7 +58,19 @@ pub(super) async fn copy(
         } else {
             super::copy::pipeline(spec, active.old, field, &spec.to.collection, matched, None)
         };
-        parents.aggregate(pipeline).await.map_err(|e| Error::driver("aggregate", source.collection.clone(), e))?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match parents.aggregate(pipeline.clone()).await {
+                Ok(_) => break,
+                Err(e) => {
+                    let e = Error::driver("aggregate", source.collection.clone(), e);
+                    if tries >= 20 || !super::paged::copy_again(spec, &e) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
         out.settled += settle(db, active).await?;
         checkpoints
             .update_one(doc! {"_id": &id}, doc! {"$set": {"after": bound.clone()}, "$inc": {"pages": 1}})

@@ -16,6 +16,7 @@ pub(crate) use common::{read, Reach};
 pub(crate) use inverse::{inverses_from_arrays, named};
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
+pub(crate) use paged::last_place;
 
 use crate::error::Result;
 use crate::schema::stored::{ActiveMove, OldArray};

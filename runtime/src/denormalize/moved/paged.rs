@@ -40,9 +40,68 @@ async fn pages(
         out.entry(d.get(&mv.spec.parent_field).map(id_key).unwrap_or_default()).or_default().push(d);
     }
     for list in out.values_mut() {
-        list.sort_by_key(|d| number(d.get(&b.page)));
+        list.sort_by_key(|d| place(b, d));
     }
     Ok(out)
+}
+
+/// Where a page is in its parent's order: its window's start in
+/// milliseconds (time buckets) and its number (a window's first bucket,
+/// which has none, is 1).
+type Place = (Option<i64>, i64);
+
+/// The place of a stored page.
+fn place(b: &StoredBuckets, page: &BsonDoc) -> Place {
+    let start = b.window_ms.map(|_| page.get_datetime(&b.start).map_or(i64::MIN, |t| t.timestamp_millis()));
+    let number = match page.get(&b.page) {
+        None if start.is_some() => 1,
+        n => number(n),
+    };
+    (start, number)
+}
+
+/// Where the last element of `array` is in its pages: the window start
+/// (time buckets) and the page number (1 for a window's first bucket).
+pub(crate) fn last_place(b: &StoredBuckets, array: &[Bson]) -> (Option<i64>, i64) {
+    let size = i64::from(b.size.max(1));
+    let time = |e: &Bson| e.as_document().and_then(|d| d.get_datetime(&b.by).ok()).map(|t| t.timestamp_millis());
+    match (b.window_ms.filter(|w| *w > 0), array.last().and_then(time)) {
+        (Some(w), Some(t)) => {
+            let start = t.div_euclid(w) * w;
+            let before = array.iter().filter(|e| time(e).is_some_and(|t| t.div_euclid(w) * w == start)).count();
+            (Some(start), (before as i64 - 1).div_euclid(size) + 1)
+        }
+        _ => (None, ((array.len() as i64 - 1).max(0)).div_euclid(size) + 1),
+    }
+}
+
+/// The pages an array makes, in order: slices of `size` (count buckets),
+/// or each window's elements in array order, in slices of `size` (time
+/// buckets, windows in time order). An element without a date at the
+/// time field has no window: the reason, in words.
+fn layout(b: &StoredBuckets, array: &[Bson]) -> std::result::Result<Vec<(Place, Vec<Bson>)>, String> {
+    let size = b.size.max(1) as usize;
+    let Some(window) = b.window_ms.filter(|w| *w > 0) else {
+        return Ok(array.chunks(size).enumerate().map(|(i, c)| ((None, i as i64 + 1), c.to_vec())).collect());
+    };
+    let mut windows: std::collections::BTreeMap<i64, Vec<Bson>> = std::collections::BTreeMap::new();
+    for e in array {
+        let t = e.as_document().and_then(|d| d.get_datetime(&b.by).ok()).ok_or_else(|| {
+            format!(
+                "an element has no date `{}`, so it falls in no window: {}",
+                b.by,
+                crate::bson_compat::relaxed_extjson(e)
+            )
+        })?;
+        windows.entry(t.timestamp_millis().div_euclid(window) * window).or_default().push(e.clone());
+    }
+    Ok(windows
+        .into_iter()
+        .flat_map(|(start, elements)| {
+            let chunks: Vec<Vec<Bson>> = elements.chunks(size).map(<[Bson]>::to_vec).collect();
+            chunks.into_iter().enumerate().map(move |(i, c)| ((Some(start), i as i64 + 1), c))
+        })
+        .collect())
 }
 
 /// A stored page number or count, whatever its numeric type.
@@ -76,7 +135,7 @@ pub(super) async fn pages_from_arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents:
         let key = id_key(parent);
         let have = pages.remove(&key).unwrap_or_default();
         let array = arrays.get(&key).map(Vec::as_slice).unwrap_or_default();
-        writes.page(mv, b, parent, array, have, reach);
+        writes.page(mv, parent, array, have, reach)?;
     }
     writes.send(cx, mv).await
 }
@@ -116,12 +175,34 @@ pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, 
         if &array != old {
             statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: array.clone()}}});
         }
-        writes.page(mv, b, parent, &array, have, Reach::Full);
+        writes.page(mv, parent, &array, have, Reach::Full)?;
     }
     if !statements.is_empty() {
         crate::store::updates::send_updates(cx, &mv.spec.from.collection, statements).await?;
     }
     writes.send(cx, mv).await
+}
+
+/// The upsert of a page not stored yet: by its place, the first bucket
+/// of a window without a number (as an append makes it).
+fn made(mv: &ActiveMove, b: &StoredBuckets, parent: &Bson, at: Place, count: i32, slice: Vec<Bson>) -> BsonDoc {
+    let page = i32::try_from(at.1).unwrap_or(i32::MAX);
+    let (mut q, mut u) = (doc! {&mv.spec.parent_field: parent.clone()}, doc! {&mv.spec.parent_field: parent.clone()});
+    if let Some(start) = at.0 {
+        let start = mongodb::bson::DateTime::from_millis(start);
+        q.insert(&b.start, start);
+        u.insert(&b.start, start);
+        if page == 1 {
+            q.insert(&b.page, doc! {"$exists": false});
+        }
+    }
+    if at.0.is_none() || page > 1 {
+        q.insert(&b.page, page);
+        u.insert(&b.page, page);
+    }
+    u.insert(&b.count, count);
+    u.insert(&b.field, slice);
+    doc! {"q": q, "u": u, "upsert": true}
 }
 
 fn not_stored(mv: &ActiveMove, parent: &Bson, page: &BsonDoc) -> String {
@@ -143,39 +224,30 @@ struct Writes {
 }
 
 impl Writes {
-    /// What makes `have`, the pages of `parent`, the slices of `array`.
-    fn page(
-        &mut self,
-        mv: &ActiveMove,
-        b: &StoredBuckets,
-        parent: &Bson,
-        array: &[Bson],
-        have: Vec<BsonDoc>,
-        reach: Reach,
-    ) {
-        let mut have: HashMap<i64, BsonDoc> = have.into_iter().map(|p| (number(p.get(&b.page)), p)).collect();
-        for (i, slice) in array.chunks(b.size.max(1) as usize).enumerate() {
-            let page = i32::try_from(i + 1).unwrap_or(i32::MAX);
+    /// What makes `have`, the pages of `parent`, the pages of `array`.
+    fn page(&mut self, mv: &ActiveMove, parent: &Bson, array: &[Bson], have: Vec<BsonDoc>, reach: Reach) -> Result<()> {
+        let b = buckets(mv)?;
+        let mut have: HashMap<Place, BsonDoc> = have.into_iter().map(|p| (place(b, &p), p)).collect();
+        for (at, slice) in layout(b, array).map_err(|why| moved_write(mv, why))? {
             let count = i32::try_from(slice.len()).unwrap_or(i32::MAX);
-            match have.remove(&i64::from(page)) {
-                Some(p) if number(p.get(&b.count)) == i64::from(count) && p.get_array(&b.field).is_ok_and(|a| a == slice) => {}
+            match have.remove(&at) {
+                Some(p)
+                    if number(p.get(&b.count)) == i64::from(count)
+                        && p.get_array(&b.field).is_ok_and(|a| *a == slice) => {}
                 Some(p) => self.statements.push(doc! {
                     "q": {"_id": p.get("_id").cloned().unwrap_or(Bson::Null)},
-                    "u": {"$set": {&b.count: count, &b.field: slice.to_vec()}},
+                    "u": {"$set": {&b.count: count, &b.field: slice}},
                 }),
-                None if reach == Reach::Full => self.statements.push(doc! {
-                    "q": {&mv.spec.parent_field: parent.clone(), &b.page: page},
-                    "u": {&mv.spec.parent_field: parent.clone(), &b.page: page, &b.count: count, &b.field: slice.to_vec()},
-                    "upsert": true,
-                }),
+                None if reach == Reach::Full => self.statements.push(made(mv, b, parent, at, count, slice)),
                 None => {}
             }
         }
         self.gone.extend(have.into_values().filter_map(|p| p.get("_id").cloned()));
+        Ok(())
     }
 
-    /// Deletes the pages past the end first: a page number is unique per
-    /// parent, and the upserts may reuse one.
+    /// Deletes the pages past the end first: a page's place is unique
+    /// per parent, and the upserts may reuse one.
     async fn send(self, cx: &mut Cx<'_>, mv: &ActiveMove) -> Result<()> {
         let to = &mv.spec.to.collection;
         if !self.gone.is_empty() {

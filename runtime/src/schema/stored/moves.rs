@@ -53,8 +53,19 @@ pub struct StoredBuckets {
     pub page: String,
     /// The page's element count (`count`).
     pub count: String,
-    /// Elements per page.
+    /// Elements per page (per bucket of a window, for time buckets).
     pub size: u32,
+    /// The window start, for time buckets (`start`): a window's buckets
+    /// hold its elements in array order, the first without a page number
+    /// and the next ones numbered 2, 3, ..
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub start: String,
+    /// The window length in milliseconds, for time buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<i64>,
+    /// The elements' time field, for time buckets.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub by: String,
 }
 
 impl From<&Move> for StoredMove {
@@ -83,6 +94,9 @@ impl From<&Move> for StoredMove {
                 page: b.page.to_owned(),
                 count: b.count.to_owned(),
                 size: b.size,
+                start: b.start.to_owned(),
+                window_ms: b.window_ms,
+                by: b.by.to_owned(),
             }),
         }
     }
