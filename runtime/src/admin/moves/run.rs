@@ -6,6 +6,7 @@
 //! and running it again after it is done changes nothing.
 
 use super::progress::Step;
+use super::indexes::Which;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, ActiveMove, MoveState, OldArray, StoredMove, StoredType};
@@ -144,7 +145,8 @@ async fn announce(
         });
     }
     let (spec, field, holds, bound, required) = shape(&stored_types, program, mv);
-    super::indexes::build(db, program, &spec, holds, &field, &mut |s: &str| step(&s.into())).await?;
+    // The unique ones now; the others before the copy or after it.
+    super::indexes::build(db, program, (&spec, holds, &field), Which::Unique, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let (state, change) = (MoveState::Announced, mv.id.clone());
@@ -194,6 +196,9 @@ async fn advance(
             return Ok(());
         }
         if active.state == MoveState::Maintained {
+            if writing(db).await? {
+                indexes(db, &active, step).await?;
+            }
             let copied = super::copy_run::copy(db, &active, PAGE, stop, step).await?;
             report.pages += copied.pages;
             report.elements += copied.elements;
@@ -202,6 +207,7 @@ async fn advance(
                 step(&"stopped: run `docrel schema apply` again to resume the copy".into());
                 return Ok(());
             }
+            indexes(db, &active, step).await?;
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
@@ -222,6 +228,25 @@ async fn advance(
     // The copy is done: its marks say nothing more.
     forget_marks(db, &active.spec).await?;
     record(db, &active.spec, "switched").await
+}
+
+/// Whether another process holds the schema under a live lease as the
+/// copy begins: every one that writes while the move runs does, from the
+/// state before. Its writes of either shape then find a parent's documents
+/// by the move's indexes, built before the copy; without one they are
+/// built after it, as a bulk load builds them (a process starting
+/// meanwhile is slower until then, not wrong).
+async fn writing(db: &Database) -> Result<bool> {
+    let me = stored::this_process();
+    Ok(super::holders::holders(db).await?.iter().any(|h| h.live && h.process != me))
+}
+
+/// Builds every index the move needs that is not there yet, from the
+/// types published when it was announced.
+async fn indexes(db: &Database, active: &ActiveMove, step: &mut impl FnMut(&Step)) -> Result<()> {
+    let types = stored::load(db).await?;
+    let on = (&active.spec, active.old, active.field.as_str());
+    super::indexes::build(db, &types, on, Which::All, &mut |s: &str| step(&s.into())).await
 }
 
 /// Waits until the move may leave its state; `false` when stopped.

@@ -35,6 +35,7 @@ pub use form::{
     StoredSubset, StoredType, FORMAT,
 };
 pub use holders::LEASES_COLLECTION;
+pub(crate) use holders::this_process;
 pub use inverses::{AdoptedInverse, InverseChange};
 pub(crate) use lease::{held_until, hold};
 pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
