@@ -51,11 +51,31 @@ pub async fn faults(app: String, seed: u64, stop: Arc<AtomicBool>, janitor: &str
             k => data.insert("errorCode", [2, 91, 112][k - 1]),
         };
         let point = doc! {"configureFailPoint": "failCommand", "mode": {"times": 1 + n.below(2) as i32}, "data": data};
-        admin.run_command(point).await.map_err(err)?;
+        configure(&admin, point).await?;
         set += 1;
     }
-    admin.run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"}).await.map_err(err)?;
+    configure(&admin, doc! {"configureFailPoint": "failCommand", "mode": "off"}).await?;
     Ok(set)
+}
+
+/// Sends `point`, again when the busy embedded server times the janitor's
+/// connection out (no fail point targets the janitor): a history is not
+/// lost to the harness.
+async fn configure(admin: &docrel::mongodb::Database, point: docrel::bson::Document) -> docrel::Result<()> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match admin.run_command(point.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                let e = err(e);
+                if tries >= 5 || !e.is_transient() {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
 }
 
 /// The seeds a variable names (`1..9`, or `3,5`), else `default`.

@@ -108,31 +108,45 @@ pub(super) async fn count(
 /// large data pays one pass over the arrays before it copies them.
 /// An empty `key` takes each element itself (an array of ids).
 pub(super) async fn keys(db: &Database, collection: &str, field: &str, key: &str) -> Result<MoveCounts> {
-    let of = if key.is_empty() { "$$e".to_owned() } else { format!("$$e.{key}") };
+    // The elements unwound and grouped by key: no expression runs per
+    // element (an absent key groups as null), and one per key only in the
+    // last group, which is by the key's type.
+    let of = if key.is_empty() { "$e".to_owned() } else { format!("$e.{key}") };
     let pipeline = vec![
         doc! {"$match": {format!("{field}.0"): {"$exists": true}}},
-        doc! {"$project": {"_id": 0, "k": {"$map": {"input": format!("${field}"), "as": "e", "in": {"$ifNull": [of, Bson::Null]}}}}},
-        doc! {"$unwind": "$k"},
-        doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
+        doc! {"$project": {"_id": 0, "e": format!("${field}")}},
+        doc! {"$unwind": "$e"},
+        doc! {"$group": {"_id": of, "n": {"$sum": 1}}},
         doc! {"$group": {
-            "_id": Bson::Null,
+            "_id": {"$type": "$_id"},
             "elements": {"$sum": "$n"},
-            "withoutKey": {"$sum": {"$cond": [{"$eq": ["$_id", Bson::Null]}, "$n", 0]}},
-            "dups": {"$sum": {"$cond": [{"$and": [{"$gt": ["$n", 1]}, {"$ne": ["$_id", Bson::Null]}]}, 1, 0]}},
-            "types": {"$addToSet": {"$type": "$_id"}},
+            "dups": {"$sum": {"$cond": [{"$gt": ["$n", 1]}, 1, 0]}},
         }},
     ];
-    let Some(row) = first(db, collection, pipeline).await? else { return Ok(MoveCounts::default()) };
-    let types = row.get_array("types").cloned().unwrap_or_default();
-    let mut key_types = key_types(&doc! {"types": [types]});
-    key_types.retain(|t| t != "null");
-    Ok(MoveCounts {
-        elements: number(&row, "elements"),
-        without_key: number(&row, "withoutKey"),
-        duplicate_keys: number(&row, "dups"),
-        key_types,
-        ..MoveCounts::default()
-    })
+    let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
+    let failed = |e| Error::driver("aggregate", collection, e);
+    let mut cursor = db
+        .collection::<BsonDoc>(collection)
+        .aggregate(pipeline)
+        .allow_disk_use(true)
+        .selection_criteria(primary)
+        .await
+        .map_err(failed)?;
+    let mut out = MoveCounts::default();
+    while cursor.advance().await.map_err(failed)? {
+        let row = cursor.deserialize_current().map_err(failed)?;
+        let elements = number(&row, "elements");
+        out.elements += elements;
+        match row.get_str("_id").unwrap_or("null") {
+            "null" | "missing" => out.without_key += elements,
+            other => {
+                out.duplicate_keys += number(&row, "dups");
+                out.key_types.push(other.to_owned());
+            }
+        }
+    }
+    out.key_types.sort();
+    Ok(out)
 }
 
 /// What a move of an array of ids carries: the parents and their ids

@@ -230,15 +230,16 @@ async fn advance(
     record(db, &active.spec, "switched").await
 }
 
-/// Whether another process holds the schema under a live lease as the
-/// copy begins: every one that writes while the move runs does, from the
-/// state before. Its writes of either shape then find a parent's documents
-/// by the move's indexes, built before the copy; without one they are
-/// built after it, as a bulk load builds them (a process starting
-/// meanwhile is slower until then, not wrong).
+/// Whether another process has held the schema during the move as its
+/// copy begins (its row, live or lapsed a moment: every one that writes
+/// while the move runs renews one from the state before). Its writes of
+/// either shape then find a parent's documents by the move's indexes,
+/// built before the copy; without one they are built after it, as a bulk
+/// load builds them (a process starting meanwhile is slower until then,
+/// not wrong).
 async fn writing(db: &Database) -> Result<bool> {
     let me = stored::this_process();
-    Ok(super::holders::holders(db).await?.iter().any(|h| h.live && h.process != me))
+    Ok(super::holders::holders(db).await?.iter().any(|h| h.process != me))
 }
 
 /// Builds every index the move needs that is not there yet, from the
