@@ -5,8 +5,8 @@
 //! saved in the database: a stopped or crashed run resumes where it was,
 //! and running it again after it is done changes nothing.
 
-use super::progress::Step;
 use super::indexes::Which;
+use super::progress::Step;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{self, ActiveMove, MoveState, OldArray, StoredMove, StoredType};

@@ -34,8 +34,8 @@ pub use form::{
     Key, StoredBucket, StoredCopy, StoredElemCopy, StoredElemRef, StoredField, StoredIndex, StoredKind, StoredRelation,
     StoredSubset, StoredType, FORMAT,
 };
-pub use holders::LEASES_COLLECTION;
 pub(crate) use holders::this_process;
+pub use holders::LEASES_COLLECTION;
 pub use inverses::{AdoptedInverse, InverseChange};
 pub(crate) use lease::{held_until, hold};
 pub use lease_time::{lease, lease_for, set_lease, set_lease_for, DEFAULT_LEASE};
