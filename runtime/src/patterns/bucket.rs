@@ -171,7 +171,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         })
     }
 
-    pub(super) fn element(&self, element: &E) -> Result<Bson> {
+    pub(crate) fn element(&self, element: &E) -> Result<Bson> {
         let spec = self.spec()?;
         let field = self.relation().field;
         let value = crate::store::field::stored_value(field, element)?;
@@ -203,26 +203,13 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
         Ok(value)
     }
 
-    /// Appends one element to the parent's open bucket, or opens the next:
-    /// one update of the page this process appended to last; otherwise an
-    /// upsert from the stored last page (more when that page is full). An
-    /// append that opens a new bucket (page or time window) checks that the
-    /// parent exists, one more round trip, and is refused with
-    /// [`Error::NotFound`] if not (so an append for a parent that does not
-    /// exist is refused and leaves no bucket). Never more than `size` per
-    /// bucket, never one page twice, no element lost, under any concurrency
-    /// (given `ensure_indexes`). A time bucket holds at most `size`
-    /// elements too ([`crate::schema::TIME_BUCKET_SIZE`] when it declares none): a
-    /// busy window goes on in a second bucket of the same window, and
-    /// [`Bucket::all`] and [`Bucket::range`] read them in order.
-    pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
+    /// [`Bucket::append`] as the bucket pattern does it, with no move
+    /// filling the buckets.
+    pub(crate) async fn append_unmoved(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         crate::client::trace::Op::new("append", B::COLLECTION).documents(1).run(async move {
         crate::schema::stored::hold(db).await?;
         let spec = self.spec()?;
         let value = self.element(element)?;
-        if self.moving(db)?.is_some() {
-            return self.append_moving(db, parent.to_bson(), value).await;
-        }
         let coll = db.collection::<BsonDoc>(B::COLLECTION);
         // A pipeline update rather than `$inc`/`$push`: it creates `count`
         // before the array in a new bucket, the order of the reference text

@@ -55,67 +55,15 @@ struct Chunk {
 }
 
 impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> {
-    /// Appends many elements, each to its parent's buckets as
-    /// [`Bucket::append`] would, in a few round trips whatever the number
-    /// of elements and parents: one read of the parents and their last
-    /// buckets, one `update` command, and one read confirming the buckets
-    /// it opened. Each element lands once, in the order given within its
-    /// parent (and window); no bucket passes its size, under any
-    /// concurrency (given `ensure_indexes`). Answers where each element
-    /// went, in the order given.
-    ///
-    /// Refused with nothing written when an element is invalid or a
-    /// parent does not exist ([`Error::NotFound`]). An error of the server
-    /// met on the way leaves the elements before it appended (the command
-    /// is ordered) and none after it.
-    ///
-    /// ```
-    /// # docrel::testing::doc_test(|db| async move {
-    /// use docrel::{Document, bson::{oid::ObjectId, DateTime}};
-    /// use serde::{Deserialize, Serialize};
-    ///
-    /// #[derive(Document, Serialize, Deserialize)]
-    /// #[document(collection = "sensors")]
-    /// struct Sensor { #[serde(rename = "_id")] id: i32 }
-    ///
-    /// #[derive(Serialize, Deserialize, Clone)]
-    /// struct Reading { t: DateTime, value: f64 }
-    ///
-    /// #[derive(Document, Serialize, Deserialize)]
-    /// #[document(collection = "readings")]
-    /// struct Hour {
-    ///     #[serde(rename = "_id")] id: ObjectId,
-    ///     #[parent_ref(to = Sensor)] sensor: i32,
-    ///     start: DateTime,
-    ///     count: i32,
-    ///     #[bucket(by = t, window = "hour")] readings: Vec<Reading>,
-    /// }
-    ///
-    /// Hour::repo(&db).ensure_indexes().await?;
-    /// Sensor::repo(&db).insert_many(&[Sensor { id: 1 }, Sensor { id: 2 }]).await?;
-    /// let t = DateTime::from_millis(1_700_000_000_000);
-    /// let batch: Vec<(i32, Reading)> =
-    ///     (0..300).map(|i| (i % 2 + 1, Reading { t, value: f64::from(i) })).collect();
-    /// let readings = Hour::rels().readings;
-    /// readings.append_many(&db, &batch).await?;
-    /// assert_eq!(readings.all(&db, &1).await?.len(), 150);
-    /// # Ok(()) });
-    /// ```
-    pub async fn append_many(&self, db: &Database, items: &[(P::Id, E)]) -> Result<Vec<Appended>> {
+    /// [`Bucket::append_many`] as the bucket pattern does it, with no
+    /// move filling the buckets.
+    pub(crate) async fn append_many_unmoved(&self, db: &Database, items: &[(P::Id, E)]) -> Result<Vec<Appended>> {
         crate::client::trace::Op::new("append_many", B::COLLECTION)
             .documents(items.len())
             .run(async move {
                 crate::schema::stored::hold(db).await?;
                 let spec = self.spec()?;
                 let values = items.iter().map(|(_, e)| self.element(e)).collect::<Result<Vec<Bson>>>()?;
-                if self.moving(db)?.is_some() {
-                    // Each element to its parent's array, in order.
-                    let mut out = Vec::with_capacity(items.len());
-                    for ((parent, _), value) in items.iter().zip(values) {
-                        out.push(self.append_moving(db, parent.to_bson(), value).await?);
-                    }
-                    return Ok(out);
-                }
                 let groups = self.groups(spec, items);
                 if groups.is_empty() {
                     return Ok(Vec::new());
@@ -135,7 +83,7 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
                 // Refused by a bucket another append filled: the rest one by one, in order.
                 for chunk in &chunks[sent.landed..] {
                     for &i in &chunk.elements {
-                        out[i] = self.append(db, &items[i].0, &items[i].1).await?;
+                        out[i] = self.append_unmoved(db, &items[i].0, &items[i].1).await?;
                     }
                 }
                 Ok(out)

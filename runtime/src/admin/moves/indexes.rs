@@ -7,18 +7,6 @@ use crate::schema::stored::{OldArray, StoredMove, StoredType};
 use mongodb::bson::{doc, Document as BsonDoc};
 use mongodb::{Database, IndexModel};
 
-/// Which of a move's indexes a step builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Which {
-    /// Every one it needs.
-    All,
-    /// The unique ones only, which the copy needs (a bucket's page is
-    /// merged by them) or which must refuse what breaks them before any
-    /// document is copied; the others are built after the copy, as a bulk
-    /// load builds them, when no process was writing as the move began.
-    Unique,
-}
-
 /// The indexes `mv` needs that `db` lacks: the new type's, one led by its
 /// parent reference when the type declares none, and, when the old array
 /// holds ids (`field`), one on it: a read before the switch finds a
@@ -49,19 +37,17 @@ pub(super) async fn needed(
     Ok(models)
 }
 
-/// Builds `which` of what `mv` needs that `db` lacks, saying each.
+/// Builds what `mv` needs that `db` lacks, saying each: before the move
+/// is announced, so that every mirrored write finds a parent's documents
+/// by them while the copy runs (and the embedded test server loses index
+/// entries of documents written while an index is built).
 pub(super) async fn build(
     db: &Database,
     program: &[StoredType],
     (mv, holds, field): (&StoredMove, OldArray, &str),
-    which: Which,
     step: &mut impl FnMut(&str),
 ) -> Result<()> {
-    let unique = |m: &IndexModel| m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
     for (collection, model) in needed(db, program, mv, holds, field).await? {
-        if which == Which::Unique && !unique(&model) {
-            continue;
-        }
         step(&format!("index build: {collection} {}", crate::admin::index_plan::show(&model.keys)));
         db.collection::<BsonDoc>(&collection)
             .create_index(model)

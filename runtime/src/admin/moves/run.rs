@@ -5,7 +5,6 @@
 //! saved in the database: a stopped or crashed run resumes where it was,
 //! and running it again after it is done changes nothing.
 
-use super::indexes::Which;
 use super::progress::Step;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
@@ -145,8 +144,7 @@ async fn announce(
         });
     }
     let (spec, field, holds, bound, required) = shape(&stored_types, program, mv);
-    // The unique ones now; the others before the copy or after it.
-    super::indexes::build(db, program, (&spec, holds, &field), Which::Unique, &mut |s: &str| step(&s.into())).await?;
+    super::indexes::build(db, program, (&spec, holds, &field), &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let (state, change) = (MoveState::Announced, mv.id.clone());
@@ -196,9 +194,6 @@ async fn advance(
             return Ok(());
         }
         if active.state == MoveState::Maintained {
-            if writing(db).await? {
-                indexes(db, &active, step).await?;
-            }
             let copied = super::copy_run::copy(db, &active, PAGE, stop, step).await?;
             report.pages += copied.pages;
             report.elements += copied.elements;
@@ -207,7 +202,6 @@ async fn advance(
                 step(&"stopped: run `docrel schema apply` again to resume the copy".into());
                 return Ok(());
             }
-            indexes(db, &active, step).await?;
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
@@ -228,26 +222,6 @@ async fn advance(
     // The copy is done: its marks say nothing more.
     forget_marks(db, &active.spec).await?;
     record(db, &active.spec, "switched").await
-}
-
-/// Whether another process has held the schema during the move as its
-/// copy begins (its row, live or lapsed a moment: every one that writes
-/// while the move runs renews one from the state before). Its writes of
-/// either shape then find a parent's documents by the move's indexes,
-/// built before the copy; without one they are built after it, as a bulk
-/// load builds them (a process starting meanwhile is slower until then,
-/// not wrong).
-async fn writing(db: &Database) -> Result<bool> {
-    let me = stored::this_process();
-    Ok(super::holders::holders(db).await?.iter().any(|h| h.process != me))
-}
-
-/// Builds every index the move needs that is not there yet, from the
-/// types published when it was announced.
-async fn indexes(db: &Database, active: &ActiveMove, step: &mut impl FnMut(&Step)) -> Result<()> {
-    let types = stored::load(db).await?;
-    let on = (&active.spec, active.old, active.field.as_str());
-    super::indexes::build(db, &types, on, Which::All, &mut |s: &str| step(&s.into())).await
 }
 
 /// Waits until the move may leave its state; `false` when stopped.

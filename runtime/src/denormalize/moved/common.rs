@@ -53,3 +53,15 @@ pub(super) async fn summaries(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]
     }
     Ok(())
 }
+
+/// Bumps `_docrel.links` of `parents`, in the call's transaction, before
+/// anything else is written: two transactions keeping the same parent's
+/// other shape then conflict on the parent (one is retried whole), rather
+/// than each adding what the other does not see (a page, a document).
+pub(super) async fn bump(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> crate::error::Result<()> {
+    let coll = cx.db.collection::<mongodb::bson::Document>(&mv.spec.from.collection);
+    let bump = doc! {"$inc": {"_docrel.links": 1_i64}};
+    crate::store::session::in_session!(coll.update_many(doc! {"_id": {"$in": parents}}, bump), cx.session())
+        .map_err(|e| crate::error::Error::driver("update", mv.spec.from.collection.clone(), e))?;
+    Ok(())
+}

@@ -5,6 +5,7 @@
 //! (`repository/moved.rs`); the change running the move copies what was
 //! there before with the same rule.
 
+mod bucket_append;
 mod common;
 mod inverse;
 mod linked;
@@ -16,7 +17,6 @@ pub(crate) use common::{read, Reach};
 pub(crate) use inverse::{inverses_from_arrays, named};
 pub(crate) use marks::mark;
 pub use marks::MARKS_COLLECTION;
-pub(crate) use paged::last_place;
 
 use crate::error::Result;
 use crate::schema::stored::{ActiveMove, OldArray};

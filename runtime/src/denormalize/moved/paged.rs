@@ -3,9 +3,12 @@
 //! elements `[(k-1)·size, k·size)`), so both directions end the same way:
 //! the array is what it should be, then each page is made to hold its
 //! slice. A write of the pages is read back as their elements in page
-//! order; a page emptied or removed in the middle closes up.
+//! order; a page emptied or removed in the middle closes up. Each bumps
+//! its parents first, so two transactions making one parent's pages
+//! conflict there, not on a page's unique index (which the embedded
+//! server answers with a duplicate key, not a conflict to retry).
 
-use super::common::{distinct, read, Reach};
+use super::common::{bump, distinct, read, Reach};
 use super::reconcile::moved_write;
 use crate::error::{Error, Result};
 use crate::schema::stored::{ActiveMove, StoredBuckets};
@@ -128,6 +131,7 @@ pub(super) async fn pages_from_arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents:
     }
     let b = buckets(mv)?;
     let parents = &distinct(parents)[..];
+    bump(cx, mv, parents).await?;
     let arrays = arrays(cx, mv, parents).await?;
     let mut pages = pages(cx, mv, b, parents).await?;
     let mut writes = Writes::default();
@@ -150,6 +154,7 @@ pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, 
     }
     let b = buckets(mv)?;
     let parents = &distinct(parents)[..];
+    bump(cx, mv, parents).await?;
     let arrays = arrays(cx, mv, parents).await?;
     let mut pages = pages(cx, mv, b, parents).await?;
     let (mut writes, mut statements) = (Writes::default(), Vec::new());

@@ -4,7 +4,7 @@
 //! parent's whole array and documents: correct whatever the write was, at
 //! a cost of the array's length, paid only while a move runs.
 
-use super::common::{distinct, read, summaries, Reach};
+use super::common::{bump, distinct, read, summaries, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{ActiveMove, OldArray};
 use crate::store::path::id_key;
@@ -282,10 +282,7 @@ pub(super) fn moved_write(mv: &ActiveMove, why: String) -> Error {
 /// them is retried, rather than each adding a document the other misses.
 pub(super) async fn one_each(cx: &mut Cx<'_>, mv: &'static ActiveMove, parents: &[Bson]) -> Result<()> {
     let parents = distinct(parents);
-    let coll = cx.db.collection::<BsonDoc>(&mv.spec.from.collection);
-    let bump = doc! {"$inc": {"_docrel.links": 1_i64}};
-    crate::store::session::in_session!(coll.update_many(doc! {"_id": {"$in": &parents}}, bump), cx.session())
-        .map_err(|e| Error::driver("update", mv.spec.from.collection.clone(), e))?;
+    bump(cx, mv, &parents).await?;
     let documents = documents(cx, mv, &parents).await?;
     if let Some((parent, docs)) = documents.into_iter().find(|(_, d)| d.len() > 1) {
         return Err(Error::EmbedFull {
