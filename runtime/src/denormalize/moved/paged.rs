@@ -3,12 +3,11 @@
 //! elements `[(k-1)·size, k·size)`), so both directions end the same way:
 //! the array is what it should be, then each page is made to hold its
 //! slice. A write of the pages is read back as their elements in page
-//! order; a page emptied or removed in the middle closes up. Each bumps
-//! its parents first, so two transactions making one parent's pages
-//! conflict there, not on a page's unique index (which the embedded
-//! server answers with a duplicate key, not a conflict to retry).
+//! order; a page emptied or removed in the middle closes up. Two
+//! transactions making one parent's missing page meet on the page's
+//! unique index: the later one is retried whole, as a conflict is.
 
-use super::common::{bump, distinct, read, Reach};
+use super::common::{distinct, read, Reach};
 use super::reconcile::moved_write;
 use crate::error::{Error, Result};
 use crate::schema::stored::{ActiveMove, StoredBuckets};
@@ -131,7 +130,6 @@ pub(super) async fn pages_from_arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents:
     }
     let b = buckets(mv)?;
     let parents = &distinct(parents)[..];
-    bump(cx, mv, parents).await?;
     let arrays = arrays(cx, mv, parents).await?;
     let mut pages = pages(cx, mv, b, parents).await?;
     let mut writes = Writes::default();
@@ -154,7 +152,6 @@ pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, 
     }
     let b = buckets(mv)?;
     let parents = &distinct(parents)[..];
-    bump(cx, mv, parents).await?;
     let arrays = arrays(cx, mv, parents).await?;
     let mut pages = pages(cx, mv, b, parents).await?;
     let (mut writes, mut statements) = (Writes::default(), Vec::new());
@@ -261,7 +258,17 @@ impl Writes {
                 .map_err(|e| Error::driver("delete", to.clone(), e))?;
         }
         if !self.statements.is_empty() {
-            crate::store::updates::send_updates(cx, to, self.statements).await?;
+            match crate::store::updates::send_updates(cx, to, self.statements).await {
+                // A page another transaction made since this one read the
+                // parent's pages: the whole write runs again and sees it.
+                Err(e) if e.is_duplicate_key() => {
+                    return Err(Error::TransactionContended {
+                        operation: "making a move's pages",
+                        namespace: to.clone(),
+                    })
+                }
+                other => other?,
+            };
         }
         Ok(())
     }
