@@ -30,6 +30,12 @@ impl<B: Document, P: Document, E: Serialize + DeserializeOwned> Bucket<B, P, E> 
     /// elements too ([`crate::schema::TIME_BUCKET_SIZE`] when it declares none): a
     /// busy window goes on in a second bucket of the same window, and
     /// [`Bucket::all`] and [`Bucket::range`] read them in order.
+    ///
+    /// While a move fills these buckets from an embedded array
+    /// (`moved_from` on the bucket document), the element is pushed to the
+    /// parent's array within its old bound ([`Error::EmbedFull`]) and the
+    /// parent's buckets are made again from it, in one transaction;
+    /// refused before the move is maintained.
     pub async fn append(&self, db: &Database, parent: &P::Id, element: &E) -> Result<Appended> {
         crate::schema::stored::hold(db).await?;
         if self.moving(db)?.is_none() {
