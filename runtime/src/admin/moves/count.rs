@@ -123,15 +123,8 @@ pub(super) async fn keys(db: &Database, collection: &str, field: &str, key: &str
             "dups": {"$sum": {"$cond": [{"$gt": ["$n", 1]}, 1, 0]}},
         }},
     ];
-    let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
     let failed = |e| Error::driver("aggregate", collection, e);
-    let mut cursor = db
-        .collection::<BsonDoc>(collection)
-        .aggregate(pipeline)
-        .allow_disk_use(true)
-        .selection_criteria(primary)
-        .await
-        .map_err(failed)?;
+    let mut cursor = aggregate(db, collection, pipeline).await?;
     let mut out = MoveCounts::default();
     while cursor.advance().await.map_err(failed)? {
         let row = cursor.deserialize_current().map_err(failed)?;
@@ -244,16 +237,21 @@ async fn duplicates(db: &Database, collection: &str, field: &str, key: &str) -> 
     Ok(first(db, collection, pipeline).await?.map_or(0, |row| number(&row, "dups")))
 }
 
-/// The one row an aggregate answers, if any.
-pub(crate) async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
+/// An aggregate of the counts: on the primary, with `allowDiskUse` so no
+/// stage meets a memory cap.
+async fn aggregate(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<mongodb::Cursor<BsonDoc>> {
     let primary = mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary);
-    let mut cursor = db
-        .collection::<BsonDoc>(collection)
+    db.collection::<BsonDoc>(collection)
         .aggregate(pipeline)
         .allow_disk_use(true)
         .selection_criteria(primary)
         .await
-        .map_err(|e| Error::driver("aggregate", collection, e))?;
+        .map_err(|e| Error::driver("aggregate", collection, e))
+}
+
+/// The one row an aggregate answers, if any.
+pub(crate) async fn first(db: &Database, collection: &str, pipeline: Vec<BsonDoc>) -> Result<Option<BsonDoc>> {
+    let mut cursor = aggregate(db, collection, pipeline).await?;
     if cursor.advance().await.map_err(|e| Error::driver("aggregate", collection, e))? {
         let row = cursor.deserialize_current().map_err(|e| Error::driver("aggregate", collection, e))?;
         return Ok(Some(row));

@@ -65,3 +65,19 @@ pub(super) async fn bump(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> 
         .map_err(|e| crate::error::Error::driver("update", mv.spec.from.collection.clone(), e))?;
     Ok(())
 }
+
+/// Refuses an old array of `parent` that would hold `len` items, past the
+/// bound the move keeps while both shapes are kept ([`Error::EmbedFull`]):
+/// old readers keep a complete array.
+pub(super) fn within_bound(mv: &'static ActiveMove, parent: &Bson, len: usize) -> crate::error::Result<()> {
+    match mv.bound.filter(|max| len > *max as usize) {
+        Some(max) => Err(crate::error::Error::EmbedFull {
+            collection: &mv.spec.from.collection,
+            id: crate::bson_compat::relaxed_extjson(parent),
+            field: &mv.field,
+            max,
+            len,
+        }),
+        None => Ok(()),
+    }
+}

@@ -7,8 +7,8 @@
 //! read the parents' arrays and their documents' ids, paid only while a
 //! move runs.
 
-use super::common::{distinct, read, summaries, Reach};
-use crate::error::{Error, Result};
+use super::common::{distinct, read, summaries, within_bound, Reach};
+use crate::error::Result;
 use crate::schema::stored::ActiveMove;
 use crate::store::path::id_key;
 use crate::store::session::Cx;
@@ -134,15 +134,7 @@ pub(super) async fn arrays_from_children(cx: &mut Cx<'_>, mv: &'static ActiveMov
         let mut ids: Vec<Bson> = old.iter().filter(|i| keys.contains(&id_key(i))).cloned().collect();
         let kept: std::collections::HashSet<String> = ids.iter().map(id_key).collect();
         ids.extend(mine.into_iter().filter(|i| !kept.contains(&id_key(i))));
-        if let Some(max) = mv.bound.filter(|max| ids.len() > *max as usize) {
-            return Err(Error::EmbedFull {
-                collection: &mv.spec.from.collection,
-                id: crate::bson_compat::relaxed_extjson(parent),
-                field: &mv.field,
-                max,
-                len: ids.len(),
-            });
-        }
+        within_bound(mv, parent, ids.len())?;
         if ids != *old {
             statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: ids}}});
         }

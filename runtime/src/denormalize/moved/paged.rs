@@ -7,7 +7,7 @@
 //! transactions making one parent's missing page meet on the page's
 //! unique index: the later one is retried whole, as a conflict is.
 
-use super::common::{distinct, read, Reach};
+use super::common::{distinct, read, within_bound, Reach};
 use super::reconcile::moved_write;
 use crate::error::{Error, Result};
 use crate::schema::stored::{ActiveMove, StoredBuckets};
@@ -121,6 +121,18 @@ fn buckets(mv: &ActiveMove) -> Result<&StoredBuckets> {
     mv.spec.buckets.as_ref().ok_or_else(|| moved_write(mv, "the move names no bucket fields".to_owned()))
 }
 
+/// Both shapes of `parents`, each parent once: their arrays and their
+/// pages, by the parent's id key.
+type Shapes = (Vec<Bson>, HashMap<String, Vec<Bson>>, HashMap<String, Vec<BsonDoc>>);
+
+async fn both(cx: &mut Cx<'_>, mv: &ActiveMove, parents: &[Bson]) -> Result<Shapes> {
+    let b = buckets(mv)?;
+    let parents = distinct(parents);
+    let arrays = arrays(cx, mv, &parents).await?;
+    let pages = pages(cx, mv, b, &parents).await?;
+    Ok((parents, arrays, pages))
+}
+
 /// Makes the pages of each of `parents` the slices of its array; a parent
 /// that is gone has no pages. Within `reach`: while some process may not
 /// know of the move (`announced`) no page is added.
@@ -128,10 +140,8 @@ pub(super) async fn pages_from_arrays(cx: &mut Cx<'_>, mv: &ActiveMove, parents:
     if parents.is_empty() {
         return Ok(());
     }
-    let b = buckets(mv)?;
-    let parents = &distinct(parents)[..];
-    let arrays = arrays(cx, mv, parents).await?;
-    let mut pages = pages(cx, mv, b, parents).await?;
+    let (parents, arrays, mut pages) = both(cx, mv, parents).await?;
+    let parents = &parents[..];
     let mut writes = Writes::default();
     for parent in parents {
         let key = id_key(parent);
@@ -151,9 +161,8 @@ pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, 
         return Ok(());
     }
     let b = buckets(mv)?;
-    let parents = &distinct(parents)[..];
-    let arrays = arrays(cx, mv, parents).await?;
-    let mut pages = pages(cx, mv, b, parents).await?;
+    let (parents, arrays, mut pages) = both(cx, mv, parents).await?;
+    let parents = &parents[..];
     let (mut writes, mut statements) = (Writes::default(), Vec::new());
     for parent in parents {
         let key = id_key(parent);
@@ -165,15 +174,7 @@ pub(super) async fn arrays_from_pages(cx: &mut Cx<'_>, mv: &'static ActiveMove, 
             continue;
         };
         let array: Vec<Bson> = have.iter().flat_map(|p| p.get_array(&b.field).cloned().unwrap_or_default()).collect();
-        if let Some(max) = mv.bound.filter(|max| array.len() > *max as usize) {
-            return Err(Error::EmbedFull {
-                collection: &mv.spec.from.collection,
-                id: crate::bson_compat::relaxed_extjson(parent),
-                field: &mv.field,
-                max,
-                len: array.len(),
-            });
-        }
+        within_bound(mv, parent, array.len())?;
         if &array != old {
             statements.push(doc! {"q": {"_id": parent.clone()}, "u": {"$set": {&mv.field: array.clone()}}});
         }

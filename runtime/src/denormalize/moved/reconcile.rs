@@ -4,7 +4,7 @@
 //! parent's whole array and documents: correct whatever the write was, at
 //! a cost of the array's length, paid only while a move runs.
 
-use super::common::{bump, distinct, read, summaries, Reach};
+use super::common::{bump, distinct, read, summaries, within_bound, Reach};
 use crate::error::{Error, Misuse, Result};
 use crate::schema::stored::{ActiveMove, OldArray};
 use crate::store::path::id_key;
@@ -186,15 +186,7 @@ pub(super) async fn arrays_from_collection(cx: &mut Cx<'_>, mv: &'static ActiveM
             continue;
         };
         let elements = elements_of(mv, old, documents);
-        if let Some(max) = mv.bound.filter(|max| elements.len() > *max as usize) {
-            return Err(Error::EmbedFull {
-                collection: &mv.spec.from.collection,
-                id: crate::bson_compat::relaxed_extjson(parent),
-                field: &mv.field,
-                max,
-                len: elements.len(),
-            });
-        }
+        within_bound(mv, parent, elements.len())?;
         let key = |d: &BsonDoc| {
             let mut d = d.clone();
             // One document of a move back keeps its own `_id`.
