@@ -5,6 +5,8 @@
 #   docrel_ensure_venv    create/refresh ./.venv from scripts/requirements.txt
 #   docrel_start_server   export MONGODB_URI, starting the embedded
 #                         SecantusDB unless MONGODB_URI is already set
+#   docrel_watch_server   restart the embedded server if it stops answering
+#                         (see there); scripts/test uses it
 #
 # The embedded server is stopped by an EXIT trap, so the sourcing script must
 # not install its own EXIT/INT/TERM traps after calling docrel_start_server.
@@ -14,6 +16,8 @@ DOCREL_VENV="$DOCREL_ROOT/.venv"
 DOCREL_STATE="$DOCREL_ROOT/.docrel" # git-ignored: logs and scratch files
 DOCREL_REQUIREMENTS="$DOCREL_ROOT/scripts/requirements.txt"
 DOCREL_SERVER_PID=""
+DOCREL_SERVER_PIDFILE=""
+DOCREL_WATCHDOG_PID=""
 
 docrel_ensure_venv() {
     local py="$DOCREL_VENV/bin/python"
@@ -75,14 +79,9 @@ docrel_start_server() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
 
-    # TMPDIR: ":memory:" storage still makes a scratch dir via mkdtemp; keep
-    # it under .docrel so even a kill -9 leaves nothing in /tmp.
-    TMPDIR="$DOCREL_SERVER_TMP" "$DOCREL_VENV/bin/secantusd-py" \
-        --config "$DOCREL_STATE/secantusd.toml" \
-        --host 127.0.0.1 --port "$port" \
-        --storage-path :memory: --enable-test-commands \
-        </dev/null >"$DOCREL_SERVER_LOG" 2>&1 &
-    DOCREL_SERVER_PID=$!
+    DOCREL_SERVER_PORT="$port"
+    DOCREL_SERVER_PIDFILE="$DOCREL_STATE/secantusd.$$.pid"
+    _docrel_launch_server
 
     # directConnection: talk to this one node, no replica-set discovery. It
     # still reports itself as primary of set "secantus", so the driver keeps
@@ -107,6 +106,72 @@ EOF
         "(log: ${DOCREL_SERVER_LOG#"$DOCREL_ROOT/"}, kept as .docrel/secantusd.log)"
 }
 
+# Starts secantusd on $DOCREL_SERVER_PORT in the background and records its
+# PID (in a file too, since the watchdog's subshell may start another).
+# SIGUSR1 makes it write every thread's Python stack into its log, which is
+# what a server that stopped answering leaves to read.
+_docrel_launch_server() {
+    # TMPDIR: ":memory:" storage still makes a scratch dir via mkdtemp; keep
+    # it under .docrel so even a kill -9 leaves nothing in /tmp.
+    TMPDIR="$DOCREL_SERVER_TMP" "$DOCREL_VENV/bin/python" -c '
+import faulthandler, signal, sys
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+from secantus.cli import main
+sys.argv[0] = "secantusd-py"
+sys.exit(main())' \
+        --config "$DOCREL_STATE/secantusd.toml" \
+        --host 127.0.0.1 --port "$DOCREL_SERVER_PORT" \
+        --storage-path :memory: --enable-test-commands \
+        </dev/null >>"$DOCREL_SERVER_LOG" 2>&1 &
+    DOCREL_SERVER_PID=$!
+    echo "$DOCREL_SERVER_PID" >"$DOCREL_SERVER_PIDFILE"
+}
+
+# The embedded server is one Python process on locks of its own; once (in
+# 50 CI runs) it stopped answering every command, and the suite waited for
+# it until CI's limit. A write to a database of its own every 30 s shows it
+# alive; two that get no answer within 120 s each mean it is stuck. Then its
+# threads' stacks go to .docrel/secantusd.stuck.log, it is killed and started
+# again empty on the same port, and the file named by $1 is created, so the
+# caller can run again the tests that were talking to it. Without an
+# embedded server (MONGODB_URI given) this does nothing.
+docrel_watch_server() {
+    local marker="$1"
+    [[ -n "$DOCREL_SERVER_PID" ]] || return 0
+    (
+        trap - EXIT INT TERM
+        set +e
+        misses=0
+        while sleep "${DOCREL_WATCH_EVERY:-30}"; do
+            pid="$(cat "$DOCREL_SERVER_PIDFILE" 2>/dev/null)" || exit 0
+            kill -0 "$pid" 2>/dev/null || exit 0
+            if timeout "${DOCREL_WATCH_WAIT:-120}" "$DOCREL_VENV/bin/python" - "$MONGODB_URI" \
+                >/dev/null 2>&1 <<'EOF'; then
+import sys, pymongo
+c = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+c.docrel_watchdog.probe.replace_one({"_id": 1}, {"_id": 1}, upsert=True)
+EOF
+                misses=0
+                continue
+            fi
+            misses=$((misses + 1))
+            ((misses >= 2)) || continue
+            kill -USR1 "$pid" 2>/dev/null
+            sleep 2
+            cp "$DOCREL_SERVER_LOG" "$DOCREL_STATE/secantusd.stuck.log"
+            echo "docrel: the embedded SecantusDB (pid $pid) answered no write twice in a row;" \
+                "its threads' stacks are in .docrel/secantusd.stuck.log. Starting it again" \
+                "on port $DOCREL_SERVER_PORT; the tests talking to it fail." >&2
+            kill -KILL "$pid" 2>/dev/null
+            sleep 1 # the port is free once the process is gone
+            : >"$marker"
+            _docrel_launch_server
+            misses=0
+        done
+    ) &
+    DOCREL_WATCHDOG_PID=$!
+}
+
 _docrel_fail() {
     {
         echo "docrel: error: $1. Last lines of its log (kept as .docrel/secantusd.log):"
@@ -126,8 +191,14 @@ _docrel_on_exit() {
 # its scratch dir), KILL after ~10 s. secantusd-py is a single process (it
 # only uses threads), so there are no children to reap.
 _docrel_stop_server() {
-    local pid="$DOCREL_SERVER_PID"
-    [[ -n "$pid" ]] || return 0
+    if [[ -n "$DOCREL_WATCHDOG_PID" ]]; then
+        kill "$DOCREL_WATCHDOG_PID" 2>/dev/null || true
+        wait "$DOCREL_WATCHDOG_PID" 2>/dev/null || true
+    fi
+    [[ -n "$DOCREL_SERVER_PID" ]] || return 0
+    # The watchdog may have started the server again under another PID.
+    local pid
+    pid="$(cat "$DOCREL_SERVER_PIDFILE" 2>/dev/null || echo "$DOCREL_SERVER_PID")"
     DOCREL_SERVER_PID=""
     if kill -TERM "$pid" 2>/dev/null; then
         local i
@@ -141,6 +212,6 @@ _docrel_stop_server() {
         fi
     fi
     wait "$pid" 2>/dev/null || true
-    rm -rf "$DOCREL_SERVER_TMP"
+    rm -rf "$DOCREL_SERVER_TMP" "$DOCREL_SERVER_PIDFILE"
     mv -f "$DOCREL_SERVER_LOG" "$DOCREL_STATE/secantusd.log" 2>/dev/null || true
 }
