@@ -102,6 +102,13 @@ fn review(rid: i32, minutes: i64) -> Document {
     "_docrel": {"copies": {"product_id": {"1": 40_i64}}}}
 }
 
+/// A review as `items.newest` keeps it.
+fn line(r: &Document) -> Bson {
+    Bson::Document(
+        doc! {"_id": r.get("_id").cloned().unwrap_or(Bson::Null), "published_date": r.get("published_date").cloned().unwrap_or(Bson::Null)},
+    )
+}
+
 fn summary(r: &Document) -> Bson {
     let mut s = Document::new();
     for f in ["rid", "author", "text", "published_date"] {
@@ -144,12 +151,14 @@ async fn clean_state(t: &TestDb) -> Facts {
         "_docrel": {"copies": {"owner": {h0.to_hex(): 30_i64, h1.to_hex(): 31_i64}, "notes": {h1.to_hex(): 31_i64}}}})
         .await
         .unwrap();
-    // Five reviews of item 1, the 4 newest kept newest first; one of item 2 (absent).
+    // Five reviews of item 1, the 4 newest kept newest first (and the 3
+    // newest in `newest`); one of item 2 (absent).
     let reviews = [review(1, 10), review(2, 50), review(3, 30), review(4, 40), review(5, 20)];
     db.collection::<Document>("reviews").insert_many(reviews.clone()).await.unwrap();
     let kept: Vec<Bson> = [1, 3, 2, 4].iter().map(|&k| summary(&reviews[k])).collect();
+    let newest: Vec<Bson> = [1, 3, 2].iter().map(|&k| line(&reviews[k])).collect();
     db.collection::<Document>("items")
-        .insert_one(doc! {"_id": 1, "name": "widget", "reviews": kept, "_docrel": {"v": 40_i64}})
+        .insert_one(doc! {"_id": 1, "name": "widget", "reviews": kept, "newest": newest, "_docrel": {"v": 40_i64}})
         .await
         .unwrap();
     let comment = |k: i32| doc! {"name": "reader", "text": format!("c{k}")};

@@ -335,3 +335,56 @@ async fn a_dropped_array_without_moved_from_is_a_note_not_a_move() -> docrel::Re
     assert!(declared.notes.is_empty(), "{:?}", declared.notes);
     Ok(())
 }
+
+/// `schema apply --offline` is for a maintenance window: refused, with
+/// nothing written, while another program holds a live lease; with none,
+/// the move runs to `switched` and builds the parent reference's index
+/// after the copy (said after the copy's progress), not before it.
+#[tokio::test]
+async fn an_offline_move_is_refused_while_another_program_holds_a_lease_and_indexes_after_its_copy(
+) -> docrel::Result<()> {
+    let t = TestDb::new("mv_offline").await?;
+    publish_old(&t).await;
+    let posts = old_posts(&t, &[3, 0, 5]).await;
+    let file = std::env::temp_dir().join(format!("docrel_mv_offline_{}.json", std::process::id()));
+    let export = serde_json::json!({"format": 2, "types": new_export().types, "moves": new_export().moves});
+    std::fs::write(&file, export.to_string()).expect("write the export");
+    let path = file.to_str().unwrap();
+    let apply = ["schema", "apply", "--file", path, "--wait", "0", "--offline"];
+
+    // Another program renewed its lease a moment ago.
+    let leases = t.db.collection::<BsonDoc>(stored::LEASES_COLLECTION);
+    let other = doc! {"_id": "another", "host": "h2", "pid": 4242_i64, "program": "shop-api", "lease_ms": 600_000_i64,
+    "renewed_at": docrel::bson::DateTime::now(), "seen": {}, "old_shape": ["mv_posts.comments"], "new_shape": []};
+    leases.insert_one(other).await.expect("raw insert");
+    let (exit, _, err) = admin(&t, &apply).await;
+    assert_ne!(exit, Exit::Ok, "{err}");
+    assert!(err.contains("an offline move runs only while no other program holds the schema"), "{err}");
+    assert!(err.contains("shop-api (pid 4242 on h2)") && err.contains("nothing was written"), "{err}");
+    assert!(stored::load_moves(&t.db).await?.is_empty());
+    let names = t.db.list_collection_names().await.expect("list");
+    assert!(!names.contains(&"mv_comments".to_owned()), "no collection, no index: {names:?}");
+
+    // It stopped: the move runs, and the index comes after the copy.
+    leases.delete_one(doc! {"_id": "another"}).await.expect("raw delete");
+    let (exit, _, err) = admin(&t, &apply).await;
+    assert_eq!(exit, Exit::Ok, "{err}");
+    let copied = err.find("copied 8 of 8 element(s)").unwrap_or_else(|| panic!("the copy: {err}"));
+    let indexed = err.find("index build: mv_comments {post: 1").unwrap_or_else(|| panic!("the index: {err}"));
+    assert!(copied < indexed, "the index is built after the copy: {err}");
+    assert!(err.contains("mv_posts.comments → mv_comments: switched"), "{err}");
+    let indexes = t.db.collection::<BsonDoc>("mv_comments").list_index_names().await.expect("list");
+    assert!(indexes.iter().any(|i| i.starts_with("post_1")), "{indexes:?}");
+    let docs = t.db.collection::<BsonDoc>("mv_comments");
+    for p in &posts {
+        let id = p.get("_id").unwrap().clone();
+        let mut want: Vec<BsonDoc> =
+            p.get_array("comments").unwrap().iter().map(|e| as_document(e.as_document().unwrap(), &id)).collect();
+        want.sort_by_key(|d| d.get_object_id("_id").unwrap());
+        let have: Vec<BsonDoc> =
+            docs.find(doc! {"post": &id}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("read");
+        assert_eq!(have, want, "every element is a document, once");
+    }
+    let _ = std::fs::remove_file(&file);
+    Ok(())
+}

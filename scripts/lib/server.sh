@@ -109,12 +109,13 @@ EOF
 # Starts secantusd on $DOCREL_SERVER_PORT in the background and records its
 # PID (in a file too, since the watchdog's subshell may start another).
 # SIGUSR1 makes it write every thread's Python stack into its log, which is
-# what a server that stopped answering leaves to read.
+# what a server that stopped answering leaves to read; so does a crash.
 _docrel_launch_server() {
     # TMPDIR: ":memory:" storage still makes a scratch dir via mkdtemp; keep
     # it under .docrel so even a kill -9 leaves nothing in /tmp.
     TMPDIR="$DOCREL_SERVER_TMP" "$DOCREL_VENV/bin/python" -c '
 import faulthandler, signal, sys
+faulthandler.enable(all_threads=True)
 faulthandler.register(signal.SIGUSR1, all_threads=True)
 from secantus.cli import main
 sys.argv[0] = "secantusd-py"

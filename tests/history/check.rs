@@ -8,7 +8,7 @@
 //!   (`copies.rs`);
 //! - I2 two-way references agree on both sides;
 //! - I3 a subset equals the top N of its children in the declared order,
-//!   nothing else;
+//!   nothing else (`items.reviews` and `items.newest`);
 //! - I4 buckets: `count` = array length, no page over `size`, no gap or
 //!   duplicate page (and, from the history: no appended comment lost or
 //!   stored twice);
@@ -17,7 +17,7 @@
 //!   delete returned `Ok` after the note's task was last written
 //!   (`pulled.rs`).
 
-use super::schema::{NOTES_MAX, PAGE_SIZE, PARTS_MAX, SUBSET_MAX, TASKS_MAX};
+use super::schema::{NEWEST_MAX, NOTES_MAX, PAGE_SIZE, PARTS_MAX, SUBSET_MAX, TASKS_MAX};
 use docrel::bson::{doc, Bson, Document};
 use docrel::mongodb::Database;
 use futures::TryStreamExt;
@@ -255,18 +255,36 @@ pub fn two_way(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
 
 /// The summary an item keeps of a review: `{rid, author, text, published_date, reviewer_name}`
 /// (the last a copy of the reviewer's name, gone with the reviewer).
-const SUMMARY_FIELDS: [&str; 5] = ["rid", "author", "text", "published_date", "reviewer_name"];
-
-fn summary(review: &Document) -> BTreeMap<String, Option<Bson>> {
-    SUMMARY_FIELDS.iter().map(|f| ((*f).to_owned(), review.get(*f).cloned())).collect()
+/// A subset of `items` over `reviews`: its array, its size, the field
+/// that names a review in it, and the fields of a summary.
+struct Kept {
+    array: &'static str,
+    max: usize,
+    id: &'static str,
+    fields: &'static [&'static str],
 }
 
-fn as_summary(e: &Document) -> BTreeMap<String, Option<Bson>> {
-    let mut m: BTreeMap<String, Option<Bson>> = SUMMARY_FIELDS.iter().map(|f| ((*f).to_owned(), None)).collect();
-    for (k, val) in e {
-        m.insert(k.clone(), Some(val.clone()));
+const REVIEWS: Kept = Kept {
+    array: "reviews",
+    max: SUBSET_MAX,
+    id: "rid",
+    fields: &["rid", "author", "text", "published_date", "reviewer_name"],
+};
+const NEWEST: Kept =
+    Kept { array: "newest", max: NEWEST_MAX, id: "_id", fields: &["_id", "published_date", "reviewer_name"] };
+
+impl Kept {
+    fn summary(&self, review: &Document) -> BTreeMap<String, Option<Bson>> {
+        self.fields.iter().map(|f| ((*f).to_owned(), review.get(*f).cloned())).collect()
     }
-    m
+
+    fn as_summary(&self, e: &Document) -> BTreeMap<String, Option<Bson>> {
+        let mut m: BTreeMap<String, Option<Bson>> = self.fields.iter().map(|f| ((*f).to_owned(), None)).collect();
+        for (k, val) in e {
+            m.insert(k.clone(), Some(val.clone()));
+        }
+        m
+    }
 }
 
 fn date(b: Option<&Bson>) -> Option<i64> {
@@ -277,26 +295,33 @@ fn date(b: Option<&Bson>) -> Option<i64> {
 }
 
 /// I3: `items.reviews` holds the summaries of the item's 4 newest reviews
-/// (by `published_date`, descending), in that order, and nothing else.
-/// Ties in the date may come in either order.
+/// (by `published_date`, descending), in that order, and nothing else;
+/// `items.newest` its 3 newest. Ties in the date may come in either order.
 pub fn subsets(s: &Snapshot) -> Vec<Violation> {
+    let mut out = kept(s, &REVIEWS);
+    out.extend(kept(s, &NEWEST));
+    out
+}
+
+fn kept(s: &Snapshot, kept: &Kept) -> Vec<Violation> {
+    let (field, max, key) = (kept.array, kept.max, kept.id);
     let mut out = Vec::new();
     for item in &s.items {
         let id = item.get("_id");
         let mut children: Vec<&Document> =
             s.reviews.iter().filter(|r| r.get("product_id").is_some() && r.get("product_id") == id).collect();
         children.sort_by_key(|r| std::cmp::Reverse(date(r.get("published_date"))));
-        let expected: Vec<&Document> = children.iter().take(SUBSET_MAX).copied().collect();
-        let stored = array(item, "reviews");
-        let rids = |docs: &[&Document]| docs.iter().map(|d| show(d.get("rid"))).collect::<Vec<_>>().join(" ");
+        let expected: Vec<&Document> = children.iter().take(max).copied().collect();
+        let stored = array(item, field);
+        let rids = |docs: &[&Document]| docs.iter().map(|d| show(d.get(key))).collect::<Vec<_>>().join(" ");
         let stored_rids: Vec<String> =
-            stored.iter().map(|e| e.as_document().map_or("?".into(), |d| show(d.get("rid")))).collect();
+            stored.iter().map(|e| e.as_document().map_or("?".into(), |d| show(d.get(key)))).collect();
         let context = format!("stored [{}], expected [{}]", stored_rids.join(" "), rids(&expected));
         if stored.len() != expected.len() {
             out.push(v(
                 Inv::I3,
                 format!(
-                    "item {} keeps {} summaries, but has {} reviews (top {SUBSET_MAX}: {}): {context}",
+                    "item {} keeps {} summaries in {field}, but has {} reviews (top {max}: {}): {context}",
                     show(id),
                     stored.len(),
                     children.len(),
@@ -308,33 +333,36 @@ pub fn subsets(s: &Snapshot) -> Vec<Violation> {
         let mut seen: Vec<Option<Bson>> = Vec::new();
         for (k, (e, want)) in stored.iter().zip(&expected).enumerate() {
             let Some(e) = e.as_document() else {
-                out.push(v(Inv::I3, format!("item {} reviews[{k}] is not a document: {context}", show(id))));
+                out.push(v(Inv::I3, format!("item {} {field}[{k}] is not a document: {context}", show(id))));
                 break;
             };
-            let rid = e.get("rid").cloned();
+            let rid = e.get(key).cloned();
             if seen.contains(&rid) {
-                out.push(v(Inv::I3, format!("item {} keeps rid {} twice: {context}", show(id), show(rid.as_ref()))));
+                out.push(v(
+                    Inv::I3,
+                    format!("item {} keeps {key} {} twice in {field}: {context}", show(id), show(rid.as_ref())),
+                ));
                 break;
             }
             seen.push(rid.clone());
-            let child = children.iter().find(|c| c.get("rid").is_some() && c.get("rid") == rid.as_ref());
+            let child = children.iter().find(|c| c.get(key).is_some() && c.get(key) == rid.as_ref());
             match child {
                 None => {
                     out.push(v(
                         Inv::I3,
                         format!(
-                            "item {} reviews[{k}] (rid {}) is no review of it: {context}",
+                            "item {} {field}[{k}] ({key} {}) is no review of it: {context}",
                             show(id),
                             show(rid.as_ref())
                         ),
                     ));
                     break;
                 }
-                Some(c) if as_summary(e) != summary(c) => {
+                Some(c) if kept.as_summary(e) != kept.summary(c) => {
                     out.push(v(
                         Inv::I3,
                         format!(
-                            "item {} reviews[{k}] (rid {}) is stale: {} but the review is {}: {context}",
+                            "item {} {field}[{k}] ({key} {}) is stale: {} but the review is {}: {context}",
                             show(id),
                             show(rid.as_ref()),
                             Bson::Document(e.clone()),
@@ -348,7 +376,7 @@ pub fn subsets(s: &Snapshot) -> Vec<Violation> {
             if date(e.get("published_date")) != date(want.get("published_date")) {
                 out.push(v(
                     Inv::I3,
-                    format!("item {} reviews[{k}] is out of the top {SUBSET_MAX} or out of order: {context}", show(id)),
+                    format!("item {} {field}[{k}] is out of the top {max} or out of order: {context}", show(id)),
                 ));
                 break;
             }
@@ -427,7 +455,7 @@ pub fn buckets(s: &Snapshot, facts: &Facts) -> Vec<Violation> {
 }
 
 /// I5: `products.parts` <= 6, `people.tasks` <= 3, `tasks.notes` <= 3,
-/// `items.reviews` <= 4, `comment_pages.comments` <= 3.
+/// `items.reviews` <= 4, `items.newest` <= 3, `comment_pages.comments` <= 3.
 pub fn bounds(s: &Snapshot) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut over = |what: &str, docs: &[Document], field: &str, max: usize| {
@@ -442,6 +470,7 @@ pub fn bounds(s: &Snapshot) -> Vec<Violation> {
     over("person", &s.people, "tasks", TASKS_MAX);
     over("task", &s.tasks, "notes", NOTES_MAX);
     over("item", &s.items, "reviews", SUBSET_MAX);
+    over("item", &s.items, "newest", NEWEST_MAX);
     over("comment page", &s.pages, "comments", PAGE_SIZE);
     out
 }

@@ -35,6 +35,8 @@ pub const TASKS_MAX: usize = 3;
 pub const NOTES_MAX: usize = 3;
 /// Size of the subset `items.reviews`.
 pub const SUBSET_MAX: usize = 4;
+/// Size of the subset `items.newest`.
+pub const NEWEST_MAX: usize = 3;
 /// Comments per page of `comment_pages`.
 pub const PAGE_SIZE: usize = 3;
 
@@ -130,6 +132,23 @@ pub struct Item {
     pub name: String,
     #[embed(max = 4, subset_of = Review, sort = "-published_date", key = review_id, max_bytes = 400)]
     pub reviews: Vec<ReviewSummary>,
+    /// The newest three again, by `_id` and without a byte bound: a rename
+    /// of a reviewer rewrites their name here in place (issue 40), where
+    /// `reviews` is rebuilt.
+    #[embed(max = 3, subset_of = Review, sort = "-published_date")]
+    #[serde(default)]
+    pub newest: Vec<ReviewLine>,
+}
+
+/// A review as `items.newest` keeps it.
+#[derive(View, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[view(of = Review)]
+pub struct ReviewLine {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub published_date: DateTime,
+    #[serde(default)]
+    pub reviewer_name: Option<String>,
 }
 
 /// A review as its item keeps it.

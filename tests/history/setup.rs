@@ -99,8 +99,9 @@ async fn people(db: &Database) -> docrel::Result<()> {
 
 /// Items and their reviews, dated by the seed.
 async fn reviews(db: &Database, seed: u64) -> docrel::Result<()> {
-    let items: Vec<Item> =
-        (0..plan::ITEMS).map(|i| Item { id: Universe::item(i), name: format!("i-s.{i}"), reviews: vec![] }).collect();
+    let items: Vec<Item> = (0..plan::ITEMS)
+        .map(|i| Item { id: Universe::item(i), name: format!("i-s.{i}"), reviews: vec![], newest: vec![] })
+        .collect();
     Item::repo(db).insert_many(&items).await?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5e7u64);
     let reviews: Vec<Review> = (0..SETUP_REVIEWS)

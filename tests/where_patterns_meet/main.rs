@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 mod checker_found;
 mod compose;
 mod deletes;
+mod in_place;
 mod leftovers;
 mod round_trips;
 mod security;

@@ -10,15 +10,19 @@
 //!   the next level is a fan-out of each holder at its new version, under
 //!   the fan-out guard, page by page in one `update` command per page;
 //! - the holders are children of subsets whose summaries carry the copies:
+//!   at the first level of a fan-out (the holders of one source) the
+//!   summaries are rewritten in place in every parent by one `$merge`
+//!   where the subset allows it (`patterns/subset_carried.rs`); otherwise
 //!   their parents are found with one `distinct` per level and subset, and
-//!   each is rebuilt under the subset's change counter.
+//!   rebuilt under the subset's change counter.
 //!
 //! A level is named by the holders it rewrote: a filter on the holders'
 //! collection (the references to the changed source for a fan-out, the
 //! holders' ids for a refresh).
 
-use super::copies::{send_all, version_of, Guard, VERSION_PATH};
+use super::copies::{send_all, version_of, Guard, Values, VERSION_PATH};
 use crate::error::{Error, Result};
+pub(crate) use crate::patterns::subset_carried::Written;
 use crate::schema::graph::{SubsetTarget, Target};
 use crate::store::page::Page;
 use crate::store::session::{in_session, Cx};
@@ -48,6 +52,36 @@ pub(crate) enum Reach {
 /// matches in `target.collection`): what is derived from those copies,
 /// at every level, is brought up to date as `reach` says.
 pub(crate) async fn follow(cx: &mut Cx<'_>, target: &'static Target, filter: BsonDoc, reach: Reach) -> Result<()> {
+    walk(cx, target, filter, None, reach).await
+}
+
+/// [`follow`] from the holders of `target` that a fan-out of one source
+/// wrote (`written`): their summaries are rewritten in place where the
+/// subset allows it.
+pub(crate) async fn follow_source(
+    cx: &mut Cx<'_>,
+    target: &'static Target,
+    written: &Written<'_>,
+    reach: Reach,
+) -> Result<()> {
+    walk(cx, target, doc! { target.id_path(): written.id.clone() }, Some(written), reach).await
+}
+
+/// What a fan-out of the source `id` at `version` writes into `target`:
+/// its copies' values, by copy field, taken from the source's `values`.
+pub(crate) fn written<'a>(target: &Target, id: &'a Bson, version: i64, values: &(impl Values + ?Sized)) -> Written<'a> {
+    let values =
+        target.fields.iter().filter_map(|(copy, field)| values.value(field).map(|v| ((*copy).to_owned(), v.clone())));
+    Written { id, version, values: values.collect() }
+}
+
+async fn walk(
+    cx: &mut Cx<'_>,
+    target: &'static Target,
+    filter: BsonDoc,
+    source: Option<&Written<'_>>,
+    reach: Reach,
+) -> Result<()> {
     if !target.carries() {
         return Ok(());
     }
@@ -61,7 +95,13 @@ pub(crate) async fn follow(cx: &mut Cx<'_>, target: &'static Target, filter: Bso
         }
         if reach != Reach::Copies {
             for subset in g.summaries_of_copies(target) {
-                rebuild_parents(cx, target, subset, &filter).await?;
+                let rewritten = match source.filter(|_| depth == 1) {
+                    Some(written) => subset.rewrite_carried(cx, target, written).await?,
+                    None => false,
+                };
+                if !rewritten {
+                    rebuild_parents(cx, target, subset, &filter).await?;
+                }
             }
         }
         for next in g.copies_of_copies(target) {

@@ -131,7 +131,8 @@ pub(crate) async fn after_commit(
 ) -> Result<()> {
     let id = source_doc.get("_id").cloned().unwrap_or(Bson::Null);
     for target in touched_targets(cx.graph, source, touched) {
-        chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::Summaries).await?;
+        let written = chain::written(target, &id, version_of(source_doc), source_doc);
+        chain::follow_source(cx, target, &written, Reach::Summaries).await?;
     }
     if !cx.graph.subsets_of(source).is_empty() {
         Box::pin(crate::patterns::subset::after_change(cx, source, None, source_doc, touched)).await?;
@@ -189,7 +190,7 @@ async fn fan_out_reaching(
         // modified nothing may have been written by the batch.
         if n > 0 || matches!(batched, Batched::Unknown) || reach == Reach::Again {
             // Boxed: a chain is rare, and its future would make every fan-out's as large.
-            Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, reach))
+            Box::pin(chain::follow_source(cx, target, &chain::written(target, id, version, values), reach))
                 .await
                 .map_err(|e| failed(source, id, target, done(&report), e))?;
         }
@@ -244,7 +245,8 @@ pub(crate) async fn fan_out_inserted(cx: &mut Cx<'_>, source: &'static str, docs
                     .await
                     .map_err(|e| failed(source, id, target, String::new(), e))?;
                 if n > 0 {
-                    Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::All))
+                    let written = chain::written(target, id, version_of(d), d);
+                    Box::pin(chain::follow_source(cx, target, &written, Reach::All))
                         .await
                         .map_err(|e| failed(source, id, target, String::new(), e))?;
                 }

@@ -192,8 +192,12 @@ pub(crate) async fn confirm(
                     Some(page),
                 )
                 .await?;
-                if n > 0 {
-                    rewrote = true;
+                // Nothing rewritten may still mean a summary to fix: a fan-out
+                // of the new version reached these holders first, and
+                // rewrote their summaries before this write pushed its own.
+                let summarized = cx.graph.summaries_of_copies(target).next().is_some();
+                if n > 0 || summarized {
+                    rewrote |= n > 0;
                     Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": page}}, Reach::All)).await?;
                 }
             }

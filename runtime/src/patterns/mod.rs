@@ -11,6 +11,7 @@ pub(crate) mod bucket_whole;
 pub(crate) mod counter;
 mod counter_many;
 pub(crate) mod subset;
+pub(crate) mod subset_carried;
 pub(crate) mod subset_check;
 pub(crate) mod subset_delete;
 pub(crate) mod subset_rebuild;

@@ -34,6 +34,20 @@ pub(crate) struct Expected {
     /// The children left out, ahead of the last summary kept, for a
     /// summary over `max_bytes`: their `_id` and the summary's size.
     pub(crate) left_out: Vec<(Bson, usize)>,
+    /// The versions of the copies the summaries carry, when the subset
+    /// rewrites them in place (see `subset_carried.rs`).
+    pub(crate) stamps: Option<BsonDoc>,
+}
+
+impl Expected {
+    /// The `$set` of a rebuild of the subset at `field` written at `epoch`.
+    pub(crate) fn set(&self, target: &SubsetTarget, epoch: i64) -> BsonDoc {
+        let mut set = doc! { target.rel.field: self.summaries.clone(), format!("{}.r", target.counter()): epoch };
+        if let Some(stamps) = &self.stamps {
+            set.insert(target.stamps_path(), stamps.clone());
+        }
+        set
+    }
 }
 
 impl SubsetTarget {
@@ -72,7 +86,7 @@ impl SubsetTarget {
             let written = in_session!(
                 parents.update_one(
                     doc! {"_id": parent.clone(), n_path.clone(): epoch},
-                    doc! {"$set": { self.rel.field: expected.summaries.clone(), r_path.clone(): epoch }},
+                    doc! {"$set": expected.set(self, epoch)}
                 ),
                 cx.session()
             )
@@ -128,7 +142,8 @@ impl SubsetTarget {
     /// left out leave room for others.
     pub(crate) async fn expected_in(&self, cx: &mut Cx<'_>, parent: &Bson) -> Result<Expected> {
         let coll = cx.db.collection::<BsonDoc>(self.spec.child);
-        let projection = self.child_projection();
+        let vias = self.stamped_vias(cx.graph);
+        let projection = self.child_projection(&vias);
         let (child, max) = (self.spec.child, self.max as usize);
         let mut limit = max;
         loop {
@@ -142,7 +157,7 @@ impl SubsetTarget {
                 find = find.projection(p.clone());
             }
             let children = collect(find, cx.session(), child, |raw| plain(child, raw)).await?;
-            let out = self.expected_of(&children);
+            let out = self.expected_of(&children, &vias);
             if out.summaries.len() == max || children.len() < limit {
                 return Ok(out);
             }
@@ -165,11 +180,13 @@ impl SubsetTarget {
         sort
     }
 
-    /// The fields a summary reads of a child, with `_id`; `None`: all.
-    pub(super) fn child_projection(&self) -> Option<BsonDoc> {
+    /// The fields a summary reads of a child, with `_id` (and what the
+    /// stamps of `vias` need); `None`: all.
+    pub(super) fn child_projection(&self, vias: &[&'static str]) -> Option<BsonDoc> {
         self.spec.fields.map(|fields| {
             let mut p: BsonDoc = fields.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
             p.insert("_id", 1);
+            Self::stamp_projection(vias, &mut p);
             p
         })
     }
@@ -177,16 +194,22 @@ impl SubsetTarget {
     /// What the subset holds of `children`, read in [`Self::read_order`]:
     /// the first `max` summaries that fit, in the subset's order, and the
     /// children left out ahead of them.
-    pub(super) fn expected_of(&self, children: &[BsonDoc]) -> Expected {
+    /// With `vias`, the stamps of the children summarized.
+    pub(super) fn expected_of(&self, children: &[BsonDoc], vias: &[&'static str]) -> Expected {
         let mut out = Expected::default();
+        let mut kept = Vec::new();
         for c in children {
             let summary = self.summarize(c);
             match self.oversize(&summary) {
                 Some(bytes) => out.left_out.push((c.get("_id").cloned().unwrap_or(Bson::Null), bytes)),
-                None if out.summaries.len() < self.max as usize => out.summaries.push(summary),
+                None if out.summaries.len() < self.max as usize => {
+                    out.summaries.push(summary);
+                    kept.push(c);
+                }
                 None => {}
             }
         }
+        out.stamps = self.stamps_of(vias, kept);
         if self.spec.keep_last {
             out.summaries.reverse();
         }

@@ -52,12 +52,13 @@ impl SubsetTarget {
         in_session!(parents.update_many(filter.clone(), doc! {"$inc": { n_path.clone(): 1_i64 }}), cx.session())
             .map_err(|e| Error::driver("update", self.parent, e))?;
         let epochs = self.counters(cx, &filter, &n_path).await?;
-        let children = self.first_children(cx, &epochs).await?;
+        let vias = self.stamped_vias(cx.graph);
+        let children = self.first_children(cx, &epochs, &vias).await?;
         let mut alone = Vec::new();
         let mut statements = Vec::new();
         for (key, (parent, epoch)) in &epochs {
             let found = children.get(key).map(Vec::as_slice).unwrap_or_default();
-            let expected = self.expected_of(found);
+            let expected = self.expected_of(found, &vias);
             if expected.summaries.len() < self.max as usize && found.len() == self.max as usize {
                 // Summaries left out made room for children not read.
                 alone.push(parent.clone());
@@ -66,7 +67,7 @@ impl SubsetTarget {
             let expected = self.warned(parent, expected);
             statements.push(doc! {
                 "q": {"_id": parent.clone(), n_path.clone(): *epoch},
-                "u": {"$set": { self.rel.field: expected.summaries, r_path.clone(): *epoch }},
+                "u": {"$set": expected.set(self, *epoch)},
             });
         }
         if !statements.is_empty() {
@@ -103,12 +104,13 @@ impl SubsetTarget {
         &self,
         cx: &mut Cx<'_>,
         epochs: &HashMap<String, (Bson, i64)>,
+        vias: &[&'static str],
     ) -> Result<HashMap<String, Vec<BsonDoc>>> {
         if epochs.is_empty() {
             return Ok(HashMap::new());
         }
         let mut pipeline = vec![doc! {"$sort": self.read_order()}, doc! {"$limit": i64::from(self.max)}];
-        if let Some(projection) = self.child_projection() {
+        if let Some(projection) = self.child_projection(vias) {
             pipeline.push(doc! {"$project": projection});
         }
         let ids: Vec<BsonDoc> = epochs.values().map(|(id, _)| doc! {"_id": {"$literal": id.clone()}}).collect();

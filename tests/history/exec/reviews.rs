@@ -85,7 +85,7 @@ async fn items(c: &Ctx, op: &Op, s: Sess<'_>) -> Option<docrel::Result<String>> 
     let repo = c.repo::<Item>(false);
     Some(match op {
         Op::InsertItem { i, name } => {
-            let item = Item { id: Universe::item(*i), name: name.clone(), reviews: vec![] };
+            let item = Item { id: Universe::item(*i), name: name.clone(), reviews: vec![], newest: vec![] };
             repo.insert(&item).within(s).await.map(|()| String::new())
         }
         Op::ReplaceItem { i, name } => rewrite_item(&repo, *i, name, false, s).await,

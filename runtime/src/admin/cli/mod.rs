@@ -185,6 +185,11 @@ enum SchemaChange {
         /// two leases, 60 s; it must cover every process's lease).
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
+        /// Run the moves in a maintenance window: refused while any other
+        /// program holds the schema's lease; the new shape's indexes are
+        /// built after the copy, which is then faster.
+        #[arg(long)]
+        offline: bool,
     },
     /// The moves between patterns in progress: each one's state, how long
     /// it has been in it and what its next state waits for; and the
@@ -381,11 +386,11 @@ async fn execute(cli: Cli, console: &mut Console, shutdown: &mut Shutdown<'_>) -
                 SchemaChange::Diff { file, no_probe } => {
                     schema_change::diff(&db, file, !no_probe, console, cli.json).await
                 }
-                SchemaChange::Apply { file, remove, wait } => {
+                SchemaChange::Apply { file, remove, wait, offline } => {
                     let wait = wait.map(|s| {
                         std::time::Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(std::time::Duration::MAX)
                     });
-                    let args = schema_change::Apply { file, remove, wait };
+                    let args = schema_change::Apply { file, remove, wait, offline: *offline };
                     schema_change::apply(&db, &args, console, shutdown, cli.json).await
                 }
                 SchemaChange::Status { lease } => {

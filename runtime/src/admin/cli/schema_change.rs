@@ -51,7 +51,7 @@ pub(super) async fn apply(
         // The moves first, to `switched`; then the change backfills what
         // the new version derives from the moved data, and verifies.
         let lease = args.wait.map_or_else(|| crate::schema::lease_for(db), |w| w / 2);
-        let reports = run_moves(db, &exported, lease, console, shutdown, as_json).await?;
+        let reports = run_moves(db, (&exported, args.offline), lease, console, shutdown, as_json).await?;
         if !reports.iter().all(crate::admin::moves::MoveReport::switched) {
             console.say(&if as_json { json(&reports) } else { "moves stopped: run it again to resume".to_owned() });
             return Ok(Exit::Interrupted);
@@ -131,7 +131,7 @@ fn draw(bar: Option<&indicatif::ProgressBar>, progress: &Progress<'_>) {
 /// page otherwise); quiet with `--json`.
 async fn run_moves(
     db: &Database,
-    exported: &Exported,
+    (exported, offline): (&Exported, bool),
     lease: std::time::Duration,
     console: &mut Console,
     shutdown: &mut Shutdown<'_>,
@@ -152,7 +152,11 @@ async fn run_moves(
             let _ = writeln!(err, "{step}");
         }
     };
-    let ran = crate::admin::moves::run(db, &exported.types, &exported.moves, lease, || shutdown.requested(), say).await;
+    let (types, moves, stop) = (&exported.types, &exported.moves, || shutdown.requested());
+    let ran = match offline {
+        true => crate::admin::moves::run_offline(db, types, moves, lease, stop, say).await,
+        false => crate::admin::moves::run(db, types, moves, lease, stop, say).await,
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -226,4 +230,6 @@ pub(super) struct Apply<'a> {
     pub(super) file: &'a Path,
     pub(super) remove: &'a [String],
     pub(super) wait: Option<std::time::Duration>,
+    /// `--offline`: the moves run as [`crate::admin::moves::run_offline`].
+    pub(super) offline: bool,
 }

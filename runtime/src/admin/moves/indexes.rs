@@ -1,6 +1,8 @@
-//! The indexes a move needs before it is announced: the new type's, its
-//! parent reference first of all (the mirrors and the settles read a
-//! parent's documents by it; the old array is read by the parent's `_id`).
+//! The indexes a move needs: the new type's, its parent reference first of
+//! all (the mirrors and the settles read a parent's documents by it; the
+//! old array is read by the parent's `_id`). They are built before the
+//! move is announced; an offline move builds its non-unique ones after the
+//! copy, as a bulk load does.
 
 use crate::error::{Error, Result};
 use crate::schema::stored::{OldArray, StoredMove, StoredType};
@@ -37,17 +39,33 @@ pub(super) async fn needed(
     Ok(models)
 }
 
-/// Builds what `mv` needs that `db` lacks, saying each: before the move
-/// is announced, so that every mirrored write finds a parent's documents
-/// by them while the copy runs (and the embedded test server loses index
-/// entries of documents written while an index is built).
+/// Which of a move's indexes a step builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Which {
+    /// Every one it needs.
+    All,
+    /// The unique ones only: the copy merges a bucket's pages by one, and
+    /// the others must refuse what breaks them before anything is copied.
+    Unique,
+}
+
+/// Builds `which` of what `mv` needs that `db` lacks, saying each. Online,
+/// all of them before the move is announced, so that every mirrored write
+/// finds a parent's documents by them while the copy runs (and the
+/// embedded test server loses index entries of documents written while an
+/// index is built).
 pub(super) async fn build(
     db: &Database,
     program: &[StoredType],
     (mv, holds, field): (&StoredMove, OldArray, &str),
+    which: Which,
     step: &mut impl FnMut(&str),
 ) -> Result<()> {
+    let unique = |m: &IndexModel| m.options.as_ref().and_then(|o| o.unique).unwrap_or(false);
     for (collection, model) in needed(db, program, mv, holds, field).await? {
+        if which == Which::Unique && !unique(&model) {
+            continue;
+        }
         step(&format!("index build: {collection} {}", crate::admin::index_plan::show(&model.keys)));
         db.collection::<BsonDoc>(&collection)
             .create_index(model)

@@ -31,6 +31,6 @@ pub(crate) use plan::plan_with;
 pub use plan::{plan, undeclared, MovePlan};
 pub use progress::{Copied, Step};
 pub use retire::{retire, RetireReport};
-pub use run::{run, MoveReport};
+pub use run::{run, run_offline, MoveReport};
 pub use states::{may_enter, may_retire, Wait};
 pub use status::{status, MoveStatus, Status};

@@ -5,6 +5,7 @@
 //! saved in the database: a stopped or crashed run resumes where it was,
 //! and running it again after it is done changes nothing.
 
+use super::indexes::Which;
 use super::progress::Step;
 use super::states::{may_enter, Wait};
 use crate::error::{Error, Misuse, Result};
@@ -44,6 +45,15 @@ impl MoveReport {
 /// Parents per page of the copy.
 const PAGE: i64 = 200;
 
+/// Whether other programs may write while a run takes its moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fleet {
+    /// They may ([`run`]).
+    Writing,
+    /// None holds a live lease as the run begins ([`run_offline`]).
+    Stopped,
+}
+
 /// Runs (or resumes) the moves `program` declares up to `switched`. `stop`
 /// is asked between steps and pages; `step` hears each step, in words or
 /// as the copy's progress ([`Step`]).
@@ -52,6 +62,60 @@ pub async fn run(
     db: &Database,
     program: &[StoredType],
     moves: &[StoredMove],
+    lease: Duration,
+    stop: impl FnMut() -> bool,
+    step: impl FnMut(&Step),
+) -> Result<Vec<MoveReport>> {
+    run_as(Fleet::Writing, db, (program, moves), lease, stop, step).await
+}
+
+/// [`run`] in a maintenance window, while no other program writes `db`
+/// (`docrel schema apply --offline`): refused, with nothing written, while
+/// another process holds a live lease ([`super::holders`]). Each move's
+/// non-unique indexes are then built after its copy, as a bulk load builds
+/// them, rather than kept up through the copy for writes that come in
+/// meanwhile. The states are kept as online: a program started during the
+/// move still keeps both shapes, and if one holds a lease when a copy
+/// begins, that move's indexes are built first after all.
+///
+/// ```no_run
+/// # async fn f(db: docrel::mongodb::Database) -> docrel::Result<()> {
+/// let program = docrel::schema::stored::read_export(&docrel::schema::export()).expect("an export");
+/// let lease = std::time::Duration::from_secs(30);
+/// let done = docrel::admin::moves::run_offline(&db, &program.types, &program.moves, lease, || false, |s| {
+///     eprintln!("{s}")
+/// })
+/// .await?;
+/// assert!(done.iter().all(|m| m.switched()));
+/// # Ok(()) }
+/// ```
+pub async fn run_offline(
+    db: &Database,
+    program: &[StoredType],
+    moves: &[StoredMove],
+    lease: Duration,
+    stop: impl FnMut() -> bool,
+    step: impl FnMut(&Step),
+) -> Result<Vec<MoveReport>> {
+    let others = others_writing(db).await?;
+    if !others.is_empty() {
+        return Err(Error::Invalid {
+            what: Misuse::Schema,
+            message: format!(
+                "an offline move runs only while no other program holds the schema, and {} hold(s) a live lease, \
+                 nothing was written: stop them (`docrel schema status` lists them), or run the move online \
+                 (without `--offline`)",
+                others.join("; ")
+            ),
+        });
+    }
+    run_as(Fleet::Stopped, db, (program, moves), lease, stop, step).await
+}
+
+async fn run_as(
+    fleet: Fleet,
+    db: &Database,
+    (program, moves): (&[StoredType], &[StoredMove]),
     lease: Duration,
     mut stop: impl FnMut() -> bool,
     mut step: impl FnMut(&Step),
@@ -70,13 +134,33 @@ pub async fn run(
                 out.push(report);
                 continue;
             }
-            None => announce(db, program, mv, &mut step).await?,
+            None => announce(db, program, mv, fleet, &mut step).await?,
         };
         report.state = Some(active.state);
-        advance(db, active, lease, &mut report, &mut stop, &mut step).await?;
+        advance(db, (active, fleet), lease, &mut report, &mut stop, &mut step).await?;
         out.push(report);
     }
     Ok(out)
+}
+
+/// The other processes holding a live lease on `db` (as `schema status`
+/// names them): any of them may be writing.
+async fn others_writing(db: &Database) -> Result<Vec<String>> {
+    let me = stored::this_process();
+    let holders = super::holders::holders(db).await?;
+    Ok(holders
+        .iter()
+        .filter(|h| h.live && h.process != me)
+        .map(|h| format!("{} (pid {} on {})", h.program, h.pid, h.host))
+        .collect())
+}
+
+/// Builds every index the move needs that is not there yet, from the
+/// types published when it was announced.
+async fn all_indexes(db: &Database, active: &ActiveMove, step: &mut impl FnMut(&Step)) -> Result<()> {
+    let types = stored::load(db).await?;
+    let on = (&active.spec, active.old, active.field.as_str());
+    super::indexes::build(db, &types, on, Which::All, &mut |s: &str| step(&s.into())).await
 }
 
 /// Deletes the marks of `mv`, in a transaction: a writer still marking
@@ -133,6 +217,7 @@ async fn announce(
     db: &Database,
     program: &[StoredType],
     mv: &StoredMove,
+    fleet: Fleet,
     step: &mut impl FnMut(&Step),
 ) -> Result<ActiveMove> {
     let stored_types = stored::load(db).await?;
@@ -144,7 +229,9 @@ async fn announce(
         });
     }
     let (spec, field, holds, bound, required) = shape(&stored_types, program, mv);
-    super::indexes::build(db, program, (&spec, holds, &field), &mut |s: &str| step(&s.into())).await?;
+    // Offline, the unique ones only; the others after the copy.
+    let which = if fleet == Fleet::Stopped { Which::Unique } else { Which::All };
+    super::indexes::build(db, program, (&spec, holds, &field), which, &mut |s: &str| step(&s.into())).await?;
     stored::publish_types(db, program).await?;
     let since = DateTime::from_millis(super::holders::server_now(db).await?);
     let (state, change) = (MoveState::Announced, mv.id.clone());
@@ -181,7 +268,7 @@ fn shape(
 /// Takes `active` from its state to `switched`, copying in `maintained`.
 async fn advance(
     db: &Database,
-    mut active: ActiveMove,
+    (mut active, fleet): (ActiveMove, Fleet),
     lease: Duration,
     report: &mut MoveReport,
     stop: &mut impl FnMut() -> bool,
@@ -194,6 +281,11 @@ async fn advance(
             return Ok(());
         }
         if active.state == MoveState::Maintained {
+            // Online (or resumed online), or offline when a program came
+            // meanwhile: its writes find a parent's documents by them.
+            if fleet == Fleet::Writing || !others_writing(db).await?.is_empty() {
+                all_indexes(db, &active, step).await?;
+            }
             let copied = super::copy_run::copy(db, &active, PAGE, stop, step).await?;
             report.pages += copied.pages;
             report.elements += copied.elements;
@@ -202,6 +294,7 @@ async fn advance(
                 step(&"stopped: run `docrel schema apply` again to resume the copy".into());
                 return Ok(());
             }
+            all_indexes(db, &active, step).await?;
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();

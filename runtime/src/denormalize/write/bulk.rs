@@ -25,7 +25,7 @@ use crate::error::{show_id, Error, Result};
 use crate::schema::graph::Target;
 use crate::store::bulk;
 use crate::store::session::Cx;
-use mongodb::bson::{doc, Bson, Document as BsonDoc};
+use mongodb::bson::{Bson, Document as BsonDoc};
 use mongodb::options::WriteModel;
 
 /// What a stamped write sent as one `bulkWrite` did.
@@ -67,7 +67,7 @@ pub(crate) async fn stamped(
         crate::client::trace::fanned_out(target.collection, || &target.paths().id, rewritten);
         if rewritten > 0 {
             // Boxed: a chain is rare, and its future would make this one as large.
-            Box::pin(chain::follow(cx, target, doc! { target.id_path(): id.clone() }, Reach::All))
+            Box::pin(chain::follow_source(cx, target, &chain::written(target, id, stamp, values), Reach::All))
                 .await
                 .map_err(|e| fan_out_error(source, id, target, e))?;
         }

@@ -34,6 +34,11 @@ fn process() -> &'static (ObjectId, String, String) {
     })
 }
 
+/// This process's id, as its row names it (`_id`).
+pub(crate) fn this_process() -> String {
+    process().0.to_hex()
+}
+
 /// The shapes of `moves` this program links: the old arrays (`posts.comments`)
 /// whose owner type it declares with the field, and the new collections
 /// whose type declares the move; and the sides of `retiring` two-way pairs

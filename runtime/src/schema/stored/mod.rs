@@ -34,6 +34,7 @@ pub use form::{
     Key, StoredBucket, StoredCopy, StoredElemCopy, StoredElemRef, StoredField, StoredIndex, StoredKind, StoredRelation,
     StoredSubset, StoredType, FORMAT,
 };
+pub(crate) use holders::this_process;
 pub use holders::LEASES_COLLECTION;
 pub use inverses::{AdoptedInverse, InverseChange};
 pub(crate) use lease::{held_until, hold};
