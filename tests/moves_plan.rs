@@ -39,6 +39,19 @@ fn as_document(e: &BsonDoc, parent: &Bson) -> BsonDoc {
     d
 }
 
+/// The documents the move made of `post`'s elements, and the ones it
+/// should have made (each element with its parent's `_id`), both by `_id`.
+async fn moved_and_wanted(t: &TestDb, post: &BsonDoc) -> (Vec<BsonDoc>, Vec<BsonDoc>) {
+    let id = post.get("_id").unwrap().clone();
+    let mut want: Vec<BsonDoc> =
+        post.get_array("comments").unwrap().iter().map(|e| as_document(e.as_document().unwrap(), &id)).collect();
+    want.sort_by_key(|d| d.get_object_id("_id").unwrap());
+    let docs = t.db.collection::<BsonDoc>("mv_comments");
+    let have: Vec<BsonDoc> =
+        docs.find(doc! {"post": &id}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("read");
+    (have, want)
+}
+
 fn size(d: &BsonDoc) -> u64 {
     docrel::bson_compat::to_vec(d).expect("encodes").len() as u64
 }
@@ -241,11 +254,7 @@ async fn the_command_line_plans_and_applies_the_move() -> docrel::Result<()> {
     let docs = t.db.collection::<BsonDoc>("mv_comments");
     for p in &posts {
         let id = p.get("_id").unwrap().clone();
-        let mut want: Vec<BsonDoc> =
-            p.get_array("comments").unwrap().iter().map(|e| as_document(e.as_document().unwrap(), &id)).collect();
-        want.sort_by_key(|d| d.get_object_id("_id").unwrap());
-        let have: Vec<BsonDoc> =
-            docs.find(doc! {"post": &id}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("read");
+        let (have, want) = moved_and_wanted(&t, p).await;
         assert_eq!(have, want, "every element is a document, once");
         // The new version's subset, the newest three, is backfilled.
         let stored = t.db.collection::<BsonDoc>("mv_posts").find_one(doc! {"_id": &id}).await.expect("read").unwrap();
@@ -375,14 +384,8 @@ async fn an_offline_move_is_refused_while_another_program_holds_a_lease_and_inde
     assert!(err.contains("mv_posts.comments → mv_comments: switched"), "{err}");
     let indexes = t.db.collection::<BsonDoc>("mv_comments").list_index_names().await.expect("list");
     assert!(indexes.iter().any(|i| i.starts_with("post_1")), "{indexes:?}");
-    let docs = t.db.collection::<BsonDoc>("mv_comments");
     for p in &posts {
-        let id = p.get("_id").unwrap().clone();
-        let mut want: Vec<BsonDoc> =
-            p.get_array("comments").unwrap().iter().map(|e| as_document(e.as_document().unwrap(), &id)).collect();
-        want.sort_by_key(|d| d.get_object_id("_id").unwrap());
-        let have: Vec<BsonDoc> =
-            docs.find(doc! {"post": &id}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("read");
+        let (have, want) = moved_and_wanted(&t, p).await;
         assert_eq!(have, want, "every element is a document, once");
     }
     let _ = std::fs::remove_file(&file);
