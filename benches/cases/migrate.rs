@@ -130,9 +130,18 @@ pub(crate) async fn migrate_case(b: &Bench, o: &Opts, online: bool) -> docrel::R
         let (program, moves) = (program.clone(), moves.clone());
         async move {
             let (program, moves, lease) = (&program, &moves, Duration::ZERO);
+            // `DOCREL_BENCH_STEPS=1`: each step of the move on standard
+            // error, with the time since the move began.
+            let t0 = std::time::Instant::now();
+            let steps = std::env::var_os("DOCREL_BENCH_STEPS").is_some();
+            let said = |s: &docrel::admin::moves::Step| {
+                if steps {
+                    eprintln!("{:>8.2?} {s}", t0.elapsed());
+                }
+            };
             let done = match offline {
-                true => docrel::admin::moves::run_offline(&db, program, moves, lease, || false, |_| {}).await?,
-                false => docrel::admin::moves::run(&db, program, moves, lease, || false, |_| {}).await?,
+                true => docrel::admin::moves::run_offline(&db, program, moves, lease, || false, said).await?,
+                false => docrel::admin::moves::run(&db, program, moves, lease, || false, said).await?,
             };
             assert!(done[0].switched(), "{done:?}");
             let moved = db.collection::<BsonDoc>("mig_comments").count_documents(doc! {}).await.map_err(err)?;
