@@ -11,8 +11,9 @@
 //!   the fan-out guard, page by page in one `update` command per page;
 //! - the holders are children of subsets whose summaries carry the copies:
 //!   at the first level of a fan-out (the holders of one source) the
-//!   summaries are rewritten in place in every parent by one `$merge`
-//!   where the subset allows it (`patterns/subset_carried.rs`); otherwise
+//!   summaries are rewritten in place, one read of the holders and one
+//!   `update` command for every parent, where the subset allows it
+//!   (`patterns/subset_carried.rs`); otherwise
 //!   their parents are found with one `distinct` per level and subset, and
 //!   rebuilt under the subset's change counter.
 //!

@@ -161,6 +161,10 @@ pub(crate) async fn confirm(
     let mut rewrote = false;
     let now = read_sources(cx, &held, docs).await?;
     for (source, target) in &held {
+        // Nothing rewritten may still mean a summary to fix: a fan-out of
+        // the new version reached these holders first, and rewrote their
+        // summaries before this write pushed its own.
+        let summarized = cx.graph.summaries_of_copies(target).next().is_some();
         // source id -> the holders referring to it; a holder listed once
         // per source (a set, so a batch of holders of one source stays linear)
         let mut holders: HashMap<String, (Bson, Vec<Bson>)> = HashMap::new();
@@ -192,10 +196,6 @@ pub(crate) async fn confirm(
                     Some(page),
                 )
                 .await?;
-                // Nothing rewritten may still mean a summary to fix: a fan-out
-                // of the new version reached these holders first, and
-                // rewrote their summaries before this write pushed its own.
-                let summarized = cx.graph.summaries_of_copies(target).next().is_some();
                 if n > 0 || summarized {
                     rewrote |= n > 0;
                     Box::pin(chain::follow(cx, target, doc! {"_id": {"$in": page}}, Reach::All)).await?;

@@ -287,9 +287,15 @@ async fn advance(
             return Ok(());
         }
         if active.state == MoveState::Maintained {
-            // Online (or resumed online), or offline when a program came
-            // meanwhile: its writes find a parent's documents by them.
-            if fleet == Fleet::Writing || !others_writing(db).await?.is_empty() {
+            // Indexes are missing only where an offline run announced the
+            // move: built now for an online run resuming it, or offline for
+            // a program that came meanwhile (its writes find a parent's
+            // documents by them).
+            let missing = match fleet {
+                Fleet::Writing => report.resumed,
+                Fleet::Stopped => !others_writing(db).await?.is_empty(),
+            };
+            if missing {
                 all_indexes(db, &active, step).await?;
             }
             let page = if fleet == Fleet::Stopped { OFFLINE_PAGE } else { PAGE };
@@ -301,7 +307,9 @@ async fn advance(
                 step(&"stopped: run `docrel schema apply` again to resume the copy".into());
                 return Ok(());
             }
-            all_indexes(db, &active, step).await?;
+            if fleet == Fleet::Stopped {
+                all_indexes(db, &active, step).await?;
+            }
             // What the new version derives from the moved documents (its
             // subsets of them) is rebuilt from them, now that all are there.
             let to = active.spec.to.collection.clone();
